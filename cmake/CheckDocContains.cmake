@@ -1,0 +1,10 @@
+# Script mode: fails unless DOC contains the output of COMMAND (a ;-list) verbatim.
+execute_process(COMMAND ${COMMAND} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${COMMAND} failed with ${rc}")
+endif()
+file(READ ${DOC} doc)
+string(FIND "${doc}" "${out}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "${DOC} is out of date; regenerate it from: ${COMMAND}")
+endif()

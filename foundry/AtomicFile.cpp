@@ -1,0 +1,64 @@
+#include "foundry/AtomicFile.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+
+void writeFileAtomically(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+  static std::atomic<unsigned> counter{0};
+  const auto tmp = path.parent_path() /
+                   fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  }
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  }
+}
+
+void writeFileAtomically(const std::filesystem::path& path, std::string_view text) {
+  writeFileAtomically(path, std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()));
+}
+
+std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path, std::size_t maxBytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  const auto size = in.tellg();
+  if (size < 0 || static_cast<std::size_t>(size) > maxBytes) return std::nullopt;
+  std::vector<std::byte> out(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(out.data()), size)) return std::nullopt;
+  return out;
+}
+
+}  // namespace foundry

@@ -1,0 +1,22 @@
+#pragma once
+// Files that are either wholly written or not there at all: write a temporary beside the target,
+// flush it, rename over the target. Readers never see half a file.
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace foundry {
+
+/// Writes `bytes` to `path` atomically; throws DeviceError naming the path on failure and leaves no
+/// temporary behind.
+void writeFileAtomically(const std::filesystem::path& path, std::span<const std::byte> bytes);
+void writeFileAtomically(const std::filesystem::path& path, std::string_view text);
+
+/// The whole file, or nullopt if it cannot be opened. `maxBytes` guards against absurd files.
+std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path,
+                                                    std::size_t maxBytes = std::size_t(1) << 31);
+
+}  // namespace foundry

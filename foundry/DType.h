@@ -1,0 +1,32 @@
+#pragma once
+// Element types of tensors and their host-side conversions.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace foundry {
+
+enum class DType { F16, F32, BF16 };
+
+std::string_view dtypeName(DType dtype);          ///< "f16", "f32", "bf16"
+std::optional<DType> parseDType(std::string_view name);
+std::size_t dtypeBytes(DType dtype);
+std::string_view glslScalarType(DType dtype);      ///< "float16_t", "float"
+
+/// IEEE binary16 conversion with round-to-nearest-even; overflow becomes +-inf, as hardware does.
+std::uint16_t floatToHalf(float value);
+float halfToFloat(std::uint16_t bits);
+std::uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(std::uint16_t bits);
+
+/// Encodes floats as `dtype` bytes (little endian), and back.
+std::vector<std::byte> encodeElements(std::span<const float> values, DType dtype);
+std::vector<float> decodeElements(std::span<const std::byte> bytes, DType dtype);
+
+/// Largest finite f16 value.
+inline constexpr float kHalfMax = 65504.0f;
+
+}  // namespace foundry

@@ -1,0 +1,69 @@
+#pragma once
+// Records kernel dispatches and runs them. An interface, so GMock tests can assert exactly which
+// kernels, grids and push constants a Step records; VulkanDispatcher is the real one.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "foundry/KernelSource.h"
+#include "foundry/Tensor.h"
+
+namespace foundry {
+
+struct Grid {
+  std::uint32_t x = 1, y = 1, z = 1;
+  bool operator==(const Grid&) const = default;
+};
+
+using PushValue = std::variant<std::uint32_t, std::int32_t, float, std::array<std::uint32_t, 2>,
+                               std::array<float, 2>, std::array<std::uint32_t, 4>, std::array<float, 4>>;
+
+/// Tensors bound by buffer name and push constants set by field name, checked against a kernel's
+/// layout before any dispatch.
+class Arguments {
+ public:
+  Arguments& bind(const std::string& name, const Tensor& tensor);
+  Arguments& set(const std::string& name, std::uint32_t value) { return setValue(name, value); }
+  Arguments& set(const std::string& name, std::int32_t value) { return setValue(name, value); }
+  Arguments& set(const std::string& name, float value) { return setValue(name, value); }
+  Arguments& setValue(const std::string& name, PushValue value);
+
+  const std::map<std::string, Tensor>& tensors() const { return tensors_; }
+  const std::map<std::string, PushValue>& push() const { return push_; }
+  /// The push-constant value of `name` as a uint32 (tests read these back).
+  std::uint32_t pushU32(const std::string& name) const;
+
+ private:
+  std::map<std::string, Tensor> tensors_;
+  std::map<std::string, PushValue> push_;
+};
+
+/// Checks every binding and push field of `kernel` against `args`: nothing missing, nothing extra,
+/// dtypes and types matching. Throws UserError naming the kernel and the field.
+void checkArguments(const KernelSource& kernel, const Arguments& args);
+/// Packs the push constants into the kernel's std430 block.
+std::vector<std::byte> packPushConstants(const KernelSource& kernel, const Arguments& args);
+
+struct DispatchTiming {
+  std::string kernel;
+  double gpuMicros = 0;  ///< from GPU timestamps; 0 where the queue has none
+};
+
+struct SubmitResult {
+  std::vector<DispatchTiming> dispatches;
+  double totalGpuMicros = 0;  ///< first start to last end
+};
+
+class Dispatcher {
+ public:
+  virtual ~Dispatcher() = default;
+  /// Records one dispatch. Arguments are checked first; nothing is recorded if they are wrong.
+  virtual void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) = 0;
+  /// Runs everything recorded since the last submit and waits for it.
+  virtual SubmitResult submit() = 0;
+};
+
+}  // namespace foundry

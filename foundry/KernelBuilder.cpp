@@ -1,0 +1,387 @@
+#include "foundry/KernelBuilder.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/Error.h"
+#include "foundry/Hash.h"
+
+namespace foundry {
+
+const BindingSlot* KernelLayout::findBinding(std::string_view name) const {
+  for (const auto& b : bindings) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+const PushSlot* KernelLayout::findPush(std::string_view name) const {
+  for (const auto& p : push) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::string shortStageName(const std::string& name) {
+  return name.ends_with("Stage") ? name.substr(0, name.size() - 5) : name;
+}
+
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return out;
+}
+
+/// The merged declarations of every stage, with who declared what, for error messages.
+struct Merged {
+  struct Buffer {
+    BufferDecl decl;
+    std::vector<std::string> stages;
+  };
+  struct Push {
+    PushDecl decl;
+    std::string stage;
+  };
+  struct Shared {
+    SharedDecl decl;
+    std::string stage;
+  };
+  struct Constant {
+    ConstantDecl decl;
+    std::string stage;
+  };
+  std::vector<Buffer> buffers;
+  std::vector<Push> push;
+  std::vector<Shared> shared;
+  std::vector<Constant> constants;
+  std::vector<std::string> extensions;
+  std::vector<std::pair<std::string, std::vector<std::string>>> snippets;  // path, users
+};
+
+Access mergeAccess(Access a, Access b) { return a == b ? a : Access::ReadWrite; }
+
+void mergeBuffer(Merged& m, const BufferDecl& d, const std::string& stage, const std::string& kernel) {
+  for (auto& b : m.buffers) {
+    if (b.decl.name != d.name) continue;
+    if (b.decl.dtype != d.dtype || b.decl.glslElement != d.glslElement) {
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} declares buffer '{}' as {} ({}) but stage {} declared it as {} ({})", stage,
+                                  d.name, d.glslElement, dtypeName(d.dtype), fmt::join(b.stages, ", "),
+                                  b.decl.glslElement, dtypeName(b.decl.dtype)));
+    }
+    b.decl.access = mergeAccess(b.decl.access, d.access);
+    b.stages.push_back(stage);
+    return;
+  }
+  m.buffers.push_back({d, {stage}});
+}
+
+void mergePush(Merged& m, const PushDecl& d, const std::string& stage, const std::string& kernel) {
+  for (auto& p : m.push) {
+    if (p.decl.name != d.name) continue;
+    if (p.decl.type != d.type) {
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} declares push constant '{}' as {} but stage {} declared it as {}", stage,
+                                  d.name, pushTypeGlsl(d.type), p.stage, pushTypeGlsl(p.decl.type)));
+    }
+    return;
+  }
+  m.push.push_back({d, stage});
+}
+
+void mergeConstant(Merged& m, const ConstantDecl& d, const std::string& stage, const std::string& kernel) {
+  for (auto& c : m.constants) {
+    if (c.decl.name != d.name) continue;
+    if (c.decl.type != d.type || c.decl.value != d.value) {
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} defines constant {} = {} but stage {} defined it as {}", stage, d.name,
+                                  d.value, c.stage, c.decl.value));
+    }
+    return;
+  }
+  m.constants.push_back({d, stage});
+}
+
+// GLSL keywords and reserved words a declared name must not take.
+bool reservedInGlsl(const std::string& name) {
+  static const std::set<std::string> words = {
+      "attribute", "const", "uniform", "varying", "buffer", "shared", "coherent", "volatile", "restrict", "readonly",
+      "writeonly", "atomic_uint", "layout", "centroid", "flat", "smooth", "noperspective", "patch", "sample", "break",
+      "continue", "do", "for", "while", "switch", "case", "default", "if", "else", "subroutine", "in", "out", "inout",
+      "float", "double", "int", "void", "bool", "true", "false", "invariant", "precise", "discard", "return", "lowp",
+      "mediump", "highp", "precision", "struct", "uint", "common", "partition", "active", "asm", "class", "union",
+      "enum", "typedef", "template", "this", "resource", "goto", "inline", "noinline", "public", "static", "extern",
+      "external", "interface", "long", "short", "half", "fixed", "unsigned", "superp", "input", "output", "filter",
+      "sizeof", "cast", "namespace", "using", "main", "pc"};
+  return words.count(name) > 0 || name.starts_with("gl_") || name.find("__") != std::string::npos;
+}
+
+void checkName(const std::string& name, const char* what, const std::string& stage, const std::string& kernel) {
+  bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok || reservedInGlsl(name)) {
+    throw UserError(fmt::format("kernel {}", kernel),
+                    fmt::format("stage {} declares {} '{}', which is not a usable GLSL identifier{}", stage, what, name,
+                                ok ? " (a reserved word)" : ""));
+  }
+}
+
+std::string sharedType(const SharedDecl& s) { return fmt::format("shared {}[{}]", s.glslElement, s.count); }
+
+}  // namespace
+
+KernelBuilder::KernelBuilder(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets)
+    : device_(device), snippets_(std::move(snippets)) {}
+
+KernelBuilder& KernelBuilder::name(std::string kernelName) {
+  name_ = std::move(kernelName);
+  return *this;
+}
+
+KernelBuilder& KernelBuilder::workgroup(std::uint32_t x, std::uint32_t y, std::uint32_t z) {
+  workgroup_ = {x, y, z};
+  return *this;
+}
+
+KernelBuilder& KernelBuilder::add(StagePtr stage) {
+  FOUNDRY_CHECK_INTERNAL(stage != nullptr, "KernelBuilder::add(nullptr)");
+  stages_.push_back(std::move(stage));
+  return *this;
+}
+
+KernelBuilder& KernelBuilder::note(std::string key, std::string value) {
+  notes_.emplace_back(std::move(key), std::move(value));
+  return *this;
+}
+
+KernelSource KernelBuilder::build() const {
+  if (stages_.empty()) throw UserError("kernel", "a kernel needs at least one stage");
+  KernelSource src;
+  std::vector<std::string> shortNames;
+  for (const auto& s : stages_) {
+    src.stages.push_back(s->name());
+    src.stageKeys.push_back(s->key());
+    shortNames.push_back(shortStageName(s->name()));
+  }
+  if (name_.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& k : src.stageKeys) {
+      if (!k.empty()) keys.push_back(k);
+    }
+    src.name = sanitize(fmt::format("{}__{}", fmt::join(shortNames, "_"), fmt::join(keys, "_")));
+  } else {
+    src.name = sanitize(name_);
+  }
+  const std::string& kernel = src.name;
+  const std::string chain = fmt::format("{}", fmt::join(src.stages, " -> "));
+
+  // Declarations and the symbol contract, in stage order.
+  Merged m;
+  std::vector<KernelInterface> ifaces(stages_.size());
+  std::map<std::string, std::pair<std::string, std::string>> produced;  // symbol -> (type, stage)
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    const std::string& stage = src.stages[i];
+    KernelInterface& iface = ifaces[i];
+    stages_[i]->declare(iface, device_);
+    for (const auto& b : iface.buffers()) checkName(b.name, "buffer", stage, kernel);
+    for (const auto& p : iface.pushFields()) checkName(p.name, "push constant", stage, kernel);
+    for (const auto& s : iface.sharedArrays()) checkName(s.name, "shared array", stage, kernel);
+    for (const auto& c : iface.constants()) checkName(c.name, "constant", stage, kernel);
+    for (const auto& p : iface.produced()) checkName(p.name, "symbol", stage, kernel);
+    for (const auto& b : iface.buffers()) mergeBuffer(m, b, stage, kernel);
+    for (const auto& p : iface.pushFields()) mergePush(m, p, stage, kernel);
+    for (const auto& c : iface.constants()) mergeConstant(m, c, stage, kernel);
+    for (const auto& c : iface.consumed()) {
+      auto it = produced.find(c.name);
+      if (it == produced.end()) {
+        std::string later;
+        for (std::size_t j = i + 1; j < stages_.size(); ++j) {
+          KernelInterface probe;
+          stages_[j]->declare(probe, device_);
+          for (const auto& p : probe.produced()) {
+            if (p.name == c.name) later = fmt::format("; {} produces it, but later in the chain", src.stages[j]);
+          }
+          for (const auto& s : probe.sharedArrays()) {
+            if (s.name == c.name) later = fmt::format("; {} produces it, but later in the chain", src.stages[j]);
+          }
+        }
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stage {} consumes '{} : {}' but no earlier stage produces it{} (chain: {})", stage,
+                                    c.name, c.type, later, chain));
+      }
+      if (it->second.first != c.type) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stage {} consumes '{} : {}' but stage {} produces it as '{}' (chain: {})", stage,
+                                    c.name, c.type, it->second.second, it->second.first, chain));
+      }
+    }
+    auto produce = [&](const std::string& symbol, const std::string& type) {
+      if (auto it = produced.find(symbol); it != produced.end()) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stages {} and {} both produce '{}' (chain: {})", it->second.second, stage, symbol,
+                                    chain));
+      }
+      produced[symbol] = {type, stage};
+    };
+    for (const auto& s : iface.sharedArrays()) {
+      produce(s.name, sharedType(s));
+      m.shared.push_back({s, stage});
+    }
+    for (const auto& p : iface.produced()) produce(p.name, p.type);
+    for (const auto& e : iface.extensions()) {
+      if (std::find(m.extensions.begin(), m.extensions.end(), e) == m.extensions.end()) m.extensions.push_back(e);
+    }
+    // Snippets with their `//! requires:` dependencies first, each once, in first-use order.
+    std::function<void(const std::string&, std::set<std::string>&)> addSnippet =
+        [&](const std::string& path, std::set<std::string>& visiting) {
+          if (visiting.count(path)) {
+            throw InternalError(fmt::format("snippet kernels/{} requires itself through a cycle", path));
+          }
+          for (auto& [p, users] : m.snippets) {
+            if (p == path) {
+              if (std::find(users.begin(), users.end(), stage) == users.end()) users.push_back(stage);
+              return;
+            }
+          }
+          visiting.insert(path);
+          for (const auto& dep : snippets_->dependencies(path)) addSnippet(dep, visiting);
+          visiting.erase(path);
+          m.snippets.push_back({path, {stage}});
+        };
+    for (const auto& sn : iface.snippets()) {
+      std::set<std::string> visiting;
+      addSnippet(sn, visiting);
+    }
+  }
+
+  // Budgets the device must hold.
+  std::uint32_t sharedBytes = 0;
+  std::vector<std::string> sharedParts;
+  for (const auto& s : m.shared) {
+    const std::uint32_t bytes = (s.decl.count * s.decl.elementBytes + 15u) & ~15u;
+    sharedBytes += bytes;
+    sharedParts.push_back(fmt::format("{}.{} {} B", s.stage, s.decl.name, bytes));
+  }
+  if (sharedBytes > device_.maxSharedMemoryBytes()) {
+    throw UnsupportedError(fmt::format("kernel {} needs {} bytes of shared memory ({}) but device '{}' allows {}",
+                                       kernel, sharedBytes, fmt::join(sharedParts, ", "), device_.name(),
+                                       device_.maxSharedMemoryBytes()));
+  }
+  const std::uint32_t invocations = workgroup_[0] * workgroup_[1] * workgroup_[2];
+  if (invocations == 0 || invocations > device_.maxWorkgroupInvocations()) {
+    throw UnsupportedError(fmt::format("kernel {} uses a workgroup of {}x{}x{} invocations; device '{}' allows 1..{}",
+                                       kernel, workgroup_[0], workgroup_[1], workgroup_[2], device_.name(),
+                                       device_.maxWorkgroupInvocations()));
+  }
+  if (invocations % device_.subgroupSize() != 0) {
+    throw UnsupportedError(fmt::format("kernel {}: workgroup of {} invocations is not a multiple of the subgroup size {}",
+                                       kernel, invocations, device_.subgroupSize()));
+  }
+
+  // Numbering: bindings in first-declaration order, push constants at std430 offsets.
+  for (std::size_t i = 0; i < m.buffers.size(); ++i) {
+    const auto& d = m.buffers[i].decl;
+    src.layout.bindings.push_back({d.name, static_cast<std::uint32_t>(i), d.dtype, d.glslElement, d.access});
+  }
+  std::uint32_t offset = 0;
+  std::uint32_t maxAlign = 4;
+  for (const auto& p : m.push) {
+    const std::uint32_t align = pushTypeAlign(p.decl.type);
+    maxAlign = std::max(maxAlign, align);
+    offset = (offset + align - 1) / align * align;
+    src.layout.push.push_back({p.decl.name, p.decl.type, offset});
+    offset += pushTypeSize(p.decl.type);
+  }
+  src.layout.pushBytes = m.push.empty() ? 0 : (offset + maxAlign - 1) / maxAlign * maxAlign;
+  if (src.layout.pushBytes > device_.maxPushConstantBytes()) {
+    std::vector<std::string> fields;
+    for (const auto& p : m.push) fields.push_back(fmt::format("{}.{}", p.stage, p.decl.name));
+    throw UnsupportedError(fmt::format("kernel {} needs {} bytes of push constants ({}) but device '{}' allows {}",
+                                       kernel, src.layout.pushBytes, fmt::join(fields, ", "), device_.name(),
+                                       device_.maxPushConstantBytes()));
+  }
+  src.layout.sharedBytes = sharedBytes;
+  src.layout.workgroup = workgroup_;
+  src.layout.subgroupSize = device_.subgroupSize();
+
+  // Emission.
+  GlslWriter w(kernel + ".comp");
+  w.line("#version 450");
+  w.line("#extension GL_GOOGLE_cpp_style_line_directive : require");
+  bool uses16 = false;
+  for (const auto& b : m.buffers) uses16 |= b.decl.dtype == DType::F16;
+  for (const auto& s : m.shared) uses16 |= s.decl.elementBytes == 2;
+  if (uses16) w.line("#extension GL_EXT_shader_16bit_storage : require");
+  for (const auto& e : m.extensions) {
+    if (e == "GL_NV_cooperative_matrix") src.usesCoopMat = true;
+    w.line("#extension {} : require", e);
+  }
+  w.blank();
+  w.line("// Kernel {}", kernel);
+  w.line("// Stages: {}", chain);
+  for (std::size_t i = 0; i < src.stages.size(); ++i) {
+    if (!src.stageKeys[i].empty()) w.line("//   {}: {}", src.stages[i], src.stageKeys[i]);
+  }
+  for (const auto& [k, v] : notes_) w.line("// {}: {}", k, v);
+  w.line("// Generated for: {} (subgroup {}, shared memory {} B)", device_.name(), device_.subgroupSize(),
+         device_.maxSharedMemoryBytes());
+  w.blank();
+  w.line("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;", workgroup_[0], workgroup_[1],
+         workgroup_[2]);
+  w.blank();
+  w.line("const uint SUBGROUP_SIZE = {}u;", device_.subgroupSize());
+  w.line("const uint WORKGROUP_SIZE = {}u;", invocations);
+  for (const auto& c : m.constants) w.line("const {} {} = {};  // {}", c.decl.type, c.decl.name, c.decl.value, c.stage);
+  w.blank();
+  for (std::size_t i = 0; i < m.buffers.size(); ++i) {
+    const auto& b = m.buffers[i];
+    const char* qual = b.decl.access == Access::ReadOnly ? "readonly " : (b.decl.access == Access::WriteOnly ? "writeonly " : "");
+    w.line("layout(std430, set = 0, binding = {}) restrict {}buffer Buffer_{} {{ {} {}[]; }};  // {}", i, qual,
+           b.decl.name, b.decl.glslElement, b.decl.name, fmt::join(b.stages, ", "));
+  }
+  if (!m.push.empty()) {
+    w.blank();
+    w.open("layout(push_constant, std430) uniform PushConstants");
+    for (std::size_t i = 0; i < m.push.size(); ++i) {
+      w.line("{} {};  // offset {}, {}", pushTypeGlsl(m.push[i].decl.type), m.push[i].decl.name,
+             src.layout.push[i].offset, m.push[i].stage);
+    }
+    w.close(" pc;");
+  }
+  if (!m.shared.empty()) {
+    w.blank();
+    for (const auto& s : m.shared) {
+      w.line("shared {} {}[{}];  // {}", s.decl.glslElement, s.decl.name, s.decl.count, s.stage);
+    }
+  }
+  for (const auto& [path, users] : m.snippets) {
+    w.blank();
+    w.snippet(path, snippets_->text(path), users);
+  }
+  w.blank();
+  w.open("void main()");
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    if (i) w.blank();
+    w.banner(fmt::format("stage {}/{}: {}{}", i + 1, stages_.size(), src.stages[i],
+                         src.stageKeys[i].empty() ? "" : " [" + src.stageKeys[i] + "]"));
+    w.beginStage(src.stages[i]);
+    stages_[i]->emit(w, device_);
+    w.endStage();
+  }
+  w.close();
+
+  src.glsl = w.str();
+  src.blocks = w.blocks();
+  src.hash = hashHex(src.glsl);
+  src.notes = notes_;
+  return src;
+}
+
+}  // namespace foundry

@@ -1,0 +1,83 @@
+#include "foundry/KernelCache.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "foundry/AtomicFile.h"
+#include "foundry/Error.h"
+#include "foundry/Hash.h"
+
+namespace foundry {
+
+KernelCache::KernelCache(std::shared_ptr<const ShaderCompiler> compiler, std::shared_ptr<const DiskCache> disk,
+                         std::string dumpDirectory)
+    : compiler_(std::move(compiler)), disk_(std::move(disk)), dumpDirectory_(std::move(dumpDirectory)) {}
+
+std::string KernelCache::keyFor(const KernelSource& source) const {
+  return Hasher().field(source.glsl).field(compiler_->identity()).hex();
+}
+
+std::shared_ptr<const Spirv> KernelCache::spirv(const KernelSource& source) {
+  const std::string key = keyFor(source);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = memory_.find(key); it != memory_.end()) {
+      ++memoryHits_;
+      return it->second;
+    }
+  }
+  if (!dumpDirectory_.empty()) dumpKernel(dumpDirectory_, source);
+  std::shared_ptr<const Spirv> code;
+  if (disk_) {
+    if (auto bytes = disk_->load("spirv", key); bytes && bytes->size() % 4 == 0 && !bytes->empty()) {
+      auto words = std::make_shared<Spirv>(bytes->size() / 4);
+      std::memcpy(words->data(), bytes->data(), bytes->size());
+      if ((*words)[0] == 0x07230203u) {  // the SPIR-V magic number
+        ++diskHits_;
+        code = std::move(words);
+      }
+    }
+  }
+  if (!code) {
+    ++compiles_;
+    auto words = std::make_shared<Spirv>(compiler_->compile(source));
+    if (disk_) {
+      disk_->store("spirv", key, std::span(reinterpret_cast<const std::byte*>(words->data()), words->size() * 4));
+    }
+    code = std::move(words);
+  }
+  std::lock_guard lock(mutex_);
+  return memory_.emplace(key, code).first->second;
+}
+
+void dumpKernel(const std::string& directory, const KernelSource& source) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) throw DeviceError(fmt::format("FOUNDRY_DUMP_KERNELS: cannot create {}: {}", directory, ec.message()));
+  nlohmann::json j;
+  j["name"] = source.name;
+  j["hash"] = source.hash;
+  j["stages"] = source.stages;
+  j["stage_keys"] = source.stageKeys;
+  j["workgroup"] = source.layout.workgroup;
+  j["subgroup_size"] = source.layout.subgroupSize;
+  j["shared_bytes"] = source.layout.sharedBytes;
+  j["push_bytes"] = source.layout.pushBytes;
+  j["uses_cooperative_matrix"] = source.usesCoopMat;
+  for (const auto& b : source.layout.bindings) {
+    j["bindings"].push_back({{"name", b.name}, {"binding", b.binding}, {"dtype", dtypeName(b.dtype)},
+                             {"glsl", b.glslElement}, {"access", accessName(b.access)}});
+  }
+  for (const auto& p : source.layout.push) {
+    j["push_constants"].push_back({{"name", p.name}, {"type", pushTypeGlsl(p.type)}, {"offset", p.offset}});
+  }
+  for (const auto& [k, v] : source.notes) j["decisions"][k] = v;
+  const auto base = std::filesystem::path(directory) / source.name;
+  writeFileAtomically(base.string() + ".comp", source.glsl);
+  writeFileAtomically(base.string() + ".json", j.dump(2) + "\n");
+}
+
+}  // namespace foundry

@@ -1,0 +1,46 @@
+#pragma once
+// SPIR-V for a KernelSource: from memory, else from the disk cache, else from shaderc. Keyed by a hash
+// of the GLSL text and the compiler's identity, so a change to either recompiles.
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "foundry/DiskCache.h"
+#include "foundry/KernelSource.h"
+#include "foundry/ShaderCompiler.h"
+
+namespace foundry {
+
+using Spirv = std::vector<std::uint32_t>;
+
+class KernelCache {
+ public:
+  /// `dumpDirectory` non-empty: write each kernel's .comp and .json there the first time it is seen.
+  KernelCache(std::shared_ptr<const ShaderCompiler> compiler, std::shared_ptr<const DiskCache> disk,
+              std::string dumpDirectory = {});
+
+  std::shared_ptr<const Spirv> spirv(const KernelSource& source);
+  std::string keyFor(const KernelSource& source) const;
+
+  std::uint64_t memoryHits() const { return memoryHits_.load(); }
+  std::uint64_t diskHits() const { return diskHits_.load(); }
+  std::uint64_t compiles() const { return compiles_.load(); }
+  const ShaderCompiler& compiler() const { return *compiler_; }
+
+ private:
+  std::shared_ptr<const ShaderCompiler> compiler_;
+  std::shared_ptr<const DiskCache> disk_;
+  std::string dumpDirectory_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const Spirv>> memory_;
+  std::atomic<std::uint64_t> memoryHits_{0}, diskHits_{0}, compiles_{0};
+};
+
+/// Writes `<dir>/<kernel>.comp` and `<dir>/<kernel>.json` (key, stages, layout, notes).
+void dumpKernel(const std::string& directory, const KernelSource& source);
+
+}  // namespace foundry

@@ -1,0 +1,88 @@
+#include "foundry/KernelInterface.h"
+
+namespace foundry {
+
+std::string_view accessName(Access access) {
+  switch (access) {
+    case Access::ReadOnly: return "readonly";
+    case Access::WriteOnly: return "writeonly";
+    case Access::ReadWrite: return "readwrite";
+  }
+  return "?";
+}
+
+std::string_view pushTypeGlsl(PushType type) {
+  switch (type) {
+    case PushType::U32: return "uint";
+    case PushType::I32: return "int";
+    case PushType::F32: return "float";
+    case PushType::UVec2: return "uvec2";
+    case PushType::Vec2: return "vec2";
+    case PushType::UVec4: return "uvec4";
+    case PushType::Vec4: return "vec4";
+  }
+  return "uint";
+}
+
+std::uint32_t pushTypeSize(PushType type) {
+  switch (type) {
+    case PushType::U32:
+    case PushType::I32:
+    case PushType::F32: return 4;
+    case PushType::UVec2:
+    case PushType::Vec2: return 8;
+    case PushType::UVec4:
+    case PushType::Vec4: return 16;
+  }
+  return 4;
+}
+
+std::uint32_t pushTypeAlign(PushType type) { return pushTypeSize(type); }
+
+KernelInterface& KernelInterface::buffer(std::string name, DType dtype, Access access, std::string glslElement) {
+  if (glslElement.empty()) glslElement = std::string(glslScalarType(dtype));
+  buffers_.push_back({std::move(name), dtype, std::move(glslElement), access});
+  return *this;
+}
+
+KernelInterface& KernelInterface::push(std::string name, PushType type) {
+  push_.push_back({std::move(name), type});
+  return *this;
+}
+
+KernelInterface& KernelInterface::shared(std::string name, std::string glslElement, std::uint32_t count,
+                                         std::uint32_t elementBytes) {
+  shared_.push_back({std::move(name), std::move(glslElement), count, elementBytes});
+  return *this;
+}
+
+KernelInterface& KernelInterface::constant(std::string name, std::string type, std::string value) {
+  constants_.push_back({std::move(name), std::move(type), std::move(value)});
+  return *this;
+}
+
+KernelInterface& KernelInterface::constant(std::string name, std::uint32_t value) {
+  return constant(std::move(name), "uint", std::to_string(value) + "u");
+}
+
+KernelInterface& KernelInterface::consumes(std::string name, std::string type) {
+  consumes_.push_back({std::move(name), std::move(type)});
+  return *this;
+}
+
+KernelInterface& KernelInterface::produces(std::string name, std::string type) {
+  produces_.push_back({std::move(name), std::move(type)});
+  return *this;
+}
+
+KernelInterface& KernelInterface::snippet(std::string path) {
+  snippets_.push_back(std::move(path));
+  return *this;
+}
+
+KernelInterface& KernelInterface::extension(std::string name) {
+  extensions_.push_back(std::move(name));
+  return *this;
+}
+
+}  // namespace foundry

@@ -1,0 +1,90 @@
+#pragma once
+// What a stage declares: resources by logical name, compile-time constants, the symbols it consumes
+// and produces, the snippets and extensions it needs. The builder owns numbering and layout.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "foundry/DType.h"
+
+namespace foundry {
+
+enum class Access { ReadOnly, WriteOnly, ReadWrite };
+std::string_view accessName(Access access);
+
+/// Scalar and vector types a push-constant field may have; offsets follow std430.
+enum class PushType { U32, I32, F32, UVec2, Vec2, UVec4, Vec4 };
+std::string_view pushTypeGlsl(PushType type);
+std::uint32_t pushTypeSize(PushType type);
+std::uint32_t pushTypeAlign(PushType type);
+
+/// A storage buffer bound by logical name. `glslElement` is how the kernel views it (e.g. "f16vec4");
+/// `dtype` is the scalar element type the bound tensor must have.
+struct BufferDecl {
+  std::string name;
+  DType dtype = DType::F32;
+  std::string glslElement;  ///< defaults to the dtype's scalar type
+  Access access = Access::ReadOnly;
+};
+
+struct PushDecl {
+  std::string name;
+  PushType type = PushType::U32;
+};
+
+/// A workgroup-shared array. `elementBytes` counts toward the device's shared-memory budget.
+struct SharedDecl {
+  std::string name;
+  std::string glslElement;  ///< "float", "vec4", "float16_t", ...
+  std::uint32_t count = 0;
+  std::uint32_t elementBytes = 4;
+};
+
+/// A named value passed from one stage to a later one inside main(), e.g. "q_base : uint".
+struct Symbol {
+  std::string name;
+  std::string type;
+};
+
+/// A compile-time constant emitted once at global scope; two stages may declare the same one only
+/// with the same type and value.
+struct ConstantDecl {
+  std::string name;
+  std::string type;  ///< "uint", "int", "float", "bool"
+  std::string value;
+};
+
+/// Everything one stage declares. Stages fill it in `declare()`; nothing here is numbered.
+class KernelInterface {
+ public:
+  KernelInterface& buffer(std::string name, DType dtype, Access access, std::string glslElement = {});
+  KernelInterface& push(std::string name, PushType type);
+  KernelInterface& shared(std::string name, std::string glslElement, std::uint32_t count,
+                          std::uint32_t elementBytes);
+  KernelInterface& constant(std::string name, std::string type, std::string value);
+  KernelInterface& constant(std::string name, std::uint32_t value);
+  KernelInterface& consumes(std::string name, std::string type);
+  KernelInterface& produces(std::string name, std::string type);
+  KernelInterface& snippet(std::string path);       ///< relative to kernels/, e.g. "common/online_softmax.glsl"
+  KernelInterface& extension(std::string name);     ///< e.g. "GL_KHR_shader_subgroup_arithmetic"
+
+  const std::vector<BufferDecl>& buffers() const { return buffers_; }
+  const std::vector<PushDecl>& pushFields() const { return push_; }
+  const std::vector<SharedDecl>& sharedArrays() const { return shared_; }
+  const std::vector<ConstantDecl>& constants() const { return constants_; }
+  const std::vector<Symbol>& consumed() const { return consumes_; }
+  const std::vector<Symbol>& produced() const { return produces_; }
+  const std::vector<std::string>& snippets() const { return snippets_; }
+  const std::vector<std::string>& extensions() const { return extensions_; }
+
+ private:
+  std::vector<BufferDecl> buffers_;
+  std::vector<PushDecl> push_;
+  std::vector<SharedDecl> shared_;
+  std::vector<ConstantDecl> constants_;
+  std::vector<Symbol> consumes_, produces_;
+  std::vector<std::string> snippets_, extensions_;
+};
+
+}  // namespace foundry

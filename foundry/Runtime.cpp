@@ -1,0 +1,85 @@
+#include "foundry/Runtime.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/vk/Buffer.h"
+#include "foundry/vk/PipelineCache.h"
+#include "foundry/vk/VulkanDispatcher.h"
+
+namespace foundry {
+
+void configureLogging(const RuntimeOptions& options) {
+  static const bool once = [] {
+    auto logger = spdlog::stderr_color_mt("foundry");
+    logger->set_pattern("[foundry %^%l%$] %v");
+    spdlog::set_default_logger(logger);
+    return true;
+  }();
+  (void)once;
+  spdlog::set_level(spdlog::level::from_str(options.logLevel));
+}
+
+Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
+  configureLogging(options_);
+  for (const auto& [k, v] : options_.describe()) spdlog::debug("knob {} = {}", k, v);
+  instance_ = std::make_shared<VulkanInstance>(options_.validation);
+  device_ = std::make_unique<VulkanDevice>(instance_, options_.device);
+  snippets_ = SnippetLibrary::select(options_.kernelDir);
+  const std::string dir = options_.cacheDir.empty()
+                              ? DiskCache::defaultDirectory(options_.xdgCacheHome, options_.homeDir).string()
+                              : options_.cacheDir;
+  disk_ = std::make_shared<DiskCache>(dir);
+  kernels_ = std::make_shared<KernelCache>(std::make_shared<ShaderCompiler>(), disk_, options_.dumpKernels);
+  pipelines_ = std::make_unique<PipelineCache>(*device_, kernels_, disk_);
+}
+
+Runtime::~Runtime() {
+  pipelines_.reset();
+  device_.reset();
+}
+
+std::unique_ptr<VulkanDispatcher> Runtime::dispatcher() {
+  return std::make_unique<VulkanDispatcher>(*device_, *pipelines_);
+}
+
+Tensor Runtime::allocate(const Tensor& shape) {
+  Tensor t = shape;
+  t.strides = Tensor::packedStrides(t.dims);
+  t.offset = 0;
+  t.buffer = std::make_shared<Buffer>(*device_, t.spanBytes(), t.name);
+  return t;
+}
+
+Tensor Runtime::allocate(std::string name, DType dtype, std::vector<std::int64_t> dims, Layout layout) {
+  return allocate(Tensor::describe(std::move(name), dtype, std::move(dims), layout));
+}
+
+void Runtime::upload(const Tensor& tensor, std::span<const float> values) {
+  if (!tensor.packed()) throw InternalError(fmt::format("upload to '{}' needs a packed tensor", tensor.name));
+  if (values.size() != static_cast<std::size_t>(tensor.numel())) {
+    throw InternalError(fmt::format("upload to '{}' ({}) got {} values", tensor.name, tensor.shapeString(),
+                                    values.size()));
+  }
+  const auto bytes = encodeElements(values, tensor.dtype);
+  tensor.buffer->upload(bytes, tensor.offset * dtypeBytes(tensor.dtype));
+}
+
+std::vector<float> Runtime::download(const Tensor& tensor) {
+  if (!tensor.packed()) throw InternalError(fmt::format("download of '{}' needs a packed tensor", tensor.name));
+  std::vector<std::byte> bytes(tensor.spanBytes());
+  tensor.buffer->download(bytes, tensor.offset * dtypeBytes(tensor.dtype));
+  return decodeElements(bytes, tensor.dtype);
+}
+
+void Runtime::poison(const Tensor& tensor) {
+  // Two f16 quiet NaNs per word, or one f32 quiet NaN.
+  tensor.buffer->fill(tensor.dtype == DType::F32 ? 0x7fc00000u : 0x7e007e00u);
+}
+
+}  // namespace foundry

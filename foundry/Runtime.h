@@ -1,0 +1,66 @@
+#pragma once
+// The entry point: one Vulkan device with its compiler, caches and allocator, configured by
+// RuntimeOptions. Everything that needs a real device goes through here.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Dispatcher.h"
+#include "foundry/KernelBuilder.h"
+#include "foundry/KernelCache.h"
+#include "foundry/RuntimeOptions.h"
+#include "foundry/Tensor.h"
+#include "foundry/vk/Device.h"
+
+namespace foundry {
+
+class PipelineCache;
+class VulkanDispatcher;
+
+class Runtime {
+ public:
+  /// Opens the device chosen by `options.device`. Throws DeviceError when Vulkan has no device.
+  explicit Runtime(RuntimeOptions options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const RuntimeOptions& options() const { return options_; }
+  VulkanDevice& device() { return *device_; }
+  const DeviceInfo& info() const { return *device_; }
+  std::shared_ptr<const SnippetLibrary> snippets() const { return snippets_; }
+  KernelCache& kernels() { return *kernels_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+  const DiskCache& diskCache() const { return *disk_; }
+
+  /// A builder for this device and this runtime's snippets.
+  KernelBuilder builder() const { return KernelBuilder(*device_, snippets_); }
+  /// A new dispatcher recording on this device.
+  std::unique_ptr<VulkanDispatcher> dispatcher();
+
+  /// Allocates storage for `shape` (packed strides) on the device.
+  Tensor allocate(const Tensor& shape);
+  Tensor allocate(std::string name, DType dtype, std::vector<std::int64_t> dims, Layout layout = Layout::Contiguous);
+  /// Converts `values` to the tensor's dtype and writes them in its packed element order.
+  void upload(const Tensor& tensor, std::span<const float> values);
+  /// Reads the tensor's elements in packed order, as floats.
+  std::vector<float> download(const Tensor& tensor);
+  /// Fills the tensor's buffer with NaN (outputs are poisoned so unwritten elements show).
+  void poison(const Tensor& tensor);
+
+ private:
+  RuntimeOptions options_;
+  std::shared_ptr<VulkanInstance> instance_;
+  std::unique_ptr<VulkanDevice> device_;
+  std::shared_ptr<const SnippetLibrary> snippets_;
+  std::shared_ptr<DiskCache> disk_;
+  std::shared_ptr<KernelCache> kernels_;
+  std::unique_ptr<PipelineCache> pipelines_;
+};
+
+/// Applies FOUNDRY_LOG_LEVEL to the default logger (stderr).
+void configureLogging(const RuntimeOptions& options);
+
+}  // namespace foundry

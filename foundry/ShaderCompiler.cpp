@@ -1,0 +1,82 @@
+#include "foundry/ShaderCompiler.h"
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <shaderc/shaderc.hpp>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+
+ShaderCompiler::ShaderCompiler(Optimization optimization) : optimization_(optimization) {
+  unsigned version = 0, revision = 0;
+  shaderc_get_spv_version(&version, &revision);
+  identity_ = fmt::format("shaderc spv{}.{} vulkan1.2 opt={}", version, revision,
+                          optimization == Optimization::Performance ? "performance" : "none");
+}
+
+std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) const {
+  ++count_;
+  shaderc::Compiler compiler;
+  shaderc::CompileOptions options;
+  options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
+  options.SetOptimizationLevel(optimization_ == Optimization::Performance ? shaderc_optimization_level_performance
+                                                                          : shaderc_optimization_level_zero);
+  const auto result = compiler.CompileGlslToSpv(source.glsl, shaderc_compute_shader,
+                                                (source.name + ".comp").c_str(), "main", options);
+  if (result.GetCompilationStatus() != shaderc_compilation_status_success) {
+    throw DeviceError(describeCompileError(source, result.GetErrorMessage()));
+  }
+  return {result.cbegin(), result.cend()};
+}
+
+std::string describeCompileError(const KernelSource& source, const std::string& compilerMessage) {
+  std::ostringstream out;
+  out << fmt::format("compiling kernel {} (stages {}) failed:\n", source.name, fmt::join(source.stages, " -> "));
+  // glslang reports "<file>:<line>: error: ..." where <file> is the #line name of the block.
+  static const std::regex located(R"(^(.*?):(\d+): (error|warning): (.*)$)");
+  std::istringstream in(compilerMessage);
+  std::string line;
+  int quoted = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, located)) {
+      out << "  " << line << "\n";
+      continue;
+    }
+    const std::string file = m[1];
+    const int lineNo = std::stoi(m[2]);
+    out << "  " << line << "\n";
+    if (quoted >= 3) continue;  // the first errors are the useful ones
+    const auto block = std::find_if(source.blocks.begin(), source.blocks.end(),
+                                    [&](const SourceBlock& b) { return b.name == file; });
+    if (block == source.blocks.end()) continue;
+    ++quoted;
+    switch (block->kind) {
+      case SourceBlock::Kind::Snippet:
+        out << fmt::format("  in snippet {} (used by {}):\n", block->name, fmt::join(block->users, ", "));
+        break;
+      case SourceBlock::Kind::Stage:
+        out << fmt::format("  in the code emitted by {}:\n", block->users.empty() ? block->name : block->users[0]);
+        break;
+      case SourceBlock::Kind::Generated:
+        out << fmt::format("  in the declarations the builder generated:\n");
+        break;
+    }
+    const int first = std::max(1, lineNo - 2);
+    const int last = std::min(static_cast<int>(block->lines.size()), lineNo + 2);
+    for (int i = first; i <= last; ++i) {
+      out << fmt::format("  {} {:4} | {}\n", i == lineNo ? ">" : " ", i, block->lines[static_cast<std::size_t>(i - 1)]);
+    }
+  }
+  std::string s = out.str();
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+}  // namespace foundry

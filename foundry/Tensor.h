@@ -1,0 +1,50 @@
+#pragma once
+// A typed view of device memory: dtype, dims, strides (in elements) and a layout tag. Layout is
+// declared, never inferred from stride ratios. A Tensor without a buffer describes a shape only (for
+// planning and for tests that mock the dispatcher).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "foundry/DType.h"
+
+namespace foundry {
+
+class Buffer;
+
+enum class Layout {
+  Contiguous,  ///< row-major, no particular meaning
+  HeadMajor,   ///< [batch, heads, tokens, head_dim]
+  TokenMajor,  ///< [batch, tokens, heads, head_dim]
+  KvCache,     ///< [batch, kv_heads, capacity, head_dim]
+};
+std::string_view layoutName(Layout layout);
+
+struct Tensor {
+  std::shared_ptr<Buffer> buffer;
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> strides;  ///< in elements
+  Layout layout = Layout::Contiguous;
+  std::uint64_t offset = 0;           ///< in elements, from the start of the buffer
+  std::string name;
+
+  /// A packed row-major description with no storage.
+  static Tensor describe(std::string name, DType dtype, std::vector<std::int64_t> dims,
+                         Layout layout = Layout::Contiguous);
+  static std::vector<std::int64_t> packedStrides(const std::vector<std::int64_t>& dims);
+
+  std::int64_t numel() const;
+  std::size_t rank() const { return dims.size(); }
+  std::int64_t dim(std::size_t i) const { return dims.at(i); }
+  std::int64_t stride(std::size_t i) const { return strides.at(i); }
+  /// Elements from `offset` to one past the last addressed element.
+  std::uint64_t spanElements() const;
+  std::uint64_t spanBytes() const { return spanElements() * dtypeBytes(dtype); }
+  bool lastDimContiguous() const { return !strides.empty() && strides.back() == 1; }
+  bool packed() const { return strides == packedStrides(dims); }
+  std::string shapeString() const;  ///< "f16[1, 32, 7, 128] head-major"
+};
+
+}  // namespace foundry

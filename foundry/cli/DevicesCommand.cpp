@@ -1,0 +1,75 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "foundry/Runtime.h"
+#include "foundry/cli/Commands.h"
+#include "foundry/cli/Table.h"
+
+namespace foundry::cli {
+
+namespace {
+
+std::string coopMatText(const DeviceCaps& c) {
+  if (c.coopMatShapes.empty()) return "-";
+  std::vector<std::string> shapes;
+  for (const auto& s : c.coopMatShapes) {
+    if (s.accumulator == DType::F32) shapes.push_back(fmt::format("{}x{}x{}", s.m, s.n, s.k));
+  }
+  return fmt::format("{}", fmt::join(shapes, " "));
+}
+
+std::string mib(std::uint64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+}  // namespace
+
+void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto* cmd = app.add_subcommand("devices", "List Vulkan devices and their capabilities");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  cmd->callback([&global, &action, json] {
+    action = [&global, json] {
+      const RuntimeOptions options = global.resolve();
+      configureLogging(options);
+      VulkanInstance instance(options.validation);
+      if (*json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& d : instance.devices()) {
+          const auto& c = d.caps;
+          out.push_back({{"index", d.index},
+                         {"name", c.name},
+                         {"type", deviceKindName(c.kind)},
+                         {"vendor", vendorName(c.vendor)},
+                         {"driver", c.driverName},
+                         {"subgroup_size", c.subgroupSize},
+                         {"shared_memory_bytes", c.maxSharedMemoryBytes},
+                         {"max_storage_buffer_bytes", c.maxStorageBufferRange},
+                         {"fp16", c.fp16Arithmetic},
+                         {"storage_16bit", c.storage16Bit},
+                         {"cooperative_matrix", coopMatText(c)},
+                         {"compute_units", c.computeUnits},
+                         {"memory_bytes", c.deviceMemoryBytes}});
+        }
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+      }
+      Table t({"#", "name", "type", "driver", "subgroup", "shared", "max buffer", "fp16", "coopmat (f32 acc)", "CUs",
+               "memory"});
+      for (const auto& d : instance.devices()) {
+        const auto& c = d.caps;
+        t.row({std::to_string(d.index), c.name, std::string(deviceKindName(c.kind)), c.driverName,
+               fmt::format("{}{}", c.subgroupSize,
+                           c.minSubgroupSize != c.maxSubgroupSize
+                               ? fmt::format(" ({}..{})", c.minSubgroupSize, c.maxSubgroupSize)
+                               : ""),
+               fmt::format("{} KiB", c.maxSharedMemoryBytes / 1024), mib(c.maxStorageBufferRange),
+               c.fp16Arithmetic ? "yes" : "no", coopMatText(c), std::to_string(c.computeUnits),
+               mib(c.deviceMemoryBytes)});
+      }
+      fmt::print("{}", t.str());
+      return 0;
+    };
+  });
+}
+
+}  // namespace foundry::cli

@@ -1,0 +1,43 @@
+// The `foundry` executable: parses the command line with CLI11, runs one subcommand, and turns each
+// kind of error into one line on stderr and its own exit code.
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "foundry/Error.h"
+#include "foundry/cli/Commands.h"
+
+int main(int argc, char** argv) {
+  using namespace foundry;
+  CLI::App app{"Foundry: fused attention kernels for Vulkan, stitched from stages and compiled at run time"};
+  app.set_version_flag("--version", fmt::format("foundry {}", FOUNDRY_VERSION));
+  app.require_subcommand(1);
+  cli::GlobalOptions global;
+  app.add_option("--device", global.device, "Vulkan device: index or name substring (FOUNDRY_DEVICE)");
+  app.add_option("--log-level", global.logLevel, "trace, debug, info, warn, error, off (FOUNDRY_LOG_LEVEL)");
+  app.add_option("--set", global.knobs, "Set a knob: NAME=VALUE, e.g. --set FA_DECODE_WARPS=4");
+  app.add_flag("--validation", global.validation, "Enable the Khronos validation layer (FOUNDRY_VALIDATION)");
+  cli::Action action;
+  cli::addDevicesCommand(app, global, action);
+  cli::addKnobsCommand(app, global, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return exitCodeFor(ErrorKind::User);
+  }
+  try {
+    return action ? action() : 0;
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(e.kind()), e.what());
+    return exitCodeFor(e.kind());
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "foundry: internal error: {}\n", e.what());
+    return exitCodeFor(ErrorKind::Internal);
+  }
+}

@@ -1,0 +1,238 @@
+#include "foundry/vk/Device.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/vk/Check.h"
+
+namespace foundry {
+
+namespace {
+
+const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std::string& selector) {
+  const auto& devices = instance.devices();
+  if (selector.empty()) {
+    for (const auto& d : devices) {
+      if (d.caps.kind == DeviceKind::Discrete) return d;
+    }
+    return devices.front();
+  }
+  std::uint32_t index = 0;
+  const auto [ptr, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
+  const bool numeric = ec == std::errc() && ptr == selector.data() + selector.size();
+  std::string available;
+  for (const auto& d : devices) {
+    available += fmt::format("{}{}: {}", available.empty() ? "" : ", ", d.index, d.caps.name);
+    if (numeric && d.index == index) return d;
+    if (!numeric && d.caps.name.find(selector) != std::string::npos) return d;
+  }
+  throw UserError("FOUNDRY_DEVICE", fmt::format("'{}' matches no Vulkan device; available: {}", selector, available));
+}
+
+bool has(const std::vector<std::string>& v, const char* s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+}  // namespace
+
+VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector)
+    : StaticDeviceInfo(selectEntry(*instance, selector).caps), instance_(std::move(instance)) {
+  const PhysicalDeviceEntry& entry = selectEntry(*instance_, selector);
+  physical_ = entry.handle;
+  index_ = entry.index;
+  const auto exts = deviceExtensions(physical_);
+  const std::uint32_t api = std::min(entry.apiVersion, instance_->apiVersion());
+
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  timestampPeriod_ = props.limits.timestampPeriod;
+  storageAlignment_ = std::max<VkDeviceSize>(4, props.limits.minStorageBufferOffsetAlignment);
+  for (int i = 0; i < 3; ++i) maxGroups_[i] = props.limits.maxComputeWorkGroupCount[i];
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+  std::uint32_t nFamilies = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, nullptr);
+  std::vector<VkQueueFamilyProperties> families(nFamilies);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, families.data());
+  bool found = false;
+  for (std::uint32_t i = 0; i < nFamilies && !found; ++i) {
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      queueFamily_ = i;
+      timestampBits_ = families[i].timestampValidBits;
+      found = true;
+    }
+  }
+  if (!found) throw UnsupportedError(fmt::format("device '{}' has no compute queue", caps().name));
+
+  // Features: ask for what Foundry uses, where the device has it.
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures fsize{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV fcoop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  const bool sizeControlExt = api >= VK_API_VERSION_1_3 || has(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  const bool coopExt = has(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  void** next = &supported.pNext;
+  auto chain = [&](auto& s) {
+    *next = &s;
+    next = &s.pNext;
+  };
+  chain(f11);
+  chain(f12);
+  if (sizeControlExt) chain(fsize);
+  if (coopExt) chain(fcoop);
+  vkGetPhysicalDeviceFeatures2(physical_, &supported);
+
+  VkPhysicalDeviceVulkan11Features e11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
+  VkPhysicalDeviceVulkan12Features e12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  e12.shaderFloat16 = f12.shaderFloat16;
+  e12.shaderInt8 = f12.shaderInt8;
+  e12.hostQueryReset = f12.hostQueryReset;
+  VkPhysicalDeviceSubgroupSizeControlFeatures esize{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  esize.subgroupSizeControl = fsize.subgroupSizeControl;
+  esize.computeFullSubgroups = fsize.computeFullSubgroups;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV ecoop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  ecoop.cooperativeMatrix = fcoop.cooperativeMatrix;
+  VkPhysicalDeviceFeatures2 enabled{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  enabled.features.shaderInt64 = supported.features.shaderInt64;
+  next = &enabled.pNext;
+  chain(e11);
+  chain(e12);
+  std::vector<const char*> extensions;
+  if (sizeControlExt) {
+    chain(esize);
+    if (api < VK_API_VERSION_1_3) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    fullSubgroups_ = fsize.computeFullSubgroups;
+  }
+  if (coopExt && fcoop.cooperativeMatrix) {
+    chain(ecoop);
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queueInfo.queueFamilyIndex = queueFamily_;
+  queueInfo.queueCount = 1;
+  queueInfo.pQueuePriorities = &priority;
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  info.pNext = &enabled;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queueInfo;
+  info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  FOUNDRY_VK(vkCreateDevice(physical_, &info, nullptr, &device_));
+  vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
+
+  VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  poolInfo.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT | VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  poolInfo.queueFamilyIndex = queueFamily_;
+  VkFenceCreateInfo fenceInfo{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  try {
+    FOUNDRY_VK(vkCreateCommandPool(device_, &poolInfo, nullptr, &oneShotPool_));
+    FOUNDRY_VK(vkCreateFence(device_, &fenceInfo, nullptr, &fence_));
+  } catch (...) {
+    if (oneShotPool_) vkDestroyCommandPool(device_, oneShotPool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+    throw;
+  }
+  spdlog::debug("Vulkan device {}: {} ({}), subgroup {}, shared {} B, coopmat shapes {}", index_, caps().name,
+                caps().driverName, caps().subgroupSize, caps().maxSharedMemoryBytes, caps().coopMatShapes.size());
+}
+
+VulkanDevice::~VulkanDevice() {
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+    vkDestroyFence(device_, fence_, nullptr);
+    vkDestroyCommandPool(device_, oneShotPool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+  }
+}
+
+std::uint32_t VulkanDevice::memoryType(std::uint32_t typeBits, VkMemoryPropertyFlags required,
+                                       VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags avoid) const {
+  int best = -1;
+  int bestScore = -1;
+  for (std::uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    if (!(typeBits & (1u << i))) continue;
+    const auto flags = memory_.memoryTypes[i].propertyFlags;
+    if ((flags & required) != required) continue;
+    const int score = ((flags & preferred) == preferred ? 2 : 0) + ((flags & avoid) == 0 ? 1 : 0);
+    if (score > bestScore) {
+      best = static_cast<int>(i);
+      bestScore = score;
+    }
+  }
+  if (best < 0) {
+    throw DeviceError(fmt::format("device '{}' has no memory type with flags 0x{:x} for type bits 0x{:x}", caps().name,
+                                  required, typeBits));
+  }
+  return static_cast<std::uint32_t>(best);
+}
+
+VkMemoryPropertyFlags VulkanDevice::memoryFlags(std::uint32_t type) const {
+  return memory_.memoryTypes[type].propertyFlags;
+}
+
+void VulkanDevice::submitAndWait(const std::function<void(VkCommandBuffer)>& record) {
+  std::lock_guard lock(queueMutex_);
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = oneShotPool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  FOUNDRY_VK(vkAllocateCommandBuffers(device_, &alloc, &cmd));
+  struct Free {
+    VkDevice d;
+    VkCommandPool p;
+    VkCommandBuffer c;
+    ~Free() { vkFreeCommandBuffers(d, p, 1, &c); }
+  } guard{device_, oneShotPool_, cmd};
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  FOUNDRY_VK(vkBeginCommandBuffer(cmd, &begin));
+  record(cmd);
+  FOUNDRY_VK(vkEndCommandBuffer(cmd));
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  FOUNDRY_VK(vkResetFences(device_, 1, &fence_));
+  FOUNDRY_VK(vkQueueSubmit(queue_, 1, &submit, fence_));
+  FOUNDRY_VK(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+}
+
+void VulkanDevice::submitAndWait(VkCommandBuffer commands) {
+  std::lock_guard lock(queueMutex_);
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  FOUNDRY_VK(vkResetFences(device_, 1, &fence_));
+  FOUNDRY_VK(vkQueueSubmit(queue_, 1, &submit, fence_));
+  FOUNDRY_VK(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+}
+
+void VulkanDevice::noteAllocation(std::uint64_t bytes) {
+  std::lock_guard lock(statsMutex_);
+  stats_.liveBytes += bytes;
+  stats_.peakBytes = std::max(stats_.peakBytes, stats_.liveBytes);
+  ++stats_.allocations;
+}
+
+void VulkanDevice::noteFree(std::uint64_t bytes) {
+  std::lock_guard lock(statsMutex_);
+  stats_.liveBytes -= bytes;
+}
+
+MemoryStats VulkanDevice::memoryStats() const {
+  std::lock_guard lock(statsMutex_);
+  return stats_;
+}
+
+void VulkanDevice::resetPeak() {
+  std::lock_guard lock(statsMutex_);
+  stats_.peakBytes = stats_.liveBytes;
+}
+
+}  // namespace foundry

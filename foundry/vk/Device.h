@@ -1,0 +1,87 @@
+#pragma once
+// A logical Vulkan device with one compute queue. Implements DeviceInfo from the capabilities it read,
+// enables fp16, 16-bit storage, subgroup size control and VK_NV_cooperative_matrix where offered, and
+// keeps the allocation accounting.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <vulkan/vulkan.h>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/vk/Instance.h"
+
+namespace foundry {
+
+/// Bytes of device memory Foundry holds: now, at peak, and how many allocations.
+struct MemoryStats {
+  std::uint64_t liveBytes = 0;
+  std::uint64_t peakBytes = 0;
+  std::uint64_t allocations = 0;
+};
+
+class VulkanDevice : public StaticDeviceInfo {
+ public:
+  /// `selector`: empty picks the first discrete GPU, else the first device; a number picks by index;
+  /// anything else picks the first device whose name contains it.
+  VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector);
+  ~VulkanDevice() override;
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+
+  VkDevice handle() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  std::uint32_t queueFamily() const { return queueFamily_; }
+  const VulkanInstance& instance() const { return *instance_; }
+  std::uint32_t index() const { return index_; }
+
+  double timestampPeriodNs() const { return timestampPeriod_; }
+  std::uint32_t timestampValidBits() const { return timestampBits_; }
+  VkDeviceSize storageOffsetAlignment() const { return storageAlignment_; }
+  const std::array<std::uint32_t, 3>& maxWorkgroupCount() const { return maxGroups_; }
+  bool fullSubgroups() const { return fullSubgroups_; }
+  bool coopMatEnabled() const { return !caps().coopMatShapes.empty(); }
+
+  /// Index of a memory type with `required` flags, preferring one with `preferred` and without `avoid`.
+  std::uint32_t memoryType(std::uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred,
+                           VkMemoryPropertyFlags avoid) const;
+  VkMemoryPropertyFlags memoryFlags(std::uint32_t type) const;
+
+  /// Records commands with `record` into a one-shot command buffer, submits and waits.
+  void submitAndWait(const std::function<void(VkCommandBuffer)>& record);
+  /// Submits one recorded command buffer on the compute queue and waits for it.
+  void submitAndWait(VkCommandBuffer commands);
+
+  // Accounting, updated by Buffer.
+  void noteAllocation(std::uint64_t bytes);
+  void noteFree(std::uint64_t bytes);
+  MemoryStats memoryStats() const;
+  /// Starts a new peak measurement at the current live size.
+  void resetPeak();
+
+ private:
+  std::shared_ptr<VulkanInstance> instance_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  std::uint32_t queueFamily_ = 0;
+  std::uint32_t index_ = 0;
+  double timestampPeriod_ = 1.0;
+  std::uint32_t timestampBits_ = 0;
+  VkDeviceSize storageAlignment_ = 16;
+  std::array<std::uint32_t, 3> maxGroups_{65535, 65535, 65535};
+  bool fullSubgroups_ = false;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VkCommandPool oneShotPool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::mutex queueMutex_;
+  mutable std::mutex statsMutex_;
+  MemoryStats stats_;
+};
+
+}  // namespace foundry

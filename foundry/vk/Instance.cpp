@@ -1,0 +1,321 @@
+#include "foundry/vk/Instance.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/vk/Check.h"
+
+namespace foundry {
+
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool hasLayer(const char* name) {
+  std::uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  return std::any_of(layers.begin(), layers.end(), [&](const auto& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+std::vector<std::string> instanceExtensions(const char* layer) {
+  std::uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(layer, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(layer, &n, exts.data());
+  std::vector<std::string> out;
+  for (const auto& e : exts) out.emplace_back(e.extensionName);
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const char* s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+Vendor vendorFromId(std::uint32_t id) {
+  switch (id) {
+    case 0x10DE: return Vendor::Nvidia;
+    case 0x1002: return Vendor::Amd;
+    case 0x8086: return Vendor::Intel;
+    case 0x13B5: return Vendor::Arm;
+    case 0x5143: return Vendor::Qualcomm;
+    case 0x106B: return Vendor::Apple;
+    case 0x10005: return Vendor::Mesa;
+    default: return Vendor::Other;
+  }
+}
+
+DeviceKind kindFromType(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceKind::Discrete;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceKind::Integrated;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceKind::Virtual;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceKind::Cpu;
+    default: return DeviceKind::Other;
+  }
+}
+
+std::optional<DType> coopComponent(VkComponentTypeNV t) {
+  if (t == VK_COMPONENT_TYPE_FLOAT16_NV) return DType::F16;
+  if (t == VK_COMPONENT_TYPE_FLOAT32_NV) return DType::F32;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> deviceExtensions(VkPhysicalDevice device) {
+  std::uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &n, exts.data());
+  std::vector<std::string> out;
+  for (const auto& e : exts) out.emplace_back(e.extensionName);
+  return out;
+}
+
+DeviceCaps queryDeviceCaps(VkInstance instance, VkPhysicalDevice device) {
+  const auto exts = deviceExtensions(device);
+  VkPhysicalDeviceProperties base{};
+  vkGetPhysicalDeviceProperties(device, &base);
+  const bool v13 = base.apiVersion >= VK_API_VERSION_1_3;
+
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlProperties sizeControl{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+  VkPhysicalDeviceShaderCorePropertiesAMD amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  void** next = &props.pNext;
+  auto chain = [&](auto& s) {
+    *next = &s;
+    next = &s.pNext;
+  };
+  chain(subgroup);
+  chain(driver);
+  chain(ids);
+  chain(maint3);
+  const bool hasSizeControl = v13 || contains(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (hasSizeControl) chain(sizeControl);
+  if (contains(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) chain(sm);
+  if (contains(exts, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) chain(amd);
+  vkGetPhysicalDeviceProperties2(device, &props);
+
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceSubgroupSizeControlFeatures fsize{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV fcoop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  next = &feats.pNext;
+  chain(f11);
+  chain(f12);
+  if (hasSizeControl) chain(fsize);
+  const bool hasCoop = contains(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (hasCoop) chain(fcoop);
+  vkGetPhysicalDeviceFeatures2(device, &feats);
+
+  VkPhysicalDeviceMemoryProperties mem{};
+  vkGetPhysicalDeviceMemoryProperties(device, &mem);
+
+  DeviceCaps c;
+  c.name = base.deviceName;
+  c.vendor = vendorFromId(base.vendorID);
+  c.kind = kindFromType(base.deviceType);
+  c.subgroupSize = subgroup.subgroupSize;
+  c.minSubgroupSize = c.maxSubgroupSize = subgroup.subgroupSize;
+  if (hasSizeControl && fsize.subgroupSizeControl &&
+      (sizeControl.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
+    c.subgroupSizeControl = true;
+    c.minSubgroupSize = sizeControl.minSubgroupSize;
+    c.maxSubgroupSize = sizeControl.maxSubgroupSize;
+  }
+  const bool computeSubgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  c.subgroupArithmetic = computeSubgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  c.subgroupShuffle = computeSubgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  c.maxSharedMemoryBytes = base.limits.maxComputeSharedMemorySize;
+  c.maxStorageBufferRange = base.limits.maxStorageBufferRange;
+  c.maxAllocationBytes = maint3.maxMemoryAllocationSize;
+  c.deviceMemoryBytes = 0;
+  for (std::uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+    if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+      c.deviceMemoryBytes = std::max<std::uint64_t>(c.deviceMemoryBytes, mem.memoryHeaps[i].size);
+    }
+  }
+  c.maxWorkgroupInvocations = base.limits.maxComputeWorkGroupInvocations;
+  c.maxPushConstantBytes = base.limits.maxPushConstantsSize;
+  c.fp16Arithmetic = f12.shaderFloat16;
+  c.storage16Bit = f11.storageBuffer16BitAccess;
+  if (hasCoop && fcoop.cooperativeMatrix) {
+    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    if (get) {
+      std::uint32_t n = 0;
+      get(device, &n, nullptr);
+      std::vector<VkCooperativeMatrixPropertiesNV> shapes(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      get(device, &n, shapes.data());
+      for (const auto& s : shapes) {
+        const auto a = coopComponent(s.AType), b = coopComponent(s.BType), cc = coopComponent(s.CType),
+                   d = coopComponent(s.DType);
+        if (s.scope != VK_SCOPE_SUBGROUP_NV || !a || a != b || !cc || cc != d) continue;
+        c.coopMatShapes.push_back({s.MSize, s.NSize, s.KSize, *a, *cc});
+      }
+    }
+  }
+  if (sm.shaderSMCount) c.computeUnits = sm.shaderSMCount;
+  else if (amd.shaderEngineCount)
+    c.computeUnits = amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+  else if (c.kind == DeviceKind::Cpu) c.computeUnits = std::max(1u, std::thread::hardware_concurrency());
+  else c.computeUnits = 16;  // unknown: a mid-sized GPU
+  std::memcpy(c.uuid.data(), ids.deviceUUID, 16);
+  c.driverVersion = base.driverVersion;
+  c.driverName = fmt::format("{} {}", driver.driverName, driver.driverInfo);
+  return c;
+}
+
+VulkanInstance::VulkanInstance(bool validation) : validation_(validation) {
+  if (validation && !hasLayer(kValidationLayer)) {
+    throw UnsupportedError(fmt::format(
+        "FOUNDRY_VALIDATION=1 needs {}, which is not installed (Debian: apt-get install vulkan-validationlayers)",
+        kValidationLayer));
+  }
+  std::uint32_t loaderVersion = VK_API_VERSION_1_0;
+  if (auto fn = reinterpret_cast<PFN_vkEnumerateInstanceVersion>(
+          vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceVersion"))) {
+    fn(&loaderVersion);
+  }
+  if (loaderVersion < VK_API_VERSION_1_2) {
+    throw UnsupportedError(fmt::format("the Vulkan loader offers {}.{}; Foundry needs Vulkan 1.2 or newer",
+                                       VK_API_VERSION_MAJOR(loaderVersion), VK_API_VERSION_MINOR(loaderVersion)));
+  }
+  apiVersion_ = std::min<std::uint32_t>(loaderVersion, VK_API_VERSION_1_3);
+
+  const auto exts = instanceExtensions(nullptr);
+  std::vector<const char*> enabled;
+  const bool debugUtils = contains(exts, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
+                          (validation && contains(instanceExtensions(kValidationLayer), VK_EXT_DEBUG_UTILS_EXTENSION_NAME));
+  if (debugUtils) enabled.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  const bool portability = contains(exts, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+  if (portability) enabled.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+  std::vector<const char*> layers;
+  if (validation) layers.push_back(kValidationLayer);
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "foundry";
+  app.pEngineName = "foundry";
+  app.apiVersion = apiVersion_;
+
+  VkDebugUtilsMessengerCreateInfoEXT messengerInfo{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                  VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messengerInfo.pfnUserCallback = &VulkanInstance::onMessage;
+  messengerInfo.pUserData = this;
+
+  // Synchronization validation checks the dispatcher's barriers.
+  const VkValidationFeatureEnableEXT features[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT validationFeatures{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  validationFeatures.enabledValidationFeatureCount = 1;
+  validationFeatures.pEnabledValidationFeatures = features;
+
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  info.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());
+  info.ppEnabledExtensionNames = enabled.data();
+  info.enabledLayerCount = static_cast<std::uint32_t>(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  if (portability) info.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  // The instance chain is [validation features ->] messenger info; the messenger info itself must end
+  // the chain because it is passed alone to vkCreateDebugUtilsMessengerEXT below.
+  const void* chainHead = debugUtils ? static_cast<const void*>(&messengerInfo) : nullptr;
+  if (validation) {
+    validationFeatures.pNext = chainHead;
+    chainHead = &validationFeatures;
+  }
+  info.pNext = chainHead;
+  const VkResult r = vkCreateInstance(&info, nullptr, &instance_);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER || r == VK_ERROR_INITIALIZATION_FAILED) {
+    throw DeviceError(fmt::format("no usable Vulkan driver ({}); install one, e.g. mesa-vulkan-drivers for the CPU "
+                                  "driver lavapipe, and check VK_DRIVER_FILES / VK_ICD_FILENAMES",
+                                  vkResultName(r)));
+  }
+  FOUNDRY_VK(r);
+  if (debugUtils) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    const VkResult m = create ? create(instance_, &messengerInfo, nullptr, &messenger_) : VK_SUCCESS;
+    if (m != VK_SUCCESS) {
+      release();
+      FOUNDRY_VK(m);
+    }
+  }
+
+  std::uint32_t n = 0;
+  vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+  std::vector<VkPhysicalDevice> handles(n);
+  vkEnumeratePhysicalDevices(instance_, &n, handles.data());
+  for (std::uint32_t i = 0; i < n; ++i) {
+    VkPhysicalDeviceProperties p{};
+    vkGetPhysicalDeviceProperties(handles[i], &p);
+    if (p.apiVersion < VK_API_VERSION_1_2) {
+      spdlog::info("skipping Vulkan device '{}': it offers Vulkan {}.{}, Foundry needs 1.2", p.deviceName,
+                   VK_API_VERSION_MAJOR(p.apiVersion), VK_API_VERSION_MINOR(p.apiVersion));
+      continue;
+    }
+    devices_.push_back({static_cast<std::uint32_t>(devices_.size()), handles[i], queryDeviceCaps(instance_, handles[i]),
+                        p.apiVersion});
+  }
+  if (devices_.empty()) {
+    release();
+    throw DeviceError(
+        "no Vulkan 1.2 device found; install a driver, e.g. mesa-vulkan-drivers for the CPU driver lavapipe, and check "
+        "VK_DRIVER_FILES / VK_ICD_FILENAMES");
+  }
+}
+
+VulkanInstance::~VulkanInstance() { release(); }
+
+void VulkanInstance::release() {
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance_, messenger_, nullptr);
+    messenger_ = VK_NULL_HANDLE;
+  }
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+  instance_ = VK_NULL_HANDLE;
+}
+
+std::string VulkanInstance::lastValidationError() const {
+  std::lock_guard lock(mutex_);
+  return lastError_;
+}
+
+VkBool32 VKAPI_CALL VulkanInstance::onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                              VkDebugUtilsMessageTypeFlagsEXT types,
+                                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* self = static_cast<VulkanInstance*>(user);
+  const char* text = data && data->pMessage ? data->pMessage : "(no message)";
+  const bool validationType = (types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT) != 0;
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    ++self->errors_;
+    {
+      std::lock_guard lock(self->mutex_);
+      self->lastError_ = text;
+    }
+    spdlog::error("Vulkan validation: {}", text);
+  } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    if (validationType) ++self->warnings_;
+    spdlog::warn("Vulkan: {}", text);
+  }
+  return VK_FALSE;
+}
+
+}  // namespace foundry

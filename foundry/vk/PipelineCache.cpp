@@ -1,0 +1,144 @@
+#include "foundry/vk/PipelineCache.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/Hash.h"
+#include "foundry/vk/Check.h"
+#include "foundry/vk/Device.h"
+
+namespace foundry {
+
+Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSource& source, const Spirv& spirv)
+    : device_(device) {
+  const VkDevice d = device.handle();
+  const auto& caps = device.caps();
+  if (source.layout.subgroupSize < caps.minSubgroupSize || source.layout.subgroupSize > caps.maxSubgroupSize) {
+    throw UnsupportedError(fmt::format("kernel {} was generated for subgroup size {} but device '{}' runs {}..{}",
+                                       source.name, source.layout.subgroupSize, caps.name, caps.minSubgroupSize,
+                                       caps.maxSubgroupSize));
+  }
+  if (source.usesCoopMat && !device.coopMatEnabled()) {
+    throw UnsupportedError(fmt::format("kernel {} uses GL_NV_cooperative_matrix, which device '{}' does not offer",
+                                       source.name, caps.name));
+  }
+  try {
+    VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    moduleInfo.codeSize = spirv.size() * 4;
+    moduleInfo.pCode = spirv.data();
+    FOUNDRY_VK(vkCreateShaderModule(d, &moduleInfo, nullptr, &module_));
+
+    std::vector<VkDescriptorSetLayoutBinding> bindings;
+    for (const auto& b : source.layout.bindings) {
+      bindings.push_back({b.binding, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+    }
+    VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    setInfo.bindingCount = static_cast<std::uint32_t>(bindings.size());
+    setInfo.pBindings = bindings.data();
+    FOUNDRY_VK(vkCreateDescriptorSetLayout(d, &setInfo, nullptr, &setLayout_));
+
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, source.layout.pushBytes};
+    VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layoutInfo.setLayoutCount = 1;
+    layoutInfo.pSetLayouts = &setLayout_;
+    layoutInfo.pushConstantRangeCount = source.layout.pushBytes ? 1 : 0;
+    layoutInfo.pPushConstantRanges = &range;
+    FOUNDRY_VK(vkCreatePipelineLayout(d, &layoutInfo, nullptr, &layout_));
+
+    // Kernels are generated for one subgroup size; where the device could pick another, pin it.
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+    required.requiredSubgroupSize = source.layout.subgroupSize;
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module_;
+    info.stage.pName = "main";
+    if (caps.subgroupSizeControl && caps.minSubgroupSize != caps.maxSubgroupSize) info.stage.pNext = &required;
+    if (device.fullSubgroups()) info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    info.layout = layout_;
+    FOUNDRY_VK(vkCreateComputePipelines(d, cache, 1, &info, nullptr, &pipeline_));
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Pipeline::~Pipeline() { release(); }
+
+void Pipeline::release() {
+  const VkDevice d = device_.handle();
+  if (pipeline_) vkDestroyPipeline(d, pipeline_, nullptr);
+  if (layout_) vkDestroyPipelineLayout(d, layout_, nullptr);
+  if (setLayout_) vkDestroyDescriptorSetLayout(d, setLayout_, nullptr);
+  if (module_) vkDestroyShaderModule(d, module_, nullptr);
+  pipeline_ = VK_NULL_HANDLE;
+  layout_ = VK_NULL_HANDLE;
+  setLayout_ = VK_NULL_HANDLE;
+  module_ = VK_NULL_HANDLE;
+}
+
+PipelineCache::PipelineCache(VulkanDevice& device, std::shared_ptr<KernelCache> kernels,
+                             std::shared_ptr<const DiskCache> disk)
+    : device_(device), kernels_(std::move(kernels)), disk_(std::move(disk)) {
+  std::optional<std::vector<std::byte>> initial;
+  if (disk_) initial = disk_->load("pipeline", diskKey());
+  VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (initial) {
+    info.initialDataSize = initial->size();
+    info.pInitialData = initial->data();
+  }
+  if (vkCreatePipelineCache(device.handle(), &info, nullptr, &cache_) != VK_SUCCESS) {
+    // The driver rejected the saved data; start empty.
+    info.initialDataSize = 0;
+    info.pInitialData = nullptr;
+    FOUNDRY_VK(vkCreatePipelineCache(device.handle(), &info, nullptr, &cache_));
+  }
+}
+
+PipelineCache::~PipelineCache() {
+  try {
+    save();
+  } catch (const std::exception& e) {
+    spdlog::warn("saving the pipeline cache failed: {}", e.what());
+  }
+  pipelines_.clear();
+  vkDestroyPipelineCache(device_.handle(), cache_, nullptr);
+}
+
+std::string PipelineCache::diskKey() const {
+  VkPhysicalDeviceProperties p{};
+  vkGetPhysicalDeviceProperties(device_.physical(), &p);
+  Hasher h;
+  h.field(std::string_view(reinterpret_cast<const char*>(p.pipelineCacheUUID), VK_UUID_SIZE));
+  h.field(fmt::format("{:x}:{:x}:{:x}", p.vendorID, p.deviceID, p.driverVersion));
+  const auto uuid = device_.uuid();
+  h.field(std::string_view(reinterpret_cast<const char*>(uuid.data()), uuid.size()));
+  return h.hex();
+}
+
+void PipelineCache::save() {
+  if (!disk_ || !disk_->enabled()) return;
+  std::lock_guard lock(mutex_);
+  std::size_t size = 0;
+  FOUNDRY_VK(vkGetPipelineCacheData(device_.handle(), cache_, &size, nullptr));
+  std::vector<std::byte> data(size);
+  FOUNDRY_VK(vkGetPipelineCacheData(device_.handle(), cache_, &size, data.data()));
+  data.resize(size);
+  disk_->store("pipeline", diskKey(), data);
+}
+
+std::shared_ptr<const Pipeline> PipelineCache::get(const KernelSource& source) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = pipelines_.find(source.hash); it != pipelines_.end()) return it->second;
+  }
+  const auto spirv = kernels_->spirv(source);
+  auto pipeline = std::make_shared<const Pipeline>(device_, cache_, source, *spirv);
+  ++created_;
+  std::lock_guard lock(mutex_);
+  return pipelines_.emplace(source.hash, std::move(pipeline)).first->second;
+}
+
+}  // namespace foundry

@@ -1,0 +1,67 @@
+#pragma once
+// Compute pipelines for KernelSources, created once per process and device, through one
+// VkPipelineCache per device that is loaded from and saved to the disk cache.
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <vulkan/vulkan.h>
+
+#include "foundry/DiskCache.h"
+#include "foundry/KernelCache.h"
+#include "foundry/KernelSource.h"
+
+namespace foundry {
+
+class VulkanDevice;
+
+class Pipeline {
+ public:
+  Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSource& source, const Spirv& spirv);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  VkPipeline handle() const { return pipeline_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout setLayout() const { return setLayout_; }
+
+ private:
+  void release();
+
+  VulkanDevice& device_;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+class PipelineCache {
+ public:
+  PipelineCache(VulkanDevice& device, std::shared_ptr<KernelCache> kernels, std::shared_ptr<const DiskCache> disk);
+  ~PipelineCache();  ///< saves the VkPipelineCache
+  PipelineCache(const PipelineCache&) = delete;
+  PipelineCache& operator=(const PipelineCache&) = delete;
+
+  std::shared_ptr<const Pipeline> get(const KernelSource& source);
+  /// Writes the VkPipelineCache data to the disk cache (atomically).
+  void save();
+  std::uint64_t created() const { return created_.load(); }
+  KernelCache& kernels() { return *kernels_; }
+
+ private:
+  std::string diskKey() const;
+
+  VulkanDevice& device_;
+  std::shared_ptr<KernelCache> kernels_;
+  std::shared_ptr<const DiskCache> disk_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_;
+  std::atomic<std::uint64_t> created_{0};
+};
+
+}  // namespace foundry

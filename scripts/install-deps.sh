@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what Foundry needs from Debian 12's packages: the toolchain, the libraries it builds
+# against, the CPU Vulkan driver (lavapipe) and the Khronos validation layer.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libvulkan-dev libshaderc-dev glslang-dev spirv-tools
+  nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
+  mesa-vulkan-drivers vulkan-validationlayers
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

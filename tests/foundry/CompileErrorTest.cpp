@@ -1,0 +1,67 @@
+// A compile failure quotes the numbered lines around the error and names the snippet or stage.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
+#include "foundry/ShaderCompiler.h"
+#include "support/TempDir.h"
+#include "support/TestStages.h"
+
+namespace foundry {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(CompileError, QuotesTheFailingSnippetLine) {
+  test::TempDir dir;
+  dir.write("broken/helper.glsl",
+            "// A helper with a mistake on line 4.\n"
+            "float helper(float x) {\n"
+            "  float y = x * 2.0;\n"
+            "  return y + undefined_symbol;\n"
+            "}\n");
+  const auto device = makePresetDevice("lavapipe");
+  const auto src = KernelBuilder(*device, SnippetLibrary::fromDirectory(dir.str()))
+                       .workgroup(8)
+                       .add(std::make_shared<test::ScriptedStage>(
+                           "HelperStage", [](KernelInterface& k) { k.snippet("broken/helper.glsl"); },
+                           "float h = helper(1.0);"))
+                       .build();
+  try {
+    ShaderCompiler().compile(src);
+    FAIL() << "expected a compile error";
+  } catch (const DeviceError& e) {
+    const std::string msg = e.what();
+    EXPECT_THAT(msg, AllOf(HasSubstr("kernels/broken/helper.glsl:4"), HasSubstr("undefined_symbol"),
+                           HasSubstr("in snippet kernels/broken/helper.glsl (used by HelperStage)"),
+                           HasSubstr(">    4 |   return y + undefined_symbol;"),
+                           HasSubstr("     3 |   float y = x * 2.0;")))
+        << msg;
+  }
+}
+
+TEST(CompileError, NamesTheStageWhoseEmittedCodeFails) {
+  const auto device = makePresetDevice("lavapipe");
+  const auto src = KernelBuilder(*device, SnippetLibrary::embedded())
+                       .workgroup(8)
+                       .add(std::make_shared<test::ScriptedStage>("GoodStage", [](KernelInterface& k) {
+                         k.produces("x", "float");
+                       }, "float x = 1.0;"))
+                       .add(std::make_shared<test::ScriptedStage>("BadStage", [](KernelInterface& k) {
+                         k.consumes("x", "float");
+                       }, "float y = x + nothing_here;"))
+                       .build();
+  try {
+    ShaderCompiler().compile(src);
+    FAIL();
+  } catch (const DeviceError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("stage BadStage:1"), HasSubstr("in the code emitted by BadStage"),
+                                HasSubstr(">    1 |   float y = x + nothing_here;")))
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace foundry

@@ -1,0 +1,207 @@
+// Builder tests that need no GPU: numbering, std430 offsets, contracts, budgets, emission.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
+#include "support/TempDir.h"
+#include "support/TestStages.h"
+
+namespace foundry {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using test::ScriptedStage;
+
+class KernelBuilderTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<DeviceInfo> device = makePresetDevice("lavapipe");
+  KernelBuilder builder() { return KernelBuilder(*device, SnippetLibrary::embedded()); }
+  static StagePtr scripted(std::string name, ScriptedStage::Declare d, std::string body = {}) {
+    return std::make_shared<ScriptedStage>(std::move(name), std::move(d), std::move(body));
+  }
+};
+
+TEST_F(KernelBuilderTest, AssignsBindingsInFirstDeclarationOrderAndMergesAccess) {
+  const auto src = builder()
+                       .workgroup(64)
+                       .add(scripted("A", [](KernelInterface& k) {
+                         k.buffer("q", DType::F16, Access::ReadOnly).buffer("result", DType::F32, Access::WriteOnly);
+                       }))
+                       .add(scripted("B", [](KernelInterface& k) {
+                         k.buffer("k", DType::F16, Access::ReadOnly).buffer("result", DType::F32, Access::ReadOnly);
+                       }))
+                       .build();
+  ASSERT_EQ(src.layout.bindings.size(), 3u);
+  EXPECT_EQ(src.layout.bindings[0].name, "q");
+  EXPECT_EQ(src.layout.bindings[0].binding, 0u);
+  EXPECT_EQ(src.layout.bindings[1].name, "result");
+  EXPECT_EQ(src.layout.bindings[1].binding, 1u);
+  EXPECT_EQ(src.layout.bindings[1].access, Access::ReadWrite);
+  EXPECT_EQ(src.layout.bindings[2].name, "k");
+  EXPECT_EQ(src.layout.bindings[2].binding, 2u);
+  EXPECT_THAT(src.glsl, HasSubstr("layout(std430, set = 0, binding = 2) restrict readonly buffer Buffer_k { float16_t k[]; };"));
+  EXPECT_THAT(src.glsl, HasSubstr("#extension GL_EXT_shader_16bit_storage : require"));
+}
+
+TEST_F(KernelBuilderTest, PushConstantOffsetsFollowStd430) {
+  const auto src = builder()
+                       .workgroup(8)
+                       .add(scripted("A", [](KernelInterface& k) {
+                         k.push("a", PushType::U32).push("b", PushType::Vec2).push("c", PushType::F32);
+                         k.push("d", PushType::UVec4).push("e", PushType::I32);
+                       }))
+                       .add(scripted("B", [](KernelInterface& k) { k.push("a", PushType::U32).push("f", PushType::F32); }))
+                       .build();
+  std::vector<std::pair<std::string, std::uint32_t>> got;
+  for (const auto& p : src.layout.push) got.emplace_back(p.name, p.offset);
+  const std::vector<std::pair<std::string, std::uint32_t>> want = {{"a", 0}, {"b", 8}, {"c", 16}, {"d", 32}, {"e", 48},
+                                                                   {"f", 52}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(src.layout.pushBytes, 64u);  // rounded to the block's 16-byte alignment
+}
+
+TEST_F(KernelBuilderTest, RejectsConsumingBeforeAnyProducer) {
+  auto b = builder();
+  b.workgroup(8)
+      .add(scripted("Consumer", [](KernelInterface& k) { k.consumes("q_base", "uint"); }))
+      .add(scripted("Producer", [](KernelInterface& k) { k.produces("q_base", "uint"); }));
+  try {
+    b.build();
+    FAIL() << "expected a contract error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("Consumer"), HasSubstr("q_base"), HasSubstr("Producer produces it, but later")));
+  }
+}
+
+TEST_F(KernelBuilderTest, RejectsTwoProducersOfOneSymbol) {
+  auto b = builder();
+  b.workgroup(8)
+      .add(scripted("First", [](KernelInterface& k) { k.produces("q_base", "uint"); }))
+      .add(scripted("Second", [](KernelInterface& k) { k.produces("q_base", "uint"); }));
+  EXPECT_THAT([&] { b.build(); },
+              ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("First"), HasSubstr("Second"), HasSubstr("q_base"))));
+}
+
+TEST_F(KernelBuilderTest, RejectsATypeMismatchBetweenProducerAndConsumer) {
+  auto b = builder();
+  b.workgroup(8)
+      .add(scripted("Rope", [](KernelInterface& k) { k.shared("q_shared", "float", 64, 4); }))
+      .add(scripted("Decode", [](KernelInterface& k) { k.consumes("q_shared", "shared float[128]"); }));
+  EXPECT_THAT([&] { b.build(); }, ::testing::ThrowsMessage<UserError>(AllOf(
+                                      HasSubstr("Decode"), HasSubstr("Rope"), HasSubstr("shared float[64]"))));
+}
+
+TEST_F(KernelBuilderTest, RejectsSharedMemoryOverTheDeviceBudgetNamingEachStage) {
+  auto b = builder();
+  b.workgroup(8)
+      .add(scripted("Big", [](KernelInterface& k) { k.shared("a", "float", 6000, 4); }))
+      .add(scripted("Bigger", [](KernelInterface& k) { k.shared("b", "vec4", 1000, 16); }));
+  EXPECT_THAT([&] { b.build(); },
+              ::testing::ThrowsMessage<UnsupportedError>(AllOf(HasSubstr("Big.a 24000 B"), HasSubstr("Bigger.b 16000 B"),
+                                                               HasSubstr("40000"), HasSubstr("32768"))));
+  // The same chain fits a device with more shared memory.
+  const auto h200 = makePresetDevice("h200");
+  EXPECT_NO_THROW(KernelBuilder(*h200, SnippetLibrary::embedded())
+                      .workgroup(32)
+                      .add(scripted("Big", [](KernelInterface& k) { k.shared("a", "float", 6000, 4); }))
+                      .add(scripted("Bigger", [](KernelInterface& k) { k.shared("b", "vec4", 1000, 16); }))
+                      .build());
+}
+
+TEST_F(KernelBuilderTest, RejectsConflictingDeclarations) {
+  auto b1 = builder();
+  b1.workgroup(8)
+      .add(scripted("A", [](KernelInterface& k) { k.push("n", PushType::U32); }))
+      .add(scripted("B", [](KernelInterface& k) { k.push("n", PushType::F32); }));
+  EXPECT_THAT([&] { b1.build(); }, ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("'n'"), HasSubstr("A"), HasSubstr("B"))));
+  auto b2 = builder();
+  b2.workgroup(8)
+      .add(scripted("A", [](KernelInterface& k) { k.buffer("x", DType::F16, Access::ReadOnly); }))
+      .add(scripted("B", [](KernelInterface& k) { k.buffer("x", DType::F32, Access::ReadOnly); }));
+  EXPECT_THROW(b2.build(), UserError);
+  auto b3 = builder();
+  b3.workgroup(8)
+      .add(scripted("A", [](KernelInterface& k) { k.constant("D", 64); }))
+      .add(scripted("B", [](KernelInterface& k) { k.constant("D", 128); }));
+  EXPECT_THAT([&] { b3.build(); }, ::testing::ThrowsMessage<UserError>(HasSubstr("constant D")));
+}
+
+TEST_F(KernelBuilderTest, RejectsNamesGlslCannotUse) {
+  auto b = builder();
+  b.workgroup(8).add(scripted("Io", [](KernelInterface& k) { k.buffer("output", DType::F32, Access::WriteOnly); }));
+  EXPECT_THAT([&] { b.build(); }, ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("Io"), HasSubstr("'output'"),
+                                                                             HasSubstr("reserved word"))));
+  auto c = builder();
+  c.workgroup(8).add(scripted("Bad", [](KernelInterface& k) { k.push("2x", PushType::U32); }));
+  EXPECT_THROW(c.build(), UserError);
+}
+
+TEST_F(KernelBuilderTest, RejectsWorkgroupsTheDeviceCannotRun) {
+  auto b = builder();
+  b.workgroup(12).add(scripted("A", [](KernelInterface&) {}));
+  EXPECT_THROW(b.build(), UnsupportedError);  // not a multiple of the subgroup size 8
+  auto c = builder();
+  c.workgroup(2048).add(scripted("A", [](KernelInterface&) {}));
+  EXPECT_THROW(c.build(), UnsupportedError);
+}
+
+TEST_F(KernelBuilderTest, RejectsPushConstantsOverTheDeviceLimit) {
+  auto b = builder();
+  b.workgroup(8).add(scripted("Wide", [](KernelInterface& k) {
+    for (int i = 0; i < 9; ++i) k.push(fmt::format("v{}", i), PushType::Vec4);
+  }));
+  EXPECT_THAT([&] { b.build(); }, ::testing::ThrowsMessage<UnsupportedError>(AllOf(HasSubstr("144"), HasSubstr("128"))));
+}
+
+TEST_F(KernelBuilderTest, DeduplicatesSnippetsAndExtensionsAndResolvesRequirements) {
+  test::TempDir dir;
+  dir.write("a.glsl", "//! requires: base.glsl\nfloat a() { return base(); }\n");
+  dir.write("b.glsl", "//! requires: base.glsl\nfloat b() { return base() * 2.0; }\n");
+  dir.write("base.glsl", "float base() { return 1.0; }\n");
+  const auto lib = SnippetLibrary::fromDirectory(dir.str());
+  const auto src = KernelBuilder(*device, lib)
+                       .workgroup(8)
+                       .add(scripted("A", [](KernelInterface& k) {
+                         k.snippet("a.glsl").extension("GL_KHR_shader_subgroup_basic");
+                       }))
+                       .add(scripted("B", [](KernelInterface& k) {
+                         k.snippet("b.glsl").snippet("a.glsl").extension("GL_KHR_shader_subgroup_basic");
+                       }))
+                       .build();
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto pos = src.glsl.find(needle); pos != std::string::npos; pos = src.glsl.find(needle, pos + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("float base()"), 1u);
+  EXPECT_EQ(count("float a()"), 1u);
+  EXPECT_EQ(count("#extension GL_KHR_shader_subgroup_basic"), 1u);
+  EXPECT_LT(src.glsl.find("float base()"), src.glsl.find("float a()"));
+  EXPECT_LT(src.glsl.find("float a()"), src.glsl.find("float b()"));
+  EXPECT_THAT(src.glsl, HasSubstr("#line 1 \"kernels/base.glsl\""));
+}
+
+TEST_F(KernelBuilderTest, EmitsBannersLineMarkersAndADeterministicName) {
+  const auto build = [&] {
+    return builder()
+        .workgroup(64)
+        .add(std::make_shared<test::LoadStage>(DType::F16, 64))
+        .add(std::make_shared<test::ScaleStage>(64))
+        .add(std::make_shared<test::StoreStage>(DType::F32))
+        .build();
+  };
+  const auto src = build();
+  EXPECT_EQ(src.name, "Load_Scale_Store__f16_t64_f32");
+  EXPECT_THAT(src.glsl, HasSubstr("// ===== stage 1/3: LoadStage [f16_t64] ====="));
+  EXPECT_THAT(src.glsl, HasSubstr("// ===== stage 3/3: StoreStage [f32] ====="));
+  EXPECT_THAT(src.glsl, HasSubstr("#line 1 \"stage ScaleStage\""));
+  EXPECT_THAT(src.glsl, HasSubstr("uint count;  // offset 0"));
+  EXPECT_THAT(src.glsl, HasSubstr("float scale;  // offset 4"));
+  EXPECT_EQ(src.layout.sharedBytes, 256u);
+  EXPECT_EQ(build().hash, src.hash);  // same stages, same text
+}
+
+}  // namespace
+}  // namespace foundry

@@ -1,0 +1,59 @@
+#include "support/TestRuntime.h"
+
+#include <memory>
+
+#include <gtest/gtest.h>
+
+namespace foundry::test {
+
+namespace {
+std::unique_ptr<Runtime>& holder() {
+  static std::unique_ptr<Runtime> rt;
+  return rt;
+}
+
+std::uint64_t& baseline() {
+  static std::uint64_t n = 0;
+  return n;
+}
+
+class ValidationListener : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestStart(const ::testing::TestInfo&) override { baseline() = validationErrors(); }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    const auto after = validationErrors();
+    if (after > baseline()) {
+      ADD_FAILURE() << (after - baseline()) << " Vulkan validation error(s) during this test; last: "
+                    << holder()->device().instance().lastValidationError();
+    }
+  }
+};
+}  // namespace
+
+std::uint64_t validationErrors() {
+  return runtimeCreated() ? holder()->device().instance().validationErrors() : 0;
+}
+
+void acknowledgeValidationErrors() { baseline() = validationErrors(); }
+
+Runtime& runtime() {
+  auto& rt = holder();
+  if (!rt) rt = std::make_unique<Runtime>(RuntimeOptions::fromEnvironment());
+  return *rt;
+}
+
+bool runtimeCreated() { return holder() != nullptr; }
+
+std::vector<float> randomVector(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+void installValidationListener() {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new ValidationListener());
+}
+
+}  // namespace foundry::test
