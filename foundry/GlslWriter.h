@@ -32,6 +32,10 @@ class GlslWriter {
   void blank();
   /// Appends `head` and opens a brace block: `open("for (uint i = 0u; i < n; ++i)")`.
   void open(std::string_view head);
+  template <typename... Args>
+  void open(fmt::format_string<Args...> format, Args&&... args) {
+    open(std::string_view(fmt::format(format, std::forward<Args>(args)...)));
+  }
   /// Closes the innermost block; `tail` follows the brace (e.g. " while (x);").
   void close(std::string_view tail = "");
   void indent() { ++depth_; }

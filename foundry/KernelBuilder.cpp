@@ -61,6 +61,7 @@ struct Merged {
   std::vector<Push> push;
   std::vector<Shared> shared;
   std::vector<Constant> constants;
+  std::vector<Constant> defines;
   std::vector<std::string> extensions;
   std::vector<std::pair<std::string, std::vector<std::string>>> snippets;  // path, users
 };
@@ -96,8 +97,9 @@ void mergePush(Merged& m, const PushDecl& d, const std::string& stage, const std
   m.push.push_back({d, stage});
 }
 
-void mergeConstant(Merged& m, const ConstantDecl& d, const std::string& stage, const std::string& kernel) {
-  for (auto& c : m.constants) {
+void mergeConstant(std::vector<Merged::Constant>& into, const ConstantDecl& d, const std::string& stage,
+                   const std::string& kernel) {
+  for (auto& c : into) {
     if (c.decl.name != d.name) continue;
     if (c.decl.type != d.type || c.decl.value != d.value) {
       throw UserError(fmt::format("kernel {}", kernel),
@@ -106,7 +108,7 @@ void mergeConstant(Merged& m, const ConstantDecl& d, const std::string& stage, c
     }
     return;
   }
-  m.constants.push_back({d, stage});
+  into.push_back({d, stage});
 }
 
 // GLSL keywords and reserved words a declared name must not take.
@@ -194,10 +196,12 @@ KernelSource KernelBuilder::build() const {
     for (const auto& p : iface.pushFields()) checkName(p.name, "push constant", stage, kernel);
     for (const auto& s : iface.sharedArrays()) checkName(s.name, "shared array", stage, kernel);
     for (const auto& c : iface.constants()) checkName(c.name, "constant", stage, kernel);
+    for (const auto& c : iface.defines()) checkName(c.name.substr(0, c.name.find('(')), "macro", stage, kernel);
     for (const auto& p : iface.produced()) checkName(p.name, "symbol", stage, kernel);
     for (const auto& b : iface.buffers()) mergeBuffer(m, b, stage, kernel);
     for (const auto& p : iface.pushFields()) mergePush(m, p, stage, kernel);
-    for (const auto& c : iface.constants()) mergeConstant(m, c, stage, kernel);
+    for (const auto& c : iface.constants()) mergeConstant(m.constants, c, stage, kernel);
+    for (const auto& c : iface.defines()) mergeConstant(m.defines, c, stage, kernel);
     for (const auto& c : iface.consumed()) {
       auto it = produced.find(c.name);
       if (it == produced.end()) {
@@ -261,6 +265,13 @@ KernelSource KernelBuilder::build() const {
     }
   }
 
+  for (const auto& s : m.shared) {
+    if (s.decl.elementBytes == 2 && !device_.fp16Arithmetic()) {
+      throw UnsupportedError(fmt::format("kernel {}: stage {} keeps f16 values in shared memory ('{}'), but device '{}' "
+                                         "has no fp16 arithmetic", kernel, s.stage, s.decl.name, device_.name()));
+    }
+  }
+
   // Budgets the device must hold.
   std::uint32_t sharedBytes = 0;
   std::vector<std::string> sharedParts;
@@ -315,10 +326,12 @@ KernelSource KernelBuilder::build() const {
   GlslWriter w(kernel + ".comp");
   w.line("#version 450");
   w.line("#extension GL_GOOGLE_cpp_style_line_directive : require");
-  bool uses16 = false;
+  bool uses16 = false, halfValues = false;
   for (const auto& b : m.buffers) uses16 |= b.decl.dtype == DType::F16;
-  for (const auto& s : m.shared) uses16 |= s.decl.elementBytes == 2;
-  if (uses16) w.line("#extension GL_EXT_shader_16bit_storage : require");
+  for (const auto& s : m.shared) halfValues |= s.decl.elementBytes == 2;
+  if (uses16 || halfValues) w.line("#extension GL_EXT_shader_16bit_storage : require");
+  // f16 values outside buffers (shared memory, registers) need the float16 arithmetic types.
+  if (halfValues) w.line("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require");
   for (const auto& e : m.extensions) {
     if (e == "GL_NV_cooperative_matrix") src.usesCoopMat = true;
     w.line("#extension {} : require", e);
@@ -338,6 +351,7 @@ KernelSource KernelBuilder::build() const {
   w.blank();
   w.line("const uint SUBGROUP_SIZE = {}u;", device_.subgroupSize());
   w.line("const uint WORKGROUP_SIZE = {}u;", invocations);
+  for (const auto& c : m.defines) w.line("#define {} {}  // {}", c.decl.name, c.decl.value, c.stage);
   for (const auto& c : m.constants) w.line("const {} {} = {};  // {}", c.decl.type, c.decl.name, c.decl.value, c.stage);
   w.blank();
   for (std::size_t i = 0; i < m.buffers.size(); ++i) {

@@ -65,6 +65,11 @@ KernelInterface& KernelInterface::constant(std::string name, std::uint32_t value
   return constant(std::move(name), "uint", std::to_string(value) + "u");
 }
 
+KernelInterface& KernelInterface::define(std::string name, std::string value) {
+  defines_.push_back({std::move(name), "#define", std::move(value)});
+  return *this;
+}
+
 KernelInterface& KernelInterface::consumes(std::string name, std::string type) {
   consumes_.push_back({std::move(name), std::move(type)});
   return *this;

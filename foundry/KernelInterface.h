@@ -64,6 +64,8 @@ class KernelInterface {
                           std::uint32_t elementBytes);
   KernelInterface& constant(std::string name, std::string type, std::string value);
   KernelInterface& constant(std::string name, std::uint32_t value);
+  /// A preprocessor macro, for what `const` cannot express: element types and `#if` switches.
+  KernelInterface& define(std::string name, std::string value);
   KernelInterface& consumes(std::string name, std::string type);
   KernelInterface& produces(std::string name, std::string type);
   KernelInterface& snippet(std::string path);       ///< relative to kernels/, e.g. "common/online_softmax.glsl"
@@ -73,6 +75,7 @@ class KernelInterface {
   const std::vector<PushDecl>& pushFields() const { return push_; }
   const std::vector<SharedDecl>& sharedArrays() const { return shared_; }
   const std::vector<ConstantDecl>& constants() const { return constants_; }
+  const std::vector<ConstantDecl>& defines() const { return defines_; }
   const std::vector<Symbol>& consumed() const { return consumes_; }
   const std::vector<Symbol>& produced() const { return produces_; }
   const std::vector<std::string>& snippets() const { return snippets_; }
@@ -82,7 +85,7 @@ class KernelInterface {
   std::vector<BufferDecl> buffers_;
   std::vector<PushDecl> push_;
   std::vector<SharedDecl> shared_;
-  std::vector<ConstantDecl> constants_;
+  std::vector<ConstantDecl> constants_, defines_;
   std::vector<Symbol> consumes_, produces_;
   std::vector<std::string> snippets_, extensions_;
 };

@@ -1,0 +1,119 @@
+//! requires: flashattention/common.glsl
+// Flash decoding, subgroup variant. One workgroup serves DECODE_HEADS query heads that share one KV
+// head, over keys [kv_begin, kv_end). Each subgroup takes DECODE_KEYS_PER_WARP keys per step, one
+// key per cluster of DECODE_LANES_PER_KEY lanes. A lane holds DECODE_ELEMS dimensions of q, of each key
+// and of o, in DECODE_VEC-wide chunks interleaved across the cluster, so each load instruction of a
+// cluster reads one contiguous segment of the key's row, and consecutive clusters read consecutive
+// rows. Scores are reduced across the cluster with xor shuffles; the online softmax runs per cluster;
+// clusters merge at the end, then subgroups merge through shared memory.
+
+#if DECODE_VEC == 4
+#define DVEC vec4
+#elif DECODE_VEC == 2
+#define DVEC vec2
+#else
+#define DVEC float
+#endif
+
+const uint DECODE_CHUNKS = DECODE_ELEMS / DECODE_VEC;
+const uint DECODE_CHUNK_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC;
+
+DVEC decode_load_k(uint elem) { return DVEC(k_cache[elem / DECODE_VEC]); }
+DVEC decode_load_v(uint elem) { return DVEC(v_cache[elem / DECODE_VEC]); }
+
+DVEC decode_q(uint i) {
+#if DECODE_VEC == 4
+  return vec4(q_shared[i], q_shared[i + 1u], q_shared[i + 2u], q_shared[i + 3u]);
+#elif DECODE_VEC == 2
+  return vec2(q_shared[i], q_shared[i + 1u]);
+#else
+  return q_shared[i];
+#endif
+}
+
+// Stores this subgroup's normalised partial output, its max and its sum in shared memory.
+void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], float m, float l) {
+  const float inv = l > 0.0 ? 1.0 / l : 0.0;
+  for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+    const uint d = c * DECODE_CHUNK_STRIDE + lik * DECODE_VEC;
+    const DVEC v = acc_o[c] * inv;
+    for (uint t = 0u; t < DECODE_VEC; ++t) {
+#if DECODE_VEC == 1
+      part_o[(sg * DECODE_HEADS + h) * HEAD_DIM + d + t] = PART_T(PART_CLAMP(v));
+#else
+      part_o[(sg * DECODE_HEADS + h) * HEAD_DIM + d + t] = PART_T(PART_CLAMP(v[t]));
+#endif
+    }
+  }
+  if (lik == 0u) {
+    part_m[sg * DECODE_HEADS + h] = m;
+    part_l[sg * DECODE_HEADS + h] = l;
+  }
+}
+
+void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale) {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint sg = gl_SubgroupID;
+  const uint cluster = lane / DECODE_LANES_PER_KEY;
+  const uint lik = lane % DECODE_LANES_PER_KEY;
+
+  DVEC q[DECODE_HEADS][DECODE_CHUNKS];
+  DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS];
+  float m[DECODE_HEADS];
+  float l[DECODE_HEADS];
+  for (uint h = 0u; h < DECODE_HEADS; ++h) {
+    m[h] = NEG_BIG;
+    l[h] = 0.0;
+    for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+      q[h][c] = decode_q(h * HEAD_DIM + c * DECODE_CHUNK_STRIDE + lik * DECODE_VEC) * qk_scale;
+      acc_o[h][c] = DVEC(0.0);
+    }
+  }
+
+  // The loop bound is uniform across the subgroup; keys past the end are masked, not skipped, so
+  // every lane takes part in every shuffle.
+  const uint last = kv_end - 1u;
+  for (uint base = kv_begin + sg * DECODE_KEYS_PER_WARP; base < kv_end;
+       base += DECODE_WARPS * DECODE_KEYS_PER_WARP) {
+    const uint key = base + cluster;
+    const bool valid = key < kv_end;
+    const uint row = min(key, last) * HEAD_DIM + lik * DECODE_VEC;
+    DVEC kr[DECODE_CHUNKS];
+    DVEC vr[DECODE_CHUNKS];
+    for (uint c = 0u; c < DECODE_CHUNKS; ++c) kr[c] = decode_load_k(k_base + row + c * DECODE_CHUNK_STRIDE);
+    for (uint c = 0u; c < DECODE_CHUNKS; ++c) vr[c] = decode_load_v(v_base + row + c * DECODE_CHUNK_STRIDE);
+    float s[DECODE_HEADS];
+    for (uint h = 0u; h < DECODE_HEADS; ++h) {
+      float acc = 0.0;
+      for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], kr[c]);
+      s[h] = acc;
+    }
+    for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {
+      for (uint h = 0u; h < DECODE_HEADS; ++h) s[h] += subgroupShuffleXor(s[h], off);
+    }
+    for (uint h = 0u; h < DECODE_HEADS; ++h) {
+      const float m_new = valid ? max(m[h], s[h]) : m[h];
+      const float alpha = exp2(m[h] - m_new);
+      const float p = valid ? exp2(s[h] - m_new) : 0.0;
+      l[h] = l[h] * alpha + p;
+      for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * alpha + p * vr[c];
+      m[h] = m_new;
+    }
+  }
+
+  // Clusters of one subgroup hold the same dimensions for different keys: merge them.
+  for (uint off = DECODE_LANES_PER_KEY; off < SUBGROUP_SIZE; off <<= 1u) {
+    for (uint h = 0u; h < DECODE_HEADS; ++h) {
+      const float m_other = subgroupShuffleXor(m[h], off);
+      const float l_other = subgroupShuffleXor(l[h], off);
+      float m_new, w_self, w_other;
+      merge_weights(m[h], m_other, m_new, w_self, w_other);
+      l[h] = l[h] * w_self + l_other * w_other;
+      for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * w_self + subgroupShuffleXor(acc_o[h][c], off) * w_other;
+      m[h] = m_new;
+    }
+  }
+  if (cluster == 0u) {
+    for (uint h = 0u; h < DECODE_HEADS; ++h) decode_store_partial(sg, lik, h, acc_o[h], m[h], l[h]);
+  }
+}

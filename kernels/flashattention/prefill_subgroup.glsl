@@ -1,0 +1,105 @@
+//! requires: flashattention/common.glsl flashattention/prefill_tiles.glsl
+// Prefill attention, subgroup variant (every device). A workgroup takes PF_BR = PF_WARPS * PF_ROWS
+// query rows of one head; each subgroup owns PF_ROWS rows. For each K tile of PF_BC keys:
+//   S = Q K^T: lane c scores keys c, c + SG, ... (PF_KPL of them) for each of its subgroup's rows;
+//   online softmax: row max and sum with subgroup reductions; P goes to shared memory;
+//   O += P V: lane owns dimensions lane, lane + SG, ... (PF_DPL of them), so V reads are conflict-free.
+// Causal: tiles past the last row's position are never visited, and element masks are applied only on
+// tiles that cross the diagonal (or the end of the split).
+
+struct PfState {
+  float o[PF_ROWS][PF_DPL];
+  float m[PF_ROWS];
+  float l[PF_ROWS];
+};
+
+void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool masked, bool causal, float qk_scale) {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint sg = gl_SubgroupID;
+  float s[PF_ROWS][PF_KPL];
+  for (uint r = 0u; r < PF_ROWS; ++r) {
+    for (uint j = 0u; j < PF_KPL; ++j) s[r][j] = 0.0;
+  }
+  for (uint d = 0u; d < HEAD_DIM; ++d) {
+    float kd[PF_KPL];
+    for (uint j = 0u; j < PF_KPL; ++j) kd[j] = float(k_tile[stage * PF_TILE + (lane + j * SUBGROUP_SIZE) * PF_ROW + d]);
+    for (uint r = 0u; r < PF_ROWS; ++r) {
+      const float qd = float(q_tile[(sg * PF_ROWS + r) * PF_ROW + d]);
+      for (uint j = 0u; j < PF_KPL; ++j) s[r][j] += qd * kd[j];
+    }
+  }
+  float alpha[PF_ROWS];
+  for (uint r = 0u; r < PF_ROWS; ++r) {
+    const uint pos = pos0 + sg * PF_ROWS + r;  // this row's position among the keys
+    float row_max = NEG_BIG;
+    for (uint j = 0u; j < PF_KPL; ++j) {
+      const uint key = t + lane + j * SUBGROUP_SIZE;
+      const bool valid = !masked || (key < kv_end && (!causal || key <= pos));
+      s[r][j] = valid ? s[r][j] * qk_scale : NEG_BIG;
+      row_max = max(row_max, s[r][j]);
+    }
+    const float m_new = max(st.m[r], subgroupMax(row_max));
+    alpha[r] = exp2(st.m[r] - m_new);
+    float row_sum = 0.0;
+    for (uint j = 0u; j < PF_KPL; ++j) {
+      const float p = s[r][j] > 0.5 * NEG_BIG ? exp2(s[r][j] - m_new) : 0.0;
+      row_sum += p;
+      p_tile[(sg * PF_ROWS + r) * PF_BC + lane + j * SUBGROUP_SIZE] = p;
+    }
+    st.l[r] = st.l[r] * alpha[r] + subgroupAdd(row_sum);
+    st.m[r] = m_new;
+  }
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  for (uint r = 0u; r < PF_ROWS; ++r) {
+    for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] *= alpha[r];
+  }
+  for (uint c = 0u; c < PF_BC; ++c) {
+    float vd[PF_DPL];
+    for (uint e = 0u; e < PF_DPL; ++e) vd[e] = float(v_tile[stage * PF_TILE + c * PF_ROW + lane + e * SUBGROUP_SIZE]);
+    for (uint r = 0u; r < PF_ROWS; ++r) {
+      const float p = p_tile[(sg * PF_ROWS + r) * PF_BC + c];
+      for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] += p * vd[e];
+    }
+  }
+  subgroupBarrier();
+}
+
+// Runs the tile loop over keys [kv_begin, kv_end) for rows whose first sits at position pos0.
+// The caller has loaded q_tile; the bound is uniform across the workgroup, so every barrier is too.
+void prefill_subgroup(inout PfState st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint pos0, bool causal,
+                      float qk_scale) {
+  for (uint r = 0u; r < PF_ROWS; ++r) {
+    st.m[r] = NEG_BIG;
+    st.l[r] = 0.0;
+    for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] = 0.0;
+  }
+  if (kv_begin >= kv_end) return;
+  const uint kv_last = kv_end - 1u;
+  TILE_T kr[PF_LOADS], vr[PF_LOADS];
+  pf_fetch_kv(kv_begin, kv_last, k_base, v_base, kr, vr);
+  pf_store_kv(0u, kr, vr);
+  barrier();
+  uint stage = 0u;
+  for (uint t = kv_begin; t < kv_end; t += PF_BC) {
+    const bool has_next = t + PF_BC < kv_end;
+#if PF_STAGES == 2
+    if (has_next) pf_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
+#endif
+    // Element masks only where the tile crosses the diagonal or the end of the range.
+    const bool masked = t + PF_BC > kv_end || (causal && t + PF_BC - 1u > pos0);
+    pf_tile(st, stage, t, kv_end, pos0, masked, causal, qk_scale);
+#if PF_STAGES == 2
+    if (has_next) pf_store_kv(stage ^ 1u, kr, vr);
+    barrier();
+    stage ^= 1u;
+#else
+    barrier();
+    if (has_next) {
+      pf_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
+      pf_store_kv(0u, kr, vr);
+      barrier();
+    }
+#endif
+  }
+}

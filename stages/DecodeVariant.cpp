@@ -1,0 +1,44 @@
+#include "stages/DecodeVariant.h"
+
+#include <fmt/format.h>
+
+namespace foundry {
+
+std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
+  auto pad = [](std::uint32_t b) { return (b + 15u) & ~15u; };
+  const std::uint32_t parts = scalar ? 1 : warps;
+  std::uint32_t bytes = pad(heads * headDim * 4);                                         // q_shared
+  bytes += pad(parts * heads * headDim * (partial == PartialStorage::Float ? 4 : 2));     // part_o
+  bytes += 2 * pad(parts * heads * 4);                                                    // part_m, part_l
+  if (scalar) bytes += pad(heads * workgroupSize(subgroupSize) * 4) + 3 * pad(heads * 4);  // block_*
+  return bytes;
+}
+
+std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
+  if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4) return fmt::format("vector width {} is not 1, 2 or 4", vecWidth);
+  if (scalar) return {};
+  if (keysPerWarp == 0 || subgroupSize % keysPerWarp != 0) {
+    return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
+  }
+  const std::uint32_t lanes = lanesPerKey(subgroupSize);
+  if (headDim % lanes != 0) return fmt::format("{} lanes per key do not divide head_dim {}", lanes, headDim);
+  const std::uint32_t elems = elemsPerLane(subgroupSize);
+  if (elems % vecWidth != 0) {
+    return fmt::format("{} elements per lane are not a multiple of the vector width {}", elems, vecWidth);
+  }
+  if (elems * heads > 256) {
+    return fmt::format("{} heads x {} elements per lane need too many registers", heads, elems);
+  }
+  return {};
+}
+
+std::string DecodeVariant::key() const {
+  if (scalar) {
+    return fmt::format("D{}_{}_h{}_w{}_scalar_{}{}", headDim, dtypeName(dtype), heads, warps, partialStorageName(partial),
+                       split ? "_split" : "");
+  }
+  return fmt::format("D{}_{}_h{}_w{}_k{}_v{}_{}{}", headDim, dtypeName(dtype), heads, warps, keysPerWarp, vecWidth,
+                     partialStorageName(partial), split ? "_split" : "");
+}
+
+}  // namespace foundry

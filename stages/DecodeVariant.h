@@ -1,0 +1,33 @@
+#pragma once
+// The parameters of a decode kernel: everything that changes the emitted code.
+#include <cstdint>
+#include <string>
+
+#include "foundry/DType.h"
+#include "foundry/RuntimeOptions.h"
+
+namespace foundry {
+
+struct DecodeVariant {
+  std::uint32_t headDim = 128;
+  DType dtype = DType::F16;          ///< q, k, v and out
+  std::uint32_t heads = 1;           ///< query heads per workgroup (all share one KV head)
+  std::uint32_t warps = 4;           ///< subgroups per workgroup
+  std::uint32_t keysPerWarp = 1;     ///< keys a subgroup takes per step (one per lane cluster)
+  std::uint32_t vecWidth = 4;        ///< elements per K/V load: 1, 2 or 4
+  PartialStorage partial = PartialStorage::Float;
+  bool scalar = false;               ///< no subgroup operations
+  bool split = false;                ///< write unnormalised partials for a Split-K reduce
+
+  /// Lanes that share one key (subgroup size / keys per warp) and elements each lane holds.
+  std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
+  std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return headDim / lanesPerKey(subgroupSize); }
+  std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
+  /// Shared memory the decode stage needs, in bytes.
+  std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
+  /// Why this variant cannot run with this subgroup size, or empty.
+  std::string unusableReason(std::uint32_t subgroupSize) const;
+  std::string key() const;
+};
+
+}  // namespace foundry

@@ -1,0 +1,83 @@
+#include "stages/FlashDecodeCommon.h"
+
+#include <fmt/format.h>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Error.h"
+
+namespace foundry::decode_detail {
+
+std::string kvView(DType dtype, std::uint32_t vecWidth) {
+  const bool half = dtype == DType::F16;
+  switch (vecWidth) {
+    case 4: return half ? "f16vec4" : "vec4";
+    case 2: return half ? "f16vec2" : "vec2";
+    default: return half ? "float16_t" : "float";
+  }
+}
+
+void declareOutputMacros(KernelInterface& k, DType dtype, const std::string& prefix) {
+  k.define(prefix + "_T", std::string(glslScalarType(dtype)));
+  // f16 outputs are clamped to the f16 range rather than overflowing to inf.
+  k.define(prefix + "_CLAMP(x)", dtype == DType::F16 ? "clamp_to_half(x)" : "(x)");
+}
+
+void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device) {
+  const std::string reason = v.unusableReason(device.subgroupSize());
+  FOUNDRY_CHECK_INTERNAL(reason.empty(), "decode variant {}: {}", v.key(), reason);
+  const std::uint32_t vec = v.scalar ? 1 : v.vecWidth;
+  k.buffer("k_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
+  k.buffer("v_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
+  if (v.split) {
+    k.buffer("partial_o", DType::F32, Access::WriteOnly);
+    k.buffer("partial_ml", DType::F32, Access::WriteOnly, "vec2");
+    k.push("n_splits", PushType::U32);
+  } else {
+    k.buffer("o", v.dtype, Access::WriteOnly);
+  }
+  k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
+  for (const char* s : {"batch", "q_head0", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
+
+  const std::uint32_t parts = v.scalar ? 1 : v.warps;
+  k.constant("HEAD_DIM", v.headDim).constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
+  const bool halfPartial = v.partial == PartialStorage::Half;
+  k.define("PART_T", halfPartial ? "float16_t" : "float");
+  k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");
+  k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.headDim, halfPartial ? 2 : 4);
+  k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
+  if (!v.split) declareOutputMacros(k, v.dtype, "OUT");
+  if (v.scalar) {
+    k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize()), 4);
+    k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
+    k.snippet("flashattention/decode_scalar.glsl");
+  } else {
+    k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp);
+    k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize()));
+    k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize()));
+    k.define("DECODE_VEC", std::to_string(v.vecWidth));
+    k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
+    k.snippet("flashattention/decode_subgroup.glsl");
+  }
+  k.snippet("flashattention/decode_combine.glsl");
+}
+
+void emitBody(const DecodeVariant& v, GlslWriter& w) {
+  w.line("const uint kv_begin = min(gl_WorkGroupID.x * pc.kv_chunk, pc.kv_len);");
+  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, pc.kv_len);");
+  w.line("{}(kv_begin, kv_end, k_base, v_base, pc.qk_scale);", v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
+  w.line("barrier();");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint h = i / HEAD_DIM, d = i % HEAD_DIM;");
+  w.line("float o_unnorm, m_all, l_all;");
+  w.line("decode_combine(h, d, o_unnorm, m_all, l_all);");
+  if (v.split) {
+    w.line("const uint row = (batch * pc.n_heads + q_head0 + h) * pc.n_splits + gl_WorkGroupID.x;");
+    w.line("partial_o[row * HEAD_DIM + d] = o_unnorm;");
+    w.line("if (d == 0u) partial_ml[row] = vec2(m_all, l_all);");
+  } else {
+    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(l_all > 0.0 ? o_unnorm / l_all : 0.0));");
+  }
+  w.close();
+}
+
+}  // namespace foundry::decode_detail

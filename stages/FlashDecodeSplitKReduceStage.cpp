@@ -1,0 +1,23 @@
+#include "stages/FlashDecodeSplitKReduceStage.h"
+
+#include <fmt/format.h>
+
+#include "stages/SplitKReduceCommon.h"
+
+namespace foundry {
+
+void FlashDecodeSplitKReduceStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  splitk_detail::declareReduce(k, headDim_, dtype_);
+}
+
+void FlashDecodeSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.line("const uint head = gl_WorkGroupID.x, batch = gl_WorkGroupID.z;");
+  w.line("const uint row0 = (batch * pc.n_heads + head) * pc.n_splits;");
+  w.open("for (uint d = gl_LocalInvocationIndex; d < HEAD_DIM; d += WORKGROUP_SIZE)");
+  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(splitk_merge(row0, pc.n_splits, d)));");
+  w.close();
+}
+
+std::string FlashDecodeSplitKReduceStage::key() const { return fmt::format("D{}_{}", headDim_, dtypeName(dtype_)); }
+
+}  // namespace foundry

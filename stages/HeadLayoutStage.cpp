@@ -1,0 +1,40 @@
+#include "stages/HeadLayoutStage.h"
+
+#include <fmt/format.h>
+
+namespace foundry {
+
+void HeadLayoutStage::declareShapeFields(KernelInterface& k) {
+  for (const char* f : {"n_heads", "n_kv_heads", "q_len", "kv_len", "q_stride_b", "q_stride_h", "q_stride_s",
+                        "o_stride_b", "o_stride_h", "o_stride_s", "k_stride_b", "k_stride_h", "v_stride_b",
+                        "v_stride_h"}) {
+    k.push(f, PushType::U32);
+  }
+}
+
+void HeadLayoutStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareShapeFields(k);
+  k.constant("HEADS_PER_WORKGROUP", heads_);
+  for (const char* s : {"batch", "q_head0", "kv_head", "q_base", "o_base", "k_base", "v_base"}) k.produces(s, "uint");
+}
+
+void HeadLayoutStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.line("const uint batch = gl_WorkGroupID.z;");
+  if (grid_ == Grid::Decode) {
+    w.line("const uint q_head0 = gl_WorkGroupID.y * HEADS_PER_WORKGROUP;");
+  } else {
+    w.line("const uint q_head0 = gl_WorkGroupID.y;");
+  }
+  // GQA/MQA: query head h reads KV head h / (n_heads / n_kv_heads).
+  w.line("const uint kv_head = q_head0 / (pc.n_heads / pc.n_kv_heads);");
+  w.line("const uint q_base = batch * pc.q_stride_b + q_head0 * pc.q_stride_h;");
+  w.line("const uint o_base = batch * pc.o_stride_b + q_head0 * pc.o_stride_h;");
+  w.line("const uint k_base = batch * pc.k_stride_b + kv_head * pc.k_stride_h;");
+  w.line("const uint v_base = batch * pc.v_stride_b + kv_head * pc.v_stride_h;");
+}
+
+std::string HeadLayoutStage::key() const {
+  return grid_ == Grid::Decode ? fmt::format("g{}", heads_) : "prefill";
+}
+
+}  // namespace foundry

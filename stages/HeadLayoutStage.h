@@ -1,0 +1,32 @@
+#pragma once
+// Base element offsets of q, k, v and out for the workgroup's (batch, heads), from strides passed as
+// push constants, and the KV head that GQA/MQA maps the query heads to. Works for head-major and
+// token-major Q/O and the head-major KV cache [batch, n_kv_heads, capacity, head_dim].
+#include "foundry/Stage.h"
+
+namespace foundry {
+
+class HeadLayoutStage : public Stage {
+ public:
+  enum class Grid {
+    /// (split, query-head group, batch): `headsPerGroup` query heads that share one KV head.
+    Decode,
+    /// (query tile, query head, batch).
+    Prefill,
+  };
+  HeadLayoutStage(Grid grid, std::uint32_t headsPerWorkgroup) : grid_(grid), heads_(headsPerWorkgroup) {}
+
+  std::string name() const override { return "HeadLayoutStage"; }
+  void declare(KernelInterface& k, const DeviceInfo& device) const override;
+  void emit(GlslWriter& w, const DeviceInfo& device) const override;
+  std::string key() const override;
+
+  /// Push-constant fields every attention kernel shares: shape and the strides of q, k, v, out.
+  static void declareShapeFields(KernelInterface& k);
+
+ private:
+  Grid grid_;
+  std::uint32_t heads_;
+};
+
+}  // namespace foundry

@@ -1,0 +1,33 @@
+#pragma once
+// The parameters of a prefill kernel: everything that changes the emitted code.
+#include <cstdint>
+#include <string>
+
+#include "foundry/DType.h"
+
+namespace foundry {
+
+struct PrefillVariant {
+  std::uint32_t headDim = 128;
+  DType dtype = DType::F16;
+  bool halfTiles = true;          ///< f16 inputs staged as f16 (needs fp16 arithmetic); else as f32
+  bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores)
+  std::uint32_t warps = 4;        ///< subgroups per workgroup
+  std::uint32_t rowsPerWarp = 4;  ///< query rows each subgroup owns (16 with cooperative matrices)
+  std::uint32_t keysPerTile = 32; ///< keys per K/V tile
+  std::uint32_t stages = 2;       ///< 2: double-buffered K/V staging
+  bool causal = true;
+  bool split = false;             ///< write unnormalised partials for a Split-K reduce
+
+  std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }
+  std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
+  bool tilesAreHalf() const { return dtype == DType::F16 && halfTiles; }
+  std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
+  std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word
+  std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
+  /// Why this variant cannot run with this subgroup size, or empty.
+  std::string unusableReason(std::uint32_t subgroupSize) const;
+  std::string key() const;
+};
+
+}  // namespace foundry

@@ -1,0 +1,97 @@
+#include "stages/ReferenceStages.h"
+
+#include <fmt/format.h>
+
+#include "stages/FlashDecodeCommon.h"
+#include "stages/HeadLayoutStage.h"
+
+namespace foundry {
+
+namespace {
+
+void declareCommon(const ReferenceParams& p, KernelInterface& k) {
+  HeadLayoutStage::declareShapeFields(k);
+  k.constant("HEAD_DIM", p.headDim).constant("CAUSAL", "bool", p.causal ? "true" : "false");
+  k.snippet("softmax/reference.glsl");
+}
+
+std::string keyOf(const ReferenceParams& p) {
+  return fmt::format("D{}_{}{}", p.headDim, dtypeName(p.dtype), p.causal ? "_causal" : "");
+}
+
+// Grid y is the token, grid z is batch * n_heads + head.
+void emitRowIndices(GlslWriter& w) {
+  w.line("const uint token = gl_WorkGroupID.y;");
+  w.line("const uint batch = gl_WorkGroupID.z / pc.n_heads, head = gl_WorkGroupID.z % pc.n_heads;");
+  w.line("const uint kv_head = head / (pc.n_heads / pc.n_kv_heads);");
+  w.line("const uint row = ref_row(batch, head, token);");
+}
+
+}  // namespace
+
+void ReferenceScoresStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareCommon(p_, k);
+  k.buffer("q", p_.dtype, Access::ReadOnly).buffer("k_cache", p_.dtype, Access::ReadOnly);
+  k.buffer("scores", DType::F32, Access::WriteOnly).push("scale", PushType::F32);
+}
+
+void ReferenceScoresStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  emitRowIndices(w);
+  w.line("const uint key = gl_GlobalInvocationID.x;");
+  w.open("if (key < pc.kv_len)");
+  w.line("const uint qa = batch * pc.q_stride_b + head * pc.q_stride_h + token * pc.q_stride_s;");
+  w.line("const uint ka = batch * pc.k_stride_b + kv_head * pc.k_stride_h + key * HEAD_DIM;");
+  w.line("float s = 0.0;");
+  w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += float(q[qa + d]) * float(k_cache[ka + d]);");
+  w.line("scores[row * pc.kv_len + key] = ref_visible(token, key) ? s * pc.scale : NEG_BIG;");
+  w.close();
+}
+
+std::string ReferenceScoresStage::key() const { return keyOf(p_); }
+
+void ReferenceSoftmaxStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareCommon(p_, k);
+  k.buffer("scores", DType::F32, Access::ReadWrite);
+  k.shared("ref_scratch", "float", p_.workgroup, 4).snippet("softmax/workgroup_reduce.glsl");
+}
+
+void ReferenceSoftmaxStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.line("const uint row = ref_row(gl_WorkGroupID.z, gl_WorkGroupID.y, gl_WorkGroupID.x) * pc.kv_len;");
+  w.line("float m = NEG_BIG;");
+  w.line("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE) m = max(m, scores[row + j]);");
+  w.line("m = ref_reduce(m, true);");
+  w.line("float l = 0.0;");
+  w.open("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE)");
+  w.line("const float s = scores[row + j];");
+  w.line("l += s > 0.5 * NEG_BIG ? exp(s - m) : 0.0;");
+  w.close();
+  w.line("l = ref_reduce(l, false);");
+  w.open("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE)");
+  w.line("const float s = scores[row + j];");
+  w.line("scores[row + j] = s > 0.5 * NEG_BIG && l > 0.0 ? exp(s - m) / l : 0.0;");
+  w.close();
+}
+
+std::string ReferenceSoftmaxStage::key() const { return keyOf(p_); }
+
+void ReferencePvStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareCommon(p_, k);
+  k.buffer("scores", DType::F32, Access::ReadOnly).buffer("v_cache", p_.dtype, Access::ReadOnly);
+  k.buffer("o", p_.dtype, Access::WriteOnly);
+  decode_detail::declareOutputMacros(k, p_.dtype, "OUT");
+}
+
+void ReferencePvStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  emitRowIndices(w);
+  w.line("const uint d = gl_GlobalInvocationID.x;");
+  w.open("if (d < HEAD_DIM)");
+  w.line("const uint va = batch * pc.v_stride_b + kv_head * pc.v_stride_h + d;");
+  w.line("float acc = 0.0;");
+  w.line("for (uint j = 0u; j < pc.kv_len; ++j) acc += scores[row * pc.kv_len + j] * float(v_cache[va + j * HEAD_DIM]);");
+  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_T(OUT_CLAMP(acc));");
+  w.close();
+}
+
+std::string ReferencePvStage::key() const { return keyOf(p_); }
+
+}  // namespace foundry

@@ -1,0 +1,66 @@
+#pragma once
+// Attention described as plain data — shapes, dtypes, layouts, masking, an optional fused RoPE —
+// apart from how it runs (STYLE 1). Steps and the Selector choose kernels from this.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "foundry/DType.h"
+#include "foundry/Tensor.h"
+
+namespace foundry {
+
+enum class RopePairing {
+  RotateHalf,   ///< Llama / NeoX: dimension i pairs with i + rotary_dims / 2
+  Interleaved,  ///< GPT-J: dimension 2i pairs with 2i + 1
+};
+std::string_view ropePairingName(RopePairing pairing);
+
+/// Llama 3.1 frequency scaling (rope_type "llama3").
+struct Llama3Scaling {
+  double factor = 8.0;
+  double lowFreqFactor = 1.0;
+  double highFreqFactor = 4.0;
+  double originalMaxPosition = 8192.0;
+};
+
+struct RopeSpec {
+  RopePairing pairing = RopePairing::RotateHalf;
+  std::uint32_t rotaryDims = 0;  ///< 0 means all of head_dim; fewer for partial rotary (Pythia)
+  double theta = 10000.0;
+  std::optional<Llama3Scaling> llama3;
+
+  /// Inverse frequencies, rotaryDims / 2 of them, computed in double (scaling applied).
+  std::vector<double> inverseFrequencies(std::uint32_t headDim) const;
+  std::uint32_t dims(std::uint32_t headDim) const { return rotaryDims ? rotaryDims : headDim; }
+};
+
+/// One attention call: O = softmax(scale * Q K^T + causal mask) V, per batch and query head, with
+/// query head h reading KV head h / (n_heads / n_kv_heads). Query i sits at position kv_len - q_len + i.
+struct AttentionProblem {
+  std::uint32_t batch = 1;
+  std::uint32_t nHeads = 1;
+  std::uint32_t nKvHeads = 1;
+  std::uint32_t qLen = 1;
+  std::uint32_t kvLen = 1;
+  std::uint32_t kvCapacity = 1;
+  std::uint32_t headDim = 128;
+  DType dtype = DType::F16;
+  Layout qLayout = Layout::HeadMajor;  ///< HeadMajor or TokenMajor; O uses oLayout
+  Layout oLayout = Layout::HeadMajor;
+  bool causal = true;
+  float scale = 0.0f;  ///< 0 means 1/sqrt(head_dim)
+
+  std::uint32_t group() const { return nKvHeads ? nHeads / nKvHeads : 0; }
+  std::uint32_t queryOffset() const { return kvLen - qLen; }
+  float softmaxScale() const;
+  bool decode() const { return qLen == 1; }
+  std::string describe() const;
+
+  /// Q/O dims for a layout: [B, H, S, D] head-major or [B, S, H, D] token-major.
+  std::vector<std::int64_t> qDims(Layout layout) const;
+  std::vector<std::int64_t> kvDims() const;  ///< [B, Hkv, capacity, D]
+};
+
+}  // namespace foundry

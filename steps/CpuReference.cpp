@@ -1,0 +1,101 @@
+#include "steps/CpuReference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+
+std::size_t qIndex(const AttentionProblem& p, Layout layout, std::uint32_t b, std::uint32_t h, std::uint32_t s) {
+  const std::size_t D = p.headDim;
+  if (layout == Layout::TokenMajor) return ((static_cast<std::size_t>(b) * p.qLen + s) * p.nHeads + h) * D;
+  return ((static_cast<std::size_t>(b) * p.nHeads + h) * p.qLen + s) * D;
+}
+
+std::size_t kvIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s) {
+  return ((static_cast<std::size_t>(b) * p.nKvHeads + kvh) * p.kvCapacity + s) * p.headDim;
+}
+
+std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                                 std::span<const float> v) {
+  const std::size_t D = p.headDim;
+  const std::size_t qCount = static_cast<std::size_t>(p.batch) * p.nHeads * p.qLen * D;
+  const std::size_t kvCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * D;
+  if (q.size() != qCount || k.size() != kvCount || v.size() != kvCount || p.nHeads % p.nKvHeads != 0 ||
+      p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
+    throw InternalError("cpuAttention: inconsistent problem " + p.describe());
+  }
+  std::vector<double> out(qCount, 0.0);
+  const double scale = p.softmaxScale();
+  const std::uint32_t group = p.group();
+  std::vector<double> scores(p.kvLen);
+  for (std::uint32_t b = 0; b < p.batch; ++b) {
+    for (std::uint32_t h = 0; h < p.nHeads; ++h) {
+      const std::uint32_t kvh = h / group;
+      for (std::uint32_t i = 0; i < p.qLen; ++i) {
+        const float* qi = q.data() + qIndex(p, p.qLayout, b, h, i);
+        const std::uint32_t limit = p.causal ? p.queryOffset() + i + 1 : p.kvLen;
+        double m = -std::numeric_limits<double>::infinity();
+        for (std::uint32_t j = 0; j < limit; ++j) {
+          const float* kj = k.data() + kvIndex(p, b, kvh, j);
+          double s = 0;
+          for (std::size_t d = 0; d < D; ++d) s += static_cast<double>(qi[d]) * kj[d];
+          scores[j] = s * scale;
+          m = std::max(m, scores[j]);
+        }
+        double l = 0;
+        for (std::uint32_t j = 0; j < limit; ++j) l += (scores[j] = std::exp(scores[j] - m));
+        double* o = out.data() + qIndex(p, p.oLayout, b, h, i);
+        for (std::uint32_t j = 0; j < limit; ++j) {
+          const float* vj = v.data() + kvIndex(p, b, kvh, j);
+          const double w = scores[j] / l;
+          for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void cpuRope(const RopeSpec& spec, std::uint32_t headDim, std::span<float> x,
+             const std::vector<std::uint32_t>& positionOfVector) {
+  const auto inv = spec.inverseFrequencies(headDim);
+  const std::uint32_t rot = spec.dims(headDim);
+  const std::uint32_t half = rot / 2;
+  for (std::size_t vec = 0; vec < positionOfVector.size(); ++vec) {
+    float* e = x.data() + vec * headDim;
+    for (std::uint32_t f = 0; f < half; ++f) {
+      const double angle = static_cast<double>(positionOfVector[vec]) * inv[f];
+      const double c = std::cos(angle), s = std::sin(angle);
+      const std::uint32_t i = spec.pairing == RopePairing::RotateHalf ? f : 2 * f;
+      const std::uint32_t j = spec.pairing == RopePairing::RotateHalf ? f + half : 2 * f + 1;
+      const double a = e[i], b = e[j];
+      e[i] = static_cast<float>(a * c - b * s);
+      e[j] = static_cast<float>(b * c + a * s);
+    }
+  }
+}
+
+ErrorStats compareOutputs(std::span<const float> got, std::span<const double> want) {
+  ErrorStats st;
+  double scale = 1e-6;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) {
+      if (st.nonFinite++ == 0) st.worstIndex = i;
+      continue;
+    }
+    const double e = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (e > st.maxAbs) {
+      st.maxAbs = e;
+      if (st.nonFinite == 0) st.worstIndex = i;
+    }
+  }
+  st.maxRel = st.maxAbs / scale;
+  if (got.size() != want.size()) st.nonFinite += std::max(got.size(), want.size()) - std::min(got.size(), want.size());
+  return st;
+}
+
+}  // namespace foundry

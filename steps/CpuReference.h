@@ -1,0 +1,35 @@
+#pragma once
+// Attention and RoPE on the host in float64: the reference every kernel is checked against, and what
+// `foundry run --check` compares with.
+#include <span>
+#include <vector>
+
+#include "steps/AttentionProblem.h"
+
+namespace foundry {
+
+/// Packed host tensors in the layouts the problem names: q in qLayout, k/v as [B, Hkv, capacity, D].
+/// Returns O in oLayout. Only the first kv_len rows of each cache are read.
+std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                                 std::span<const float> v);
+
+/// Rotates `x` in place: `x` is a sequence of head vectors of `headDim` elements; vector i sits at
+/// position `positionOfVector[i]`. Dimensions past the rotary dims pass through.
+void cpuRope(const RopeSpec& spec, std::uint32_t headDim, std::span<float> x,
+             const std::vector<std::uint32_t>& positionOfVector);
+
+/// Element offset of (b, h, s, 0) in a packed Q/O tensor of `layout`.
+std::size_t qIndex(const AttentionProblem& p, Layout layout, std::uint32_t b, std::uint32_t h, std::uint32_t s);
+/// Element offset of (b, kv_h, s, 0) in a packed KV cache.
+std::size_t kvIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s);
+
+/// Error of `got` against `want`: largest |difference| and the same relative to the largest |want|.
+struct ErrorStats {
+  double maxAbs = 0;
+  double maxRel = 0;  ///< max |got - want| / max(max |want|, 1e-6)
+  std::size_t nonFinite = 0;
+  std::size_t worstIndex = 0;
+};
+ErrorStats compareOutputs(std::span<const float> got, std::span<const double> want);
+
+}  // namespace foundry

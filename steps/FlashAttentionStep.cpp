@@ -1,0 +1,218 @@
+#include "steps/FlashAttentionStep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
+#include "foundry/Runtime.h"
+#include "stages/FlashDecodeFusedStage.h"
+#include "stages/FlashDecodeSplitKReduceStage.h"
+#include "stages/FlashDecodeStage.h"
+#include "stages/HeadLayoutStage.h"
+#include "stages/RopeStage.h"
+#include "stages/SdpaPrefillSplitKPartStage.h"
+#include "stages/SdpaPrefillSplitKReduceStage.h"
+#include "stages/SdpaPrefillStage.h"
+#include "steps/CpuReference.h"
+#include "steps/SdpaReferenceStep.h"
+
+namespace foundry {
+
+FlashAttentionStep::FlashAttentionStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets,
+                                       RuntimeOptions options)
+    : device_(device), snippets_(std::move(snippets)), options_(std::move(options)) {}
+
+AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
+  if (options_.disableFa || options_.sdpaForceMaterialized) {
+    throw UnsupportedError(fmt::format(
+        "FlashAttentionStep is disabled by {}=1; the materialised path is never chosen silently: use "
+        "SdpaReferenceStep explicitly, or unset the variable",
+        options_.disableFa ? "FOUNDRY_DISABLE_FA" : "FOUNDRY_SDPA_FORCE_MATERIALIZED"));
+  }
+  const AttentionProblem p = describeCall(call);
+  if (std::find(std::begin(kFlashHeadDims), std::end(kFlashHeadDims), p.headDim) == std::end(kFlashHeadDims)) {
+    throw UnsupportedError(fmt::format("head_dim {} is not supported by FlashAttentionStep (supported: {}); "
+                                       "SdpaReferenceStep handles any head_dim",
+                                       p.headDim, fmt::join(kFlashHeadDims, ", ")));
+  }
+  if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
+  if (p.dtype == DType::F16 && !device_.storage16Bit()) {
+    throw UnsupportedError(fmt::format("device '{}' cannot store 16-bit values in buffers; use f32", device_.name()));
+  }
+  if (call.rope) {
+    const auto& r = call.rope->spec;
+    const std::uint32_t dims = r.dims(p.headDim);
+    if (dims % 2 != 0 || dims > p.headDim) {
+      throw UserError("rope.rotary_dims", fmt::format("{} must be even and at most head_dim {}", dims, p.headDim));
+    }
+    if (call.rope->invFreq.numel() != dims / 2 || call.rope->invFreq.dtype != DType::F32) {
+      throw UserError("rope.inv_freq", fmt::format("expected {} f32 values, got {}", dims / 2,
+                                                   call.rope->invFreq.shapeString()));
+    }
+  }
+  return p;
+}
+
+AttentionPlan FlashAttentionStep::plan(const AttentionCall& call) const {
+  return Selector::plan(validate(call), device_, options_);
+}
+
+std::shared_ptr<const KernelSource> FlashAttentionStep::kernel(const std::string& key,
+                                                               const std::function<KernelSource()>& build) {
+  std::lock_guard lock(mutex_);
+  auto it = kernels_.find(key);
+  if (it == kernels_.end()) it = kernels_.emplace(key, std::make_shared<const KernelSource>(build())).first;
+  return it->second;
+}
+
+std::vector<std::shared_ptr<const KernelSource>> FlashAttentionStep::buildKernels(const AttentionProblem& p,
+                                                                                  const AttentionPlan& plan,
+                                                                                  bool fusedRope,
+                                                                                  const RopeSpec* rope) {
+  const std::uint32_t sg = device_.subgroupSize();
+  std::vector<std::shared_ptr<const KernelSource>> out;
+  auto notes = [&](KernelBuilder& b) {
+    for (const auto& d : plan.decisions) b.note(d.what, fmt::format("{} ({})", d.value, d.reason));
+  };
+  if (plan.decode) {
+    const DecodeVariant& v = plan.decodeVariant;
+    std::string key = "decode_" + v.key();
+    RopeStageParams rp;
+    if (fusedRope) {
+      rp = {p.headDim, rope->dims(p.headDim), rope->pairing == RopePairing::Interleaved, p.dtype, v.heads};
+      key += fmt::format("_rope{}_{}", rp.rotaryDims, rp.interleaved);
+    }
+    out.push_back(kernel(key, [&] {
+      KernelBuilder b(device_, snippets_);
+      b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
+      if (fusedRope) {
+        b.emplace<RopeStage>(RopeStage::Mode::SharedQuery, rp).emplace<FlashDecodeFusedStage>(v);
+      } else {
+        b.emplace<FlashDecodeStage>(v);
+      }
+      notes(b);
+      return b.build();
+    }));
+    if (v.split) {
+      out.push_back(kernel(fmt::format("decode_reduce_D{}_{}", p.headDim, dtypeName(p.dtype)), [&] {
+        return KernelBuilder(device_, snippets_)
+            .workgroup(plan.reduceWorkgroup)
+            .emplace<FlashDecodeSplitKReduceStage>(p.headDim, p.dtype)
+            .build();
+      }));
+    }
+    return out;
+  }
+  const PrefillVariant& v = plan.prefillVariant;
+  out.push_back(kernel("prefill_" + v.key(), [&] {
+    KernelBuilder b(device_, snippets_);
+    b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Prefill, 1);
+    if (v.split) b.emplace<SdpaPrefillSplitKPartStage>(v);
+    else b.emplace<SdpaPrefillStage>(v);
+    notes(b);
+    return b.build();
+  }));
+  if (v.split) {
+    out.push_back(kernel(fmt::format("prefill_reduce_D{}_{}", p.headDim, dtypeName(p.dtype)), [&] {
+      return KernelBuilder(device_, snippets_)
+          .workgroup(plan.reduceWorkgroup)
+          .emplace<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype)
+          .build();
+    }));
+  }
+  return out;
+}
+
+std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& call) {
+  const AttentionProblem p = validate(call);
+  const AttentionPlan plan = Selector::plan(p, device_, options_);
+  std::vector<KernelSource> out;
+  for (const auto& k : buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr)) {
+    out.push_back(*k);
+  }
+  return out;
+}
+
+StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) {
+  const AttentionProblem p = validate(call);
+  StepRecord record;
+  record.plan = Selector::plan(p, device_, options_);
+  const AttentionPlan& plan = record.plan;
+  const auto kernels = buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr);
+  if (options_.debugSdpa || options_.debugSdpaVerbose) {
+    spdlog::info("attention {} on '{}': {}", p.describe(), device_.name(), plan.describe());
+  }
+
+  Arguments args;
+  setShapeArguments(args, p, call);
+  args.bind("k_cache", call.k).bind("v_cache", call.v);
+  args.set("qk_scale", static_cast<float>(p.softmaxScale() * std::numbers::log2e)).set("kv_chunk", plan.kvChunk);
+  const bool split = plan.splits > 1;
+  Tensor partialO, partialMl;
+  if (split) {
+    partialO = ctx.workspace.scratch("splitk_partial_o", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, p.headDim});
+    partialMl = ctx.workspace.scratch("splitk_partial_ml", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, 2});
+    args.bind("partial_o", partialO).bind("partial_ml", partialMl).set("n_splits", plan.splits);
+  } else {
+    args.bind("o", call.o);
+    if (!plan.decode) args.set("n_splits", 1u);
+  }
+  if (call.rope) {
+    args.bind("rope_inv_freq", call.rope->invFreq).set("rope_pos0", call.rope->position);
+  }
+  args.bind("q", call.q);
+  if (options_.debugSdpaVerbose) {
+    spdlog::info("  {} grid {}x{}x{}, kv_chunk {}, splits {}", kernels[0]->name, plan.grid.x, plan.grid.y, plan.grid.z,
+                 plan.kvChunk, plan.splits);
+  }
+  ctx.dispatcher.dispatch(*kernels[0], args, plan.grid);
+  record.kernels.push_back(kernels[0]->name);
+  if (split) {
+    Arguments reduce;
+    setShapeArguments(reduce, p, call);
+    reduce.bind("partial_o", partialO).bind("partial_ml", partialMl).bind("o", call.o).set("n_splits", plan.splits);
+    ctx.dispatcher.dispatch(*kernels[1], reduce, plan.reduceGrid);
+    record.kernels.push_back(kernels[1]->name);
+  }
+  if (options_.sdpaDebugOnlineCompare) compareOnline(ctx, call, p);
+  return record;
+}
+
+void FlashAttentionStep::compareOnline(StepContext& ctx, const AttentionCall& call, const AttentionProblem& p) {
+  const std::string key = p.describe();
+  if (compared_.count(key)) return;
+  compared_.insert(key);
+  if (!ctx.runtime) {
+    spdlog::warn("FOUNDRY_SDPA_DEBUG_ONLINE_COMPARE: no device to compare on for {}", key);
+    return;
+  }
+  Runtime& rt = *ctx.runtime;
+  AttentionCall ref = call;
+  ref.rope.reset();
+  if (call.rope) {
+    // The reference takes rotated queries: rotate a copy on the host.
+    auto q = rt.download(call.q);
+    std::vector<std::uint32_t> pos(q.size() / p.headDim, call.rope->position);
+    cpuRope(call.rope->spec, p.headDim, q, pos);
+    ref.q = rt.allocate(call.q);
+    rt.upload(ref.q, q);
+  }
+  ref.o = rt.allocate(call.o);
+  ref.o.name = "online_compare_reference";
+  SdpaReferenceStep(device_, snippets_).run(ctx, ref);
+  ctx.dispatcher.submit();
+  const auto flash = rt.download(call.o);
+  const auto want = rt.download(ref.o);
+  const std::vector<double> wantD(want.begin(), want.end());
+  const ErrorStats e = compareOutputs(flash, wantD);
+  spdlog::info("online compare {}: flash vs reference max-abs {:.3g}, relative {:.3g}{}", key, e.maxAbs, e.maxRel,
+               e.nonFinite ? fmt::format(", {} non-finite", e.nonFinite) : "");
+}
+
+}  // namespace foundry

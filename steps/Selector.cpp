@@ -1,0 +1,249 @@
+#include "steps/Selector.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+
+namespace {
+
+std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
+
+std::uint64_t partialBytes(const AttentionProblem& p, std::uint32_t splits) {
+  const std::uint64_t rows = std::uint64_t(p.batch) * p.nHeads * p.qLen * splits;
+  return rows * p.headDim * 4 + rows * 8;
+}
+
+// Keeps the Split-K scratch within what one storage buffer can bind.
+std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& device, std::uint32_t splits) {
+  while (splits > 1 && partialBytes(p, splits) > device.maxStorageBufferRange()) --splits;
+  return splits;
+}
+
+[[noreturn]] void rejectKnob(const char* knob, std::uint32_t value, const std::string& why, const std::string& accepted) {
+  throw UserError(knob, fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
+}
+
+AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
+  AttentionPlan plan;
+  plan.decode = true;
+  auto& v = plan.decodeVariant;
+  auto& why = plan.decisions;
+  const std::uint32_t sg = device.subgroupSize();
+  v.headDim = p.headDim;
+  v.dtype = p.dtype;
+  v.heads = Selector::decodeHeadsPerWorkgroup(p.group());
+  why.push_back({"heads per workgroup", std::to_string(v.heads),
+                 fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads", p.group(),
+                             v.heads)});
+
+  v.scalar = o.faDecodeScalar || !device.subgroupShuffle();
+  why.push_back({"variant", v.scalar ? "scalar" : "subgroup",
+                 o.faDecodeScalar ? "FOUNDRY_FA_DECODE_SCALAR=1"
+                                  : (v.scalar ? "the device has no subgroup shuffles" : "subgroup shuffles available")});
+
+  if (o.faDecodeVectorWidth) {
+    v.vecWidth = *o.faDecodeVectorWidth;
+    why.push_back({"vector width", std::to_string(v.vecWidth), "FOUNDRY_FA_DECODE_VEC"});
+  } else {
+    v.vecWidth = v.scalar ? 1 : 4;
+    why.push_back({"vector width", std::to_string(v.vecWidth), v.scalar ? "scalar loads" : "8-byte K/V loads"});
+  }
+
+  if (o.faDecodeKeysPerWarp) {
+    v.keysPerWarp = *o.faDecodeKeysPerWarp;
+    why.push_back({"keys per warp", std::to_string(v.keysPerWarp), "FOUNDRY_FA_DECODE_KEYS_PER_WARP"});
+  } else {
+    // About 8 elements per lane: few enough registers, few enough shuffles per key.
+    v.keysPerWarp = std::clamp<std::uint32_t>(8 * sg / p.headDim, 1, sg);
+    while (v.keysPerWarp > 1 && v.elemsPerLane(sg) % v.vecWidth != 0) v.keysPerWarp /= 2;
+    why.push_back({"keys per warp", std::to_string(v.keysPerWarp),
+                   fmt::format("{} elements of each key per lane with subgroup size {}", v.elemsPerLane(sg), sg)});
+  }
+
+  if (o.faDecodeWarps) {
+    v.warps = *o.faDecodeWarps;
+    why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
+  } else {
+    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(4, device.maxWorkgroupInvocations() / sg));
+    why.push_back({"warps", std::to_string(v.warps), "4 subgroups keep enough loads in flight per workgroup"});
+  }
+  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations()) {
+    rejectKnob("FOUNDRY_FA_DECODE_WARPS", v.warps,
+               fmt::format("{} invocations exceed the device's {}", v.workgroupSize(sg), device.maxWorkgroupInvocations()),
+               fmt::format("1..{}", device.maxWorkgroupInvocations() / sg));
+  }
+  if (!v.scalar) {
+    if (const std::string reason = v.unusableReason(sg); !reason.empty()) {
+      if (o.faDecodeKeysPerWarp) {
+        rejectKnob("FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,
+                   fmt::format("powers of two up to {} that leave a multiple of the vector width per lane", sg));
+      }
+      if (o.faDecodeVectorWidth) rejectKnob("FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason, "1, 2, 4");
+      throw InternalError(fmt::format("decode heuristic chose an unusable variant {}: {}", v.key(), reason));
+    }
+  }
+
+  if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic()) {
+    throw UserError("FOUNDRY_FA_DECODE_TG_OUT", fmt::format("half cannot be used here: device '{}' has no fp16 "
+                                                            "arithmetic; accepted on this device: auto, float",
+                                                            device.name()));
+  }
+  if (o.faDecodeTgOut) {
+    v.partial = *o.faDecodeTgOut;
+    why.push_back({"partial storage", std::string(partialStorageName(v.partial)), "FOUNDRY_FA_DECODE_TG_OUT"});
+  } else {
+    v.partial = PartialStorage::Float;
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && device.fp16Arithmetic()) v.partial = PartialStorage::Half;
+    why.push_back({"partial storage", std::string(partialStorageName(v.partial)),
+                   v.partial == PartialStorage::Float ? "float partials fit in shared memory"
+                                                      : "float partials would not fit in shared memory"});
+  }
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+    throw UserError("FOUNDRY_FA_DECODE_WARPS",
+                    fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
+                                "memory; device '{}' has {}. Use fewer warps or FOUNDRY_FA_DECODE_TG_OUT=half",
+                                v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name(),
+                                device.maxSharedMemoryBytes()));
+  }
+
+  // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys.
+  const std::uint32_t base = p.batch * (p.nHeads / v.heads);
+  const std::uint32_t granule = v.scalar ? v.workgroupSize(sg) : v.warps * v.keysPerWarp;
+  const std::uint32_t minChunk = std::max<std::uint32_t>(256, granule);
+  std::uint32_t wanted = 1;
+  std::string reason;
+  if (o.faDecodeSplitK) {
+    wanted = *o.faDecodeSplitK;
+    reason = "FOUNDRY_FA_DECODE_SPLIT_K";
+  } else {
+    const std::uint32_t fill = ceilDiv(2ull * device.computeUnits(), base);
+    wanted = std::max<std::uint32_t>(1, std::min(fill, p.kvLen / minChunk));
+    reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split", base,
+                         device.computeUnits(), minChunk);
+  }
+  wanted = capSplitsToScratch(p, device, wanted);
+  Selector::splitKeys(p.kvLen, wanted, granule, plan.splits, plan.kvChunk);
+  v.split = plan.splits > 1;
+  why.push_back({"split-k", std::to_string(plan.splits), reason});
+  plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
+  plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
+  plan.reduceGrid = {p.nHeads, 1, p.batch};
+  plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
+  return plan;
+}
+
+AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
+  AttentionPlan plan;
+  plan.decode = false;
+  auto& v = plan.prefillVariant;
+  auto& why = plan.decisions;
+  const std::uint32_t sg = device.subgroupSize();
+  v.headDim = p.headDim;
+  v.dtype = p.dtype;
+  v.causal = p.causal;
+  v.halfTiles = device.fp16Arithmetic();
+
+  const bool coopAvailable = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && p.dtype == DType::F16;
+  if (o.faPrefillCoopMat == Force::On && !coopAvailable) {
+    throw UnsupportedError(fmt::format(
+        "FOUNDRY_FA_PREFILL_COOPMAT=1 but device '{}' {}; set it to auto or 0", device.name(),
+        p.dtype != DType::F16 ? "takes cooperative matrices in f16 only and the inputs are " + std::string(dtypeName(p.dtype))
+                              : "has no 16x16x16 f16 cooperative matrices with f32 accumulation"));
+  }
+  v.coopMat = coopAvailable && o.faPrefillCoopMat != Force::Off;
+  why.push_back({"variant", v.coopMat ? "coopmat" : "subgroup",
+                 o.faPrefillCoopMat != Force::Auto ? "FOUNDRY_FA_PREFILL_COOPMAT"
+                 : v.coopMat ? "the device has 16x16x16 f16 cooperative matrices"
+                             : "no cooperative matrices for these inputs on this device"});
+
+  if (v.coopMat) {
+    v.rowsPerWarp = 16;
+    v.warps = o.faPrefillWarps.value_or(4);
+    v.keysPerTile = p.headDim > 64 ? 32 : 64;
+  } else {
+    v.warps = o.faPrefillWarps.value_or(sg >= 32 ? 4 : 2);
+    v.rowsPerWarp = 4;
+    v.keysPerTile = std::max<std::uint32_t>(sg, 32);
+  }
+  why.push_back({"warps", std::to_string(v.warps), o.faPrefillWarps ? "FOUNDRY_FA_PREFILL_WARPS" : "default"});
+  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations()) {
+    rejectKnob("FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
+               fmt::format("1..{}", device.maxWorkgroupInvocations() / sg));
+  }
+  // Shrink the tile, then drop double buffering, until the staging fits in shared memory.
+  v.stages = 2;
+  while (v.sharedBytes(sg) > device.maxSharedMemoryBytes() || !v.unusableReason(sg).empty()) {
+    if (v.keysPerTile > sg && v.keysPerTile > 16 && (v.keysPerTile / 2) % (v.coopMat ? 16 : sg) == 0) {
+      v.keysPerTile /= 2;
+    } else if (v.stages == 2) {
+      v.stages = 1;
+    } else if (v.rowsPerWarp > 1 && !v.coopMat) {
+      v.rowsPerWarp /= 2;
+    } else {
+      throw UserError("FOUNDRY_FA_PREFILL_WARPS",
+                      fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
+                                  v.warps, device.name(), device.maxSharedMemoryBytes(), v.unusableReason(sg)));
+    }
+  }
+  why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),
+                 fmt::format("{} bytes of shared memory of {}", v.sharedBytes(sg), device.maxSharedMemoryBytes())});
+
+  const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
+  const std::uint32_t base = qTiles * p.nHeads * p.batch;
+  std::uint32_t wanted = 1;
+  std::string reason;
+  if (o.disableFaPrefillSplitK) {
+    reason = "FOUNDRY_DISABLE_FA_PREFILL_SPLITK=1";
+  } else if (o.faPrefillSplitK) {
+    wanted = *o.faPrefillSplitK;
+    reason = "FOUNDRY_FA_PREFILL_SPLIT_K";
+  } else if (base < device.computeUnits()) {
+    // Few query tiles: split the keys so the device fills, keeping at least 4 tiles per split.
+    wanted = std::max<std::uint32_t>(1, std::min(ceilDiv(2ull * device.computeUnits(), base), p.kvLen / (4 * v.keysPerTile)));
+    reason = fmt::format("{} workgroups for {} compute units", base, device.computeUnits());
+  } else {
+    reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits());
+  }
+  wanted = capSplitsToScratch(p, device, wanted);
+  Selector::splitKeys(p.kvLen, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
+  v.split = plan.splits > 1;
+  why.push_back({"split-k", std::to_string(plan.splits), reason});
+  plan.grid = {qTiles * plan.splits, p.nHeads, p.batch};
+  plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
+  plan.reduceGrid = {p.qLen, p.nHeads, p.batch};
+  plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
+  return plan;
+}
+
+}  // namespace
+
+std::string AttentionPlan::describe() const {
+  std::string s;
+  for (const auto& d : decisions) s += fmt::format("{}{} = {} ({})", s.empty() ? "" : "; ", d.what, d.value, d.reason);
+  return s;
+}
+
+std::uint32_t Selector::decodeHeadsPerWorkgroup(std::uint32_t group) {
+  for (std::uint32_t h = std::min<std::uint32_t>(group, 8); h > 1; --h) {
+    if (group % h == 0) return h;
+  }
+  return 1;
+}
+
+void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
+                         std::uint32_t& chunk) {
+  wanted = std::max<std::uint32_t>(1, std::min(wanted, kvLen));
+  chunk = ceilDiv(ceilDiv(kvLen, wanted), granule) * granule;
+  splits = ceilDiv(kvLen, chunk);  // recomputed: the last split is never empty
+}
+
+AttentionPlan Selector::plan(const AttentionProblem& problem, const DeviceInfo& device, const RuntimeOptions& options) {
+  return problem.decode() ? planDecode(problem, device, options) : planPrefill(problem, device, options);
+}
+
+}  // namespace foundry

@@ -1,0 +1,51 @@
+#pragma once
+// The Selector: a pure function (problem, device, knobs) -> plan. It picks the kernel variant, the
+// Split-K factor and the grids, and gives a reason for every decision. Knobs beat the heuristics; a
+// knob value this device cannot honour is a UserError naming the knob and what is accepted here.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Dispatcher.h"
+#include "foundry/RuntimeOptions.h"
+#include "stages/DecodeVariant.h"
+#include "stages/PrefillVariant.h"
+#include "steps/AttentionProblem.h"
+
+namespace foundry {
+
+struct Decision {
+  std::string what;
+  std::string value;
+  std::string reason;
+};
+
+struct AttentionPlan {
+  bool decode = true;
+  DecodeVariant decodeVariant;    ///< when decode
+  PrefillVariant prefillVariant;  ///< when prefill
+  std::uint32_t splits = 1;       ///< Split-K factor (1: no split)
+  std::uint32_t kvChunk = 0;      ///< keys per split
+  Grid grid;                      ///< the main (or part) kernel
+  Grid reduceGrid;                ///< the Split-K reduce kernel, when splits > 1
+  std::uint32_t reduceWorkgroup = 64;
+  std::uint64_t scratchBytes = 0; ///< Split-K partials
+  std::vector<Decision> decisions;
+
+  /// One line per decision: "what = value (reason)".
+  std::string describe() const;
+};
+
+class Selector {
+ public:
+  static AttentionPlan plan(const AttentionProblem& problem, const DeviceInfo& device, const RuntimeOptions& options);
+
+  /// Query heads one decode workgroup serves: the largest divisor of the GQA group up to 8.
+  static std::uint32_t decodeHeadsPerWorkgroup(std::uint32_t group);
+  /// Splits of `kvLen` keys into chunks that are multiples of `granule`, with no empty trailing split.
+  static void splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
+                        std::uint32_t& chunk);
+};
+
+}  // namespace foundry
