@@ -22,7 +22,12 @@ void GlslWriter::line(std::string_view text) {
   out_.push_back(std::move(s));
 }
 
-void GlslWriter::blank() { line(std::string_view()); }
+void GlslWriter::blank() {
+  const int depth = depth_;
+  depth_ = 0;  // no trailing indentation on empty lines
+  line(std::string_view());
+  depth_ = depth;
+}
 
 void GlslWriter::open(std::string_view head) {
   line(fmt::format("{} {{", head));

@@ -9,12 +9,9 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
   const std::uint32_t esize = tileBytes();
   const std::uint32_t row = headDim + padElements();
   if (coopMat) {
-    // K and V tiles (f16, unpadded: coopMatLoad takes a stride), S per subgroup in f32, P in f16,
-    // row statistics, and the row index of each accumulator element.
-    const std::uint32_t kv = 2 * stages * keysPerTile * headDim * 2;
-    const std::uint32_t s = warps * 16 * keysPerTile * 4;
-    const std::uint32_t p = warps * 16 * keysPerTile * 2;
-    return pad(kv) + pad(s) + pad(p) + 3 * pad(warps * 16 * 4) + pad(16 * 16 * 4);
+    // K and V tiles in f16 with 16 bytes of skew per row, S per subgroup in f32, row max and alpha.
+    const std::uint32_t kv = 2 * stages * keysPerTile * (headDim + 8) * 2;
+    return pad(kv) + pad(warps * 16 * keysPerTile * 4) + 2 * pad(warps * 16 * 4);
   }
   return pad(rowsPerWorkgroup() * row * esize) + 2 * pad(stages * keysPerTile * row * esize) +
          pad(rowsPerWorkgroup() * keysPerTile * 4);
@@ -26,6 +23,12 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (dtype != DType::F16) return "the cooperative-matrix variant takes f16 inputs";
     if (rowsPerWarp != 16) return "the cooperative-matrix variant gives each subgroup 16 rows";
     if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";
+    if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
+    if (rowsPerWorkgroup() > 2 * stages * keysPerTile) return "the query tile does not fit the K/V staging area";
+    if ((keysPerTile * headDim / 8) % workgroupSize(subgroupSize) != 0) {
+      return fmt::format("a {}x{} tile does not split evenly over {} invocations", keysPerTile, headDim,
+                         workgroupSize(subgroupSize));
+    }
     return {};
   }
   if (keysPerTile % subgroupSize != 0) {

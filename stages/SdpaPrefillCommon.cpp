@@ -27,13 +27,36 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.snippet("flashattention/prefill_subgroup.glsl");
 }
 
+void declareCoopMat(const PrefillVariant& v, KernelInterface& k) {
+  const std::uint32_t row4 = (v.headDim + 8) / 8;
+  k.define("PF_STAGES", std::to_string(v.stages));
+  k.constant("PF_WARPS", v.warps).constant("PF_BR", v.rowsPerWorkgroup()).constant("PF_BC", v.keysPerTile);
+  k.shared("kv_tile", "uvec4", 2 * v.stages * v.keysPerTile * row4, 16);
+  k.shared("s_tile", "uint", v.warps * 16 * v.keysPerTile, 4);
+  k.shared("row_m", "float", v.warps * 16, 4).shared("row_alpha", "float", v.warps * 16, 4);
+  k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
+  k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+  k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
+  k.snippet("flashattention/prefill_coopmat.glsl");
+}
+
+void emitStore(const PrefillVariant& v, GlslWriter& w, const char* value, const char* dim) {
+  if (v.split) {
+    w.line("partial_o[prow * HEAD_DIM + {}] = {};", dim, value);
+  } else {
+    w.line("o[o_base + (q0 + row) * pc.o_stride_s + {}] = OUT_T(OUT_CLAMP({}));", dim, value);
+  }
+}
+
 }  // namespace
 
 void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::string reason = v.unusableReason(device.subgroupSize());
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "prefill variant {}: {}", v.key(), reason);
-  k.buffer("q", v.dtype, Access::ReadOnly);
-  k.buffer("k_cache", v.dtype, Access::ReadOnly).buffer("v_cache", v.dtype, Access::ReadOnly);
+  // The cooperative-matrix variant moves f16 in 16-byte pieces.
+  const std::string view = v.coopMat ? "uvec4" : std::string(glslScalarType(v.dtype));
+  k.buffer("q", v.dtype, Access::ReadOnly, view);
+  k.buffer("k_cache", v.dtype, Access::ReadOnly, view).buffer("v_cache", v.dtype, Access::ReadOnly, view);
   if (v.split) {
     k.buffer("partial_o", DType::F32, Access::WriteOnly).buffer("partial_ml", DType::F32, Access::WriteOnly, "vec2");
   } else {
@@ -43,8 +66,41 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
   for (const char* s : {"batch", "q_head0", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
   k.constant("HEAD_DIM", v.headDim).constant("CAUSAL", "bool", v.causal ? "true" : "false");
-  declareSubgroup(v, k, device);
+  if (v.coopMat) declareCoopMat(v, k);
+  else declareSubgroup(v, k, device);
 }
+
+namespace {
+
+void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
+  w.line("cm_stage_q(q_base, q0, rows);");
+  w.line("barrier();");
+  w.line("CmState st;");
+  w.line("F32MAT row_idx;");
+  w.line("prefill_coopmat(st, row_idx, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
+  w.line("const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;");
+  w.open("for (uint dd = 0u; dd < CM_D; ++dd)");
+  w.line("F32MAT slice = st.o[dd];");
+  if (!v.split) w.line("for (uint i = 0u; i < slice.length(); ++i) slice[i] = st.l[i] > 0.0 ? slice[i] / st.l[i] : 0.0;");
+  w.line("cm_stage_slice(slice);");
+  w.open("for (uint e = lane; e < 256u; e += SUBGROUP_SIZE)");
+  w.line("const uint row = sg * 16u + e / 16u;");
+  w.line("if (row >= rows) continue;");
+  if (v.split) w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + row) * pc.n_splits + split;");
+  emitStore(v, w, "uintBitsToFloat(s_tile[sg * CM_S + e])", "dd * 16u + e % 16u");
+  w.close();
+  w.line("subgroupBarrier();");
+  w.close();
+  if (v.split) {
+    w.line("cm_stage_slice(st.l);");
+    w.open("if (lane < 16u && sg * 16u + lane < rows)");
+    w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + sg * 16u + lane) * pc.n_splits + split;");
+    w.line("partial_ml[prow] = vec2(row_m[sg * 16u + lane], uintBitsToFloat(s_tile[sg * CM_S + lane * 16u]));");
+    w.close();
+  }
+}
+
+}  // namespace
 
 void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint split = gl_WorkGroupID.x % pc.n_splits;");
@@ -54,6 +110,10 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint limit = CAUSAL ? min(pc.kv_len, pos0 + rows) : pc.kv_len;");
   w.line("const uint kv_begin = min(split * pc.kv_chunk, limit);");
   w.line("const uint kv_end = min(split * pc.kv_chunk + pc.kv_chunk, limit);");
+  if (v.coopMat) {
+    emitCoopMat(v, w);
+    return;
+  }
   w.line("pf_load_q(q_base, q0, rows);");
   w.line("barrier();");
   w.line("PfState st;");

@@ -18,44 +18,67 @@ std::size_t kvIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kv
   return ((static_cast<std::size_t>(b) * p.nKvHeads + kvh) * p.kvCapacity + s) * p.headDim;
 }
 
-std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
-                                 std::span<const float> v) {
-  const std::size_t D = p.headDim;
-  const std::size_t qCount = static_cast<std::size_t>(p.batch) * p.nHeads * p.qLen * D;
-  const std::size_t kvCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * D;
-  if (q.size() != qCount || k.size() != kvCount || v.size() != kvCount || p.nHeads % p.nKvHeads != 0 ||
-      p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
+namespace {
+
+void checkProblem(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                  std::span<const float> v) {
+  const std::size_t qCount = static_cast<std::size_t>(p.batch) * p.nHeads * p.qLen * p.headDim;
+  const std::size_t kvCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
+  if (q.size() != qCount || k.size() != kvCount || v.size() != kvCount || p.nKvHeads == 0 ||
+      p.nHeads % p.nKvHeads != 0 || p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
     throw InternalError("cpuAttention: inconsistent problem " + p.describe());
   }
-  std::vector<double> out(qCount, 0.0);
+}
+
+// Writes the attention output of one row into `o` (head_dim values), using `scores` as scratch.
+void attendRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k, std::span<const float> v,
+               std::uint32_t b, std::uint32_t h, std::uint32_t i, std::vector<double>& scores, double* o) {
+  const std::size_t D = p.headDim;
+  const std::uint32_t kvh = h / p.group();
+  const float* qi = q.data() + qIndex(p, p.qLayout, b, h, i);
+  const std::uint32_t limit = p.causal ? p.queryOffset() + i + 1 : p.kvLen;
   const double scale = p.softmaxScale();
-  const std::uint32_t group = p.group();
-  std::vector<double> scores(p.kvLen);
+  scores.resize(limit);
+  double m = -std::numeric_limits<double>::infinity();
+  for (std::uint32_t j = 0; j < limit; ++j) {
+    const float* kj = k.data() + kvIndex(p, b, kvh, j);
+    double s = 0;
+    for (std::size_t d = 0; d < D; ++d) s += static_cast<double>(qi[d]) * kj[d];
+    scores[j] = s * scale;
+    m = std::max(m, scores[j]);
+  }
+  double l = 0;
+  for (std::uint32_t j = 0; j < limit; ++j) l += (scores[j] = std::exp(scores[j] - m));
+  for (std::size_t d = 0; d < D; ++d) o[d] = 0.0;
+  for (std::uint32_t j = 0; j < limit; ++j) {
+    const float* vj = v.data() + kvIndex(p, b, kvh, j);
+    const double w = scores[j] / l;
+    for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
+  }
+}
+
+}  // namespace
+
+std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                                 std::span<const float> v) {
+  checkProblem(p, q, k, v);
+  std::vector<double> out(q.size(), 0.0);
+  std::vector<double> scores;
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nHeads; ++h) {
-      const std::uint32_t kvh = h / group;
       for (std::uint32_t i = 0; i < p.qLen; ++i) {
-        const float* qi = q.data() + qIndex(p, p.qLayout, b, h, i);
-        const std::uint32_t limit = p.causal ? p.queryOffset() + i + 1 : p.kvLen;
-        double m = -std::numeric_limits<double>::infinity();
-        for (std::uint32_t j = 0; j < limit; ++j) {
-          const float* kj = k.data() + kvIndex(p, b, kvh, j);
-          double s = 0;
-          for (std::size_t d = 0; d < D; ++d) s += static_cast<double>(qi[d]) * kj[d];
-          scores[j] = s * scale;
-          m = std::max(m, scores[j]);
-        }
-        double l = 0;
-        for (std::uint32_t j = 0; j < limit; ++j) l += (scores[j] = std::exp(scores[j] - m));
-        double* o = out.data() + qIndex(p, p.oLayout, b, h, i);
-        for (std::uint32_t j = 0; j < limit; ++j) {
-          const float* vj = v.data() + kvIndex(p, b, kvh, j);
-          const double w = scores[j] / l;
-          for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
-        }
+        attendRow(p, q, k, v, b, h, i, scores, out.data() + qIndex(p, p.oLayout, b, h, i));
       }
     }
   }
+  return out;
+}
+
+std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                                    std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i) {
+  checkProblem(p, q, k, v);
+  std::vector<double> out(p.headDim), scores;
+  attendRow(p, q, k, v, b, h, i, scores, out.data());
   return out;
 }
 

@@ -13,6 +13,10 @@ namespace foundry {
 std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
                                  std::span<const float> v);
 
+/// One output row (batch b, query head h, token i) of cpuAttention, for spot checks of large shapes.
+std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                                    std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i);
+
 /// Rotates `x` in place: `x` is a sequence of head vectors of `headDim` elements; vector i sits at
 /// position `positionOfVector[i]`. Dimensions past the rotary dims pass through.
 void cpuRope(const RopeSpec& spec, std::uint32_t headDim, std::span<float> x,

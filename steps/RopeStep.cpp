@@ -73,7 +73,7 @@ Tensor makeRopeTable(Runtime& runtime, const RopeSpec& spec, std::uint32_t headD
 RopeStep::RopeStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets)
     : device_(device), snippets_(std::move(snippets)) {}
 
-KernelSource RopeStep::kernelFor(const Tensor& x, const RopeSpec& spec) {
+const KernelSource& RopeStep::kernelFor(const Tensor& x, const RopeSpec& spec) {
   const RopeStageParams p = paramsFor(spec, static_cast<std::uint32_t>(x.dim(3)), x.dtype);
   const std::string key = RopeStage(RopeStage::Mode::InPlace, p).key();
   auto it = cache_.find(key);
@@ -91,7 +91,7 @@ void RopeStep::run(StepContext& ctx, const Tensor& x, const Tensor& invFreq, con
   const Rows r = rowsOf(x, "x");
   const RopeStageParams p = paramsFor(spec, r.dim, x.dtype);
   checkTable(invFreq, p);
-  const KernelSource k = kernelFor(x, spec);
+  const KernelSource& k = kernelFor(x, spec);
   Arguments a;
   a.bind("x", x).bind("rope_inv_freq", invFreq).set("rope_pos0", pos0);
   a.set("x_stride_b", r.sb).set("x_stride_h", r.sh).set("x_stride_s", r.ss);
@@ -127,20 +127,8 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
     throw UserError("kv_len", fmt::format("appending {} tokens at row {} overruns the cache capacity {}", k.tokens,
                                           cachePos, kCache.dim(2)));
   }
-  std::optional<RopeStageParams> rp;
-  if (rope) {
-    rp = paramsFor(rope->spec, k.dim, kNew.dtype);
-    checkTable(rope->invFreq, *rp);
-  }
-  const std::string key = KvAppendStage(k.dim, kNew.dtype, rp).key();
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    it = cache_.emplace(key, std::make_shared<const KernelSource>(KernelBuilder(device_, snippets_)
-                                                                      .workgroup(workgroupFor(device_))
-                                                                      .emplace<KvAppendStage>(k.dim, kNew.dtype, rp)
-                                                                      .build()))
-             .first;
-  }
+  if (rope) checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
+  const KernelSource& kernel = kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt);
   Arguments a;
   a.bind("k_new", kNew).bind("v_new", vNew).bind("k_cache", kCache).bind("v_cache", vCache);
   a.set("new_stride_b", k.sb).set("new_stride_h", k.sh).set("new_stride_s", k.ss);
@@ -148,7 +136,22 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
   a.set("v_stride_b", std::uint32_t(vCache.stride(0))).set("v_stride_h", std::uint32_t(vCache.stride(1)));
   a.set("cache_pos0", cachePos);
   if (rope) a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
-  if (k.tokens) ctx.dispatcher.dispatch(*it->second, a, {k.tokens, k.heads, k.batch});
+  if (k.tokens) ctx.dispatcher.dispatch(kernel, a, {k.tokens, k.heads, k.batch});
+}
+
+const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope) {
+  std::optional<RopeStageParams> rp;
+  if (rope) rp = paramsFor(*rope, headDim, dtype);
+  const std::string key = KvAppendStage(headDim, dtype, rp).key();
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    it = cache_.emplace(key, std::make_shared<const KernelSource>(KernelBuilder(device_, snippets_)
+                                                                      .workgroup(workgroupFor(device_))
+                                                                      .emplace<KvAppendStage>(headDim, dtype, rp)
+                                                                      .build()))
+             .first;
+  }
+  return *it->second;
 }
 
 }  // namespace foundry

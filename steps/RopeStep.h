@@ -27,7 +27,7 @@ class RopeStep {
 
   /// Rotates `x` in place. `invFreq` comes from makeRopeTable for the same spec and head_dim.
   void run(StepContext& ctx, const Tensor& x, const Tensor& invFreq, const RopeSpec& spec, std::uint32_t pos0);
-  KernelSource kernelFor(const Tensor& x, const RopeSpec& spec);
+  const KernelSource& kernelFor(const Tensor& x, const RopeSpec& spec);
 
  private:
   const DeviceInfo& device_;
@@ -48,6 +48,7 @@ class KvAppendStep {
   /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major; caches [B, Hkv, capacity, D].
   void run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,
            std::uint32_t cachePos, const std::optional<Rope>& rope);
+  const KernelSource& kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope);
 
  private:
   const DeviceInfo& device_;

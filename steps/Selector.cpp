@@ -98,17 +98,31 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     why.push_back({"partial storage", std::string(partialStorageName(v.partial)), "FOUNDRY_FA_DECODE_TG_OUT"});
   } else {
     v.partial = PartialStorage::Float;
-    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && device.fp16Arithmetic()) v.partial = PartialStorage::Half;
+    // Half partials only for f16 inputs: for f32 they would cost f32 attention its accuracy.
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && device.fp16Arithmetic() && p.dtype == DType::F16) {
+      v.partial = PartialStorage::Half;
+    }
     why.push_back({"partial storage", std::string(partialStorageName(v.partial)),
                    v.partial == PartialStorage::Float ? "float partials fit in shared memory"
                                                       : "float partials would not fit in shared memory"});
   }
+  if (!o.faDecodeWarps && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+    // Each subgroup keeps its own partial rows: fewer subgroups fit where half partials cannot help.
+    while (v.warps > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) v.warps /= 2;
+    for (auto& d : why) {
+      if (d.what != "warps") continue;
+      d.value = std::to_string(v.warps);
+      d.reason = fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
+                             partialStorageName(v.partial), device.maxSharedMemoryBytes());
+    }
+  }
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+    const bool halfHelps = v.partial == PartialStorage::Float && device.fp16Arithmetic() && p.dtype == DType::F16;
     throw UserError("FOUNDRY_FA_DECODE_WARPS",
                     fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
-                                "memory; device '{}' has {}. Use fewer warps or FOUNDRY_FA_DECODE_TG_OUT=half",
+                                "memory; device '{}' has {}. Use fewer warps{}",
                                 v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name(),
-                                device.maxSharedMemoryBytes()));
+                                device.maxSharedMemoryBytes(), halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
   }
 
   // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys.
@@ -161,6 +175,12 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                  : v.coopMat ? "the device has 16x16x16 f16 cooperative matrices"
                              : "no cooperative matrices for these inputs on this device"});
 
+  if (!v.coopMat && !device.subgroupArithmetic()) {
+    // prefill_subgroup.glsl reduces rows with subgroupMax/subgroupAdd; there is no scalar prefill.
+    throw UnsupportedError(fmt::format("device '{}' has no subgroup arithmetic, which the subgroup prefill variant "
+                                       "needs; SdpaReferenceStep handles prefill on this device",
+                                       device.name()));
+  }
   if (v.coopMat) {
     v.rowsPerWarp = 16;
     v.warps = o.faPrefillWarps.value_or(4);
@@ -185,9 +205,21 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     } else if (v.rowsPerWarp > 1 && !v.coopMat) {
       v.rowsPerWarp /= 2;
     } else {
-      throw UserError("FOUNDRY_FA_PREFILL_WARPS",
-                      fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
-                                  v.warps, device.name(), device.maxSharedMemoryBytes(), v.unusableReason(sg)));
+      const std::string unusable = v.unusableReason(sg);
+      const std::string detail = !unusable.empty() ? unusable
+                                                : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
+                                                              v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
+                                                              v.sharedBytes(sg));
+      if (o.faPrefillWarps) {
+        throw UserError("FOUNDRY_FA_PREFILL_WARPS",
+                        fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
+                                    v.warps, device.name(), device.maxSharedMemoryBytes(), detail));
+      }
+      // Not a knob's fault: this head_dim's K/V tiles need more shared memory than the device has.
+      throw UnsupportedError(fmt::format("no prefill tile for head_dim {} with {} tiles fits device '{}' ({} bytes of "
+                                         "shared memory): {}; SdpaReferenceStep handles this shape",
+                                         p.headDim, v.tilesAreHalf() ? "f16" : "f32", device.name(),
+                                         device.maxSharedMemoryBytes(), detail));
     }
   }
   why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),

@@ -27,5 +27,7 @@ using Action = std::function<int()>;
 
 void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addKnobsCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace foundry::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   cli::Action action;
   cli::addDevicesCommand(app, global, action);
   cli::addKnobsCommand(app, global, action);
+  cli::addKernelsCommand(app, global, action);
+  cli::addBenchCommand(app, global, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -16,6 +16,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
     block_m[tid] = NEG_BIG;
     block_l[tid] = 0.0;
   }
+  barrier();  // an empty key range reads these right away
   for (uint base = kv_begin; base < kv_end; base += WORKGROUP_SIZE) {
     const uint key = base + tid;
     const bool valid = key < kv_end;

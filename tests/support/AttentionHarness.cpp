@@ -1,5 +1,6 @@
 #include "support/AttentionHarness.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,14 +30,39 @@ AttentionProblem AttentionCase::problem() const {
   return p;
 }
 
+AttentionCase attentionCase(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen,
+                            std::uint32_t kvLen, std::uint32_t headDim, DType dtype, Layout q, Layout o, bool causal) {
+  AttentionCase c;
+  c.batch = batch;
+  c.heads = heads;
+  c.kvHeads = kvHeads;
+  c.qLen = qLen;
+  c.kvLen = kvLen;
+  c.headDim = headDim;
+  c.dtype = dtype;
+  c.qLayout = q;
+  c.oLayout = o;
+  c.causal = causal;
+  c.seed = qLen * 7919u + kvLen * 31u + heads * 7u + kvHeads + batch * 3u + headDim + (causal ? 0u : 1u);
+  return c;
+}
+
 std::string AttentionCase::name() const {
-  return fmt::format("b{}_h{}_kv{}_q{}_kv{}_D{}_{}_{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
+  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}_{}_{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
                      dtypeName(dtype), qLayout == Layout::TokenMajor ? "qtok" : "qhead",
                      oLayout == Layout::TokenMajor ? "_otok" : "", causal ? "" : "_full",
                      magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "");
 }
 
+void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name(); }
+
 double relativeBound(DType dtype) { return dtype == DType::F32 ? 1e-4 : 3e-3; }
+
+double relativeBound(const AttentionCase& c, const AttentionResult& r) {
+  const bool halfPartials = r.record.plan.decode && !r.record.kernels.empty() &&
+                            r.record.plan.decodeVariant.partial == PartialStorage::Half;
+  return relativeBound(halfPartials ? DType::F16 : c.dtype) + 4.0 * std::ldexp(1.0, -24) * r.maxAbsLogit;
+}
 
 namespace {
 
@@ -80,6 +106,27 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   return in;
 }
 
+// Largest |scale * q.k| over the (query, key) pairs the mask leaves visible.
+double maxAbsLogit(const AttentionProblem& p, const std::vector<float>& q, const std::vector<float>& k) {
+  double best = 0;
+  const double scale = p.softmaxScale();
+  for (std::uint32_t b = 0; b < p.batch; ++b) {
+    for (std::uint32_t h = 0; h < p.nHeads; ++h) {
+      for (std::uint32_t i = 0; i < p.qLen; ++i) {
+        const float* qi = q.data() + qIndex(p, p.qLayout, b, h, i);
+        const std::uint32_t limit = p.causal ? p.queryOffset() + i + 1 : p.kvLen;
+        for (std::uint32_t j = 0; j < limit; ++j) {
+          const float* kj = k.data() + kvIndex(p, b, h / p.group(), j);
+          double s = 0;
+          for (std::uint32_t d = 0; d < p.headDim; ++d) s += double(qi[d]) * kj[d];
+          best = std::max(best, std::abs(s * scale));
+        }
+      }
+    }
+  }
+  return best;
+}
+
 AttentionResult finish(Runtime& rt, const AttentionCase& c, Inputs& in, StepRecord record,
                        const std::vector<float>& qForReference) {
   AttentionResult r;
@@ -87,7 +134,13 @@ AttentionResult finish(Runtime& rt, const AttentionCase& c, Inputs& in, StepReco
   r.got = rt.download(in.call.o);
   r.want = cpuAttention(c.problem(), qForReference, in.k, in.v);
   r.error = compareOutputs(r.got, r.want);
+  r.maxAbsLogit = maxAbsLogit(c.problem(), qForReference, in.k);
   return r;
+}
+
+std::vector<float> ropedQuery(const AttentionCase& c, const RopeSpec& rope, std::vector<float> q) {
+  cpuRope(rope, c.headDim, q, std::vector<std::uint32_t>(q.size() / c.headDim, c.kvLen - 1));
+  return q;
 }
 
 }  // namespace
@@ -98,9 +151,8 @@ AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options, 
   std::vector<float> qRef = in.q;
   if (rope) {
     const Tensor table = makeRopeTable(rt, *rope, c.headDim);
-    const std::uint32_t position = c.kvLen - 1;
-    in.call.rope = FusedRope{*rope, table, position};
-    cpuRope(*rope, c.headDim, qRef, std::vector<std::uint32_t>(qRef.size() / c.headDim, position));
+    in.call.rope = FusedRope{*rope, table, c.kvLen - 1};
+    qRef = ropedQuery(c, *rope, in.q);
   }
   FlashAttentionStep step(rt.info(), rt.snippets(), options);
   auto dispatcher = rt.dispatcher();
@@ -109,6 +161,22 @@ AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options, 
   StepRecord record = step.run(ctx, in.call);
   dispatcher->submit();
   return finish(rt, c, in, std::move(record), qRef);
+}
+
+AttentionResult runRopeThenFlash(const AttentionCase& c, const RuntimeOptions& options, const RopeSpec& rope) {
+  Runtime& rt = runtime();
+  Inputs in = makeInputs(rt, c);
+  const Tensor table = makeRopeTable(rt, rope, c.headDim);
+  RopeStep ropeStep(rt.info(), rt.snippets());
+  FlashAttentionStep step(rt.info(), rt.snippets(), options);
+  auto dispatcher = rt.dispatcher();
+  DeviceWorkspace workspace(rt);
+  StepContext ctx{*dispatcher, workspace, &rt};
+  // Decode: every query sits at kv_len - 1 (q_len is 1).
+  ropeStep.run(ctx, in.call.q, table, rope, c.kvLen - c.qLen);
+  StepRecord record = step.run(ctx, in.call);
+  dispatcher->submit();
+  return finish(rt, c, in, std::move(record), ropedQuery(c, rope, in.q));
 }
 
 AttentionResult runReference(const AttentionCase& c) {
@@ -126,11 +194,48 @@ AttentionResult runReference(const AttentionCase& c) {
 std::string describe(const AttentionCase& c, const AttentionResult& r) {
   std::string kernels;
   for (const auto& k : r.record.kernels) kernels += " " + k;
-  return fmt::format("{}: max-abs {:.3g}, relative {:.3g} (bound {:.1g}), non-finite {}, worst index {} "
-                     "(got {} want {}); plan: {}; kernels:{}",
-                     c.name(), r.error.maxAbs, r.error.maxRel, relativeBound(c.dtype), r.error.nonFinite,
+  return fmt::format("{}: max-abs {:.3g}, relative {:.3g} (bound {:.2g}), non-finite {}, worst index {} "
+                     "(got {} want {}); max |logit| {:.3g}; plan: {}; kernels:{}",
+                     c.name(), r.error.maxAbs, r.error.maxRel, relativeBound(c, r), r.error.nonFinite,
                      r.error.worstIndex, r.got.empty() ? 0.0f : r.got[r.error.worstIndex],
-                     r.want.empty() ? 0.0 : r.want[r.error.worstIndex], r.record.plan.describe(), kernels);
+                     r.want.empty() ? 0.0 : r.want[r.error.worstIndex], r.maxAbsLogit, r.record.plan.describe(),
+                     kernels);
+}
+
+::testing::AssertionResult matchesReference(const AttentionCase& c, const AttentionResult& r) {
+  if (r.got.size() != r.want.size() || r.error.nonFinite != 0 || !(r.error.maxRel <= relativeBound(c, r))) {
+    return ::testing::AssertionFailure() << describe(c, r);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+ErrorStats compareDeviceResults(const AttentionResult& a, const AttentionResult& b) {
+  const std::vector<double> want(b.got.begin(), b.got.end());
+  return compareOutputs(a.got, want);
+}
+
+std::string optionsName(const RuntimeOptions& o) {
+  std::vector<std::string> parts;
+  if (o.faDecodeWarps) parts.push_back(fmt::format("w{}", *o.faDecodeWarps));
+  if (o.faDecodeKeysPerWarp) parts.push_back(fmt::format("k{}", *o.faDecodeKeysPerWarp));
+  if (o.faDecodeVectorWidth) parts.push_back(fmt::format("v{}", *o.faDecodeVectorWidth));
+  if (o.faDecodeScalar) parts.push_back("scalar");
+  if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
+  if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
+  if (o.faPrefillWarps) parts.push_back(fmt::format("pw{}", *o.faPrefillWarps));
+  if (o.faPrefillSplitK) parts.push_back(fmt::format("psk{}", *o.faPrefillSplitK));
+  if (o.disableFaPrefillSplitK) parts.push_back("nopsk");
+  if (o.faPrefillCoopMat != Force::Auto) parts.push_back(o.faPrefillCoopMat == Force::On ? "coopmat" : "nocoopmat");
+  if (parts.empty()) return "auto";
+  std::string s = parts[0];
+  for (std::size_t i = 1; i < parts.size(); ++i) s += "_" + parts[i];
+  return s;
+}
+
+std::string ropeName(const RopeSpec& spec) {
+  return fmt::format("{}{}{}{}", spec.pairing == RopePairing::RotateHalf ? "neox" : "gptj",
+                     spec.rotaryDims ? fmt::format("_r{}", spec.rotaryDims) : "", spec.llama3 ? "_llama3" : "",
+                     spec.theta != 10000.0 ? fmt::format("_theta{}", static_cast<long long>(spec.theta)) : "");
 }
 
 }  // namespace foundry::test

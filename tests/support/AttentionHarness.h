@@ -3,8 +3,11 @@
 // (never zeros), outputs poisoned with NaN, KV cache rows past kv_len poisoned with NaN so a kernel
 // that reads them shows it.
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "foundry/RuntimeOptions.h"
 #include "steps/AttentionProblem.h"
@@ -28,8 +31,15 @@ struct AttentionCase {
   std::uint32_t seed = 1;
 
   AttentionProblem problem() const;
+  /// A gtest-safe name from the shape: "b1_h8_hkv2_q7_kv45_D128_f16_qtok_otok".
   std::string name() const;
 };
+void PrintTo(const AttentionCase& c, std::ostream* os);
+
+/// A case with its seed derived from the shape, so every shape draws its own inputs.
+AttentionCase attentionCase(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen,
+                            std::uint32_t kvLen, std::uint32_t headDim, DType dtype, Layout q = Layout::HeadMajor,
+                            Layout o = Layout::HeadMajor, bool causal = true);
 
 /// Largest error against max |reference| each dtype is held to.
 double relativeBound(DType dtype);
@@ -39,6 +49,7 @@ struct AttentionResult {
   std::vector<double> want;
   ErrorStats error;
   StepRecord record;
+  double maxAbsLogit = 0;  ///< largest |scale * q.k| over the visible (query, key) pairs
 };
 
 /// Runs FlashAttentionStep with `options` (knobs) on the test runtime; `rope` fuses RoPE into decode
@@ -48,7 +59,29 @@ AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options,
 /// Runs SdpaReferenceStep on the test runtime.
 AttentionResult runReference(const AttentionCase& c);
 
+/// RoPE on the query by RopeStep (in place, at position kv_len - 1) followed by FlashAttentionStep
+/// without fused RoPE, recorded into one dispatcher: the unfused path a fused RoPE->decode kernel must
+/// agree with. Same inputs as runFlash for the same case.
+AttentionResult runRopeThenFlash(const AttentionCase& c, const RuntimeOptions& options, const RopeSpec& rope);
+
+/// The bound one result is held to: relativeBound of the dtype, or of f16 where the decode kept its
+/// partials in half (FOUNDRY_FA_DECODE_TG_OUT=half), plus what the f32 rounding of the logits costs: a
+/// logit s is known to about |s| * 2^-24 and the softmax passes that on to the output, which matters
+/// only for extreme logits (|s| ~ 1e4 gives 2.4e-3).
+double relativeBound(const AttentionCase& c, const AttentionResult& r);
+
 /// gtest assertion text for a result.
 std::string describe(const AttentionCase& c, const AttentionResult& r);
+
+/// Finite everywhere and within relativeBound(c, r) of the CPU reference.
+::testing::AssertionResult matchesReference(const AttentionCase& c, const AttentionResult& r);
+
+/// Error of device result `a` against device result `b` of the same case (b taken as the reference).
+ErrorStats compareDeviceResults(const AttentionResult& a, const AttentionResult& b);
+
+/// The knobs a test forces, as a gtest-safe name ("w2_k4_v1_half_sk3"); "auto" when none is set.
+std::string optionsName(const RuntimeOptions& options);
+/// A RoPE spec as a gtest-safe name ("neox_r32", "gptj", "neox_llama3_theta500000").
+std::string ropeName(const RopeSpec& spec);
 
 }  // namespace foundry::test

@@ -1,0 +1,213 @@
+#include "bench/BenchSuite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/vk/Buffer.h"
+#include "foundry/vk/VulkanDispatcher.h"
+#include "stages/CeilingStages.h"
+#include "steps/CpuReference.h"
+#include "steps/FlashAttentionStep.h"
+
+namespace foundry::bench {
+
+std::string Shape::name() const {
+  if (kind == "decode") return fmt::format("decode B{} D{} kv{}", batch, headDim, kvLen);
+  return fmt::format("prefill B{} D{} S{}{}", batch, headDim, qLen, causal ? " causal" : "");
+}
+
+double Shape::flops() const {
+  return 4.0 * batch * heads * qLen * double(kvLen) * headDim * (causal && qLen == kvLen ? 0.5 : 1.0);
+}
+
+double Shape::kvBytes() const { return 2.0 * batch * kvHeads * double(kvLen) * headDim * 2.0; }
+
+std::vector<Shape> shapesFor(const std::string& suite) {
+  std::vector<Shape> out;
+  const bool all = suite == "all";
+  if (suite == "smoke") {  // small enough for a CPU driver
+    out.push_back({"decode", 1, 8, 2, 1, 512, 64, false});
+    out.push_back({"prefill", 1, 8, 2, 128, 128, 64, true});
+    return out;
+  }
+  if (all || suite == "decode") {
+    for (std::uint32_t d : {64u, 128u}) {
+      for (std::uint32_t kv : {1024u, 4096u, 16384u, 65536u}) out.push_back({"decode", 1, 32, 8, 1, kv, d, false});
+    }
+    for (std::uint32_t kv : {4096u, 16384u}) out.push_back({"decode", 8, 32, 8, 1, kv, 128, false});
+  }
+  if (all || suite == "prefill") {
+    for (std::uint32_t d : {64u, 128u}) {
+      for (std::uint32_t s : {512u, 2048u, 8192u}) out.push_back({"prefill", 1, 32, 8, s, s, d, true});
+    }
+  }
+  if (out.empty() && suite != "ceilings") {
+    throw UserError("--suite", fmt::format("'{}'; accepted: decode, prefill, ceilings, all, smoke", suite));
+  }
+  return out;
+}
+
+Runner::Runner(Runtime& runtime, Options options) : rt_(runtime), options_(std::move(options)) {}
+
+double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& record, std::uint32_t copies,
+                        std::vector<double>& samples) {
+  auto dispatcher = rt_.dispatcher();
+  samples.clear();
+  for (std::uint32_t i = 0; i < options_.warmup + options_.runs; ++i) {
+    record(*dispatcher, i % copies);
+    const SubmitResult r = dispatcher->submit();
+    if (i >= options_.warmup) samples.push_back(r.totalGpuMicros);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+Ceilings Runner::measureCeilings() {
+  Ceilings c;
+  const DeviceInfo& dev = rt_.info();
+  const std::uint32_t sg = dev.subgroupSize();
+  {
+    // The largest power-of-two buffer up to 1 GiB the device binds in one descriptor.
+    std::uint64_t bytes = 1ull << 30;
+    while (bytes > dev.maxStorageBufferRange() || bytes > dev.maxAllocationBytes() / 2) bytes >>= 1;
+    const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
+    data.buffer->fill(0x3c003c00u);
+    const std::uint32_t groups = std::max<std::uint32_t>(dev.computeUnits() * 8, 8);
+    const Tensor sink = rt_.allocate("sink", DType::F32, {groups});
+    const KernelSource k = rt_.builder().workgroup(std::max(256u, sg)).emplace<ReadStreamStage>().build();
+    std::vector<double> samples;
+    const double us = timeCall(
+        [&](Dispatcher& d, std::uint32_t) {
+          d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", std::uint32_t(bytes / 16))
+                            .set("magic", 0x9e3779b9u), {groups});
+        },
+        1, samples);
+    c.readGBs = double(bytes) / us / 1e3;
+  }
+  if (dev.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+    const std::uint32_t groups = dev.computeUnits() * 4, warps = 4, iterations = 4096;
+    const std::vector<float> ones(512, 1.0f / 64.0f);
+    const Tensor operands = rt_.allocate("operands", DType::F16, {512});
+    rt_.upload(operands, ones);
+    const Tensor result = rt_.allocate("result", DType::F32, {std::int64_t(groups) * warps * 256});
+    const KernelSource k = rt_.builder().workgroup(warps * sg).emplace<MmaLoopStage>().build();
+    std::vector<double> samples;
+    const double us = timeCall(
+        [&](Dispatcher& d, std::uint32_t) {
+          d.dispatch(k, Arguments().bind("operands", operands).bind("result", result).set("iterations", iterations),
+                     {groups});
+        },
+        1, samples);
+    const double flops = double(groups) * warps * iterations * 4 * 2.0 * 16 * 16 * 16;
+    c.mmaTflops = flops / us / 1e6;
+  }
+  return c;
+}
+
+namespace {
+
+std::vector<float> randomValues(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return decodeElements(encodeElements(v, DType::F16), DType::F16);
+}
+
+}  // namespace
+
+Result Runner::run(const Shape& s, const Ceilings& ceilings) {
+  Result res;
+  res.shape = s;
+  AttentionProblem p;
+  p.batch = s.batch;
+  p.nHeads = s.heads;
+  p.nKvHeads = s.kvHeads;
+  p.qLen = s.qLen;
+  p.kvLen = s.kvLen;
+  p.kvCapacity = s.kvLen;
+  p.headDim = s.headDim;
+  p.dtype = DType::F16;
+  p.causal = s.causal;
+  const auto qHost = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
+  const auto kHost = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
+  const auto vHost = randomValues(kHost.size(), 13);
+  // Enough copies that one pass over them exceeds four times the L2.
+  const double setBytes = 2.0 * (qHost.size() * 2 + kHost.size() * 2);
+  res.copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
+  std::vector<AttentionCall> calls(res.copies);
+  for (std::uint32_t c = 0; c < res.copies; ++c) {
+    auto& call = calls[c];
+    call.q = rt_.allocate("q", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    call.k = rt_.allocate("k_cache", DType::F16, p.kvDims(), Layout::KvCache);
+    call.v = rt_.allocate("v_cache", DType::F16, p.kvDims(), Layout::KvCache);
+    call.o = rt_.allocate("o", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    rt_.upload(call.q, qHost);
+    rt_.upload(call.k, kHost);
+    rt_.upload(call.v, vHost);
+    call.kvLen = p.kvLen;
+    call.causal = p.causal;
+  }
+  FlashAttentionStep step(rt_.info(), rt_.snippets(), rt_.options());
+  DeviceWorkspace workspace(rt_);
+
+  // Correctness first: sampled rows of copy 0 against the CPU float64 reference.
+  {
+    rt_.poison(calls[0].o);
+    auto d = rt_.dispatcher();
+    StepContext ctx{*d, workspace, &rt_};
+    const StepRecord rec = step.run(ctx, calls[0]);
+    d->submit();
+    res.kernels = rec.kernels;
+    res.plan = rec.plan.describe();
+    const auto got = rt_.download(calls[0].o);
+    std::mt19937 gen(7);
+    double worst = 0, scale = 1e-6;
+    for (std::uint32_t n = 0; n < options_.checkRows; ++n) {
+      const std::uint32_t b = gen() % p.batch, h = gen() % p.nHeads;
+      const std::uint32_t i = n == 0 ? p.qLen - 1 : gen() % p.qLen;
+      const auto want = cpuAttentionRow(p, qHost, kHost, vHost, b, h, i);
+      const std::size_t at = qIndex(p, Layout::HeadMajor, b, h, i);
+      for (std::uint32_t d0 = 0; d0 < p.headDim; ++d0) {
+        scale = std::max(scale, std::abs(want[d0]));
+        const double e = std::abs(double(got[at + d0]) - want[d0]);
+        worst = std::isfinite(got[at + d0]) ? std::max(worst, e) : INFINITY;
+      }
+    }
+    res.relError = worst / scale;
+    res.checked = res.relError <= 3e-3;
+  }
+  std::vector<double> samples;
+  res.medianUs = timeCall(
+      [&](Dispatcher& d, std::uint32_t copy) {
+        StepContext ctx{d, workspace, nullptr};
+        step.run(ctx, calls[copy]);
+      },
+      res.copies, samples);
+  res.minUs = samples.front();
+  res.tflops = s.flops() / res.medianUs / 1e6;
+  res.kvGBs = s.kvBytes() / res.medianUs / 1e3;
+  if (s.kind == "decode" && ceilings.readGBs > 0) res.percentOfCeiling = 100.0 * res.kvGBs / ceilings.readGBs;
+  if (s.kind == "prefill" && ceilings.mmaTflops > 0) res.percentOfCeiling = 100.0 * res.tflops / ceilings.mmaTflops;
+  return res;
+}
+
+nlohmann::json toJson(const Result& r) {
+  return {{"kind", r.shape.kind},       {"name", r.shape.name()},      {"B", r.shape.batch},
+          {"Hq", r.shape.heads},        {"Hkv", r.shape.kvHeads},      {"Sq", r.shape.qLen},
+          {"Skv", r.shape.kvLen},       {"D", r.shape.headDim},        {"causal", r.shape.causal},
+          {"us", r.medianUs},           {"min_us", r.minUs},           {"tflops", r.tflops},
+          {"kv_gbs", r.kvGBs},          {"pct_ceiling", r.percentOfCeiling}, {"rel_error", r.relError},
+          {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
+          {"plan", r.plan}};
+}
+
+nlohmann::json toJson(const Ceilings& c) { return {{"read_gbs", c.readGBs}, {"mma_tflops", c.mmaTflops}}; }
+
+}  // namespace foundry::bench

@@ -1,0 +1,70 @@
+#pragma once
+// The benchmark suite: attention shapes timed on GPU timestamps around each call's kernel sequence
+// (the Split-K reduce included), after warm-up, median of N runs, with a cold L2 (inputs rotate among
+// copies totalling more than four times the L2). Each shape's output is checked against the CPU
+// float64 reference on sampled rows before it is timed. The `ceilings` suite measures the device's
+// read bandwidth and cooperative-matrix rate with kernels built by the framework.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "foundry/Runtime.h"
+
+namespace foundry::bench {
+
+struct Shape {
+  std::string kind;  ///< "decode" or "prefill"
+  std::uint32_t batch = 1, heads = 32, kvHeads = 8, qLen = 1, kvLen = 1024, headDim = 128;
+  bool causal = true;
+  std::string name() const;
+  double flops() const;        ///< causal prefill counts half, as torch_sdpa.py does
+  double kvBytes() const;      ///< K and V bytes read (f16)
+};
+
+struct Options {
+  std::string suite = "all";                ///< decode, prefill, ceilings, all, smoke
+  std::uint32_t runs = 20;
+  std::uint32_t warmup = 5;
+  std::uint64_t l2Bytes = 64ull << 20;      ///< inputs rotate over more than 4x this
+  std::uint32_t checkRows = 48;             ///< sampled output rows checked per shape
+};
+
+struct Ceilings {
+  double readGBs = 0;      ///< 0 when not measured
+  double mmaTflops = 0;    ///< 0 when the device has no cooperative matrices
+};
+
+struct Result {
+  Shape shape;
+  double medianUs = 0, minUs = 0;
+  double tflops = 0, kvGBs = 0;
+  double percentOfCeiling = 0;  ///< decode: of the read ceiling; prefill: of the MMA ceiling
+  double relError = 0;
+  bool checked = false;
+  std::uint32_t copies = 1;
+  std::vector<std::string> kernels;
+  std::string plan;
+};
+
+std::vector<Shape> shapesFor(const std::string& suite);
+
+class Runner {
+ public:
+  Runner(Runtime& runtime, Options options);
+  Ceilings measureCeilings();
+  Result run(const Shape& shape, const Ceilings& ceilings);
+
+ private:
+  double timeCall(const std::function<void(Dispatcher&, std::uint32_t copy)>& record, std::uint32_t copies,
+                  std::vector<double>& samples);
+  Runtime& rt_;
+  Options options_;
+};
+
+nlohmann::json toJson(const Result& r);
+nlohmann::json toJson(const Ceilings& c);
+
+}  // namespace foundry::bench

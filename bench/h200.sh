@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Benchmarks Foundry against PyTorch's SDPA (flash backend) on the lent H200, in one device call.
+#
+#   bash bench/h200.sh prepare           # here: build (Release), pack .device/ with the binaries
+#   # then, with the device tool:  run  carry=[".device"]  command="bash bench/h200.sh device"
+#   bash bench/h200.sh report DIR        # here: DIR holds what the device call wrote under $OUT;
+#                                        # writes the side-by-side table into docs/performance.md
+#
+# The device step also runs the device test suites there first (the cooperative-matrix path only
+# runs on such a GPU), so a timing is never reported for kernels that fail their checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  prepare)
+    bash scripts/install-deps.sh
+    cmake --preset release >/dev/null
+    cmake --build --preset release
+    bins=(build/release/foundry/cli/foundry)
+    for t in build/release/tests/foundry_*_tests; do [ -x "$t" ] && bins+=("$t"); done
+    ../shared/device/pack.sh "${bins[@]}"
+    cp ../shared/device/torch_sdpa.py .device/
+    cp bench/compare.py bench/torch_batch.py .device/
+    ;;
+  device)
+    source .device/env.sh
+    out=${OUT:-/tmp/foundry-out}
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    foundry devices | tee "$out/devices.txt"
+    export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+    status=0
+    for t in .device/bin/foundry_*_tests; do
+      [ -x "$t" ] || continue
+      "$t" --gtest_brief=1 >"$out/$(basename "$t").log" 2>&1 || { status=1; echo "FAILED: $t"; tail -40 "$out/$(basename "$t").log"; }
+    done
+    foundry bench --suite all --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=1
+    python3 .device/torch_sdpa.py > "$out/torch.jsonl"
+    python3 .device/torch_batch.py >> "$out/torch.jsonl"
+    python3 .device/compare.py "$out/bench.json" "$out/torch.jsonl" | tee "$out/table.md"
+    exit $status
+    ;;
+  report)
+    dir=${2:?usage: bench/h200.sh report DIR}
+    python3 bench/compare.py "$dir/bench.json" "$dir/torch.jsonl" --markdown-into docs/performance.md \
+      --gpu "$(cat "$dir/gpu.txt")"
+    ;;
+  *)
+    sed -n '2,12p' "$0"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,63 @@
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "foundry/Error.h"
+#include "foundry/KernelCache.h"
+#include "foundry/Runtime.h"
+#include "foundry/ShaderCompiler.h"
+#include "foundry/cli/Commands.h"
+#include "foundry/cli/Table.h"
+#include "steps/KernelCatalog.h"
+
+namespace foundry::cli {
+
+void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto* cmd = app.add_subcommand("kernels", "Build every kernel an attention layout needs; list, dump or compile them");
+  struct Args {
+    std::string dump;
+    std::string pretend;
+    bool compile = false;
+    AttentionLayout layout;
+    std::string dtype = "f16";
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory");
+  cmd->add_option("--pretend", a->pretend, "Plan for a device preset instead of opening one (h200, lavapipe, small, ...)");
+  cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc");
+  cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str();
+  cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str();
+  cmd->add_option("--head-dim", a->layout.headDim, "Head dimension")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "f16 or f32")->capture_default_str();
+  cmd->callback([&global, &action, a] {
+    action = [&global, a] {
+      const RuntimeOptions options = global.resolve();
+      configureLogging(options);
+      const auto dtype = parseDType(a->dtype);
+      if (!dtype || *dtype == DType::BF16) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", a->dtype));
+      a->layout.dtype = *dtype;
+      std::unique_ptr<DeviceInfo> pretend;
+      std::unique_ptr<Runtime> runtime;
+      if (!a->pretend.empty()) {
+        pretend = makePresetDevice(a->pretend);
+      } else {
+        runtime = std::make_unique<Runtime>(options);
+      }
+      const DeviceInfo& device = pretend ? *pretend : runtime->info();
+      const auto kernels = attentionKernels(a->layout, device, SnippetLibrary::select(options.kernelDir), options);
+      const ShaderCompiler compiler;
+      Table t({"role", "kernel", "workgroup", "shared", "push", a->compile ? "SPIR-V words" : ""});
+      for (const auto& [role, k] : kernels) {
+        if (!a->dump.empty()) dumpKernel(a->dump, k);
+        const std::string words = a->compile ? std::to_string(compiler.compile(k).size()) : "";
+        t.row({role, k.name, std::to_string(k.layout.workgroup[0]), fmt::format("{} B", k.layout.sharedBytes),
+               fmt::format("{} B", k.layout.pushBytes), words});
+      }
+      fmt::print("{}", t.str());
+      if (!a->dump.empty()) fmt::print("wrote {} kernels to {}\n", kernels.size(), a->dump);
+      return 0;
+    };
+  });
+}
+
+}  // namespace foundry::cli

@@ -1,0 +1,72 @@
+#pragma once
+// The safetensors format (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+// length N, N bytes of JSON header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__":
+// {string: string}}, then the data, offsets relative to its start. Foundry reads and writes F16, F32
+// and BF16 tensors.
+//
+// Reading is strict, as the format's reference implementation is: the tensors must cover the data
+// exactly (no overlaps, no holes, no trailing bytes), each tensor's byte count must equal its shape's
+// element count times its dtype's size, and the header must be one JSON object without duplicate keys,
+// at most kMaxSafetensorsHeaderBytes long. A malformed file is a UserError (field: the JSON pointer of
+// the header entry at fault, or "" for the file as a whole; the message ends with "(in <file>)"); a
+// well-formed tensor of a dtype Foundry does not read (F64, I8, ...) an UnsupportedError.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "foundry/DType.h"
+
+namespace foundry {
+
+/// The format's own limit on the header: larger ones are rejected before anything is allocated.
+inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+/// One tensor as stored: dtype, shape (row-major) and its little-endian bytes.
+struct SafetensorsTensor {
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;  ///< empty for a scalar
+  std::vector<std::byte> bytes;
+
+  std::int64_t numel() const;
+  /// The elements converted to float (exact for F16, BF16 and F32).
+  std::vector<float> floats() const;
+};
+
+/// A whole file: tensors by name and the optional "__metadata__" map.
+struct SafetensorsFile {
+  std::map<std::string, SafetensorsTensor> tensors;
+  std::map<std::string, std::string> metadata;
+
+  /// The tensor called `name`; a UserError naming it and the tensors present if there is none.
+  const SafetensorsTensor& tensor(std::string_view name) const;
+  /// tensor(name).floats().
+  std::vector<float> floats(std::string_view name) const;
+};
+
+/// Parses a file held in memory. `origin` names it in errors. Throws UserError / UnsupportedError only.
+SafetensorsFile parseSafetensors(std::span<const std::byte> file, const std::string& origin);
+/// Reads a file: the header first (checked against the file size), then each tensor's bytes, so
+/// memory is bounded by the file's size. A file that cannot be read is a UserError naming the path.
+SafetensorsFile readSafetensors(const std::filesystem::path& path);
+
+/// A float tensor to write; `values` holds product(shape) elements, row-major.
+struct NamedTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+
+/// The bytes of a safetensors file holding `tensors` converted to `dtype` (data in the given order,
+/// header padded with spaces to a multiple of 8 bytes). Bad names or shapes are UserErrors.
+std::vector<std::byte> encodeSafetensors(std::span<const NamedTensor> tensors, DType dtype,
+                                         const std::map<std::string, std::string>& metadata = {});
+/// encodeSafetensors() written with writeFileAtomically(): the file is whole or absent.
+void writeSafetensors(const std::filesystem::path& path, std::span<const NamedTensor> tensors, DType dtype,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace foundry

@@ -1,0 +1,179 @@
+//! requires: flashattention/common.glsl
+// Prefill attention on NV cooperative matrices (tensor cores), f16 in, f32 accumulate. A workgroup
+// takes PF_BR = 16 * PF_WARPS query rows of one head; each subgroup owns 16 rows.
+// Per K tile of PF_BC keys (double-buffered in shared memory as uvec4, rows skewed by 16 bytes):
+//   S = Q K^T            one 16x16 accumulator per 16 keys; Q stays in registers as A fragments
+//   row max              S goes to shared memory; two lanes scan each row (GL_NV_cooperative_matrix
+//                        has no row reductions, and which invocation holds which element is the
+//                        implementation's choice)
+//   P = exp2(S - m)      computed on the accumulators in registers: the row and column of every
+//                        element are read from "index" matrices loaded once from a shared matrix of
+//                        row (column) numbers, which has the accumulators' layout by construction
+//   L += P 1, O += P V   row sums by one more MMA against a matrix of ones, so l lives in an
+//                        accumulator with O's layout and O / L needs no cross-lane work
+// Rescaling O and L by alpha per row uses the same row-index matrix.
+
+#define F16MAT fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define F32MAT fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+const uint CM_D = HEAD_DIM / 16;                    // 16-wide slices of head_dim
+const uint CM_N = PF_BC / 16;                       // 16-key slices of a tile
+const uint CM_ROW4 = (HEAD_DIM + 8u) / 8u;          // a staged row in uvec4 (8 halves), 16 bytes of skew
+const uint CM_TILE4 = PF_BC * CM_ROW4;              // one staged K or V tile in uvec4
+const uint CM_LOADS = PF_BC * HEAD_DIM / 8u / WORKGROUP_SIZE;  // uvec4 of K (and of V) per invocation
+const uint CM_S = 16u * PF_BC;                      // a subgroup's S region in s_tile (32-bit words)
+
+// Q rows [q0, q0 + rows) of this head into kv_tile (free before the K loop), zeros past the end.
+void cm_stage_q(uint q_base, uint q0, uint rows) {
+  for (uint i = gl_LocalInvocationIndex; i < PF_BR * (HEAD_DIM / 8u); i += WORKGROUP_SIZE) {
+    const uint r = i / (HEAD_DIM / 8u), c = i % (HEAD_DIM / 8u);
+    kv_tile[r * CM_ROW4 + c] = r < rows ? q[(q_base + (q0 + r) * pc.q_stride_s) / 8u + c] : uvec4(0u);
+  }
+}
+
+void cm_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
+  for (uint j = 0u; j < CM_LOADS; ++j) {
+    const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+    const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
+    kr[j] = k_cache[(k_base + key * HEAD_DIM) / 8u + c];
+    vr[j] = v_cache[(v_base + key * HEAD_DIM) / 8u + c];
+  }
+}
+
+void cm_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
+  for (uint j = 0u; j < CM_LOADS; ++j) {
+    const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+    const uint at = stage * CM_TILE4 + (i / (HEAD_DIM / 8u)) * CM_ROW4 + i % (HEAD_DIM / 8u);
+    kv_tile[at] = kr[j];
+    kv_tile[PF_STAGES * CM_TILE4 + at] = vr[j];
+  }
+}
+
+// A 16x16 f32 matrix whose every element holds its row (or column) number, in the accumulators' layout.
+F32MAT cm_index_matrix(uint sg, bool rows) {
+  for (uint i = gl_SubgroupInvocationID; i < 256u; i += SUBGROUP_SIZE) {
+    s_tile[sg * CM_S + i] = floatBitsToUint(float(rows ? i / 16u : i % 16u));
+  }
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  F32MAT m;
+  coopMatLoadNV(m, s_tile, sg * CM_S, 16u, false);
+  subgroupBarrier();
+  return m;
+}
+
+struct CmState {
+  F32MAT o[CM_D];
+  F32MAT l;  // every column holds the row's sum
+};
+
+// One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
+void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_idx, uint stage, uint t, uint kv_end,
+             uint pos0, bool masked, bool causal, float qk_scale) {
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  F32MAT s[CM_N];
+  for (uint n = 0u; n < CM_N; ++n) {
+    s[n] = F32MAT(0.0);
+    for (uint dd = 0u; dd < CM_D; ++dd) {
+      F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
+      coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
+      s[n] = coopMatMulAddNV(qf[dd], kb, s[n]);
+    }
+    coopMatStoreNV(s[n], s_tile, sg * CM_S + n * 16u, PF_BC, false);
+  }
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  // Row max: lanes 2r and 2r+1 scan halves of row r.
+  const uint r = lane >> 1u, half_cols = PF_BC / 2u, c0 = (lane & 1u) * half_cols;
+  const uint pos = pos0 + sg * 16u + r;
+  float row_max = NEG_BIG;
+  if (lane < 32u) {
+    for (uint c = c0; c < c0 + half_cols; ++c) {
+      const uint key = t + c;
+      const bool valid = !masked || (key < kv_end && (!causal || key <= pos));
+      if (valid) row_max = max(row_max, uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * qk_scale);
+    }
+  }
+  row_max = max(row_max, subgroupShuffleXor(row_max, 1u));
+  subgroupBarrier();
+  if (lane < 32u && (lane & 1u) == 0u) {
+    const float m_old = row_m[sg * 16u + r];
+    const float m_new = max(m_old, row_max);
+    row_m[sg * 16u + r] = m_new;
+    row_alpha[sg * 16u + r] = exp2(m_old - m_new);
+  }
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  // Rescale O and L by alpha of each element's row.
+  for (uint i = 0u; i < row_idx.length(); ++i) {
+    const float alpha = row_alpha[sg * 16u + uint(row_idx[i])];
+    st.l[i] *= alpha;
+    for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd][i] *= alpha;
+  }
+  const F16MAT ones = F16MAT(1.0);
+  for (uint n = 0u; n < CM_N; ++n) {
+    for (uint i = 0u; i < s[n].length(); ++i) {
+      const uint row = uint(row_idx[i]);
+      const uint key = t + n * 16u + uint(col_idx[i]);
+      const bool valid = !masked || (key < kv_end && (!causal || key <= pos0 + sg * 16u + row));
+      s[n][i] = valid ? exp2(s[n][i] * qk_scale - row_m[sg * 16u + row]) : 0.0;
+    }
+    const F16MAT p = F16MAT(s[n]);
+    st.l = coopMatMulAddNV(p, ones, st.l);
+    for (uint dd = 0u; dd < CM_D; ++dd) {
+      F16MAT vb;
+      coopMatLoadNV(vb, kv_tile, PF_STAGES * CM_TILE4 + stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+      st.o[dd] = coopMatMulAddNV(p, vb, st.o[dd]);
+    }
+  }
+  subgroupBarrier();
+}
+
+// Q must be staged in kv_tile by cm_stage_q (and a barrier passed) before this runs.
+void prefill_coopmat(inout CmState st, out F32MAT row_idx, uint kv_begin, uint kv_end, uint k_base, uint v_base,
+                     uint pos0, bool causal, float qk_scale) {
+  const uint sg = gl_SubgroupID;
+  F16MAT qf[CM_D];
+  for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(qf[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+  row_idx = cm_index_matrix(sg, true);
+  const F32MAT col_idx = cm_index_matrix(sg, false);
+  for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
+  st.l = F32MAT(0.0);
+  if (gl_SubgroupInvocationID < 16u) row_m[sg * 16u + gl_SubgroupInvocationID] = NEG_BIG;
+  barrier();  // everyone has its Q fragments before K tiles overwrite the staging area
+  if (kv_begin >= kv_end) return;
+  const uint kv_last = kv_end - 1u;
+  uvec4 kr[CM_LOADS], vr[CM_LOADS];
+  cm_fetch_kv(kv_begin, kv_last, k_base, v_base, kr, vr);
+  cm_store_kv(0u, kr, vr);
+  barrier();
+  uint stage = 0u;
+  for (uint t = kv_begin; t < kv_end; t += PF_BC) {
+    const bool has_next = t + PF_BC < kv_end;
+#if PF_STAGES == 2
+    if (has_next) cm_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
+#endif
+    const bool masked = t + PF_BC > kv_end || (causal && t + PF_BC - 1u > pos0);
+    cm_tile(st, qf, row_idx, col_idx, stage, t, kv_end, pos0, masked, causal, qk_scale);
+#if PF_STAGES == 2
+    if (has_next) cm_store_kv(stage ^ 1u, kr, vr);
+    barrier();
+    stage ^= 1u;
+#else
+    barrier();
+    if (has_next) {
+      cm_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
+      cm_store_kv(0u, kr, vr);
+      barrier();
+    }
+#endif
+  }
+}
+
+// Stages a 16x16 slice of this subgroup's rows through shared memory so rows past the end of the
+// query are never written: `slice` covers dimensions [16 * slice, 16 * slice + 16).
+void cm_stage_slice(F32MAT m) {
+  coopMatStoreNV(m, s_tile, gl_SubgroupID * CM_S, 16u, false);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+}

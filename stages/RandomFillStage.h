@@ -1,0 +1,21 @@
+#pragma once
+// Fills a tensor with counter-based uniform values in [-scale, scale): element i of the flat tensor
+// gets random_uniform(seed, i) * scale. Synthetic workloads are made on the device this way, and the
+// host regenerates any slice it wants to check (foundry/Random.h).
+#include "foundry/Stage.h"
+
+namespace foundry {
+
+class RandomFillStage : public Stage {
+ public:
+  explicit RandomFillStage(DType dtype) : dtype_(dtype) {}
+  std::string name() const override { return "RandomFillStage"; }
+  void declare(KernelInterface& k, const DeviceInfo& device) const override;
+  void emit(GlslWriter& w, const DeviceInfo& device) const override;
+  std::string key() const override { return std::string(dtypeName(dtype_)); }
+
+ private:
+  DType dtype_;
+};
+
+}  // namespace foundry

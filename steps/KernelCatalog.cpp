@@ -1,0 +1,66 @@
+#include "steps/KernelCatalog.h"
+
+#include <algorithm>
+#include <set>
+
+#include "steps/FlashAttentionStep.h"
+#include "steps/RopeStep.h"
+#include "steps/SdpaReferenceStep.h"
+
+namespace foundry {
+
+namespace {
+
+AttentionCall shapeCall(const AttentionLayout& l, std::uint32_t batch, std::uint32_t qLen, std::uint32_t kvLen) {
+  AttentionProblem p;
+  p.batch = batch;
+  p.nHeads = l.nHeads;
+  p.nKvHeads = l.nKvHeads;
+  p.qLen = qLen;
+  p.kvLen = kvLen;
+  p.kvCapacity = kvLen;
+  p.headDim = l.headDim;
+  AttentionCall c;
+  c.q = Tensor::describe("q", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+  c.o = Tensor::describe("o", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+  c.k = Tensor::describe("k_cache", l.dtype, p.kvDims(), Layout::KvCache);
+  c.v = Tensor::describe("v_cache", l.dtype, p.kvDims(), Layout::KvCache);
+  c.kvLen = kvLen;
+  return c;
+}
+
+}  // namespace
+
+std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const DeviceInfo& device,
+                                           std::shared_ptr<const SnippetLibrary> snippets,
+                                           const RuntimeOptions& options) {
+  std::vector<CatalogEntry> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& role, std::vector<KernelSource> kernels) {
+    for (auto& k : kernels) {
+      if (seen.insert(k.hash).second) out.push_back({role, std::move(k)});
+    }
+  };
+  FlashAttentionStep flash(device, snippets, options);
+  const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);
+  add("decode", flash.kernelsFor(shapeCall(layout, 1, 1, 256)));
+  RuntimeOptions split = options;
+  split.faDecodeSplitK = split.faDecodeSplitK.value_or(4);
+  add("decode split-k", FlashAttentionStep(device, snippets, split).kernelsFor(shapeCall(layout, 1, 1, longKv)));
+  AttentionCall fused = shapeCall(layout, 1, 1, 256);
+  const std::uint32_t rotary = layout.rope.dims(layout.headDim);
+  fused.rope = FusedRope{layout.rope, Tensor::describe("rope_inv_freq", DType::F32, {rotary / 2}), 255};
+  add("rope->decode", flash.kernelsFor(fused));
+  add("prefill", flash.kernelsFor(shapeCall(layout, 1, 512, 512)));
+  RuntimeOptions prefillSplit = options;
+  prefillSplit.faPrefillSplitK = prefillSplit.faPrefillSplitK.value_or(4);
+  prefillSplit.disableFaPrefillSplitK = false;
+  add("prefill split-k", FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, 1, 16, longKv)));
+  const AttentionCall prompt = shapeCall(layout, 1, 128, 128);
+  add("rope", {RopeStep(device, snippets).kernelFor(prompt.q, layout.rope)});
+  add("kv append", {KvAppendStep(device, snippets).kernelFor(layout.headDim, layout.dtype, layout.rope)});
+  add("reference", SdpaReferenceStep(device, snippets).kernelsFor(prompt));
+  return out;
+}
+
+}  // namespace foundry

@@ -1,0 +1,34 @@
+#pragma once
+// Every kernel an attention layout builds on a device: decode (plain and Split-K), fused
+// RoPE -> decode, prefill (plain and Split-K), RoPE, KV append and the reference path, for the shapes
+// that make each appear. Used by `foundry kernels` and the compile-only tests.
+#include <string>
+#include <vector>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/KernelSource.h"
+#include "foundry/RuntimeOptions.h"
+#include "foundry/SnippetLibrary.h"
+#include "steps/AttentionProblem.h"
+
+namespace foundry {
+
+struct AttentionLayout {
+  std::uint32_t nHeads = 32;
+  std::uint32_t nKvHeads = 8;
+  std::uint32_t headDim = 128;
+  DType dtype = DType::F16;
+  RopeSpec rope;
+  std::uint32_t maxContext = 8192;
+};
+
+struct CatalogEntry {
+  std::string role;  ///< "decode", "decode split-k", "rope->decode", "prefill", ...
+  KernelSource kernel;
+};
+
+std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const DeviceInfo& device,
+                                           std::shared_ptr<const SnippetLibrary> snippets,
+                                           const RuntimeOptions& options);
+
+}  // namespace foundry

@@ -1,0 +1,190 @@
+// Every decode and prefill variant forced through the knobs, against the CPU float64 reference, with
+// the StepRecord checked so that a knob the step ignored fails the test: the plan carries the forced
+// variant and split, and the recorded kernels are the ones that variant needs.
+#include <gtest/gtest.h>
+
+#include "support/AttentionHarness.h"
+
+namespace foundry::test {
+namespace {
+
+constexpr Layout HM = Layout::HeadMajor;
+constexpr Layout TM = Layout::TokenMajor;
+
+AttentionCase shape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen,
+                   std::uint32_t kvLen, std::uint32_t headDim, DType dtype, Layout q = HM, Layout o = HM) {
+  return attentionCase(batch, heads, kvHeads, qLen, kvLen, headDim, dtype, q, o);
+}
+
+/// Knobs as a builder: Knobs().warps(2).keys(4).splitK(3) ...
+struct Knobs {
+  RuntimeOptions o;
+  Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
+  Knobs& keys(std::uint32_t k) { o.faDecodeKeysPerWarp = k; return *this; }
+  Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
+  Knobs& scalar() { o.faDecodeScalar = true; return *this; }
+  Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
+  Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
+  Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
+  Knobs& prefillWarps(std::uint32_t w) { o.faPrefillWarps = w; return *this; }
+  Knobs& prefillSplitK(std::uint32_t s) { o.faPrefillSplitK = s; return *this; }
+  Knobs& noPrefillSplitK() { o.disableFaPrefillSplitK = true; return *this; }
+  operator RuntimeOptions() const { return o; }
+};
+
+struct VariantCase {
+  AttentionCase shape;
+  RuntimeOptions options;
+  std::uint32_t splits = 1;  ///< the Split-K factor the plan must carry
+  std::uint32_t stages = 0;  ///< prefill: the staging depth the plan must carry (0: not checked)
+  std::uint32_t rows = 0;    ///< prefill: query rows per subgroup the plan must carry (0: not checked)
+  std::string name() const { return shape.name() + "__" + optionsName(options); }
+};
+
+void PrintTo(const VariantCase& v, std::ostream* os) { *os << v.name(); }
+
+std::string variantName(const ::testing::TestParamInfo<VariantCase>& info) { return info.param.name(); }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The recorded kernels are the main (or Split-K part) kernel, then the reduce when splitting.
+void expectKernels(const StepRecord& record, const std::string& variantKey) {
+  const bool split = record.plan.splits > 1;
+  ASSERT_EQ(record.kernels.size(), split ? 2u : 1u) << record.plan.describe();
+  EXPECT_TRUE(contains(record.kernels[0], variantKey)) << record.kernels[0] << " does not run " << variantKey;
+  EXPECT_EQ(contains(record.kernels[0], "_split"), split) << record.kernels[0];
+  if (split) {
+    EXPECT_TRUE(contains(record.kernels[1], "SplitKReduce")) << record.kernels[1];
+  }
+}
+
+// ---- Decode.
+
+class DecodeVariants : public ::testing::TestWithParam<VariantCase> {};
+
+TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
+  const VariantCase& vc = GetParam();
+  const RuntimeOptions& o = vc.options;
+  const AttentionResult r = runFlash(vc.shape, o);
+  const AttentionPlan& plan = r.record.plan;
+  ASSERT_TRUE(plan.decode);
+  const DecodeVariant& v = plan.decodeVariant;
+  if (o.faDecodeWarps) {
+    EXPECT_EQ(v.warps, *o.faDecodeWarps) << plan.describe();
+  }
+  if (o.faDecodeKeysPerWarp) {
+    EXPECT_EQ(v.keysPerWarp, *o.faDecodeKeysPerWarp) << plan.describe();
+  }
+  if (o.faDecodeVectorWidth) {
+    EXPECT_EQ(v.vecWidth, *o.faDecodeVectorWidth) << plan.describe();
+  }
+  EXPECT_EQ(v.scalar, o.faDecodeScalar) << plan.describe();
+  if (o.faDecodeTgOut) {
+    EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
+  }
+  EXPECT_EQ(plan.splits, vc.splits) << plan.describe();
+  EXPECT_EQ(v.split, vc.splits > 1) << plan.describe();
+  expectKernels(r.record, v.key());
+  EXPECT_TRUE(matchesReference(vc.shape, r));
+}
+
+// A: MQA with 4 query heads per workgroup, head_dim 64, f16. B: one head per workgroup, head_dim 128,
+// f32, token-major. C: GQA 8 (8 heads per workgroup), head_dim 128, f16.
+const AttentionCase A = shape(1, 4, 1, 1, 77, 64, DType::F16);
+const AttentionCase B = shape(1, 4, 4, 1, 77, 128, DType::F32, TM, TM);
+const AttentionCase C = shape(1, 8, 1, 1, 150, 128, DType::F16);
+const AttentionCase Long = shape(1, 8, 1, 1, 3001, 128, DType::F16);
+const AttentionCase Batch3 = shape(3, 8, 2, 1, 101, 64, DType::F32, TM, HM);
+
+INSTANTIATE_TEST_SUITE_P(
+    Knobs, DecodeVariants,
+    ::testing::Values(
+        // Subgroups per workgroup.
+        VariantCase{A, Knobs().warps(1)}, VariantCase{A, Knobs().warps(2)}, VariantCase{A, Knobs().warps(4)},
+        VariantCase{A, Knobs().warps(8)}, VariantCase{B, Knobs().warps(1)}, VariantCase{B, Knobs().warps(8)},
+        // Keys per subgroup step (1..8 on a subgroup of 8) and the vector width of K/V loads.
+        VariantCase{A, Knobs().keys(1)}, VariantCase{A, Knobs().keys(2)}, VariantCase{A, Knobs().keys(4)},
+        VariantCase{A, Knobs().keys(8)}, VariantCase{B, Knobs().keys(2)}, VariantCase{B, Knobs().keys(4)},
+        VariantCase{B, Knobs().keys(8)}, VariantCase{C, Knobs().keys(2)},
+        VariantCase{A, Knobs().vec(1)}, VariantCase{A, Knobs().vec(2)}, VariantCase{A, Knobs().keys(8).vec(1)},
+        VariantCase{B, Knobs().vec(1)}, VariantCase{B, Knobs().keys(4).vec(2)}, VariantCase{C, Knobs().vec(2)},
+        // Scalar variant.
+        VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
+        VariantCase{C, Knobs().scalar().warps(2)},
+        // Partials kept in half or float in shared memory.
+        VariantCase{A, Knobs().half()}, VariantCase{B, Knobs().half().keys(2)}, VariantCase{C, Knobs().half().warps(8)},
+        VariantCase{C, Knobs().floatPartials().warps(2)}, VariantCase{A, Knobs().scalar().half()},
+        // Split-K off and on.
+        VariantCase{A, Knobs().splitK(1), 1}, VariantCase{A, Knobs().splitK(3), 3}, VariantCase{A, Knobs().splitK(5), 5},
+        VariantCase{B, Knobs().splitK(3).scalar(), 3}, VariantCase{B, Knobs().splitK(5).keys(4).vec(2), 5},
+        VariantCase{C, Knobs().splitK(5).half().warps(8), 5}, VariantCase{Batch3, Knobs().splitK(3), 3},
+        VariantCase{Batch3, Knobs().splitK(1), 1}, VariantCase{Long, Knobs().splitK(1), 1},
+        VariantCase{Long, Knobs().splitK(5), 5}),
+    variantName);
+
+// ---- Prefill.
+
+class PrefillVariants : public ::testing::TestWithParam<VariantCase> {};
+
+TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
+  const VariantCase& vc = GetParam();
+  const RuntimeOptions& o = vc.options;
+  const AttentionResult r = runFlash(vc.shape, o);
+  const AttentionPlan& plan = r.record.plan;
+  ASSERT_FALSE(plan.decode);
+  const PrefillVariant& v = plan.prefillVariant;
+  EXPECT_FALSE(v.coopMat) << "lavapipe has no cooperative matrices: " << plan.describe();
+  if (o.faPrefillWarps) {
+    EXPECT_EQ(v.warps, *o.faPrefillWarps) << plan.describe();
+  }
+  if (vc.stages) {
+    EXPECT_EQ(v.stages, vc.stages) << plan.describe();
+  }
+  if (vc.rows) {
+    EXPECT_EQ(v.rowsPerWarp, vc.rows) << plan.describe();
+  }
+  EXPECT_EQ(plan.splits, vc.splits) << plan.describe();
+  EXPECT_EQ(v.split, vc.splits > 1) << plan.describe();
+  if (vc.splits > 1) {
+    EXPECT_EQ(plan.kvChunk % v.keysPerTile, 0u) << plan.describe();
+  }
+  // The kernel name carries the variant key without its split suffix.
+  PrefillVariant unsplit = v;
+  unsplit.split = false;
+  expectKernels(r.record, unsplit.key());
+  EXPECT_TRUE(matchesReference(vc.shape, r));
+}
+
+// The tiles the Selector picks on lavapipe (subgroup 8, 32 KiB of shared memory): f16 D64 32 keys,
+// f16 D128 16 keys, f32 D64 16 keys, all double-buffered; f32 D128 16 keys with one staging buffer,
+// and with 8 subgroups also only 2 query rows per subgroup.
+const AttentionCase P1 = shape(1, 4, 1, 33, 100, 64, DType::F16);
+const AttentionCase P2 = shape(1, 4, 2, 31, 257, 128, DType::F32, TM, TM);
+const AttentionCase P3 = shape(1, 2, 1, 128, 128, 128, DType::F16);
+const AttentionCase P4 = shape(1, 4, 4, 7, 85, 64, DType::F32, HM, TM);
+const AttentionCase P5 = shape(3, 8, 1, 32, 90, 64, DType::F16, TM, TM);
+
+INSTANTIATE_TEST_SUITE_P(
+    Knobs, PrefillVariants,
+    ::testing::Values(
+        // Subgroups per workgroup (each a different query tile height), and the staging depth.
+        VariantCase{P1, Knobs().prefillWarps(1).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P1, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P1, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P4, Knobs().prefillWarps(1).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P2, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 1, 4},  // single staging buffer
+        VariantCase{P2, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 1, 4},
+        VariantCase{P2, Knobs().prefillWarps(8).noPrefillSplitK(), 1, 1, 2},  // and 2 rows per subgroup
+        VariantCase{P3, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P4, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 2, 4},
+        // Split-K off (explicitly, and disabled over a requested split) and on.
+        VariantCase{P1, Knobs().prefillSplitK(1), 1}, VariantCase{P1, Knobs().prefillSplitK(2), 2},
+        VariantCase{P1, Knobs().prefillSplitK(2).prefillWarps(4), 2},
+        VariantCase{P2, Knobs().prefillSplitK(3).noPrefillSplitK(), 1}, VariantCase{P2, Knobs().prefillSplitK(3), 3},
+        VariantCase{P2, Knobs().prefillSplitK(2).prefillWarps(8), 2, 1, 2},
+        VariantCase{P3, Knobs().prefillSplitK(3), 3},  // early query tiles see only the first split
+        VariantCase{P4, Knobs().prefillSplitK(3), 3}, VariantCase{P5, Knobs().prefillSplitK(2), 2}),
+    variantName);
+
+}  // namespace
+}  // namespace foundry::test

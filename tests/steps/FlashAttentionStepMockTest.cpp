@@ -1,0 +1,427 @@
+// FlashAttentionStep against a mocked device and a mocked dispatcher: exactly which kernels, grids,
+// bindings and push constants a call records, in order; and that a call the step refuses records
+// nothing. Shape-only tensors and a ShapeWorkspace: no device, no compilation.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "foundry/Error.h"
+#include "steps/FlashAttentionStep.h"
+#include "support/Mocks.h"
+#include "support/ShapeCall.h"
+
+namespace foundry {
+namespace {
+
+using test::Binds;
+using test::CallShape;
+using test::KernelNamed;
+using test::KernelStages;
+using test::LacksBinding;
+using test::LacksPush;
+using test::PushF32Near;
+using test::PushU32;
+using ::testing::_;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::InSequence;
+using ::testing::IsEmpty;
+using ::testing::NiceMock;
+using ::testing::Not;
+using ::testing::Return;
+using ::testing::StrictMock;
+
+/// A mocked device pretending to be `preset`, a strict mocked dispatcher and a shape-only workspace.
+class StepMockTest : public ::testing::Test {
+ protected:
+  void pretend(const std::string& preset, RuntimeOptions options = {}) {
+    step_.reset();
+    device_ = std::make_unique<NiceMock<test::MockDeviceInfo>>(preset);
+    step_ = std::make_unique<FlashAttentionStep>(*device_, SnippetLibrary::embedded(), std::move(options));
+  }
+  NiceMock<test::MockDeviceInfo>& device() { return *device_; }
+  FlashAttentionStep& step() { return *step_; }
+  StepRecord run(const AttentionCall& call) { return step_->run(ctx, call); }
+
+  /// Expects the call to throw E with a message matching `m`, and nothing recorded or allocated.
+  template <typename E, typename M>
+  void expectRefused(const AttentionCall& call, M m) {
+    EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(0);
+    EXPECT_THAT([&] { run(call); }, ::testing::ThrowsMessage<E>(m));
+    EXPECT_THAT(workspace.requests(), IsEmpty());
+    EXPECT_THROW(step_->plan(call), E);
+  }
+
+  StrictMock<test::MockDispatcher> dispatcher;
+  ShapeWorkspace workspace;
+  StepContext ctx{dispatcher, workspace};
+
+ private:
+  std::unique_ptr<NiceMock<test::MockDeviceInfo>> device_;
+  std::unique_ptr<FlashAttentionStep> step_;
+};
+
+CallShape decode(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t kvLen, std::uint32_t headDim = 128) {
+  CallShape s;
+  s.nHeads = heads;
+  s.nKvHeads = kvHeads;
+  s.kvLen = kvLen;
+  s.headDim = headDim;
+  return s;
+}
+
+CallShape prefill(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen, std::uint32_t kvLen,
+                  std::uint32_t headDim = 128) {
+  CallShape s = decode(heads, kvHeads, kvLen, headDim);
+  s.qLen = qLen;
+  return s;
+}
+
+float log2eOverSqrt(std::uint32_t headDim) {
+  return static_cast<float>(std::numbers::log2e / std::sqrt(static_cast<double>(headDim)));
+}
+
+// ---- decode ---------------------------------------------------------------------------------------
+
+TEST_F(StepMockTest, LongDecodeOnH200RecordsASplitKPartThenTheReduce) {
+  pretend("h200");
+  // 8 KV groups of 4 heads = 8 workgroups for 132 compute units: ceil(264 / 8) = 33 splits wanted,
+  // 8192 / 256 = 32 allowed; 256 keys per split is a whole number of 4 warps x 2 keys.
+  const AttentionCall call = test::shapeCall(decode(32, 8, 8192));
+  {
+    InSequence inOrder;
+    EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+                                           KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w4_k2_v4_float_split")),
+                                     AllOf(PushU32("n_splits", 32), PushU32("kv_chunk", 256), PushU32("kv_len", 8192),
+                                           PushU32("n_heads", 32), PushU32("n_kv_heads", 8), PushU32("q_len", 1),
+                                           PushU32("q_stride_b", 32 * 128), PushU32("q_stride_h", 128),
+                                           PushU32("k_stride_b", 8 * 8192 * 128), PushU32("k_stride_h", 8192 * 128),
+                                           PushF32Near("qk_scale", log2eOverSqrt(128), 1e-6f), Binds("q", "q"),
+                                           Binds("k_cache", "k_cache"), Binds("v_cache", "v_cache"),
+                                           Binds("partial_o", "splitk_partial_o"),
+                                           Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
+                                     (Grid{32, 8, 1})));
+    EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")),
+                                           KernelNamed("FlashDecodeSplitKReduce__D128_f16")),
+                                     AllOf(PushU32("n_splits", 32), PushU32("n_heads", 32), Binds("o", "out"),
+                                           Binds("partial_o", "splitk_partial_o"),
+                                           Binds("partial_ml", "splitk_partial_ml"), LacksBinding("q")),
+                                     (Grid{32, 1, 1})));
+  }
+  const StepRecord record = run(call);
+  EXPECT_EQ(record.plan.splits, 32u);
+  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w4_k2_v4_float_split",
+                                          "FlashDecodeSplitKReduce__D128_f16"));
+  ASSERT_EQ(workspace.requests().size(), 2u);
+  EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 32, 128}));
+  EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 32, 2}));
+  EXPECT_EQ(workspace.requests()[0].dtype, DType::F32);
+}
+
+TEST_F(StepMockTest, ShortDecodeOnH200WritesTheOutputDirectly) {
+  pretend("h200");
+  // Fewer than 256 keys: one split, whose chunk is the whole cache (200 is a multiple of 4 x 2).
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+                                   AllOf(Binds("o", "out"), LacksBinding("partial_o"), LacksPush("n_splits"),
+                                         PushU32("kv_chunk", 200), PushU32("kv_len", 200)),
+                                   (Grid{1, 8, 1})));
+  const StepRecord record = run(test::shapeCall(decode(32, 8, 200)));
+  EXPECT_EQ(record.kernels.size(), 1u);
+  EXPECT_THAT(workspace.requests(), IsEmpty());
+}
+
+TEST_F(StepMockTest, DecodeOnLavapipeIsTheSubgroupVariantWithoutCooperativeMatrices) {
+  pretend("lavapipe");
+  const KernelSource* recorded = nullptr;
+  {
+    InSequence inOrder;
+    // One workgroup (4 heads share the KV head) on 2 compute units: 4 splits of 512 keys.
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+                                     AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 512)), (Grid{4, 1, 1})))
+        .WillOnce([&](const KernelSource& k, const Arguments& a, Grid) {
+          checkArguments(k, a);
+          recorded = &k;
+        });
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), _, (Grid{4, 1, 1})));
+  }
+  const StepRecord record = run(test::shapeCall(decode(4, 1, 2048)));
+  EXPECT_FALSE(record.plan.decodeVariant.scalar);
+  ASSERT_NE(recorded, nullptr);
+  EXPECT_FALSE(recorded->usesCoopMat);
+  EXPECT_EQ(recorded->layout.subgroupSize, 8u);
+  EXPECT_EQ(recorded->layout.workgroup[0], 32u);  // 4 subgroups of 8
+  EXPECT_THAT(recorded->glsl, AllOf(HasSubstr("GL_KHR_shader_subgroup_shuffle"), HasSubstr("flash_decode_subgroup"),
+                                    Not(HasSubstr("cooperative_matrix"))));
+}
+
+TEST_F(StepMockTest, DecodeWithoutShufflesRecordsTheScalarKernel) {
+  pretend("lavapipe");
+  ON_CALL(device(), subgroupShuffle()).WillByDefault(Return(false));
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+                                         KernelNamed(HasSubstr("_scalar_")),
+                                         ::testing::Field(&KernelSource::glsl, Not(HasSubstr("subgroup_shuffle")))),
+                                   _, (Grid{1, 8, 1})));
+  run(test::shapeCall(decode(32, 8, 256)));
+}
+
+TEST_F(StepMockTest, FusedRopeDecodeRecordsOneKernelThatRotatesTheQuery) {
+  pretend("h200");
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "RopeStage", "FlashDecodeFusedStage")),
+                                   AllOf(Binds("rope_inv_freq", "rope_inv_freq"), PushU32("rope_pos0", 299),
+                                         Binds("q", "q"), Binds("o", "out")),
+                                   (Grid{1, 8, 1})));
+  run(test::withRope(test::shapeCall(decode(32, 8, 300)), 128, 299));
+}
+
+TEST_F(StepMockTest, TokenMajorQueriesPassTheirStridesAsPushConstants) {
+  pretend("h200");
+  CallShape s = prefill(8, 2, 64, 64);
+  s.qLayout = Layout::TokenMajor;
+  ASSERT_TRUE(device().hasCoopMat({16, 16, 16, DType::F16, DType::F32}));
+  // The coopmat prefill kernel is not asserted here: use f32, which takes the subgroup variant.
+  s.dtype = DType::F32;
+  EXPECT_CALL(dispatcher,
+              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+                       AllOf(PushU32("q_stride_b", 64 * 8 * 128), PushU32("q_stride_h", 128),
+                             PushU32("q_stride_s", 8 * 128), PushU32("o_stride_s", 8 * 128),
+                             PushU32("k_stride_h", 64 * 128), PushU32("n_kv_heads", 2), PushU32("n_splits", 1)),
+                       _));
+  run(test::shapeCall(s));
+}
+
+TEST_F(StepMockTest, KernelsAreBuiltOncePerVariant) {
+  pretend("h200");
+  std::vector<const KernelSource*> seen;
+  EXPECT_CALL(dispatcher, dispatch(_, _, _))
+      .Times(2)
+      .WillRepeatedly([&](const KernelSource& k, const Arguments&, Grid) { seen.push_back(&k); });
+  run(test::shapeCall(decode(32, 8, 100)));
+  run(test::shapeCall(decode(32, 8, 200)));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], seen[1]);
+}
+
+// ---- prefill --------------------------------------------------------------------------------------
+
+TEST_F(StepMockTest, H200PrefillPlansTheCooperativeMatrixVariant) {
+  pretend("h200");
+  // Plan only: the cooperative-matrix kernel itself is not built here.
+  EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(0);
+  const AttentionPlan plan = step().plan(test::shapeCall(prefill(32, 8, 1024, 1024)));
+  EXPECT_FALSE(plan.decode);
+  EXPECT_TRUE(plan.prefillVariant.coopMat);
+  EXPECT_EQ(plan.prefillVariant.rowsPerWarp, 16u);
+  EXPECT_EQ(plan.grid, (Grid{1024 / plan.prefillVariant.rowsPerWorkgroup(), 32, 1}));
+  // Turned off by the knob, the same call plans the subgroup variant.
+  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
+  EXPECT_FALSE(step().plan(test::shapeCall(prefill(32, 8, 1024, 1024))).prefillVariant.coopMat);
+}
+
+TEST_F(StepMockTest, LavapipePrefillRecordsTheSubgroupKernel) {
+  pretend("lavapipe");
+  const KernelSource* recorded = nullptr;
+  // 64 rows in tiles of 2 subgroups x 4 rows: 8 tiles x 8 heads = 64 workgroups, no split.
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+                                   AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 128), PushU32("q_len", 64),
+                                         Binds("o", "out"), LacksBinding("partial_o")),
+                                   (Grid{8, 8, 1})))
+      .WillOnce([&](const KernelSource& k, const Arguments& a, Grid) {
+        checkArguments(k, a);
+        recorded = &k;
+      });
+  const StepRecord record = run(test::shapeCall(prefill(8, 8, 64, 128)));
+  EXPECT_FALSE(record.plan.prefillVariant.coopMat);
+  ASSERT_NE(recorded, nullptr);
+  EXPECT_FALSE(recorded->usesCoopMat);
+  EXPECT_THAT(recorded->glsl, Not(HasSubstr("cooperative_matrix")));
+}
+
+TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenReduce) {
+  pretend("lavapipe");
+  // One tile of 8 rows x 1 head on 2 compute units: min(ceil(4 / 1), 4096 / (4 x 16)) = 4 splits of
+  // 1024 keys (16 keys per tile).
+  {
+    InSequence inOrder;
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillSplitKPartStage")),
+                                     AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 1024),
+                                           Binds("partial_o", "splitk_partial_o"),
+                                           Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
+                                     (Grid{4, 1, 1})));
+    EXPECT_CALL(dispatcher,
+                dispatch(AllOf(KernelStages(ElementsAre("SdpaPrefillSplitKReduceStage")),
+                               ::testing::Field(&KernelSource::layout,
+                                                ::testing::Field(&KernelLayout::workgroup, ElementsAre(64u, 1u, 1u)))),
+                         AllOf(PushU32("n_splits", 4), PushU32("q_len", 8), Binds("o", "out")), (Grid{8, 1, 1})));
+  }
+  const StepRecord record = run(test::shapeCall(prefill(1, 1, 8, 4096)));
+  EXPECT_TRUE(record.plan.prefillVariant.split);
+  ASSERT_EQ(workspace.requests().size(), 2u);
+  EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 1, 8, 4, 128}));
+}
+
+TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
+  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}));
+  EXPECT_CALL(dispatcher,
+              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+                       AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 4096), Binds("o", "out")), (Grid{1, 1, 1})));
+  const StepRecord record = run(test::shapeCall(prefill(1, 1, 8, 4096)));
+  EXPECT_EQ(record.kernels.size(), 1u);
+  EXPECT_THAT(workspace.requests(), IsEmpty());
+}
+
+TEST_F(StepMockTest, AKnobOverrideBeatsTheHeuristicInWhatIsRecorded) {
+  // The heuristic wants 32 splits here (see LongDecodeOnH200...); the knob asks for 4.
+  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}));
+  InSequence inOrder;
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+                                   AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 2048)), (Grid{4, 8, 1})));
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), PushU32("n_splits", 4),
+                                   (Grid{32, 1, 1})));
+  run(test::shapeCall(decode(32, 8, 8192)));
+}
+
+TEST_F(StepMockTest, ScalarKnobOnH200RecordsTheScalarKernel) {
+  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
+  EXPECT_CALL(dispatcher, dispatch(KernelNamed(HasSubstr("_scalar_")), _, (Grid{1, 8, 1})));
+  run(test::shapeCall(decode(32, 8, 128)));
+}
+
+TEST_F(StepMockTest, SmallGpuWithoutFp16RecordsKernelsWithNoHalfValuesInSharedMemory) {
+  pretend("small");
+  const auto noHalfShared =
+      ::testing::Field(&KernelSource::glsl, Not(HasSubstr("GL_EXT_shader_explicit_arithmetic_types_float16")));
+  EXPECT_CALL(dispatcher,
+              dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")), noHalfShared), _,
+                       (Grid{1, 8, 1})));
+  run(test::shapeCall(decode(32, 8, 128)));
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+                                         KernelNamed(HasSubstr("_f32tiles")), noHalfShared),
+                                   _, _));
+  run(test::shapeCall(prefill(8, 8, 256, 256, 64)));
+}
+
+// ---- refusals: nothing is recorded ----------------------------------------------------------------
+
+TEST_F(StepMockTest, DisableFaIsAnErrorPointingAtTheReferenceStepAndRecordsNothing) {
+  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA", "1"}}));
+  expectRefused<UnsupportedError>(test::shapeCall(decode(32, 8, 8192)),
+                                  AllOf(HasSubstr("FOUNDRY_DISABLE_FA=1"), HasSubstr("SdpaReferenceStep")));
+  EXPECT_THROW(step().kernelsFor(test::shapeCall(decode(32, 8, 8192))), UnsupportedError);
+}
+
+TEST_F(StepMockTest, ForceMaterializedIsAnErrorPointingAtTheReferenceStepAndRecordsNothing) {
+  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_SDPA_FORCE_MATERIALIZED", "1"}}));
+  expectRefused<UnsupportedError>(
+      test::shapeCall(prefill(8, 8, 64, 128)),
+      AllOf(HasSubstr("FOUNDRY_SDPA_FORCE_MATERIALIZED=1"), HasSubstr("SdpaReferenceStep")));
+}
+
+TEST_F(StepMockTest, HeadDim96IsUnsupportedBeforeAnyDispatch) {
+  pretend("h200");
+  expectRefused<UnsupportedError>(
+      test::shapeCall(decode(32, 8, 8192, 96)),
+      AllOf(HasSubstr("head_dim 96"), HasSubstr("64, 128"), HasSubstr("SdpaReferenceStep")));
+  expectRefused<UnsupportedError>(test::shapeCall(prefill(8, 8, 64, 128, 96)), HasSubstr("head_dim 96"));
+}
+
+TEST_F(StepMockTest, KnobValuesTheDeviceCannotHonourRecordNothing) {
+  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}}));
+  expectRefused<UserError>(test::shapeCall(decode(32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"));
+  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
+  expectRefused<UnsupportedError>(test::shapeCall(prefill(8, 8, 64, 128)), HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"));
+  pretend("small", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
+  expectRefused<UserError>(test::shapeCall(decode(32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"));
+}
+
+TEST_F(StepMockTest, PrefillWithoutSubgroupArithmeticRecordsNothing) {
+  pretend("lavapipe");
+  ON_CALL(device(), subgroupArithmetic()).WillByDefault(Return(false));
+  expectRefused<UnsupportedError>(test::shapeCall(prefill(8, 8, 64, 128)),
+                                  AllOf(HasSubstr("subgroup arithmetic"), HasSubstr("SdpaReferenceStep")));
+}
+
+TEST_F(StepMockTest, F16OnADeviceWithout16BitStorageIsUnsupported) {
+  pretend("h200");
+  ON_CALL(device(), storage16Bit()).WillByDefault(Return(false));
+  expectRefused<UnsupportedError>(test::shapeCall(decode(32, 8, 1024)), HasSubstr("use f32"));
+}
+
+struct BadCall {
+  const char* name;
+  std::function<void(AttentionCall&)> breakIt;
+  const char* field;
+  std::vector<std::string> message;
+};
+
+void PrintTo(const BadCall& b, std::ostream* os) {
+  *os << b.name;
+}
+
+class RejectedCall : public StepMockTest, public ::testing::WithParamInterface<BadCall> {};
+
+TEST_P(RejectedCall, IsAUserErrorNamingTheFieldAndRecordsNothing) {
+  const BadCall& b = GetParam();
+  for (const char* preset : {"h200", "lavapipe"}) {
+    SCOPED_TRACE(preset);
+    pretend(preset);
+    AttentionCall call = test::shapeCall(prefill(32, 8, 16, 1024));
+    b.breakIt(call);
+    EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(0);
+    try {
+      run(call);
+      ADD_FAILURE() << "accepted";
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.field(), b.field);
+      for (const auto& part : b.message) EXPECT_THAT(e.what(), HasSubstr(part));
+    }
+    EXPECT_THAT(workspace.requests(), IsEmpty());
+    EXPECT_THROW(step().plan(call), UserError);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FlashAttentionStep, RejectedCall,
+    ::testing::Values(
+        BadCall{"MixedDtypes",
+                [](AttentionCall& c) { c.v.dtype = DType::F32; },
+                "dtype",
+                {"mixed dtypes", "'v_cache' is f32", "q 'q' is f16"}},
+        BadCall{"NonContiguousHeadDim",
+                [](AttentionCall& c) {
+                  c.q.strides = {32 * 16 * 256, 16 * 256, 256, 2};
+                },
+                "q",
+                {"contiguous in head_dim", "[131072, 4096, 256, 2]"}},
+        BadCall{"KvLenBeyondCapacity",
+                [](AttentionCall& c) { c.kvLen = 1025; },
+                "kv_len",
+                {"kv_len 1025", "capacity 1024"}},
+        BadCall{"HeadsNotAMultipleOfKvHeads",
+                [](AttentionCall& c) {
+                  c.k = Tensor::describe("k_cache", DType::F16, {1, 5, 1024, 128}, Layout::KvCache);
+                  c.v = Tensor::describe("v_cache", DType::F16, {1, 5, 1024, 128}, Layout::KvCache);
+                },
+                "n_heads",
+                {"n_heads 32", "n_kv_heads 5"}},
+        BadCall{"QueriesBeyondTheCache", [](AttentionCall& c) { c.kvLen = 8; }, "q_len", {"q_len 16 exceeds kv_len 8"}},
+        BadCall{"CacheNotTaggedAsKvCache",
+                [](AttentionCall& c) { c.k.layout = Layout::HeadMajor; },
+                "k",
+                {"layout head-major", "kv-cache"}},
+        BadCall{"OutputOfTheWrongShape",
+                [](AttentionCall& c) {
+                  c.o = Tensor::describe("out", DType::F16, {1, 32, 15, 128}, Layout::HeadMajor);
+                },
+                "o",
+                {"[1, 32, 15, 128]", "[1, 32, 16, 128]"}},
+        BadCall{"FusedRopeOnPrefill",
+                [](AttentionCall& c) { c = test::withRope(c, 128, 0); },
+                "rope",
+                {"decode feature", "RopeStep"}}),
+    [](const auto& tp) { return std::string(tp.param.name); });
+
+}  // namespace
+}  // namespace foundry

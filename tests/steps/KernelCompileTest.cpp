@@ -1,0 +1,387 @@
+// Compile-only: every kernel variant the stages can emit compiles with shaderc, for the lavapipe and
+// H200 presets, D 64 and 128, f16 and f32. No device is needed. The decode and prefill knob spaces are
+// too large to compile exhaustively, so they are sampled to cover every pair of knob values that
+// occurs among the usable variants (which covers every value of every knob); the sample is checked.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
+#include "foundry/ShaderCompiler.h"
+#include "stages/FlashDecodeFusedStage.h"
+#include "stages/FlashDecodeSplitKReduceStage.h"
+#include "stages/FlashDecodeStage.h"
+#include "stages/HeadLayoutStage.h"
+#include "stages/KvAppendStage.h"
+#include "stages/ReferenceStages.h"
+#include "stages/RopeStage.h"
+#include "stages/SdpaPrefillSplitKPartStage.h"
+#include "stages/SdpaPrefillSplitKReduceStage.h"
+#include "stages/SdpaPrefillStage.h"
+#include "steps/FlashAttentionStep.h"
+#include "steps/SdpaReferenceStep.h"
+#include "support/ShapeCall.h"
+
+namespace foundry {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::uint32_t kSpirvMagic = 0x07230203;
+
+// ---- pairwise sampling ----------------------------------------------------------------------------
+
+/// A point in a knob space: one value index per axis.
+using Point = std::vector<std::uint32_t>;
+
+/// Picks points from `candidates` greedily until every pair of (axis, value) that occurs in some
+/// candidate occurs in a picked one. Deterministic.
+std::vector<std::size_t> coverPairs(const std::vector<Point>& candidates, const std::vector<std::uint32_t>& axisSizes) {
+  const std::size_t axes = axisSizes.size();
+  std::vector<std::uint32_t> offset(axes, 0);
+  std::uint32_t values = 0;
+  for (std::size_t a = 0; a < axes; ++a) {
+    offset[a] = values;
+    values += axisSizes[a];
+  }
+  // Every candidate's pairs (and single values, as pairs with themselves) as indices into a flat table.
+  std::vector<std::vector<std::uint32_t>> pairs(candidates.size());
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    for (std::size_t a = 0; a < axes; ++a) {
+      for (std::size_t b = a; b < axes; ++b) {
+        pairs[c].push_back((offset[a] + candidates[c][a]) * values + offset[b] + candidates[c][b]);
+      }
+    }
+  }
+  std::vector<char> needed(std::size_t(values) * values, 0);
+  for (const auto& ps : pairs) {
+    for (auto p : ps) needed[p] = 1;
+  }
+  std::vector<std::size_t> picked;
+  while (true) {
+    std::size_t best = candidates.size(), bestGain = 0;
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      std::size_t gain = 0;
+      for (auto p : pairs[c]) gain += needed[p];
+      if (gain > bestGain) best = c, bestGain = gain;
+    }
+    if (best == candidates.size()) break;
+    for (auto p : pairs[best]) needed[p] = 0;
+    picked.push_back(best);
+  }
+  return picked;
+}
+
+/// Per axis, the value indices that occur in `points` (selected by `which`).
+std::vector<std::set<std::uint32_t>> valuesSeen(const std::vector<Point>& points, const std::vector<std::size_t>& which,
+                                                std::size_t axes) {
+  std::vector<std::set<std::uint32_t>> seen(axes);
+  for (auto i : which) {
+    for (std::size_t a = 0; a < axes; ++a) seen[a].insert(points[i][a]);
+  }
+  return seen;
+}
+
+/// Calls `f` with every point of the space that has `sizes[a]` values on axis a.
+template <typename F>
+void forEachPoint(const std::vector<std::uint32_t>& sizes, F f) {
+  Point x(sizes.size(), 0);
+  while (true) {
+    f(x);
+    std::size_t a = 0;
+    while (a < sizes.size() && ++x[a] == sizes[a]) x[a++] = 0;
+    if (a == sizes.size()) return;
+  }
+}
+
+std::vector<std::size_t> all(std::size_t n) {
+  std::vector<std::size_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// ---- fixture --------------------------------------------------------------------------------------
+
+class KernelCompile : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<DeviceInfo> device = makePresetDevice(GetParam());
+  std::uint32_t sg = device->subgroupSize();
+  ShaderCompiler compiler{ShaderCompiler::Optimization::None};
+
+  KernelBuilder builder() const { return KernelBuilder(*device, SnippetLibrary::embedded()); }
+  std::uint32_t auxWorkgroup() const { return std::max<std::uint32_t>(64, sg); }
+
+  /// Compiles `src`; a failure is reported with the compiler's quoted message and the kernel name.
+  void expectCompiles(const KernelSource& src) {
+    try {
+      const auto spirv = compiler.compile(src);
+      ASSERT_FALSE(spirv.empty()) << src.name;
+      EXPECT_EQ(spirv.front(), kSpirvMagic) << src.name;
+      ++compiled;
+    } catch (const Error& e) {
+      ADD_FAILURE() << src.name << ":\n" << e.what();
+    }
+  }
+  /// Builds with `build` and compiles; a builder error is a failure naming `what`.
+  template <typename F>
+  void buildAndCompile(const std::string& what, F build) {
+    SCOPED_TRACE(what);
+    KernelSource src;
+    try {
+      src = build();
+    } catch (const Error& e) {
+      ADD_FAILURE() << what << " did not build: " << e.what();
+      return;
+    }
+    expectCompiles(src);
+  }
+
+  int compiled = 0;
+};
+
+std::string presetName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
+}
+
+// ---- decode ---------------------------------------------------------------------------------------
+
+TEST_P(KernelCompile, DecodeVariants) {
+  // Axes: head_dim, dtype, heads per workgroup, warps, keys per warp, vector width, partial storage,
+  // scalar, split, query source (plain, fused RoPE rotate-half, fused RoPE interleaved over half of D).
+  std::vector<std::uint32_t> kpw;
+  for (std::uint32_t k = 1; k <= sg; k *= 2) kpw.push_back(k);
+  const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16}, vecs = {1, 2, 4};
+  const std::vector<DType> dtypes = {DType::F16, DType::F32};
+  const std::vector<PartialStorage> partials = {PartialStorage::Float, PartialStorage::Half};
+  const std::vector<std::uint32_t> sizes = {2, 2, 4, 5, std::uint32_t(kpw.size()), 3, 2, 2, 2, 3};
+
+  std::vector<Point> points;
+  std::vector<DecodeVariant> variants;
+  forEachPoint(sizes, [&](const Point& x) {
+    DecodeVariant v;
+    v.headDim = dims[x[0]];
+    v.dtype = dtypes[x[1]];
+    v.heads = heads[x[2]];
+    v.warps = warps[x[3]];
+    v.keysPerWarp = kpw[x[4]];
+    v.vecWidth = vecs[x[5]];
+    v.partial = partials[x[6]];
+    v.scalar = x[7] == 1;
+    v.split = x[8] == 1;
+    // The scalar variant ignores keys per warp and vector width: keep one of each.
+    if (v.scalar && (x[4] != 0 || x[5] != 0)) return;
+    if (!v.unusableReason(sg).empty()) return;
+    if (v.workgroupSize(sg) > device->maxWorkgroupInvocations()) return;
+    if (v.sharedBytes(sg) > device->maxSharedMemoryBytes()) return;
+    if (v.partial == PartialStorage::Half && !device->fp16Arithmetic()) return;
+    points.push_back(x);
+    variants.push_back(v);
+  });
+  ASSERT_GT(points.size(), 100u);
+  const auto picked = coverPairs(points, sizes);
+  // Every value of every knob that some usable variant takes is compiled at least once.
+  EXPECT_EQ(valuesSeen(points, picked, sizes.size()), valuesSeen(points, all(points.size()), sizes.size()));
+  const auto seen = valuesSeen(points, picked, sizes.size());
+  EXPECT_EQ(seen[3].size(), 5u) << "every warp count";
+  EXPECT_EQ(seen[4].size(), kpw.size()) << "every keys-per-warp up to the subgroup size";
+  EXPECT_EQ(seen[5].size(), 3u) << "every vector width";
+
+  for (const auto i : picked) {
+    const DecodeVariant& v = variants[i];
+    const std::uint32_t query = points[i][9];
+    const std::string what = fmt::format("decode {}{}", v.key(),
+                                         query == 0   ? ""
+                                         : query == 1 ? " rope"
+                                                      : " rope-gptj-half");
+    buildAndCompile(what, [&] {
+      KernelBuilder b = builder();
+      b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
+      if (query == 0) {
+        b.emplace<FlashDecodeStage>(v);
+      } else {
+        const RopeStageParams rp{v.headDim, query == 1 ? v.headDim : v.headDim / 2, query == 2, v.dtype, v.heads};
+        b.emplace<RopeStage>(RopeStage::Mode::SharedQuery, rp).emplace<FlashDecodeFusedStage>(v);
+      }
+      KernelSource src = b.build();
+      // The Selector's shared-memory estimate is what the builder counts.
+      EXPECT_EQ(src.layout.sharedBytes, v.sharedBytes(sg)) << v.key();
+      return src;
+    });
+  }
+  RecordProperty("decode_kernels", compiled);
+  std::cout << "[ " << GetParam() << " ] compiled " << compiled << " decode kernels of " << points.size()
+            << " usable variants\n";
+}
+
+// ---- prefill (subgroup variant) -------------------------------------------------------------------
+
+TEST_P(KernelCompile, PrefillSubgroupVariants) {
+  // Axes: head_dim, dtype, f16 tiles, warps, rows per warp, keys per tile, stages, causal, split.
+  std::vector<std::uint32_t> keys;
+  for (std::uint32_t k = sg; k <= 64; k *= 2) keys.push_back(k);
+  const std::vector<std::uint32_t> dims = {64, 128}, warps = {1, 2, 4, 8}, rows = {1, 2, 4, 8};
+  const std::vector<DType> dtypes = {DType::F16, DType::F32};
+  const std::vector<std::uint32_t> sizes = {2, 2, 2, 4, 4, std::uint32_t(keys.size()), 2, 2, 2};
+
+  std::vector<Point> points;
+  std::vector<PrefillVariant> variants;
+  forEachPoint(sizes, [&](const Point& x) {
+    PrefillVariant v;
+    v.headDim = dims[x[0]];
+    v.dtype = dtypes[x[1]];
+    v.halfTiles = x[2] == 1;
+    v.coopMat = false;
+    v.warps = warps[x[3]];
+    v.rowsPerWarp = rows[x[4]];
+    v.keysPerTile = keys[x[5]];
+    v.stages = x[6] + 1;
+    v.causal = x[7] == 1;
+    v.split = x[8] == 1;
+    if (v.dtype == DType::F32 && v.halfTiles) return;  // f32 inputs are staged as f32
+    if (!v.unusableReason(sg).empty()) return;
+    if (v.workgroupSize(sg) > device->maxWorkgroupInvocations()) return;
+    if (v.sharedBytes(sg) > device->maxSharedMemoryBytes()) return;
+    points.push_back(x);
+    variants.push_back(v);
+  });
+  ASSERT_GT(points.size(), 50u);
+  const auto picked = coverPairs(points, sizes);
+  EXPECT_EQ(valuesSeen(points, picked, sizes.size()), valuesSeen(points, all(points.size()), sizes.size()));
+  const auto seen = valuesSeen(points, picked, sizes.size());
+  for (std::size_t a : {0, 1, 2, 6, 7, 8}) EXPECT_EQ(seen[a].size(), 2u) << "axis " << a;
+
+  for (const auto i : picked) {
+    const PrefillVariant& v = variants[i];
+    buildAndCompile(fmt::format("prefill {}", v.key()), [&] {
+      KernelBuilder b = builder();
+      b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Prefill, 1);
+      if (v.split)
+        b.emplace<SdpaPrefillSplitKPartStage>(v);
+      else
+        b.emplace<SdpaPrefillStage>(v);
+      KernelSource src = b.build();
+      EXPECT_FALSE(src.usesCoopMat);
+      EXPECT_EQ(src.layout.sharedBytes, v.sharedBytes(sg)) << v.key();
+      return src;
+    });
+  }
+  std::cout << "[ " << GetParam() << " ] compiled " << compiled << " prefill kernels of " << points.size()
+            << " usable variants\n";
+}
+
+// ---- the other stages ---------------------------------------------------------------------------
+
+TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
+  for (const std::uint32_t d : {64u, 128u}) {
+    for (const DType t : {DType::F16, DType::F32}) {
+      const std::string dt(dtypeName(t));
+      buildAndCompile(fmt::format("decode reduce D{} {}", d, dt), [&] {
+        return builder().workgroup(auxWorkgroup()).emplace<FlashDecodeSplitKReduceStage>(d, t).build();
+      });
+      buildAndCompile(fmt::format("prefill reduce D{} {}", d, dt), [&] {
+        return builder().workgroup(auxWorkgroup()).emplace<SdpaPrefillSplitKReduceStage>(d, t).build();
+      });
+      for (const bool interleaved : {false, true}) {
+        for (const std::uint32_t rot : {d, d / 2}) {
+          const RopeStageParams rp{d, rot, interleaved, t, 1};
+          buildAndCompile(fmt::format("rope in place D{} r{} {} {}", d, rot, interleaved, dt), [&] {
+            return builder().workgroup(auxWorkgroup()).emplace<RopeStage>(RopeStage::Mode::InPlace, rp).build();
+          });
+          buildAndCompile(fmt::format("kv append rope D{} r{} {} {}", d, rot, interleaved, dt),
+                          [&] { return builder().workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, rp).build(); });
+        }
+      }
+      // RoPE into shared memory for a decode of several heads (the rest of SharedQuery is covered by
+      // DecodeVariants, which fuses it).
+      buildAndCompile(fmt::format("rope shared query D{} {}", d, dt), [&] {
+        DecodeVariant v;
+        v.headDim = d;
+        v.dtype = t;
+        v.heads = 4;
+        v.keysPerWarp = 1;
+        v.vecWidth = 1;
+        v.warps = 2;
+        return builder()
+            .workgroup(v.workgroupSize(sg))
+            .emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, 4)
+            .emplace<RopeStage>(RopeStage::Mode::SharedQuery, RopeStageParams{d, d, false, t, 4})
+            .emplace<FlashDecodeFusedStage>(v)
+            .build();
+      });
+      buildAndCompile(fmt::format("kv append D{} {}", d, dt), [&] {
+        return builder().workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, std::nullopt).build();
+      });
+      for (const bool causal : {false, true}) {
+        const ReferenceParams p{d, t, causal, auxWorkgroup()};
+        buildAndCompile(fmt::format("reference scores D{} {} causal={}", d, dt, causal),
+                        [&] { return builder().workgroup(p.workgroup).emplace<ReferenceScoresStage>(p).build(); });
+        buildAndCompile(fmt::format("reference softmax D{} {} causal={}", d, dt, causal),
+                        [&] { return builder().workgroup(p.workgroup).emplace<ReferenceSoftmaxStage>(p).build(); });
+        buildAndCompile(fmt::format("reference pv D{} {} causal={}", d, dt, causal),
+                        [&] { return builder().workgroup(p.workgroup).emplace<ReferencePvStage>(p).build(); });
+      }
+    }
+  }
+  EXPECT_EQ(compiled, 2 * 2 * (2 + 8 + 1 + 1 + 6));
+}
+
+// ---- what the steps build ------------------------------------------------------------------------
+
+TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
+  // The Selector's own choices for typical calls, through the steps that record them. Prefill with
+  // cooperative matrices is left to its own tests: f16 prefill here takes the subgroup variant.
+  FlashAttentionStep flash(*device, SnippetLibrary::embedded(),
+                           RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
+  SdpaReferenceStep reference(*device, SnippetLibrary::embedded());
+  std::set<std::string> names;
+  for (const std::uint32_t d : {64u, 128u}) {
+    for (const DType t : {DType::F16, DType::F32}) {
+      std::vector<AttentionCall> calls;
+      for (const std::uint32_t kvLen : {200u, 16384u}) {  // without and with Split-K
+        test::CallShape s;
+        s.nHeads = 32;
+        s.nKvHeads = 8;
+        s.kvLen = kvLen;
+        s.headDim = d;
+        s.dtype = t;
+        calls.push_back(test::shapeCall(s));
+        calls.push_back(test::withRope(test::shapeCall(s), d, kvLen - 1));
+        s.nHeads = s.nKvHeads = 1;
+        calls.push_back(test::shapeCall(s));  // one workgroup: Split-K decode on a long cache anywhere
+        s.qLen = 7;
+        calls.push_back(test::shapeCall(s));  // few query tiles: Split-K prefill on a long cache
+        s.qLen = 200;
+        s.nHeads = 32;
+        s.nKvHeads = 8;
+        calls.push_back(test::shapeCall(s));
+      }
+      for (const auto& call : calls) {
+        for (const auto& k : flash.kernelsFor(call)) {
+          if (names.insert(k.name).second) expectCompiles(k);
+        }
+      }
+      // The reference path's scores for 200 x 200 keys fit any device's storage buffer.
+      for (const auto& k : reference.kernelsFor(calls[4])) {
+        if (names.insert(k.name).second) expectCompiles(k);
+      }
+    }
+  }
+  // Decode, decode split + reduce, fused RoPE decode, prefill, prefill split + reduce, reference x3.
+  std::set<std::string> kinds;
+  for (const auto& n : names) kinds.insert(n.substr(0, n.find("__")));
+  EXPECT_THAT(kinds, ::testing::IsSupersetOf({"HeadLayout_FlashDecode", "HeadLayout_Rope_FlashDecodeFused",
+                                              "FlashDecodeSplitKReduce", "HeadLayout_SdpaPrefill",
+                                              "HeadLayout_SdpaPrefillSplitKPart", "SdpaPrefillSplitKReduce",
+                                              "ReferenceScores", "ReferenceSoftmax", "ReferencePv"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"), presetName);
+
+}  // namespace
+}  // namespace foundry

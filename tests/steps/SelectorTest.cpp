@@ -1,0 +1,575 @@
+// Selector decisions against mocked devices: variants, Split-K factors and grids follow the documented
+// rules, knobs beat heuristics, knob values a device cannot honour are rejected by name, and every
+// decision carries a reason. The expected numbers are derived here from the rules as documented in
+// Selector.cpp, never by asking the Selector.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "foundry/Error.h"
+#include "steps/FlashAttentionStep.h"
+#include "steps/Selector.h"
+#include "support/Mocks.h"
+#include "support/ShapeCall.h"
+
+namespace foundry {
+namespace {
+
+using test::CallShape;
+using test::MockDeviceInfo;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::NiceMock;
+using ::testing::Return;
+
+std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) {
+  return static_cast<std::uint32_t>((a + b - 1) / b);
+}
+
+struct Split {
+  std::uint32_t splits = 1, chunk = 0;
+};
+
+/// Keys cut into chunks of a multiple of `granule`, at most `wanted` of them, none empty.
+Split chunked(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule) {
+  wanted = std::clamp<std::uint32_t>(wanted, 1, kvLen);
+  const std::uint32_t chunk = ceilDiv(ceilDiv(kvLen, wanted), granule) * granule;
+  return {ceilDiv(kvLen, chunk), chunk};
+}
+
+/// Decode: about two workgroups per compute unit, at least max(256, granule) keys per split.
+Split decodeRule(std::uint32_t kvLen, std::uint32_t computeUnits, std::uint32_t workgroupsWithoutSplit,
+                 std::uint32_t granule) {
+  const std::uint32_t fill = ceilDiv(2ull * computeUnits, workgroupsWithoutSplit);
+  const std::uint32_t longest = kvLen / std::max<std::uint32_t>(256, granule);
+  return chunked(kvLen, std::max<std::uint32_t>(1, std::min(fill, longest)), granule);
+}
+
+/// Prefill: split only when the query tiles leave compute units idle; at least 4 tiles per split.
+Split prefillRule(std::uint32_t kvLen, std::uint32_t computeUnits, std::uint32_t workgroupsWithoutSplit,
+                  std::uint32_t keysPerTile) {
+  if (workgroupsWithoutSplit >= computeUnits) return chunked(kvLen, 1, keysPerTile);
+  const std::uint32_t fill = ceilDiv(2ull * computeUnits, workgroupsWithoutSplit);
+  return chunked(kvLen, std::max<std::uint32_t>(1, std::min(fill, kvLen / (4 * keysPerTile))), keysPerTile);
+}
+
+AttentionPlan planFor(const DeviceInfo& device, const CallShape& shape, const RuntimeOptions& options = {}) {
+  return Selector::plan(describeCall(test::shapeCall(shape)), device, options);
+}
+
+const Decision* findDecision(const AttentionPlan& plan, const std::string& what) {
+  for (const auto& d : plan.decisions) {
+    if (d.what == what) return &d;
+  }
+  return nullptr;
+}
+
+MATCHER_P2(HasDecision, what, reasonMatcher, std::string("has a '") + what + "' decision") {
+  const Decision* d = findDecision(arg, what);
+  if (!d) {
+    *result_listener << "no such decision in: " << arg.describe();
+    return false;
+  }
+  *result_listener << "reason: " << d->reason;
+  return ::testing::Matches(reasonMatcher)(d->reason);
+}
+
+// ---- decode ---------------------------------------------------------------------------------------
+
+struct DecodeCase {
+  CallShape shape;
+  std::uint32_t heads;        ///< query heads per workgroup: largest divisor of the group up to 8
+  std::uint32_t keysPerWarp;  ///< about 8 elements of each key per lane at subgroup size 32
+};
+
+void PrintTo(const DecodeCase& c, std::ostream* os) {
+  *os << c.shape.str();
+}
+
+class H200DecodeSplit : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
+  const DecodeCase& c = GetParam();
+  NiceMock<MockDeviceInfo> device("h200");
+  const AttentionPlan plan = planFor(device, c.shape);
+  ASSERT_TRUE(plan.decode);
+  const DecodeVariant& v = plan.decodeVariant;
+  EXPECT_FALSE(v.scalar);
+  EXPECT_EQ(v.heads, c.heads);
+  EXPECT_EQ(v.keysPerWarp, c.keysPerWarp);
+  EXPECT_EQ(v.warps, 4u);
+  EXPECT_EQ(v.vecWidth, 4u);
+  EXPECT_EQ(v.partial, PartialStorage::Float);
+
+  const std::uint32_t base = c.shape.batch * c.shape.nHeads / c.heads;
+  const Split want = decodeRule(c.shape.kvLen, 132, base, 4 * c.keysPerWarp);
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_EQ(v.split, want.splits > 1);
+  EXPECT_EQ(plan.grid, (Grid{want.splits, c.shape.nHeads / c.heads, c.shape.batch}));
+  EXPECT_EQ(plan.reduceGrid, (Grid{c.shape.nHeads, 1, c.shape.batch}));
+  EXPECT_EQ(plan.reduceWorkgroup, 64u);
+  // Every split has keys and together they cover the cache.
+  EXPECT_LT(std::uint64_t(plan.splits - 1) * plan.kvChunk, c.shape.kvLen);
+  EXPECT_GE(std::uint64_t(plan.splits) * plan.kvChunk, c.shape.kvLen);
+  const std::uint64_t rows = std::uint64_t(c.shape.batch) * c.shape.nHeads * plan.splits;
+  EXPECT_EQ(plan.scratchBytes, plan.splits > 1 ? rows * (c.shape.headDim * 4 + 8) : 0u);
+}
+
+CallShape decodeShape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t kvLen,
+                      std::uint32_t headDim) {
+  CallShape s;
+  s.batch = batch;
+  s.nHeads = heads;
+  s.nKvHeads = kvHeads;
+  s.qLen = 1;
+  s.kvLen = kvLen;
+  s.headDim = headDim;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Selector, H200DecodeSplit,
+                         ::testing::Values(DecodeCase{decodeShape(1, 32, 8, 8192, 128), 4, 2},     // 32 splits of 256
+                                           DecodeCase{decodeShape(1, 32, 8, 5000, 128), 4, 2},     // 19 splits of 264
+                                           DecodeCase{decodeShape(1, 32, 32, 100000, 128), 1, 2},  // MHA: 9 splits
+                                           DecodeCase{decodeShape(4, 64, 8, 32768, 128), 8, 2},    // GQA 8, batch 4
+                                           DecodeCase{decodeShape(1, 8, 1, 300, 64), 8, 4},        // too short to split
+                                           DecodeCase{decodeShape(1, 8, 1, 1000, 64), 8, 4},       // 3 splits of 336
+                                           DecodeCase{decodeShape(64, 32, 8, 4096, 128), 4,
+                                                      2},  // enough workgroups already
+                                           DecodeCase{decodeShape(1, 24, 8, 65536, 128), 3, 2}),  // group 3
+                         [](const auto& tp) { return tp.param.shape.str(); });
+
+TEST(Selector, H200LongDecodeSplitsInto32ChunksOf256Keys) {
+  // The worked example: 8 workgroups without a split on 132 compute units want ceil(264 / 8) = 33
+  // splits; 8192 keys allow 8192 / 256 = 32; 8192 / 32 = 256 keys is already a multiple of 4 x 2.
+  NiceMock<MockDeviceInfo> device("h200");
+  const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
+  EXPECT_EQ(plan.splits, 32u);
+  EXPECT_EQ(plan.kvChunk, 256u);
+  EXPECT_EQ(plan.grid, (Grid{32, 8, 1}));
+  EXPECT_EQ(plan.reduceGrid, (Grid{32, 1, 1}));
+  EXPECT_THAT(plan, HasDecision("split-k", AllOf(HasSubstr("132 compute units"), HasSubstr("256 keys"))));
+}
+
+TEST(Selector, FewerComputeUnitsMeanFewerSplits) {
+  NiceMock<MockDeviceInfo> device("h200");
+  ON_CALL(device, computeUnits()).WillByDefault(Return(8u));
+  const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
+  EXPECT_EQ(plan.splits, 2u);  // ceil(16 / 8) = 2
+  EXPECT_EQ(plan.kvChunk, 4096u);
+}
+
+TEST(Selector, SplitKScratchStaysWithinOneStorageBuffer) {
+  NiceMock<MockDeviceInfo> device("h200");
+  // 32 query heads x (128 x 4 + 8) bytes per split: 12 splits are 199,680 bytes, 13 would not fit.
+  ON_CALL(device, maxStorageBufferRange()).WillByDefault(Return(200000u));
+  const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
+  const Split want = chunked(8192, 12, 8);
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_LE(plan.scratchBytes, 200000u);
+}
+
+TEST(Selector, LavapipeDecodeUsesTheSubgroupVariantSizedForSubgroupsOf8) {
+  NiceMock<MockDeviceInfo> device("lavapipe");
+  const AttentionPlan plan = planFor(device, decodeShape(1, 4, 1, 2048, 128));
+  const DecodeVariant& v = plan.decodeVariant;
+  EXPECT_FALSE(v.scalar);
+  EXPECT_EQ(v.heads, 4u);
+  EXPECT_EQ(v.keysPerWarp, 1u);  // 8 x 8 / 128 rounds to one key per subgroup: 16 elements per lane
+  EXPECT_EQ(v.elemsPerLane(8), 16u);
+  EXPECT_EQ(v.workgroupSize(8), 32u);
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("subgroup shuffles")));
+  // One workgroup on two compute units wants 4 splits; 2048 keys allow 8; granule 4 x 1.
+  EXPECT_EQ(plan.splits, 4u);
+  EXPECT_EQ(plan.kvChunk, 512u);
+  EXPECT_EQ(plan.grid, (Grid{4, 1, 1}));
+}
+
+TEST(Selector, NoSubgroupShufflesMeansTheScalarVariant) {
+  NiceMock<MockDeviceInfo> device("lavapipe");
+  ON_CALL(device, subgroupShuffle()).WillByDefault(Return(false));
+  const AttentionPlan plan = planFor(device, decodeShape(1, 4, 1, 2048, 128));
+  EXPECT_TRUE(plan.decodeVariant.scalar);
+  EXPECT_EQ(plan.decodeVariant.vecWidth, 1u);
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("no subgroup shuffles")));
+  // The scalar variant's keys move a workgroup (4 x 8 invocations) at a time.
+  const Split want = decodeRule(2048, 2, 1, 32);
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+}
+
+// ---- prefill --------------------------------------------------------------------------------------
+
+CallShape prefillShape(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen, std::uint32_t kvLen,
+                       std::uint32_t headDim, DType dtype = DType::F16) {
+  CallShape s;
+  s.nHeads = heads;
+  s.nKvHeads = kvHeads;
+  s.qLen = qLen;
+  s.kvLen = kvLen;
+  s.headDim = headDim;
+  s.dtype = dtype;
+  return s;
+}
+
+TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
+  NiceMock<MockDeviceInfo> device("h200");
+  for (const std::uint32_t d : {64u, 128u}) {
+    const AttentionPlan plan = planFor(device, prefillShape(32, 8, 2048, 2048, d));
+    ASSERT_FALSE(plan.decode);
+    const PrefillVariant& v = plan.prefillVariant;
+    EXPECT_TRUE(v.coopMat) << d;
+    EXPECT_EQ(v.rowsPerWarp, 16u);
+    EXPECT_EQ(v.warps, 4u);
+    EXPECT_EQ(v.keysPerTile % 16, 0u);
+    EXPECT_LE(v.keysPerTile, d > 64 ? 32u : 64u);
+    EXPECT_LE(v.sharedBytes(32), 49152u);
+    EXPECT_EQ(v.unusableReason(32), "");
+    EXPECT_THAT(plan, HasDecision("variant", HasSubstr("cooperative matrices")));
+    // 32 query tiles of 64 rows x 32 heads already fill 132 compute units.
+    EXPECT_EQ(plan.splits, 1u);
+    EXPECT_EQ(plan.grid, (Grid{32, 32, 1}));
+  }
+}
+
+TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
+  NiceMock<MockDeviceInfo> device("h200");
+  EXPECT_FALSE(planFor(device, prefillShape(32, 8, 256, 256, 128, DType::F32)).prefillVariant.coopMat);
+  ON_CALL(device, coopMatShapes())
+      .WillByDefault(Return(std::vector<CoopMatShape>{{16, 8, 16, DType::F16, DType::F32}}));
+  const AttentionPlan plan = planFor(device, prefillShape(32, 8, 256, 256, 128));
+  EXPECT_FALSE(plan.prefillVariant.coopMat);
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("no cooperative matrices")));
+}
+
+TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
+  NiceMock<MockDeviceInfo> device("h200");
+  // 2 tiles of 64 rows x 8 heads = 16 workgroups for 132 compute units.
+  const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128));
+  ASSERT_TRUE(plan.prefillVariant.coopMat);
+  ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 64u);
+  ASSERT_EQ(plan.prefillVariant.keysPerTile, 32u);
+  const Split want = prefillRule(16384, 132, 16, 32);
+  EXPECT_EQ(want.splits, 17u);  // min(ceil(264 / 16), 16384 / 128) = 17, chunks of 992
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_TRUE(plan.prefillVariant.split);
+  EXPECT_EQ(plan.grid, (Grid{2 * want.splits, 8, 1}));
+  EXPECT_EQ(plan.reduceGrid, (Grid{128, 8, 1}));
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("16 workgroups for 132 compute units")));
+}
+
+TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
+  NiceMock<MockDeviceInfo> device("lavapipe");
+  const AttentionPlan plan = planFor(device, prefillShape(1, 1, 8, 4096, 128));
+  const PrefillVariant& v = plan.prefillVariant;
+  EXPECT_FALSE(v.coopMat);
+  EXPECT_EQ(v.warps, 2u);
+  EXPECT_EQ(v.rowsPerWorkgroup(), 8u);
+  // 32 keys of f16 staged twice would need 36,384 bytes of 32,768: the tile halves to 16 keys.
+  EXPECT_EQ(v.keysPerTile, 16u);
+  EXPECT_EQ(v.stages, 2u);
+  EXPECT_LE(v.sharedBytes(8), 32768u);
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("no cooperative matrices")));
+  const Split want = prefillRule(4096, 2, 1, 16);
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.splits, 4u);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_EQ(plan.grid, (Grid{want.splits, 1, 1}));
+}
+
+TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannotRun) {
+  // The subgroup prefill kernel reduces rows with subgroupMax and subgroupAdd; there is no scalar one.
+  NiceMock<MockDeviceInfo> device("lavapipe");
+  ON_CALL(device, subgroupArithmetic()).WillByDefault(Return(false));
+  EXPECT_THAT([&] { planFor(device, prefillShape(8, 8, 64, 64, 128)); },
+              ::testing::ThrowsMessage<UnsupportedError>(
+                  AllOf(HasSubstr("subgroup arithmetic"), HasSubstr("SdpaReferenceStep"))));
+  // Decode needs only shuffles.
+  EXPECT_NO_THROW(planFor(device, decodeShape(1, 8, 8, 64, 128)));
+}
+
+TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
+  NiceMock<MockDeviceInfo> device("h200");
+  const auto options = RuntimeOptions::fromEnvironment(
+      {{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "8"}});
+  const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128), options);
+  EXPECT_EQ(plan.splits, 1u);
+  EXPECT_FALSE(plan.prefillVariant.split);
+  EXPECT_EQ(plan.kvChunk, 16384u);
+  EXPECT_EQ(plan.grid, (Grid{2, 8, 1}));
+  EXPECT_EQ(plan.scratchBytes, 0u);
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_DISABLE_FA_PREFILL_SPLITK")));
+}
+
+// ---- knobs ----------------------------------------------------------------------------------------
+
+TEST(Selector, DecodeKnobsBeatTheHeuristics) {
+  NiceMock<MockDeviceInfo> device("h200");
+  const CallShape shape = decodeShape(1, 32, 8, 8192, 128);
+  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                        {"FOUNDRY_FA_DECODE_WARPS", "2"},
+                                                        {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "4"},
+                                                        {"FOUNDRY_FA_DECODE_VEC", "2"},
+                                                        {"FOUNDRY_FA_DECODE_TG_OUT", "half"}});
+  const AttentionPlan plan = planFor(device, shape, options);
+  const DecodeVariant& v = plan.decodeVariant;
+  EXPECT_EQ(v.warps, 2u);
+  EXPECT_EQ(v.keysPerWarp, 4u);
+  EXPECT_EQ(v.vecWidth, 2u);
+  EXPECT_EQ(v.partial, PartialStorage::Half);
+  const Split want = chunked(8192, 3, 2 * 4);
+  EXPECT_EQ(plan.splits, 3u);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_EQ(plan.grid, (Grid{3, 8, 1}));
+  for (const char* what : {"split-k", "warps", "keys per warp", "vector width", "partial storage"}) {
+    EXPECT_THAT(plan, HasDecision(what, HasSubstr("FOUNDRY_FA_DECODE_"))) << what;
+  }
+  // Forcing the scalar variant works on a device that has shuffles.
+  const AttentionPlan scalar =
+      planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
+  EXPECT_TRUE(scalar.decodeVariant.scalar);
+  EXPECT_THAT(scalar, HasDecision("variant", HasSubstr("FOUNDRY_FA_DECODE_SCALAR")));
+  // A split of 1 turns Split-K off even where the heuristic wants 32.
+  const AttentionPlan one =
+      planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "1"}}));
+  EXPECT_EQ(one.splits, 1u);
+  EXPECT_FALSE(one.decodeVariant.split);
+}
+
+TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
+  NiceMock<MockDeviceInfo> device("h200");
+  // 7 splits of 20 keys would be 3 keys each, but chunks are whole granules of 4 warps x 2 keys:
+  // chunks of 8 keys give 3 splits, the last one holding 4 keys.
+  const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 20, 128),
+                                     RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "7"}}));
+  EXPECT_EQ(plan.kvChunk, 8u);
+  EXPECT_EQ(plan.splits, 3u);
+  EXPECT_EQ(plan.grid.x, 3u);
+}
+
+TEST(Selector, PrefillKnobsBeatTheHeuristics) {
+  NiceMock<MockDeviceInfo> device("h200");
+  const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
+  const auto options = RuntimeOptions::fromEnvironment(
+      {{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_PREFILL_WARPS", "2"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}});
+  const AttentionPlan plan = planFor(device, shape, options);
+  const PrefillVariant& v = plan.prefillVariant;
+  EXPECT_FALSE(v.coopMat);
+  EXPECT_EQ(v.warps, 2u);
+  EXPECT_EQ(plan.splits, 3u);
+  EXPECT_EQ(plan.kvChunk, chunked(16384, 3, v.keysPerTile).chunk);
+  EXPECT_EQ(plan.grid, (Grid{ceilDiv(128, v.rowsPerWorkgroup()) * 3, 8, 1}));
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT")));
+  EXPECT_THAT(plan, HasDecision("warps", HasSubstr("FOUNDRY_FA_PREFILL_WARPS")));
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_FA_PREFILL_SPLIT_K")));
+}
+
+TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValues) {
+  struct Bad {
+    const char* knob;
+    const char* value;
+    const char* accepted;
+  };
+  for (const Bad& b :
+       {Bad{"FOUNDRY_FA_DECODE_WARPS", "3", "auto, 1, 2, 4, 8, 16"},
+        Bad{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "0", "auto, 1, 2, 4, ..., 256"},
+        Bad{"FOUNDRY_FA_DECODE_VEC", "8", "auto, 1, 2, 4"}, Bad{"FOUNDRY_FA_DECODE_SPLIT_K", "300", "auto or 1..256"},
+        Bad{"FOUNDRY_FA_DECODE_TG_OUT", "double", "auto, float, half"},
+        Bad{"FOUNDRY_FA_PREFILL_WARPS", "16", "auto, 1, 2, 4, 8"},
+        Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..64"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
+        Bad{"FOUNDRY_DISABLE_FA", "2", "0, 1, true, false"}}) {
+    try {
+      RuntimeOptions::fromEnvironment({{b.knob, b.value}});
+      ADD_FAILURE() << b.knob << "=" << b.value << " was accepted";
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr(b.knob));
+      EXPECT_THAT(e.what(), AllOf(HasSubstr(std::string("'") + b.value + "'"), HasSubstr(b.accepted)));
+    }
+  }
+}
+
+TEST(Selector, KeysPerWarpBeyondLavapipesSubgroupIsRejectedByName) {
+  NiceMock<MockDeviceInfo> device("lavapipe");
+  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}});
+  try {
+    planFor(device, decodeShape(1, 32, 8, 1024, 128), options);
+    FAIL() << "16 keys per subgroup of 8 was accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "FOUNDRY_FA_DECODE_KEYS_PER_WARP");
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("16"), HasSubstr("subgroup size 8"), HasSubstr("powers of two up to 8")));
+  }
+  // The same value is fine where subgroups have 32 lanes.
+  NiceMock<MockDeviceInfo> h200("h200");
+  EXPECT_EQ(planFor(h200, decodeShape(1, 32, 8, 1024, 128), options).decodeVariant.keysPerWarp, 16u);
+}
+
+TEST(Selector, KeysPerWarpThatNeedTooManyRegistersAreRejectedByName) {
+  NiceMock<MockDeviceInfo> device("h200");
+  // 32 keys per subgroup of 32 leave 64 elements of each D64 key per lane, for 8 heads: 512 > 256.
+  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "32"}});
+  EXPECT_THAT([&] { planFor(device, decodeShape(1, 8, 1, 1024, 64), options); },
+              ::testing::ThrowsMessage<UserError>(
+                  AllOf(HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"), HasSubstr("too many registers"))));
+  // One key per subgroup leaves 2 elements per lane: not a whole vector of 4.
+  const auto narrow =
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "1"}, {"FOUNDRY_FA_DECODE_VEC", "4"}});
+  EXPECT_THAT([&] { planFor(device, decodeShape(1, 8, 8, 1024, 64), narrow); },
+              ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"),
+                                                        HasSubstr("not a multiple of the vector width 4"))));
+}
+
+TEST(Selector, CooperativeMatricesForcedOnWhereThereAreNoneIsUnsupported) {
+  NiceMock<MockDeviceInfo> device("lavapipe");
+  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}});
+  EXPECT_THAT([&] { planFor(device, prefillShape(8, 8, 64, 64, 128), options); },
+              ::testing::ThrowsMessage<UnsupportedError>(AllOf(
+                  HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"), HasSubstr("llvmpipe (preset)"), HasSubstr("auto or 0"))));
+  // On the H200 it is honoured for f16 and refused for f32, naming the dtype.
+  NiceMock<MockDeviceInfo> h200("h200");
+  EXPECT_TRUE(planFor(h200, prefillShape(8, 8, 64, 64, 128), options).prefillVariant.coopMat);
+  EXPECT_THAT([&] { planFor(h200, prefillShape(8, 8, 64, 64, 128, DType::F32), options); },
+              ::testing::ThrowsMessage<UnsupportedError>(HasSubstr("f32")));
+}
+
+TEST(Selector, WarpKnobsBeyondTheWorkgroupLimitAreRejectedByName) {
+  NiceMock<MockDeviceInfo> device("small");
+  ON_CALL(device, maxWorkgroupInvocations()).WillByDefault(Return(64u));
+  EXPECT_THAT(
+      [&] {
+        planFor(device, decodeShape(1, 8, 8, 1024, 64),
+                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "8"}}));
+      },
+      ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_WARPS"), HasSubstr("1..4"))));
+  EXPECT_THAT(
+      [&] {
+        planFor(device, prefillShape(8, 8, 64, 64, 64),
+                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "8"}}));
+      },
+      ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_PREFILL_WARPS"), HasSubstr("1..4"))));
+  // Without knobs the heuristics stay inside the limit.
+  EXPECT_LE(planFor(device, decodeShape(1, 8, 8, 1024, 64)).decodeVariant.workgroupSize(16), 64u);
+}
+
+// ---- a small GPU without fp16 arithmetic ----------------------------------------------------------
+
+TEST(Selector, SmallGpuWithoutFp16KeepsFloatPartialsAndFloatTiles) {
+  NiceMock<MockDeviceInfo> device("small");
+  ASSERT_FALSE(device.fp16Arithmetic());
+  const AttentionPlan decode = planFor(device, decodeShape(1, 32, 8, 4096, 128));
+  EXPECT_EQ(decode.decodeVariant.partial, PartialStorage::Float);
+  EXPECT_LE(decode.decodeVariant.sharedBytes(16), 16384u);
+  const AttentionPlan prefill = planFor(device, prefillShape(8, 8, 256, 256, 64));
+  EXPECT_FALSE(prefill.prefillVariant.coopMat);
+  EXPECT_FALSE(prefill.prefillVariant.halfTiles);
+  EXPECT_FALSE(prefill.prefillVariant.tilesAreHalf());
+  EXPECT_LE(prefill.prefillVariant.sharedBytes(16), 16384u);
+  EXPECT_THAT(prefill.prefillVariant.key(), HasSubstr("_f32tiles"));
+  EXPECT_THAT(
+      [&] {
+        planFor(device, decodeShape(1, 32, 8, 4096, 128),
+                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
+      },
+      ::testing::ThrowsMessage<UserError>(
+          AllOf(HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"), HasSubstr("no fp16"), HasSubstr("auto, float"))));
+}
+
+TEST(Selector, SmallGpuServesAGroupOf8WithFewerWarpsInsteadOfFailing) {
+  // Llama-3-70B-like GQA (8 query heads per KV head), D128: 4 subgroups of float partials for 8 heads
+  // need 20,736 bytes; the device has 16,384 and cannot keep half partials. Fewer subgroups fit.
+  NiceMock<MockDeviceInfo> device("small");
+  const AttentionPlan plan = planFor(device, decodeShape(1, 64, 8, 4096, 128));
+  const DecodeVariant& v = plan.decodeVariant;
+  EXPECT_EQ(v.heads, 8u);
+  EXPECT_EQ(v.partial, PartialStorage::Float);
+  EXPECT_EQ(v.warps, 2u);
+  EXPECT_LE(v.sharedBytes(16), 16384u);
+  EXPECT_THAT(plan, HasDecision("warps", HasSubstr("shared memory")));
+  // The split follows the smaller granule of 2 warps x 1 key.
+  const Split want = decodeRule(4096, 8, 8, 2);
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  // Asking for 4 warps explicitly is refused, without suggesting half partials the device lacks.
+  try {
+    planFor(device, decodeShape(1, 64, 8, 4096, 128),
+            RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}}));
+    FAIL() << "4 warps of float partials for 8 heads were accepted in 16 KiB";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "FOUNDRY_FA_DECODE_WARPS");
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("20736"), HasSubstr("16384"), ::testing::Not(HasSubstr("TG_OUT=half"))));
+  }
+}
+
+TEST(Selector, APrefillTileNoDeviceSharedMemoryHoldsIsUnsupportedNotAKnobError) {
+  // Sixteen keys (one subgroup) of 128 f32 values for K and V are 16,512 bytes: no tile fits 16 KiB.
+  NiceMock<MockDeviceInfo> device("small");
+  try {
+    planFor(device, prefillShape(8, 8, 256, 256, 128));
+    FAIL() << "a D128 prefill tile was planned in 16 KiB";
+  } catch (const UnsupportedError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("head_dim 128"), HasSubstr("16384"), HasSubstr("SdpaReferenceStep")));
+    EXPECT_THAT(std::string(e.what()), ::testing::Not(::testing::EndsWith(": ")));
+  }
+  // With the warps knob set the same failure names the knob.
+  EXPECT_THAT(
+      [&] {
+        planFor(device, prefillShape(8, 8, 256, 256, 128),
+                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "1"}}));
+      },
+      ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_WARPS")));
+}
+
+// ---- reasons --------------------------------------------------------------------------------------
+
+TEST(Selector, EveryDecisionHasAReason) {
+  std::vector<RuntimeOptions> optionSets = {
+      RuntimeOptions{},
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}),
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "2"},
+                                       {"FOUNDRY_FA_DECODE_TG_OUT", "float"},
+                                       {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"},
+                                       {"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
+  };
+  int planned = 0;
+  for (const char* preset : {"h200", "h100", "lavapipe", "small", "amd-rdna3"}) {
+    NiceMock<MockDeviceInfo> device(preset);
+    for (const auto& options : optionSets) {
+      for (const std::uint32_t d : {64u, 128u}) {
+        for (const DType dtype : {DType::F16, DType::F32}) {
+          for (const std::uint32_t qLen : {1u, 7u, 512u}) {
+            for (const std::uint32_t kvLen : {512u, 20000u}) {
+              CallShape s = prefillShape(32, 8, qLen, kvLen, d, dtype);
+              SCOPED_TRACE(fmt::format("{} {}", preset, s.str()));
+              AttentionPlan plan;
+              try {
+                plan = planFor(device, s, options);
+              } catch (const UnsupportedError& e) {
+                // Only prefill tiles a device's shared memory cannot hold may be refused here.
+                EXPECT_GT(qLen, 1u) << e.what();
+                EXPECT_THAT(e.what(), HasSubstr("shared memory"));
+                continue;
+              }
+              ++planned;
+              EXPECT_GE(plan.decisions.size(), 4u);
+              for (const auto& dec : plan.decisions) {
+                EXPECT_FALSE(dec.what.empty());
+                EXPECT_FALSE(dec.value.empty()) << dec.what;
+                EXPECT_FALSE(dec.reason.empty()) << dec.what << " = " << dec.value;
+                EXPECT_THAT(plan.describe(), HasSubstr(dec.what + " = " + dec.value + " (" + dec.reason + ")"));
+              }
+              EXPECT_NE(findDecision(plan, "split-k"), nullptr);
+              EXPECT_NE(findDecision(plan, "variant"), nullptr);
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(planned, 300);
+}
+
+}  // namespace
+}  // namespace foundry
