@@ -31,7 +31,9 @@ case "${1:-}" in
     status=0
     for t in .device/bin/foundry_*_tests; do
       [ -x "$t" ] || continue
-      "$t" --gtest_brief=1 >"$out/$(basename "$t").log" 2>&1 || { status=1; echo "FAILED: $t"; tail -40 "$out/$(basename "$t").log"; }
+      echo "== $t" >>"$out/tests.log"
+      "$t" --gtest_brief=1 >/tmp/test.log 2>&1 || { status=1; echo "FAILED: $t"; tail -40 /tmp/test.log; }
+      cat /tmp/test.log >>"$out/tests.log"
     done
     foundry bench --suite all --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=1
     python3 .device/torch_sdpa.py > "$out/torch.jsonl"
