@@ -95,7 +95,7 @@ Ceilings Runner::measureCeilings() {
     const std::vector<float> ones(512, 1.0f / 64.0f);
     const Tensor operands = rt_.allocate("operands", DType::F16, {512});
     rt_.upload(operands, ones);
-    const Tensor result = rt_.allocate("result", DType::F32, {std::int64_t(groups) * warps * 256});
+    const Tensor result = rt_.allocate("result", DType::F32, {std::int64_t(groups) * warps * 1024});
     const KernelSource k = rt_.builder().workgroup(warps * sg).emplace<MmaLoopStage>().build();
     std::vector<double> samples;
     const double us = timeCall(

@@ -24,8 +24,10 @@ std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) c
   shaderc::Compiler compiler;
   shaderc::CompileOptions options;
   options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
-  options.SetOptimizationLevel(optimization_ == Optimization::Performance ? shaderc_optimization_level_performance
-                                                                          : shaderc_optimization_level_zero);
+  // Cooperative-matrix kernels skip spirv-opt: Debian's SPIRV-Tools crashes folding some
+  // cooperative-matrix arithmetic, and the drivers that run them optimise on their own anyway.
+  const bool optimise = optimization_ == Optimization::Performance && !source.usesCoopMat;
+  options.SetOptimizationLevel(optimise ? shaderc_optimization_level_performance : shaderc_optimization_level_zero);
   const auto result = compiler.CompileGlslToSpv(source.glsl, shaderc_compute_shader,
                                                 (source.name + ".comp").c_str(), "main", options);
   if (result.GetCompilationStatus() != shaderc_compilation_status_success) {

@@ -23,7 +23,7 @@ void MmaLoopStage::declare(KernelInterface& k, const DeviceInfo&) const {
 
 void MmaLoopStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint subgroup = gl_WorkGroupID.x * (WORKGROUP_SIZE / SUBGROUP_SIZE) + gl_SubgroupID;");
-  w.line("mma_loop(pc.iterations, subgroup * 256u);");
+  w.line("mma_loop(pc.iterations, subgroup * 1024u);");
 }
 
 }  // namespace foundry

@@ -1,5 +1,8 @@
 #include "foundry/vk/PipelineCache.h"
 
+#include <cstring>
+#include <span>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -79,11 +82,32 @@ void Pipeline::release() {
   module_ = VK_NULL_HANDLE;
 }
 
+namespace {
+
+// Drivers are entitled to trust a pipeline cache blob, so Foundry only hands over one whose header
+// (VkPipelineCacheHeaderVersionOne) names this very device and driver.
+bool headerMatches(std::span<const std::byte> data, VkPhysicalDevice physical) {
+  VkPipelineCacheHeaderVersionOne header{};
+  if (data.size() < sizeof(header)) return false;
+  std::memcpy(&header, data.data(), sizeof(header));
+  VkPhysicalDeviceProperties p{};
+  vkGetPhysicalDeviceProperties(physical, &p);
+  return header.headerSize >= sizeof(header) && header.headerSize <= data.size() &&
+         header.headerVersion == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && header.vendorID == p.vendorID &&
+         header.deviceID == p.deviceID && std::memcmp(header.pipelineCacheUUID, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
+}
+
+}  // namespace
+
 PipelineCache::PipelineCache(VulkanDevice& device, std::shared_ptr<KernelCache> kernels,
                              std::shared_ptr<const DiskCache> disk)
     : device_(device), kernels_(std::move(kernels)), disk_(std::move(disk)) {
   std::optional<std::vector<std::byte>> initial;
   if (disk_) initial = disk_->load("pipeline", diskKey());
+  if (initial && !headerMatches(*initial, device.physical())) {
+    spdlog::warn("ignoring a saved pipeline cache whose header does not match device '{}'", device.caps().name);
+    initial.reset();
+  }
   VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   if (initial) {
     info.initialDataSize = initial->size();
@@ -126,7 +150,7 @@ void PipelineCache::save() {
   std::vector<std::byte> data(size);
   FOUNDRY_VK(vkGetPipelineCacheData(device_.handle(), cache_, &size, data.data()));
   data.resize(size);
-  disk_->store("pipeline", diskKey(), data);
+  if (headerMatches(data, device_.physical())) disk_->store("pipeline", diskKey(), data);
 }
 
 std::shared_ptr<const Pipeline> PipelineCache::get(const KernelSource& source) {

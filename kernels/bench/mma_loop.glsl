@@ -14,5 +14,9 @@ void mma_loop(uint iterations, uint out_offset) {
     c2 = coopMatMulAddNV(a, b, c2);
     c3 = coopMatMulAddNV(a, b, c3);
   }
-  coopMatStoreNV(c0 + c1 + c2 + c3, result, out_offset, 16u, false);
+  // Four stores rather than one sum: Debian's spirv-opt crashes folding adds of cooperative matrices.
+  coopMatStoreNV(c0, result, out_offset, 16u, false);
+  coopMatStoreNV(c1, result, out_offset + 256u, 16u, false);
+  coopMatStoreNV(c2, result, out_offset + 512u, 16u, false);
+  coopMatStoreNV(c3, result, out_offset + 768u, 16u, false);
 }

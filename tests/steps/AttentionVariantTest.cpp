@@ -3,7 +3,10 @@
 // variant and split, and the recorded kernels are the ones that variant needs.
 #include <gtest/gtest.h>
 
+#include "foundry/Error.h"
+#include "steps/Selector.h"
 #include "support/AttentionHarness.h"
+#include "support/TestRuntime.h"
 
 namespace foundry::test {
 namespace {
@@ -16,9 +19,12 @@ AttentionCase shape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHe
   return attentionCase(batch, heads, kvHeads, qLen, kvLen, headDim, dtype, q, o);
 }
 
-/// Knobs as a builder: Knobs().warps(2).keys(4).splitK(3) ...
+/// Knobs as a builder: Knobs().warps(2).keys(4).splitK(3) ... The subgroup prefill variant is the
+/// default here (it is the one every device runs); coopMat() asks for the cooperative-matrix one.
 struct Knobs {
+  Knobs() { o.faPrefillCoopMat = Force::Off; }
   RuntimeOptions o;
+  Knobs& coopMat() { o.faPrefillCoopMat = Force::On; return *this; }
   Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
   Knobs& keys(std::uint32_t k) { o.faDecodeKeysPerWarp = k; return *this; }
   Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
@@ -36,8 +42,8 @@ struct VariantCase {
   AttentionCase shape;
   RuntimeOptions options;
   std::uint32_t splits = 1;  ///< the Split-K factor the plan must carry
-  std::uint32_t stages = 0;  ///< prefill: the staging depth the plan must carry (0: not checked)
-  std::uint32_t rows = 0;    ///< prefill: query rows per subgroup the plan must carry (0: not checked)
+  std::uint32_t stages = 0;  ///< prefill on lavapipe: the staging depth the plan must carry (0: not checked)
+  std::uint32_t rows = 0;    ///< prefill on lavapipe: query rows per subgroup the plan must carry (0: not checked)
   std::string name() const { return shape.name() + "__" + optionsName(options); }
 };
 
@@ -46,6 +52,19 @@ void PrintTo(const VariantCase& v, std::ostream* os) { *os << v.name(); }
 std::string variantName(const ::testing::TestParamInfo<VariantCase>& info) { return info.param.name(); }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The tile expectations below were worked out for lavapipe (subgroup 8, 32 KiB of shared memory).
+bool onLavapipeLimits() {
+  const DeviceInfo& d = runtime().info();
+  return d.subgroupSize() == 8 && d.maxSharedMemoryBytes() == 32768;
+}
+
+// The split factor a forced `wanted` gives for this kv length and key granule (no empty last split).
+std::uint32_t forcedSplits(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule) {
+  std::uint32_t splits = 0, chunk = 0;
+  Selector::splitKeys(kvLen, wanted, granule, splits, chunk);
+  return splits;
+}
 
 // The recorded kernels are the main (or Split-K part) kernel, then the reduce when splitting.
 void expectKernels(const StepRecord& record, const std::string& variantKey) {
@@ -65,7 +84,21 @@ class DecodeVariants : public ::testing::TestWithParam<VariantCase> {};
 TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   const VariantCase& vc = GetParam();
   const RuntimeOptions& o = vc.options;
-  const AttentionResult r = runFlash(vc.shape, o);
+  const std::uint32_t sg = runtime().info().subgroupSize();
+  AttentionResult r;
+  try {
+    r = runFlash(vc.shape, o);
+  } catch (const UserError& e) {
+    // A knob this device cannot honour must be refused by name, and only then.
+    DecodeVariant want;
+    want.headDim = vc.shape.headDim;
+    want.keysPerWarp = o.faDecodeKeysPerWarp.value_or(1);
+    want.vecWidth = o.faDecodeVectorWidth.value_or(4);
+    ASSERT_FALSE(o.faDecodeScalar) << e.what();
+    ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
+    EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
+    return;
+  }
   const AttentionPlan& plan = r.record.plan;
   ASSERT_TRUE(plan.decode);
   const DecodeVariant& v = plan.decodeVariant;
@@ -82,8 +115,10 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
-  EXPECT_EQ(plan.splits, vc.splits) << plan.describe();
-  EXPECT_EQ(v.split, vc.splits > 1) << plan.describe();
+  const std::uint32_t granule = v.scalar ? v.workgroupSize(sg) : v.warps * v.keysPerWarp;
+  const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, granule);
+  EXPECT_EQ(plan.splits, splits) << plan.describe();
+  EXPECT_EQ(v.split, splits > 1) << plan.describe();
   expectKernels(r.record, v.key());
   EXPECT_TRUE(matchesReference(vc.shape, r));
 }
@@ -129,22 +164,26 @@ class PrefillVariants : public ::testing::TestWithParam<VariantCase> {};
 TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   const VariantCase& vc = GetParam();
   const RuntimeOptions& o = vc.options;
+  if (o.faPrefillCoopMat == Force::On && !runtime().info().hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+    GTEST_SKIP() << "the device has no cooperative matrices";
+  }
   const AttentionResult r = runFlash(vc.shape, o);
   const AttentionPlan& plan = r.record.plan;
   ASSERT_FALSE(plan.decode);
   const PrefillVariant& v = plan.prefillVariant;
-  EXPECT_FALSE(v.coopMat) << "lavapipe has no cooperative matrices: " << plan.describe();
+  EXPECT_EQ(v.coopMat, o.faPrefillCoopMat == Force::On) << plan.describe();
   if (o.faPrefillWarps) {
     EXPECT_EQ(v.warps, *o.faPrefillWarps) << plan.describe();
   }
-  if (vc.stages) {
+  if (vc.stages && onLavapipeLimits()) {
     EXPECT_EQ(v.stages, vc.stages) << plan.describe();
   }
-  if (vc.rows) {
+  if (vc.rows && onLavapipeLimits()) {
     EXPECT_EQ(v.rowsPerWarp, vc.rows) << plan.describe();
   }
-  EXPECT_EQ(plan.splits, vc.splits) << plan.describe();
-  EXPECT_EQ(v.split, vc.splits > 1) << plan.describe();
+  const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, v.keysPerTile);
+  EXPECT_EQ(plan.splits, splits) << plan.describe();
+  EXPECT_EQ(v.split, splits > 1) << plan.describe();
   if (vc.splits > 1) {
     EXPECT_EQ(plan.kvChunk % v.keysPerTile, 0u) << plan.describe();
   }
@@ -183,7 +222,13 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P2, Knobs().prefillSplitK(3).noPrefillSplitK(), 1}, VariantCase{P2, Knobs().prefillSplitK(3), 3},
         VariantCase{P2, Knobs().prefillSplitK(2).prefillWarps(8), 2, 1, 2},
         VariantCase{P3, Knobs().prefillSplitK(3), 3},  // early query tiles see only the first split
-        VariantCase{P4, Knobs().prefillSplitK(3), 3}, VariantCase{P5, Knobs().prefillSplitK(2), 2}),
+        VariantCase{P4, Knobs().prefillSplitK(3), 3}, VariantCase{P5, Knobs().prefillSplitK(2), 2},
+        // The cooperative-matrix variant, where the device has it (the f16 shapes).
+        VariantCase{P1, Knobs().coopMat().prefillWarps(1).noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().coopMat().prefillWarps(2).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().prefillSplitK(3), 3}, VariantCase{P5, Knobs().coopMat().prefillSplitK(2), 2},
+        VariantCase{P1, Knobs().coopMat().prefillSplitK(2).prefillWarps(4), 2}),
     variantName);
 
 }  // namespace

@@ -44,6 +44,8 @@ Runtime& runtime() {
 
 bool runtimeCreated() { return holder() != nullptr; }
 
+void shutdownRuntime() { holder().reset(); }
+
 std::vector<float> randomVector(std::size_t n, std::uint32_t seed, float lo, float hi) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

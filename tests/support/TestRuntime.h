@@ -14,6 +14,9 @@ namespace foundry::test {
 Runtime& runtime();
 /// True once runtime() has been created.
 bool runtimeCreated();
+/// Destroys the runtime. main() calls it before returning: Vulkan objects must not outlive the
+/// driver's own teardown at exit.
+void shutdownRuntime();
 
 /// Uniform values in [lo, hi) from a seeded generator; never all zeros.
 std::vector<float> randomVector(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f);

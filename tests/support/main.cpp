@@ -5,5 +5,7 @@
 int main(int argc, char** argv) {
   ::testing::InitGoogleMock(&argc, argv);
   foundry::test::installValidationListener();
-  return RUN_ALL_TESTS();
+  const int result = RUN_ALL_TESTS();
+  foundry::test::shutdownRuntime();
+  return result;
 }
