@@ -10,6 +10,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/vk/Buffer.h"
+#include "foundry/vk/PipelineCache.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "stages/CeilingStages.h"
 #include "steps/CpuReference.h"
@@ -122,10 +123,10 @@ std::vector<float> randomValues(std::size_t n, std::uint32_t seed) {
 
 }  // namespace
 
-Result Runner::run(const Shape& s, const Ceilings& ceilings) {
-  Result res;
-  res.shape = s;
-  AttentionProblem p;
+Prepared Runner::prepare(const Shape& s) {
+  Prepared pr;
+  pr.shape = s;
+  AttentionProblem& p = pr.problem;
   p.batch = s.batch;
   p.nHeads = s.heads;
   p.nKvHeads = s.kvHeads;
@@ -135,44 +136,52 @@ Result Runner::run(const Shape& s, const Ceilings& ceilings) {
   p.headDim = s.headDim;
   p.dtype = DType::F16;
   p.causal = s.causal;
-  const auto qHost = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
-  const auto kHost = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
-  const auto vHost = randomValues(kHost.size(), 13);
+  pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
+  pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
+  pr.v = randomValues(pr.k.size(), 13);
   // Enough copies that one pass over them exceeds four times the L2.
-  const double setBytes = 2.0 * (qHost.size() * 2 + kHost.size() * 2);
-  res.copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
-  std::vector<AttentionCall> calls(res.copies);
-  for (std::uint32_t c = 0; c < res.copies; ++c) {
-    auto& call = calls[c];
+  const double setBytes = 2.0 * (pr.q.size() * 2 + pr.k.size() * 2);
+  const auto copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
+  pr.calls.resize(copies);
+  for (auto& call : pr.calls) {
     call.q = rt_.allocate("q", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
     call.k = rt_.allocate("k_cache", DType::F16, p.kvDims(), Layout::KvCache);
     call.v = rt_.allocate("v_cache", DType::F16, p.kvDims(), Layout::KvCache);
     call.o = rt_.allocate("o", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
-    rt_.upload(call.q, qHost);
-    rt_.upload(call.k, kHost);
-    rt_.upload(call.v, vHost);
+    rt_.upload(call.q, pr.q);
+    rt_.upload(call.k, pr.k);
+    rt_.upload(call.v, pr.v);
     call.kvLen = p.kvLen;
     call.causal = p.causal;
   }
-  FlashAttentionStep step(rt_.info(), rt_.snippets(), rt_.options());
+  return pr;
+}
+
+Result Runner::measure(Prepared& pr, const RuntimeOptions& knobs, const Ceilings& ceilings) {
+  const Shape& s = pr.shape;
+  const AttentionProblem& p = pr.problem;
+  Result res;
+  res.shape = s;
+  res.copies = static_cast<std::uint32_t>(pr.calls.size());
+  FlashAttentionStep step(rt_.info(), rt_.snippets(), knobs);
   DeviceWorkspace workspace(rt_);
 
   // Correctness first: sampled rows of copy 0 against the CPU float64 reference.
   {
-    rt_.poison(calls[0].o);
+    rt_.poison(pr.calls[0].o);
     auto d = rt_.dispatcher();
     StepContext ctx{*d, workspace, &rt_};
-    const StepRecord rec = step.run(ctx, calls[0]);
+    const StepRecord rec = step.run(ctx, pr.calls[0]);
     d->submit();
     res.kernels = rec.kernels;
     res.plan = rec.plan.describe();
-    const auto got = rt_.download(calls[0].o);
+    const auto got = rt_.download(pr.calls[0].o);
     std::mt19937 gen(7);
     double worst = 0, scale = 1e-6;
     for (std::uint32_t n = 0; n < options_.checkRows; ++n) {
       const std::uint32_t b = gen() % p.batch, h = gen() % p.nHeads;
       const std::uint32_t i = n == 0 ? p.qLen - 1 : gen() % p.qLen;
-      const auto want = cpuAttentionRow(p, qHost, kHost, vHost, b, h, i);
+      const auto want = cpuAttentionRow(p, pr.q, pr.k, pr.v, b, h, i);
       const std::size_t at = qIndex(p, Layout::HeadMajor, b, h, i);
       for (std::uint32_t d0 = 0; d0 < p.headDim; ++d0) {
         scale = std::max(scale, std::abs(want[d0]));
@@ -187,7 +196,7 @@ Result Runner::run(const Shape& s, const Ceilings& ceilings) {
   res.medianUs = timeCall(
       [&](Dispatcher& d, std::uint32_t copy) {
         StepContext ctx{d, workspace, nullptr};
-        step.run(ctx, calls[copy]);
+        step.run(ctx, pr.calls[copy]);
       },
       res.copies, samples);
   res.minUs = samples.front();
@@ -195,7 +204,97 @@ Result Runner::run(const Shape& s, const Ceilings& ceilings) {
   res.kvGBs = s.kvBytes() / res.medianUs / 1e3;
   if (s.kind == "decode" && ceilings.readGBs > 0) res.percentOfCeiling = 100.0 * res.kvGBs / ceilings.readGBs;
   if (s.kind == "prefill" && ceilings.mmaTflops > 0) res.percentOfCeiling = 100.0 * res.tflops / ceilings.mmaTflops;
+  for (const auto& k : res.kernels) {
+    for (const auto& [name, value] : rt_.pipelines().statistics(k)) res.statistics[k].emplace_back(name, value);
+  }
   return res;
+}
+
+Result Runner::run(const Shape& s, const Ceilings& ceilings) {
+  Prepared pr = prepare(s);
+  return measure(pr, rt_.options(), ceilings);
+}
+
+Shape parseShape(const std::string& text) {
+  std::vector<std::string> f;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = text.find(':', start);
+    f.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  auto num = [&](std::size_t i) -> std::uint32_t {
+    try {
+      const unsigned long v = std::stoul(f.at(i));
+      if (v == 0 || v > (1u << 24)) throw std::out_of_range("size");
+      return static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+      throw UserError("--shape", fmt::format("'{}': field {} must be a positive integer", text, i + 1));
+    }
+  };
+  if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {
+    throw UserError("--shape", fmt::format("'{}'; accepted: decode:B:Hq:Hkv:kv:D or prefill:B:Hq:Hkv:S:D", text));
+  }
+  Shape s;
+  s.kind = f[0];
+  s.batch = num(1);
+  s.heads = num(2);
+  s.kvHeads = num(3);
+  s.kvLen = num(4);
+  s.qLen = s.kind == "decode" ? 1 : s.kvLen;
+  s.headDim = num(5);
+  s.causal = s.kind == "prefill";
+  return s;
+}
+
+std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s, const RuntimeOptions& base,
+                                                                  const DeviceInfo& device) {
+  std::vector<std::pair<std::string, RuntimeOptions>> out;
+  out.emplace_back("auto", base);
+  const std::uint32_t sg = device.subgroupSize();
+  if (s.kind == "decode") {
+    for (std::uint32_t warps : {1u, 2u, 4u, 8u}) {
+      for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
+        for (std::uint32_t vec : {2u, 4u}) {
+          DecodeVariant v;
+          v.headDim = s.headDim;
+          v.keysPerWarp = keys;
+          v.vecWidth = vec;
+          if (!v.unusableReason(sg).empty()) continue;
+          RuntimeOptions o = base;
+          o.faDecodeWarps = warps;
+          o.faDecodeKeysPerWarp = keys;
+          o.faDecodeVectorWidth = vec;
+          out.emplace_back(fmt::format("w{} k{} v{}", warps, keys, vec), o);
+        }
+      }
+    }
+    for (std::uint32_t splits : {1u, 8u, 16u, 32u, 64u, 128u}) {
+      RuntimeOptions o = base;
+      o.faDecodeSplitK = splits;
+      out.emplace_back(fmt::format("split {}", splits), o);
+    }
+    RuntimeOptions scalar = base;
+    scalar.faDecodeScalar = true;
+    out.emplace_back("scalar", scalar);
+  } else {
+    for (std::uint32_t warps : {1u, 2u, 4u, 8u}) {
+      for (Force coop : {Force::On, Force::Off}) {
+        if (coop == Force::On && !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) continue;
+        RuntimeOptions o = base;
+        o.faPrefillWarps = warps;
+        o.faPrefillCoopMat = coop;
+        out.emplace_back(fmt::format("w{} {}", warps, coop == Force::On ? "coopmat" : "subgroup"), o);
+      }
+    }
+    for (std::uint32_t splits : {2u, 4u}) {
+      RuntimeOptions o = base;
+      o.faPrefillSplitK = splits;
+      out.emplace_back(fmt::format("split {}", splits), o);
+    }
+  }
+  return out;
 }
 
 nlohmann::json toJson(const Result& r) {
@@ -204,8 +303,9 @@ nlohmann::json toJson(const Result& r) {
           {"Skv", r.shape.kvLen},       {"D", r.shape.headDim},        {"causal", r.shape.causal},
           {"us", r.medianUs},           {"min_us", r.minUs},           {"tflops", r.tflops},
           {"kv_gbs", r.kvGBs},          {"pct_ceiling", r.percentOfCeiling}, {"rel_error", r.relError},
+          {"variant", r.variant},
           {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
-          {"plan", r.plan}};
+          {"plan", r.plan},             {"statistics", r.statistics}};
 }
 
 nlohmann::json toJson(const Ceilings& c) { return {{"read_gbs", c.readGBs}, {"mma_tflops", c.mmaTflops}}; }

@@ -5,6 +5,8 @@
 // float64 reference on sampled rows before it is timed. The `ceilings` suite measures the device's
 // read bandwidth and cooperative-matrix rate with kernels built by the framework.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "foundry/Runtime.h"
+#include "steps/AttentionCall.h"
 
 namespace foundry::bench {
 
@@ -47,14 +50,33 @@ struct Result {
   std::uint32_t copies = 1;
   std::vector<std::string> kernels;
   std::string plan;
+  std::string variant;  ///< the sweep's name for the knob set, or empty
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> statistics;  ///< per kernel, from the driver
 };
 
 std::vector<Shape> shapesFor(const std::string& suite);
+/// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal).
+Shape parseShape(const std::string& text);
+
+/// One shape's inputs on the device: copies to rotate over, and the host values for the check.
+struct Prepared {
+  Shape shape;
+  AttentionProblem problem;
+  std::vector<float> q, k, v;
+  std::vector<AttentionCall> calls;
+};
+
+/// Knob sets a sweep tries for a shape: every decode or prefill variant dimension.
+std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& shape, const RuntimeOptions& base,
+                                                                  const DeviceInfo& device);
 
 class Runner {
  public:
   Runner(Runtime& runtime, Options options);
   Ceilings measureCeilings();
+  Prepared prepare(const Shape& shape);
+  /// Checks then times one call on prepared inputs with the given knobs.
+  Result measure(Prepared& prepared, const RuntimeOptions& knobs, const Ceilings& ceilings);
   Result run(const Shape& shape, const Ceilings& ceilings);
 
  private:

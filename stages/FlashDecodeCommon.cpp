@@ -59,6 +59,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.snippet("flashattention/decode_subgroup.glsl");
   }
   k.snippet("flashattention/decode_combine.glsl");
+  // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
+  k.extension("GL_EXT_control_flow_attributes");
 }
 
 void emitBody(const DecodeVariant& v, GlslWriter& w) {

@@ -66,6 +66,8 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
   for (const char* s : {"batch", "q_head0", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
   k.constant("HEAD_DIM", v.headDim).constant("CAUSAL", "bool", v.causal ? "true" : "false");
+  // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
+  k.extension("GL_EXT_control_flow_attributes");
   if (v.coopMat) declareCoopMat(v, k);
   else declareSubgroup(v, k, device);
 }

@@ -15,6 +15,8 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
     bench::Options options;
     std::string json;
     std::uint32_t l2Mib = 64;
+    std::vector<std::string> shapes;
+    bool sweep = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--suite", a->options.suite, "decode, prefill, ceilings, all, smoke")->capture_default_str();
@@ -22,13 +24,17 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   cmd->add_option("--runs", a->options.runs, "Timed runs per shape (median reported)")->capture_default_str();
   cmd->add_option("--warmup", a->options.warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
+  cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D");
+  cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
       if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
       a->options.l2Bytes = std::uint64_t(a->l2Mib) << 20;
       Runtime rt(global.resolve());
       bench::Runner runner(rt, a->options);
-      const auto shapes = bench::shapesFor(a->options.suite);
+      std::vector<bench::Shape> shapes;
+      for (const auto& s : a->shapes) shapes.push_back(bench::parseShape(s));
+      if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
       const bench::Ceilings ceilings = runner.measureCeilings();
       fmt::print("device: {} ({})\n", rt.info().name(), rt.device().caps().driverName);
       fmt::print("ceilings: read {:.0f} GB/s, cooperative-matrix f16->f32 {:.0f} TFLOP/s\n", ceilings.readGBs,
@@ -40,17 +46,34 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       out["results"] = nlohmann::json::array();
       Table t({"shape", "us", "TFLOP/s", "K/V GB/s", "% ceiling", "check", "kernels"});
       bool allChecked = true;
-      for (const auto& s : shapes) {
-        const bench::Result r = runner.run(s, ceilings);
+      auto report = [&](const bench::Result& r) {
         allChecked &= r.checked;
         std::string kernels;
         for (const auto& k : r.kernels) kernels += (kernels.empty() ? "" : " + ") + k;
-        t.row({s.name(), fmt::format("{:.1f}", r.medianUs), fmt::format("{:.1f}", r.tflops),
+        std::string name = r.shape.name();
+        if (!r.variant.empty()) name += " [" + r.variant + "]";
+        t.row({name, fmt::format("{:.1f}", r.medianUs), fmt::format("{:.1f}", r.tflops),
                fmt::format("{:.0f}", r.kvGBs), fmt::format("{:.0f}%", r.percentOfCeiling),
                r.checked ? fmt::format("ok {:.1e}", r.relError) : fmt::format("FAIL {:.1e}", r.relError), kernels});
         out["results"].push_back(bench::toJson(r));
-        fmt::print("{}: {:.1f} us\n", s.name(), r.medianUs);
+        fmt::print("{}: {:.1f} us\n", name, r.medianUs);
         std::fflush(stdout);
+      };
+      for (const auto& s : shapes) {
+        if (!a->sweep) {
+          report(runner.run(s, ceilings));
+          continue;
+        }
+        bench::Prepared prepared = runner.prepare(s);
+        for (const auto& [variant, knobs] : bench::sweepVariants(s, rt.options(), rt.info())) {
+          try {
+            bench::Result r = runner.measure(prepared, knobs, ceilings);
+            r.variant = variant;
+            report(r);
+          } catch (const UserError& e) {
+            fmt::print("{} [{}]: skipped: {}\n", s.name(), variant, e.what());
+          }
+        }
       }
       fmt::print("{}", t.str());
       if (!a->json.empty()) writeFileAtomically(a->json, out.dump(2) + "\n");

@@ -6,6 +6,7 @@
 #include "foundry/KernelCache.h"
 #include "foundry/Runtime.h"
 #include "foundry/ShaderCompiler.h"
+#include "foundry/vk/PipelineCache.h"
 #include "foundry/cli/Commands.h"
 #include "foundry/cli/Table.h"
 #include "steps/KernelCatalog.h"
@@ -18,6 +19,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
     std::string dump;
     std::string pretend;
     bool compile = false;
+    bool stats = false;
     AttentionLayout layout;
     std::string dtype = "f16";
   };
@@ -25,6 +27,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory");
   cmd->add_option("--pretend", a->pretend, "Plan for a device preset instead of opening one (h200, lavapipe, small, ...)");
   cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc");
+  cmd->add_flag("--stats", a->stats, "Create each pipeline on the device and print what the driver reports about it");
   cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str();
   cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str();
   cmd->add_option("--head-dim", a->layout.headDim, "Head dimension")->capture_default_str();
@@ -39,6 +42,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       std::unique_ptr<DeviceInfo> pretend;
       std::unique_ptr<Runtime> runtime;
       if (!a->pretend.empty()) {
+        if (a->stats) throw UserError("--stats", "needs a real device; drop --pretend");
         pretend = makePresetDevice(a->pretend);
       } else {
         runtime = std::make_unique<Runtime>(options);
@@ -46,12 +50,20 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       const DeviceInfo& device = pretend ? *pretend : runtime->info();
       const auto kernels = attentionKernels(a->layout, device, SnippetLibrary::select(options.kernelDir), options);
       const ShaderCompiler compiler;
-      Table t({"role", "kernel", "workgroup", "shared", "push", a->compile ? "SPIR-V words" : ""});
+      Table t({"role", "kernel", "workgroup", "shared", "push", a->compile ? "SPIR-V words" : "",
+               a->stats ? "driver statistics" : ""});
       for (const auto& [role, k] : kernels) {
         if (!a->dump.empty()) dumpKernel(a->dump, k);
         const std::string words = a->compile ? std::to_string(compiler.compile(k).size()) : "";
+        std::string stats;
+        if (a->stats) {
+          for (const auto& [name, value] : runtime->pipelines().get(k)->statistics()) {
+            stats += fmt::format("{}{}={}", stats.empty() ? "" : "; ", name, value);
+          }
+          if (stats.empty()) stats = "(the driver reports none)";
+        }
         t.row({role, k.name, std::to_string(k.layout.workgroup[0]), fmt::format("{} B", k.layout.sharedBytes),
-               fmt::format("{} B", k.layout.pushBytes), words});
+               fmt::format("{} B", k.layout.pushBytes), words, stats});
       }
       fmt::print("{}", t.str());
       if (!a->dump.empty()) fmt::print("wrote {} kernels to {}\n", kernels.size(), a->dump);

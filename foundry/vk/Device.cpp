@@ -71,9 +71,12 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceSubgroupSizeControlFeatures fsize{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV fcoop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fexec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   const bool sizeControlExt = api >= VK_API_VERSION_1_3 || has(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   const bool coopExt = has(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool execExt = has(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   void** next = &supported.pNext;
   auto chain = [&](auto& s) {
     *next = &s;
@@ -83,6 +86,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   chain(f12);
   if (sizeControlExt) chain(fsize);
   if (coopExt) chain(fcoop);
+  if (execExt) chain(fexec);
   vkGetPhysicalDeviceFeatures2(physical_, &supported);
 
   VkPhysicalDeviceVulkan11Features e11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -110,6 +114,14 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   if (coopExt && fcoop.cooperativeMatrix) {
     chain(ecoop);
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR eexec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (execExt && fexec.pipelineExecutableInfo) {
+    eexec.pipelineExecutableInfo = VK_TRUE;
+    chain(eexec);
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    pipelineStatistics_ = true;
   }
 
   const float priority = 1.0f;

@@ -46,6 +46,8 @@ class VulkanDevice : public StaticDeviceInfo {
   const std::array<std::uint32_t, 3>& maxWorkgroupCount() const { return maxGroups_; }
   bool fullSubgroups() const { return fullSubgroups_; }
   bool coopMatEnabled() const { return !caps().coopMatShapes.empty(); }
+  /// VK_KHR_pipeline_executable_properties: register counts and the like for each pipeline.
+  bool pipelineStatistics() const { return pipelineStatistics_; }
 
   /// Index of a memory type with `required` flags, preferring one with `preferred` and without `avoid`.
   std::uint32_t memoryType(std::uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred,
@@ -76,6 +78,7 @@ class VulkanDevice : public StaticDeviceInfo {
   VkDeviceSize storageAlignment_ = 16;
   std::array<std::uint32_t, 3> maxGroups_{65535, 65535, 65535};
   bool fullSubgroups_ = false;
+  bool pipelineStatistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkCommandPool oneShotPool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;

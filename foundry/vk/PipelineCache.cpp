@@ -14,7 +14,7 @@
 namespace foundry {
 
 Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSource& source, const Spirv& spirv)
-    : device_(device) {
+    : device_(device), name_(source.name) {
   const VkDevice d = device.handle();
   const auto& caps = device.caps();
   if (source.layout.subgroupSize < caps.minSubgroupSize || source.layout.subgroupSize > caps.maxSubgroupSize) {
@@ -61,7 +61,9 @@ Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSour
     if (caps.subgroupSizeControl && caps.minSubgroupSize != caps.maxSubgroupSize) info.stage.pNext = &required;
     if (device.fullSubgroups()) info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     info.layout = layout_;
+    if (device.pipelineStatistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     FOUNDRY_VK(vkCreateComputePipelines(d, cache, 1, &info, nullptr, &pipeline_));
+    if (device.pipelineStatistics()) readStatistics();
   } catch (...) {
     release();
     throw;
@@ -69,6 +71,30 @@ Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSour
 }
 
 Pipeline::~Pipeline() { release(); }
+
+void Pipeline::readStatistics() {
+  auto get = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device_.handle(), "vkGetPipelineExecutableStatisticsKHR"));
+  if (!get) return;
+  VkPipelineExecutableInfoKHR exec{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+  exec.pipeline = pipeline_;
+  exec.executableIndex = 0;
+  std::uint32_t n = 0;
+  if (get(device_.handle(), &exec, &n, nullptr) != VK_SUCCESS) return;
+  std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+  if (get(device_.handle(), &exec, &n, stats.data()) != VK_SUCCESS) return;
+  for (const auto& s : stats) {
+    std::string value;
+    switch (s.format) {
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: value = s.value.b32 ? "true" : "false"; break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: value = std::to_string(s.value.i64); break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: value = std::to_string(s.value.u64); break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: value = fmt::format("{:g}", s.value.f64); break;
+      default: continue;
+    }
+    statistics_.emplace_back(s.name, value);
+  }
+}
 
 void Pipeline::release() {
   const VkDevice d = device_.handle();
@@ -151,6 +177,14 @@ void PipelineCache::save() {
   FOUNDRY_VK(vkGetPipelineCacheData(device_.handle(), cache_, &size, data.data()));
   data.resize(size);
   if (headerMatches(data, device_.physical())) disk_->store("pipeline", diskKey(), data);
+}
+
+std::vector<std::pair<std::string, std::string>> PipelineCache::statistics(const std::string& kernelName) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [_, p] : pipelines_) {
+    if (p->name() == kernelName) return p->statistics();
+  }
+  return {};
 }
 
 std::shared_ptr<const Pipeline> PipelineCache::get(const KernelSource& source) {

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <vulkan/vulkan.h>
 
@@ -26,17 +28,23 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   VkPipeline handle() const { return pipeline_; }
+  const std::string& name() const { return name_; }
+  /// What the driver reports about the compiled kernel (registers, local memory, ...), where it can.
+  const std::vector<std::pair<std::string, std::string>>& statistics() const { return statistics_; }
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
 
  private:
   void release();
+  void readStatistics();
 
   VulkanDevice& device_;
+  std::string name_;
   VkShaderModule module_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
+  std::vector<std::pair<std::string, std::string>> statistics_;
 };
 
 class PipelineCache {
@@ -50,6 +58,8 @@ class PipelineCache {
   /// Writes the VkPipelineCache data to the disk cache (atomically).
   void save();
   std::uint64_t created() const { return created_.load(); }
+  /// The driver's statistics for the pipeline of the kernel called `kernelName`, if one was made.
+  std::vector<std::pair<std::string, std::string>> statistics(const std::string& kernelName);
   KernelCache& kernels() { return *kernels_; }
 
  private:

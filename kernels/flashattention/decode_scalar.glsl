@@ -11,7 +11,7 @@ const uint DECODE_OWNED = (DECODE_OUTPUTS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZ
 void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale) {
   const uint tid = gl_LocalInvocationIndex;
   float acc_o[DECODE_OWNED];
-  for (uint i = 0u; i < DECODE_OWNED; ++i) acc_o[i] = 0.0;
+  [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) acc_o[i] = 0.0;
   if (tid < DECODE_HEADS) {
     block_m[tid] = NEG_BIG;
     block_l[tid] = 0.0;
@@ -46,7 +46,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
       block_l[tid] = block_l[tid] * block_alpha[tid] + sum;
     }
     const uint count = min(WORKGROUP_SIZE, kv_end - base);
-    for (uint i = 0u; i < DECODE_OWNED; ++i) {
+    [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) {
       const uint idx = tid + i * WORKGROUP_SIZE;
       if (idx >= DECODE_OUTPUTS) break;
       const uint h = idx / HEAD_DIM, d = idx % HEAD_DIM;
@@ -56,7 +56,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
     }
     barrier();
   }
-  for (uint i = 0u; i < DECODE_OWNED; ++i) {
+  [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) {
     const uint idx = tid + i * WORKGROUP_SIZE;
     if (idx >= DECODE_OUTPUTS) break;
     const uint h = idx / HEAD_DIM;

@@ -34,10 +34,10 @@ DVEC decode_q(uint i) {
 // Stores this subgroup's normalised partial output, its max and its sum in shared memory.
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
-  for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+  [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
     const uint d = c * DECODE_CHUNK_STRIDE + lik * DECODE_VEC;
     const DVEC v = acc_o[c] * inv;
-    for (uint t = 0u; t < DECODE_VEC; ++t) {
+    [[unroll]] for (uint t = 0u; t < DECODE_VEC; ++t) {
 #if DECODE_VEC == 1
       part_o[(sg * DECODE_HEADS + h) * HEAD_DIM + d + t] = PART_T(PART_CLAMP(v));
 #else
@@ -61,10 +61,10 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
   DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS];
   float m[DECODE_HEADS];
   float l[DECODE_HEADS];
-  for (uint h = 0u; h < DECODE_HEADS; ++h) {
+  [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
     m[h] = NEG_BIG;
     l[h] = 0.0;
-    for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
       q[h][c] = decode_q(h * HEAD_DIM + c * DECODE_CHUNK_STRIDE + lik * DECODE_VEC) * qk_scale;
       acc_o[h][c] = DVEC(0.0);
     }
@@ -80,40 +80,40 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     const uint row = min(key, last) * HEAD_DIM + lik * DECODE_VEC;
     DVEC kr[DECODE_CHUNKS];
     DVEC vr[DECODE_CHUNKS];
-    for (uint c = 0u; c < DECODE_CHUNKS; ++c) kr[c] = decode_load_k(k_base + row + c * DECODE_CHUNK_STRIDE);
-    for (uint c = 0u; c < DECODE_CHUNKS; ++c) vr[c] = decode_load_v(v_base + row + c * DECODE_CHUNK_STRIDE);
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) kr[c] = decode_load_k(k_base + row + c * DECODE_CHUNK_STRIDE);
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) vr[c] = decode_load_v(v_base + row + c * DECODE_CHUNK_STRIDE);
     float s[DECODE_HEADS];
-    for (uint h = 0u; h < DECODE_HEADS; ++h) {
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
       float acc = 0.0;
-      for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], kr[c]);
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], kr[c]);
       s[h] = acc;
     }
-    for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {
-      for (uint h = 0u; h < DECODE_HEADS; ++h) s[h] += subgroupShuffleXor(s[h], off);
+    [[unroll]] for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {
+      [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[h] += subgroupShuffleXor(s[h], off);
     }
-    for (uint h = 0u; h < DECODE_HEADS; ++h) {
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
       const float m_new = valid ? max(m[h], s[h]) : m[h];
       const float alpha = exp2(m[h] - m_new);
       const float p = valid ? exp2(s[h] - m_new) : 0.0;
       l[h] = l[h] * alpha + p;
-      for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * alpha + p * vr[c];
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * alpha + p * vr[c];
       m[h] = m_new;
     }
   }
 
   // Clusters of one subgroup hold the same dimensions for different keys: merge them.
-  for (uint off = DECODE_LANES_PER_KEY; off < SUBGROUP_SIZE; off <<= 1u) {
-    for (uint h = 0u; h < DECODE_HEADS; ++h) {
+  [[unroll]] for (uint off = DECODE_LANES_PER_KEY; off < SUBGROUP_SIZE; off <<= 1u) {
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
       const float m_other = subgroupShuffleXor(m[h], off);
       const float l_other = subgroupShuffleXor(l[h], off);
       float m_new, w_self, w_other;
       merge_weights(m[h], m_other, m_new, w_self, w_other);
       l[h] = l[h] * w_self + l_other * w_other;
-      for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * w_self + subgroupShuffleXor(acc_o[h][c], off) * w_other;
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * w_self + subgroupShuffleXor(acc_o[h][c], off) * w_other;
       m[h] = m_new;
     }
   }
   if (cluster == 0u) {
-    for (uint h = 0u; h < DECODE_HEADS; ++h) decode_store_partial(sg, lik, h, acc_o[h], m[h], l[h]);
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) decode_store_partial(sg, lik, h, acc_o[h], m[h], l[h]);
   }
 }

@@ -32,7 +32,7 @@ void cm_stage_q(uint q_base, uint q0, uint rows) {
 }
 
 void cm_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
-  for (uint j = 0u; j < CM_LOADS; ++j) {
+  [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
     kr[j] = k_cache[(k_base + key * HEAD_DIM) / 8u + c];
@@ -41,7 +41,7 @@ void cm_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM
 }
 
 void cm_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
-  for (uint j = 0u; j < CM_LOADS; ++j) {
+  [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint at = stage * CM_TILE4 + (i / (HEAD_DIM / 8u)) * CM_ROW4 + i % (HEAD_DIM / 8u);
     kv_tile[at] = kr[j];
@@ -72,9 +72,9 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_id
              uint pos0, bool masked, bool causal, float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   F32MAT s[CM_N];
-  for (uint n = 0u; n < CM_N; ++n) {
+  [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     s[n] = F32MAT(0.0);
-    for (uint dd = 0u; dd < CM_D; ++dd) {
+    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
       F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
       coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
       s[n] = coopMatMulAddNV(qf[dd], kb, s[n]);
@@ -88,7 +88,7 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_id
   const uint pos = pos0 + sg * 16u + r;
   float row_max = NEG_BIG;
   if (lane < 32u) {
-    for (uint c = c0; c < c0 + half_cols; ++c) {
+    [[unroll]] for (uint c = c0; c < c0 + half_cols; ++c) {
       const uint key = t + c;
       const bool valid = !masked || (key < kv_end && (!causal || key <= pos));
       if (valid) row_max = max(row_max, uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * qk_scale);
@@ -105,14 +105,14 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_id
   subgroupMemoryBarrierShared();
   subgroupBarrier();
   // Rescale O and L by alpha of each element's row.
-  for (uint i = 0u; i < row_idx.length(); ++i) {
+  [[unroll]] for (uint i = 0u; i < row_idx.length(); ++i) {
     const float alpha = row_alpha[sg * 16u + uint(row_idx[i])];
     st.l[i] *= alpha;
-    for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd][i] *= alpha;
+    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd][i] *= alpha;
   }
   const F16MAT ones = F16MAT(1.0);
-  for (uint n = 0u; n < CM_N; ++n) {
-    for (uint i = 0u; i < s[n].length(); ++i) {
+  [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
+    [[unroll]] for (uint i = 0u; i < s[n].length(); ++i) {
       const uint row = uint(row_idx[i]);
       const uint key = t + n * 16u + uint(col_idx[i]);
       const bool valid = !masked || (key < kv_end && (!causal || key <= pos0 + sg * 16u + row));
@@ -120,7 +120,7 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_id
     }
     const F16MAT p = F16MAT(s[n]);
     st.l = coopMatMulAddNV(p, ones, st.l);
-    for (uint dd = 0u; dd < CM_D; ++dd) {
+    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
       F16MAT vb;
       coopMatLoadNV(vb, kv_tile, PF_STAGES * CM_TILE4 + stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
       st.o[dd] = coopMatMulAddNV(p, vb, st.o[dd]);
@@ -134,10 +134,10 @@ void prefill_coopmat(inout CmState st, out F32MAT row_idx, uint kv_begin, uint k
                      uint pos0, bool causal, float qk_scale) {
   const uint sg = gl_SubgroupID;
   F16MAT qf[CM_D];
-  for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(qf[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(qf[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
   row_idx = cm_index_matrix(sg, true);
   const F32MAT col_idx = cm_index_matrix(sg, false);
-  for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
   st.l = F32MAT(0.0);
   if (gl_SubgroupInvocationID < 16u) row_m[sg * 16u + gl_SubgroupInvocationID] = NEG_BIG;
   barrier();  // everyone has its Q fragments before K tiles overwrite the staging area

@@ -17,22 +17,22 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   float s[PF_ROWS][PF_KPL];
-  for (uint r = 0u; r < PF_ROWS; ++r) {
-    for (uint j = 0u; j < PF_KPL; ++j) s[r][j] = 0.0;
+  [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
+    [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) s[r][j] = 0.0;
   }
   for (uint d = 0u; d < HEAD_DIM; ++d) {
     float kd[PF_KPL];
-    for (uint j = 0u; j < PF_KPL; ++j) kd[j] = float(k_tile[stage * PF_TILE + (lane + j * SUBGROUP_SIZE) * PF_ROW + d]);
-    for (uint r = 0u; r < PF_ROWS; ++r) {
+    [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) kd[j] = float(k_tile[stage * PF_TILE + (lane + j * SUBGROUP_SIZE) * PF_ROW + d]);
+    [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
       const float qd = float(q_tile[(sg * PF_ROWS + r) * PF_ROW + d]);
-      for (uint j = 0u; j < PF_KPL; ++j) s[r][j] += qd * kd[j];
+      [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) s[r][j] += qd * kd[j];
     }
   }
   float alpha[PF_ROWS];
-  for (uint r = 0u; r < PF_ROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
     const uint pos = pos0 + sg * PF_ROWS + r;  // this row's position among the keys
     float row_max = NEG_BIG;
-    for (uint j = 0u; j < PF_KPL; ++j) {
+    [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const uint key = t + lane + j * SUBGROUP_SIZE;
       const bool valid = !masked || (key < kv_end && (!causal || key <= pos));
       s[r][j] = valid ? s[r][j] * qk_scale : NEG_BIG;
@@ -41,7 +41,7 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool 
     const float m_new = max(st.m[r], subgroupMax(row_max));
     alpha[r] = exp2(st.m[r] - m_new);
     float row_sum = 0.0;
-    for (uint j = 0u; j < PF_KPL; ++j) {
+    [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const float p = s[r][j] > 0.5 * NEG_BIG ? exp2(s[r][j] - m_new) : 0.0;
       row_sum += p;
       p_tile[(sg * PF_ROWS + r) * PF_BC + lane + j * SUBGROUP_SIZE] = p;
@@ -51,15 +51,15 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   }
   subgroupMemoryBarrierShared();
   subgroupBarrier();
-  for (uint r = 0u; r < PF_ROWS; ++r) {
-    for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] *= alpha[r];
+  [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
+    [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] *= alpha[r];
   }
   for (uint c = 0u; c < PF_BC; ++c) {
     float vd[PF_DPL];
-    for (uint e = 0u; e < PF_DPL; ++e) vd[e] = float(v_tile[stage * PF_TILE + c * PF_ROW + lane + e * SUBGROUP_SIZE]);
-    for (uint r = 0u; r < PF_ROWS; ++r) {
+    [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) vd[e] = float(v_tile[stage * PF_TILE + c * PF_ROW + lane + e * SUBGROUP_SIZE]);
+    [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
       const float p = p_tile[(sg * PF_ROWS + r) * PF_BC + c];
-      for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] += p * vd[e];
+      [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] += p * vd[e];
     }
   }
   subgroupBarrier();
@@ -69,10 +69,10 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool 
 // The caller has loaded q_tile; the bound is uniform across the workgroup, so every barrier is too.
 void prefill_subgroup(inout PfState st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint pos0, bool causal,
                       float qk_scale) {
-  for (uint r = 0u; r < PF_ROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
     st.m[r] = NEG_BIG;
     st.l[r] = 0.0;
-    for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] = 0.0;
+    [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] = 0.0;
   }
   if (kv_begin >= kv_end) return;
   const uint kv_last = kv_end - 1u;

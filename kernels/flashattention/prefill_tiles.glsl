@@ -16,7 +16,7 @@ void pf_load_q(uint q_base, uint q0, uint rows) {
 
 // Keys past the end are read from the last valid row: finite data that the mask then weighs by 0.
 void pf_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out TILE_T kr[PF_LOADS], out TILE_T vr[PF_LOADS]) {
-  for (uint j = 0u; j < PF_LOADS; ++j) {
+  [[unroll]] for (uint j = 0u; j < PF_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint key = min(t + i / HEAD_DIM, kv_last), d = i % HEAD_DIM;
     kr[j] = TILE_T(k_cache[k_base + key * HEAD_DIM + d]);
@@ -25,7 +25,7 @@ void pf_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out TILE_T kr[P
 }
 
 void pf_store_kv(uint stage, TILE_T kr[PF_LOADS], TILE_T vr[PF_LOADS]) {
-  for (uint j = 0u; j < PF_LOADS; ++j) {
+  [[unroll]] for (uint j = 0u; j < PF_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint at = stage * PF_TILE + (i / HEAD_DIM) * PF_ROW + i % HEAD_DIM;
     k_tile[at] = kr[j];
