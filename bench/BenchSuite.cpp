@@ -15,6 +15,7 @@
 #include "stages/CeilingStages.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
+#include "steps/Selector.h"
 
 namespace foundry::bench {
 
@@ -56,14 +57,50 @@ std::vector<Shape> shapesFor(const std::string& suite) {
 
 Runner::Runner(Runtime& runtime, Options options) : rt_(runtime), options_(std::move(options)) {}
 
+// Calls run back to back in batches (a barrier between calls keeps them from overlapping), so the
+// GPU stays busy and at its working clock, as it would in a model; each call is timed from its
+// first dispatch's start to its last dispatch's end. Warm-up lasts until the GPU has been busy for
+// a while (clocks ramp up over tens of milliseconds), then samples are taken until there are
+// enough of them and enough GPU time.
 double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& record, std::uint32_t copies,
                         std::vector<double>& samples) {
   auto dispatcher = rt_.dispatcher();
+  std::uint32_t next = 0;
+  auto batch = [&](std::uint32_t calls) {
+    for (std::uint32_t c = 0; c < calls; ++c) {
+      record(*dispatcher, next++ % copies);
+      dispatcher->barrier();
+    }
+    return dispatcher->submit();
+  };
+  // Group a submission's dispatches into calls: every call records the same number of dispatches.
+  auto perCall = [&](const SubmitResult& r, std::uint32_t calls, std::vector<double>& out) {
+    const std::size_t each = r.dispatches.size() / calls;
+    for (std::uint32_t c = 0; c < calls; ++c) {
+      const auto& first = r.dispatches[c * each];
+      const auto& last = r.dispatches[c * each + each - 1];
+      out.push_back(last.endMicros - first.startMicros);
+    }
+  };
+  double busy = 0, estimate = 0;
+  std::uint32_t warmed = 0;
+  std::vector<double> scratch;
+  while (warmed < options_.warmup || busy < options_.warmupMicros) {
+    const std::uint32_t calls = estimate > 0 ? std::clamp<std::uint32_t>(std::uint32_t(2000.0 / estimate), 1, 64) : 1;
+    const SubmitResult r = batch(calls);
+    busy += r.totalGpuMicros;
+    warmed += calls;
+    scratch.clear();
+    perCall(r, calls, scratch);
+    estimate = *std::min_element(scratch.begin(), scratch.end());
+  }
   samples.clear();
-  for (std::uint32_t i = 0; i < options_.warmup + options_.runs; ++i) {
-    record(*dispatcher, i % copies);
-    const SubmitResult r = dispatcher->submit();
-    if (i >= options_.warmup) samples.push_back(r.totalGpuMicros);
+  double measured = 0;
+  while (samples.size() < options_.runs || measured < options_.minTimedMicros) {
+    const std::uint32_t calls = std::clamp<std::uint32_t>(std::uint32_t(2000.0 / std::max(estimate, 1.0)), 1, 64);
+    const SubmitResult r = batch(calls);
+    measured += r.totalGpuMicros;
+    perCall(r, calls, samples);
   }
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
@@ -254,19 +291,20 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
   out.emplace_back("auto", base);
   const std::uint32_t sg = device.subgroupSize();
   if (s.kind == "decode") {
-    for (std::uint32_t warps : {1u, 2u, 4u, 8u}) {
+    for (std::uint32_t warps : {2u, 4u, 8u}) {
       for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
-        for (std::uint32_t vec : {2u, 4u}) {
+        for (std::uint32_t unroll : {1u, 2u, 4u}) {
           DecodeVariant v;
           v.headDim = s.headDim;
+          v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);
           v.keysPerWarp = keys;
-          v.vecWidth = vec;
+          v.unroll = unroll;
           if (!v.unusableReason(sg).empty()) continue;
           RuntimeOptions o = base;
           o.faDecodeWarps = warps;
           o.faDecodeKeysPerWarp = keys;
-          o.faDecodeVectorWidth = vec;
-          out.emplace_back(fmt::format("w{} k{} v{}", warps, keys, vec), o);
+          o.faDecodeUnroll = unroll;
+          out.emplace_back(fmt::format("w{} k{} u{}", warps, keys, unroll), o);
         }
       }
     }

@@ -50,6 +50,7 @@ std::vector<std::byte> packPushConstants(const KernelSource& kernel, const Argum
 struct DispatchTiming {
   std::string kernel;
   double gpuMicros = 0;  ///< from GPU timestamps; 0 where the queue has none
+  double startMicros = 0, endMicros = 0;  ///< relative to the first dispatch of the submission
 };
 
 struct SubmitResult {
@@ -64,6 +65,9 @@ class Dispatcher {
   virtual void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) = 0;
   /// Runs everything recorded since the last submit and waits for it.
   virtual SubmitResult submit() = 0;
+  /// Orders everything recorded so far before anything recorded next, whether or not they share
+  /// buffers (benchmarks use it to keep independent calls from overlapping).
+  virtual void barrier() {}
 };
 
 }  // namespace foundry

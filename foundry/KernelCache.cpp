@@ -56,7 +56,10 @@ std::shared_ptr<const Spirv> KernelCache::spirv(const KernelSource& source) {
 void dumpKernel(const std::string& directory, const KernelSource& source) {
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
-  if (ec) throw DeviceError(fmt::format("FOUNDRY_DUMP_KERNELS: cannot create {}: {}", directory, ec.message()));
+  if (ec || !std::filesystem::is_directory(directory)) {
+    throw DeviceError(fmt::format("cannot create the kernel dump directory {}: {}", directory,
+                                  ec ? ec.message() : "a file is in the way"));
+  }
   nlohmann::json j;
   j["name"] = source.name;
   j["hash"] = source.hash;

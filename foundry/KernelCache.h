@@ -30,6 +30,8 @@ class KernelCache {
   std::uint64_t diskHits() const { return diskHits_.load(); }
   std::uint64_t compiles() const { return compiles_.load(); }
   const ShaderCompiler& compiler() const { return *compiler_; }
+  /// The disk cache behind this one (may be null).
+  const DiskCache* disk() const { return disk_.get(); }
 
  private:
   std::shared_ptr<const ShaderCompiler> compiler_;

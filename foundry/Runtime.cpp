@@ -25,16 +25,18 @@ void configureLogging(const RuntimeOptions& options) {
   spdlog::set_level(spdlog::level::from_str(options.logLevel));
 }
 
+std::string diskCacheDirectory(const RuntimeOptions& options) {
+  return options.cacheDir.empty() ? DiskCache::defaultDirectory(options.xdgCacheHome, options.homeDir).string()
+                                  : options.cacheDir;
+}
+
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   configureLogging(options_);
   for (const auto& [k, v] : options_.describe()) spdlog::debug("knob {} = {}", k, v);
   instance_ = std::make_shared<VulkanInstance>(options_.validation);
   device_ = std::make_unique<VulkanDevice>(instance_, options_.device);
   snippets_ = SnippetLibrary::select(options_.kernelDir);
-  const std::string dir = options_.cacheDir.empty()
-                              ? DiskCache::defaultDirectory(options_.xdgCacheHome, options_.homeDir).string()
-                              : options_.cacheDir;
-  disk_ = std::make_shared<DiskCache>(dir);
+  disk_ = std::make_shared<DiskCache>(diskCacheDirectory(options_));
   kernels_ = std::make_shared<KernelCache>(std::make_shared<ShaderCompiler>(), disk_, options_.dumpKernels);
   pipelines_ = std::make_unique<PipelineCache>(*device_, kernels_, disk_);
 }

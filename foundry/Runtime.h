@@ -63,4 +63,7 @@ class Runtime {
 /// Applies FOUNDRY_LOG_LEVEL to the default logger (stderr).
 void configureLogging(const RuntimeOptions& options);
 
+/// Where the disk cache lives for `options`: FOUNDRY_CACHE_DIR, else DiskCache::defaultDirectory.
+std::string diskCacheDirectory(const RuntimeOptions& options);
+
 }  // namespace foundry

@@ -35,6 +35,7 @@ struct RuntimeOptions {
   bool faDecodeScalar = false;                     ///< FOUNDRY_FA_DECODE_SCALAR
   std::optional<PartialStorage> faDecodeTgOut;     ///< FOUNDRY_FA_DECODE_TG_OUT
   std::optional<std::uint32_t> faDecodeVectorWidth;///< FOUNDRY_FA_DECODE_VEC
+  std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
   // Runtime.
   std::string device;        ///< FOUNDRY_DEVICE: index or name substring; empty picks a discrete GPU first

@@ -26,8 +26,10 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (elems % vecWidth != 0) {
     return fmt::format("{} elements per lane are not a multiple of the vector width {}", elems, vecWidth);
   }
-  if (elems * heads > 256) {
-    return fmt::format("{} heads x {} elements per lane need too many registers", heads, elems);
+  if (unroll != 1 && unroll != 2 && unroll != 4) return fmt::format("unroll {} is not 1, 2 or 4", unroll);
+  // q and o for every head, and K and V rows for every unrolled step, all in registers.
+  if (2 * heads * elems + 2 * unroll * elems > 384) {
+    return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
   }
   return {};
 }
@@ -37,8 +39,8 @@ std::string DecodeVariant::key() const {
     return fmt::format("D{}_{}_h{}_w{}_scalar_{}{}", headDim, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        split ? "_split" : "");
   }
-  return fmt::format("D{}_{}_h{}_w{}_k{}_v{}_{}{}", headDim, dtypeName(dtype), heads, warps, keysPerWarp, vecWidth,
-                     partialStorageName(partial), split ? "_split" : "");
+  return fmt::format("D{}_{}_h{}_w{}_k{}_u{}_v{}_{}{}", headDim, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
+                     vecWidth, partialStorageName(partial), split ? "_split" : "");
 }
 
 }  // namespace foundry

@@ -14,6 +14,7 @@ struct DecodeVariant {
   std::uint32_t heads = 1;           ///< query heads per workgroup (all share one KV head)
   std::uint32_t warps = 4;           ///< subgroups per workgroup
   std::uint32_t keysPerWarp = 1;     ///< keys a subgroup takes per step (one per lane cluster)
+  std::uint32_t unroll = 1;          ///< steps whose loads a subgroup issues together
   std::uint32_t vecWidth = 4;        ///< elements per K/V load: 1, 2 or 4
   PartialStorage partial = PartialStorage::Float;
   bool scalar = false;               ///< no subgroup operations
@@ -23,6 +24,10 @@ struct DecodeVariant {
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
   std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return headDim / lanesPerKey(subgroupSize); }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
+  /// Keys a workgroup takes per iteration: Split-K chunks are multiples of this.
+  std::uint32_t keyGranule(std::uint32_t subgroupSize) const {
+    return scalar ? workgroupSize(subgroupSize) : warps * keysPerWarp * unroll;
+  }
   /// Shared memory the decode stage needs, in bytes.
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
   /// Why this variant cannot run with this subgroup size, or empty.

@@ -51,7 +51,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
     k.snippet("flashattention/decode_scalar.glsl");
   } else {
-    k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp);
+    k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp).constant("DECODE_UNROLL", v.unroll);
     k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize()));
     k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize()));
     k.define("DECODE_VEC", std::to_string(v.vecWidth));

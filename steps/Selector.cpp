@@ -65,6 +65,16 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                    fmt::format("{} elements of each key per lane with subgroup size {}", v.elemsPerLane(sg), sg)});
   }
 
+  if (o.faDecodeUnroll) {
+    v.unroll = *o.faDecodeUnroll;
+    why.push_back({"unroll", std::to_string(v.unroll), "FOUNDRY_FA_DECODE_UNROLL"});
+  } else if (!v.scalar) {
+    // Loads in flight are what a memory-bound kernel needs; a CPU driver gains nothing from them.
+    v.unroll = device.kind() == DeviceKind::Cpu ? 1 : 4;
+    while (v.unroll > 1 && !v.unusableReason(sg).empty()) v.unroll /= 2;
+    why.push_back({"unroll", std::to_string(v.unroll),
+                   v.unroll > 1 ? "more K/V rows in flight per lane" : "no gain from more loads in flight here"});
+  }
   if (o.faDecodeWarps) {
     v.warps = *o.faDecodeWarps;
     why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
@@ -127,7 +137,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
 
   // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys.
   const std::uint32_t base = p.batch * (p.nHeads / v.heads);
-  const std::uint32_t granule = v.scalar ? v.workgroupSize(sg) : v.warps * v.keysPerWarp;
+  const std::uint32_t granule = v.keyGranule(sg);
   const std::uint32_t minChunk = std::max<std::uint32_t>(256, granule);
   std::uint32_t wanted = 1;
   std::string reason;

@@ -25,6 +25,9 @@ struct GlobalOptions {
 
 using Action = std::function<int()>;
 
+/// One line for a command-line parse error; names the subcommands when none was recognised.
+std::string describeParseError(CLI::App& app, const CLI::ParseError& error);
+
 void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addKnobsCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& action);

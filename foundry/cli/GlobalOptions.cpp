@@ -18,4 +18,17 @@ RuntimeOptions GlobalOptions::resolve() const {
   return o;
 }
 
+std::string describeParseError(CLI::App& app, const CLI::ParseError& error) {
+  std::string what = error.what();
+  if (error.get_name() == "RequiredError" && app.get_subcommands().empty()) {
+    std::string names;
+    for (const auto* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+    const auto extra = app.remaining();
+    what = !extra.empty() && !extra.front().starts_with("-") ? "unknown subcommand '" + extra.front() + "'"
+                                                              : std::string("a subcommand is required");
+    what += "; accepted: " + names;
+  }
+  return what + " (see foundry --help)";
+}
+
 }  // namespace foundry::cli

@@ -26,7 +26,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   auto a = std::make_shared<Args>();
   cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory");
   cmd->add_option("--pretend", a->pretend, "Plan for a device preset instead of opening one (h200, lavapipe, small, ...)");
-  cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc");
+  cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc, through the disk cache (FOUNDRY_CACHE_DIR)");
   cmd->add_flag("--stats", a->stats, "Create each pipeline on the device and print what the driver reports about it");
   cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str();
   cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str();
@@ -37,7 +37,8 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       const RuntimeOptions options = global.resolve();
       configureLogging(options);
       const auto dtype = parseDType(a->dtype);
-      if (!dtype || *dtype == DType::BF16) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", a->dtype));
+      if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", a->dtype));
+      if (*dtype == DType::BF16) throw UnsupportedError("--dtype: bf16 attention is not supported yet; use f16 or f32");
       a->layout.dtype = *dtype;
       std::unique_ptr<DeviceInfo> pretend;
       std::unique_ptr<Runtime> runtime;
@@ -49,12 +50,19 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       }
       const DeviceInfo& device = pretend ? *pretend : runtime->info();
       const auto kernels = attentionKernels(a->layout, device, SnippetLibrary::select(options.kernelDir), options);
-      const ShaderCompiler compiler;
+      // Compiling goes through the same caches a run uses, so `--compile` also fills the disk cache.
+      KernelCache* cache = runtime ? &runtime->kernels() : nullptr;
+      std::unique_ptr<KernelCache> ownCache;
+      if (!cache && a->compile) {
+        ownCache = std::make_unique<KernelCache>(std::make_shared<ShaderCompiler>(),
+                                                 std::make_shared<DiskCache>(diskCacheDirectory(options)));
+        cache = ownCache.get();
+      }
       Table t({"role", "kernel", "workgroup", "shared", "push", a->compile ? "SPIR-V words" : "",
                a->stats ? "driver statistics" : ""});
       for (const auto& [role, k] : kernels) {
         if (!a->dump.empty()) dumpKernel(a->dump, k);
-        const std::string words = a->compile ? std::to_string(compiler.compile(k).size()) : "";
+        const std::string words = a->compile ? std::to_string(cache->spirv(k)->size()) : "";
         std::string stats;
         if (a->stats) {
           for (const auto& [name, value] : runtime->pipelines().get(k)->statistics()) {
@@ -67,6 +75,11 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       }
       fmt::print("{}", t.str());
       if (!a->dump.empty()) fmt::print("wrote {} kernels to {}\n", kernels.size(), a->dump);
+      if (a->compile || a->stats) {
+        const DiskCache& disk = runtime ? runtime->diskCache() : *ownCache->disk();
+        fmt::print("kernel cache: {} compiled, {} from disk, {} from memory; disk cache {}\n", cache->compiles(),
+                   cache->diskHits(), cache->memoryHits(), disk.enabled() ? disk.directory().string() : "off");
+      }
       return 0;
     };
   });

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Foundry: fused attention kernels for Vulkan, stitched from stages and compiled at run time"};
   app.set_version_flag("--version", fmt::format("foundry {}", FOUNDRY_VERSION));
   app.require_subcommand(1);
+  app.fallthrough();  // global flags may follow the subcommand: `foundry bench --set FA_DECODE_WARPS=4`
   cli::GlobalOptions global;
   app.add_option("--device", global.device, "Vulkan device: index or name substring (FOUNDRY_DEVICE)");
   app.add_option("--log-level", global.logLevel, "trace, debug, info, warn, error, off (FOUNDRY_LOG_LEVEL)");
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(ErrorKind::User), cli::describeParseError(app, e));
     return exitCodeFor(ErrorKind::User);
   }
   try {

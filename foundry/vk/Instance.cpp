@@ -240,13 +240,24 @@ VulkanInstance::VulkanInstance(bool validation) : validation_(validation) {
     chainHead = &validationFeatures;
   }
   info.pNext = chainHead;
+  creating_ = true;
   const VkResult r = vkCreateInstance(&info, nullptr, &instance_);
+  creating_ = false;
+  std::string loaderSaid;
+  for (const auto& m : creationMessages_) loaderSaid += (loaderSaid.empty() ? "" : "; ") + m;
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER || r == VK_ERROR_INITIALIZATION_FAILED) {
-    throw DeviceError(fmt::format("no usable Vulkan driver ({}); install one, e.g. mesa-vulkan-drivers for the CPU "
+    throw DeviceError(fmt::format("no usable Vulkan driver ({}{}); install one, e.g. mesa-vulkan-drivers for the CPU "
                                   "driver lavapipe, and check VK_DRIVER_FILES / VK_ICD_FILENAMES",
-                                  vkResultName(r)));
+                                  vkResultName(r), loaderSaid.empty() ? "" : ": the loader says: " + loaderSaid));
+  }
+  if (r != VK_SUCCESS && !loaderSaid.empty()) {
+    throw DeviceError(fmt::format("vkCreateInstance failed with {}: the loader says: {}", vkResultName(r), loaderSaid));
   }
   FOUNDRY_VK(r);
+  // The instance works: whatever the loader complained about (a stale driver manifest, say) is worth a
+  // warning, not an error.
+  for (const auto& m : creationMessages_) spdlog::warn("Vulkan loader: {}", m);
+  creationMessages_.clear();
   if (debugUtils) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
@@ -304,13 +315,20 @@ VkBool32 VKAPI_CALL VulkanInstance::onMessage(VkDebugUtilsMessageSeverityFlagBit
   auto* self = static_cast<VulkanInstance*>(user);
   const char* text = data && data->pMessage ? data->pMessage : "(no message)";
   const bool validationType = (types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT) != 0;
+  if (self->creating_ && !validationType) {
+    // Only the thread creating the instance can be here: no other call can use it yet.
+    std::string line = text;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    self->creationMessages_.push_back(std::move(line));
+    return VK_FALSE;
+  }
   if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
     ++self->errors_;
     {
       std::lock_guard lock(self->mutex_);
       self->lastError_ = text;
     }
-    spdlog::error("Vulkan validation: {}", text);
+    spdlog::error("Vulkan{}: {}", validationType ? " validation" : "", text);
   } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
     if (validationType) ++self->warnings_;
     spdlog::warn("Vulkan: {}", text);

@@ -56,6 +56,10 @@ class VulkanInstance {
   std::atomic<std::uint64_t> errors_{0}, warnings_{0};
   mutable std::mutex mutex_;
   std::string lastError_;
+  // The loader reports why vkCreateInstance failed through the messenger; those messages are kept
+  // here while the instance is created and go into the one error line instead of the log.
+  bool creating_ = false;
+  std::vector<std::string> creationMessages_;
 };
 
 /// The extensions a physical device offers.

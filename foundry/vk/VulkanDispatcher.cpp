@@ -210,6 +210,17 @@ void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& arg
   pending_.push_back(std::move(p));
 }
 
+void VulkanDispatcher::barrier() {
+  if (!recording_) return;
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0,
+                       nullptr, 0, nullptr);
+  ++barriers_;
+  touched_.clear();
+}
+
 SubmitResult VulkanDispatcher::submit() {
   SubmitResult result;
   if (!recording_) return result;
@@ -241,11 +252,12 @@ SubmitResult VulkanDispatcher::submit() {
         device_.timestampValidBits() >= 64 ? ~0ull : ((1ull << device_.timestampValidBits()) - 1);
     const double ns = device_.timestampPeriodNs();
     std::uint64_t first = ~0ull, last = 0;
+    for (const auto& p : pending_) first = std::min(first, ticks[p.query] & mask);
     for (const auto& p : pending_) {
       const std::uint64_t t0 = ticks[p.query] & mask, t1 = ticks[p.query + 1] & mask;
-      first = std::min(first, t0);
       last = std::max(last, t1);
-      result.dispatches.push_back({p.kernel, t1 >= t0 ? static_cast<double>(t1 - t0) * ns / 1000.0 : 0.0});
+      auto us = [&](std::uint64_t a, std::uint64_t b) { return b >= a ? static_cast<double>(b - a) * ns / 1000.0 : 0.0; };
+      result.dispatches.push_back({p.kernel, us(t0, t1), us(first, t0), us(first, t1)});
     }
     result.totalGpuMicros = last >= first ? static_cast<double>(last - first) * ns / 1000.0 : 0.0;
   } else {

@@ -27,6 +27,7 @@ class VulkanDispatcher : public Dispatcher {
 
   void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) override;
   SubmitResult submit() override;
+  void barrier() override;
 
   std::size_t pending() const { return pending_.size(); }
   /// Barriers recorded since construction (tests check that independent dispatches get none).

@@ -17,6 +17,7 @@
 
 const uint DECODE_CHUNKS = DECODE_ELEMS / DECODE_VEC;
 const uint DECODE_CHUNK_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC;
+const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
 DVEC decode_load_k(uint elem) { return DVEC(k_cache[elem / DECODE_VEC]); }
 DVEC decode_load_v(uint elem) { return DVEC(v_cache[elem / DECODE_VEC]); }
@@ -70,33 +71,47 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     }
   }
 
-  // The loop bound is uniform across the subgroup; keys past the end are masked, not skipped, so
-  // every lane takes part in every shuffle.
+  // Each iteration a subgroup takes DECODE_UNROLL blocks of DECODE_KEYS_PER_WARP consecutive keys: all
+  // their loads are issued before any is used, so several rows are in flight per lane. The loop
+  // bound is uniform across the subgroup; keys past the end are masked, not skipped, so every lane
+  // takes part in every shuffle.
   const uint last = kv_end - 1u;
-  for (uint base = kv_begin + sg * DECODE_KEYS_PER_WARP; base < kv_end;
-       base += DECODE_WARPS * DECODE_KEYS_PER_WARP) {
-    const uint key = base + cluster;
-    const bool valid = key < kv_end;
-    const uint row = min(key, last) * HEAD_DIM + lik * DECODE_VEC;
-    DVEC kr[DECODE_CHUNKS];
-    DVEC vr[DECODE_CHUNKS];
-    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) kr[c] = decode_load_k(k_base + row + c * DECODE_CHUNK_STRIDE);
-    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) vr[c] = decode_load_v(v_base + row + c * DECODE_CHUNK_STRIDE);
-    float s[DECODE_HEADS];
-    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
-      float acc = 0.0;
-      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], kr[c]);
-      s[h] = acc;
+  for (uint base = kv_begin + sg * DECODE_STEP; base < kv_end; base += DECODE_WARPS * DECODE_STEP) {
+    DVEC kr[DECODE_UNROLL][DECODE_CHUNKS];
+    DVEC vr[DECODE_UNROLL][DECODE_CHUNKS];
+    bool valid[DECODE_UNROLL];
+    [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+      const uint key = base + u * DECODE_KEYS_PER_WARP + cluster;
+      valid[u] = key < kv_end;
+      const uint row = min(key, last) * HEAD_DIM + lik * DECODE_VEC;
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) kr[u][c] = decode_load_k(k_base + row + c * DECODE_CHUNK_STRIDE);
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) vr[u][c] = decode_load_v(v_base + row + c * DECODE_CHUNK_STRIDE);
+    }
+    float s[DECODE_UNROLL][DECODE_HEADS];
+    [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+      [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+        float acc = 0.0;
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], kr[u][c]);
+        s[u][h] = acc;
+      }
     }
     [[unroll]] for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {
-      [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[h] += subgroupShuffleXor(s[h], off);
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+        [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] += subgroupShuffleXor(s[u][h], off);
+      }
     }
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
-      const float m_new = valid ? max(m[h], s[h]) : m[h];
+      float m_new = m[h];
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = valid[u] ? max(m_new, s[u][h]) : m_new;
       const float alpha = exp2(m[h] - m_new);
-      const float p = valid ? exp2(s[h] - m_new) : 0.0;
-      l[h] = l[h] * alpha + p;
-      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * alpha + p * vr[c];
+      float p_sum = 0.0;
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] *= alpha;
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+        const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
+        p_sum += p;
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * vr[u][c];
+      }
+      l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;
     }
   }

@@ -115,7 +115,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
-  const std::uint32_t granule = v.scalar ? v.workgroupSize(sg) : v.warps * v.keysPerWarp;
+  const std::uint32_t granule = v.keyGranule(sg);
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, granule);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
   EXPECT_EQ(v.split, splits > 1) << plan.describe();

@@ -100,10 +100,11 @@ TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   EXPECT_EQ(v.keysPerWarp, c.keysPerWarp);
   EXPECT_EQ(v.warps, 4u);
   EXPECT_EQ(v.vecWidth, 4u);
+  EXPECT_EQ(v.unroll, 4u);
   EXPECT_EQ(v.partial, PartialStorage::Float);
 
   const std::uint32_t base = c.shape.batch * c.shape.nHeads / c.heads;
-  const Split want = decodeRule(c.shape.kvLen, 132, base, 4 * c.keysPerWarp);
+  const Split want = decodeRule(c.shape.kvLen, 132, base, 4 * c.keysPerWarp * 4);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_EQ(v.split, want.splits > 1);
@@ -166,7 +167,7 @@ TEST(Selector, SplitKScratchStaysWithinOneStorageBuffer) {
   // 32 query heads x (128 x 4 + 8) bytes per split: 12 splits are 199,680 bytes, 13 would not fit.
   ON_CALL(device, maxStorageBufferRange()).WillByDefault(Return(200000u));
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
-  const Split want = chunked(8192, 12, 8);
+  const Split want = chunked(8192, 12, 4 * 2 * 4);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_LE(plan.scratchBytes, 200000u);
@@ -321,7 +322,7 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   EXPECT_EQ(v.keysPerWarp, 4u);
   EXPECT_EQ(v.vecWidth, 2u);
   EXPECT_EQ(v.partial, PartialStorage::Half);
-  const Split want = chunked(8192, 3, 2 * 4);
+  const Split want = chunked(8192, 3, 2 * 4 * 4);
   EXPECT_EQ(plan.splits, 3u);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_EQ(plan.grid, (Grid{3, 8, 1}));
@@ -342,10 +343,11 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
 
 TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
   NiceMock<MockDeviceInfo> device("h200");
-  // 7 splits of 20 keys would be 3 keys each, but chunks are whole granules of 4 warps x 2 keys:
-  // chunks of 8 keys give 3 splits, the last one holding 4 keys.
+  // 7 splits of 20 keys would be 3 keys each, but chunks are whole granules of 4 warps x 2 keys
+  // (unroll 1): chunks of 8 keys give 3 splits, the last one holding 4 keys.
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 20, 128),
-                                     RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "7"}}));
+                                     RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "7"},
+                                                                      {"FOUNDRY_FA_DECODE_UNROLL", "1"}}));
   EXPECT_EQ(plan.kvChunk, 8u);
   EXPECT_EQ(plan.splits, 3u);
   EXPECT_EQ(plan.grid.x, 3u);
@@ -402,9 +404,10 @@ TEST(Selector, KeysPerWarpBeyondLavapipesSubgroupIsRejectedByName) {
     EXPECT_EQ(e.field(), "FOUNDRY_FA_DECODE_KEYS_PER_WARP");
     EXPECT_THAT(e.what(), AllOf(HasSubstr("16"), HasSubstr("subgroup size 8"), HasSubstr("powers of two up to 8")));
   }
-  // The same value is fine where subgroups have 32 lanes.
+  // 8 is fine where subgroups have 32 lanes (16 would need 64 elements of q and o per head per lane).
   NiceMock<MockDeviceInfo> h200("h200");
-  EXPECT_EQ(planFor(h200, decodeShape(1, 32, 8, 1024, 128), options).decodeVariant.keysPerWarp, 16u);
+  const auto eight = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "8"}});
+  EXPECT_EQ(planFor(h200, decodeShape(1, 32, 8, 1024, 128), eight).decodeVariant.keysPerWarp, 8u);
 }
 
 TEST(Selector, KeysPerWarpThatNeedTooManyRegistersAreRejectedByName) {

@@ -1,0 +1,96 @@
+#pragma once
+// The error suite: one row per wrong input (a file, a flag, a knob, an environment, a tensor), each
+// with the outcome a user must get — the error kind, a fragment of the one-line message, and the
+// `foundry` exit code. Rows are plain data; ErrorSuiteTest.cpp runs them and docs/reliability.md is
+// generated from them (`foundry_error_table`), so the table and the tests cannot drift apart.
+//
+// Two kinds of row:
+// - CliRow: runs the real `foundry` executable as a subprocess with arguments, environment and input
+//   files, and checks exit code, stderr and that no partial output file is left behind;
+// - InProcessRow: calls the library (config loader, safetensors reader, attention step, runtime)
+//   where no subcommand reaches the input yet; checks the error's kind, field and message, and that
+//   exitCodeFor(kind) is the row's exit code.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+class Runtime;
+}
+
+namespace foundry::errors {
+
+/// What a CLI row's setup and checks can use.
+struct CliContext {
+  std::filesystem::path tmp;     ///< a fresh directory for this row ("{tmp}" in args and env)
+  std::filesystem::path source;  ///< the source tree (kernels/, configs/)
+  /// Runs `foundry` with `args` and `env` changes ("{tmp}" substituted); returns its stdout. Throws
+  /// std::runtime_error when it exits non-zero. For setups that need an earlier run.
+  std::function<std::string(const std::vector<std::string>& args,
+                            const std::map<std::string, std::optional<std::string>>& env)>
+      foundry;
+};
+
+/// What a finished CLI run left: for checks beyond exit code and stderr.
+struct CliOutcome {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+struct CliRow {
+  std::string id;     ///< gtest-safe name, unique
+  std::string area;   ///< table section: "command line", "knobs", "device", "kernels", "files", "cache", ...
+  std::string input;  ///< what the user did, for the table (Markdown)
+  std::vector<std::string> args;                                ///< after `foundry`; "{tmp}" substituted
+  std::map<std::string, std::optional<std::string>> env;       ///< nullopt unsets; "{tmp}" substituted
+  std::function<void(const CliContext&)> setup;                 ///< creates input files (may be empty)
+  int exitCode = 0;
+  std::string fragment;  ///< must appear in stderr (the error line, or the warning for exit 0)
+  std::string note;      ///< extra outcome for the table, e.g. "no file left behind"
+  bool multiLine = false;  ///< the message quotes source lines after the error line (compile errors)
+  /// Further checks; return "" when they pass, else what went wrong.
+  std::function<std::string(const CliContext&, const CliOutcome&)> check;
+};
+
+/// What an in-process row's action can use.
+struct InProcessContext {
+  std::filesystem::path tmp;
+  std::function<Runtime&()> runtime;  ///< the test device (lavapipe in CI); only for needsDevice rows
+};
+
+struct InProcessRow {
+  std::string id;
+  std::string area;
+  std::string input;
+  ErrorKind kind = ErrorKind::User;
+  std::optional<std::string> field;  ///< UserError::field() (a JSON pointer, knob or tensor); unchecked if unset
+  std::string fragment;              ///< must appear in what()
+  std::string note;
+  std::function<void(const InProcessContext&)> action;  ///< must throw the row's error
+  bool needsDevice = false;
+  /// Why no subcommand reaches this input yet ("pending `foundry run`"), for the table.
+  std::string cliPending;
+};
+
+/// Rows that run `foundry` with the subcommands that exist today (CliRows.cpp).
+std::vector<CliRow> cliRows();
+/// Rows for `foundry run` (RunRows.cpp): appended by whoever lands `foundry run`.
+std::vector<CliRow> runCommandRows();
+/// Rows that call the library directly (InProcessRows.cpp).
+std::vector<InProcessRow> inProcessRows();
+
+/// Every CLI row: cliRows() then runCommandRows().
+std::vector<CliRow> allCliRows();
+
+/// The Markdown table of every row, as docs/reliability.md holds it.
+std::string markdownTable();
+
+/// `text` with "{tmp}" replaced by `tmp`.
+std::string substituteTmp(const std::string& text, const std::filesystem::path& tmp);
+
+}  // namespace foundry::errors
