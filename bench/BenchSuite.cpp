@@ -1,6 +1,7 @@
 #include "bench/BenchSuite.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -85,8 +86,10 @@ double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& r
   double busy = 0, estimate = 0;
   std::uint32_t warmed = 0;
   std::vector<double> scratch;
-  while (warmed < options_.warmup || busy < options_.warmupMicros) {
-    const std::uint32_t calls = estimate > 0 ? std::clamp<std::uint32_t>(std::uint32_t(2000.0 / estimate), 1, 64) : 1;
+  const auto started = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  while (warmed < options_.warmup || busy < options_.warmupMicros || seconds() < options_.warmupSeconds) {
+    const std::uint32_t calls = estimate > 0 ? std::clamp<std::uint32_t>(std::uint32_t(5000.0 / estimate), 1, 128) : 1;
     const SubmitResult r = batch(calls);
     busy += r.totalGpuMicros;
     warmed += calls;
@@ -97,7 +100,7 @@ double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& r
   samples.clear();
   double measured = 0;
   while (samples.size() < options_.runs || measured < options_.minTimedMicros) {
-    const std::uint32_t calls = std::clamp<std::uint32_t>(std::uint32_t(2000.0 / std::max(estimate, 1.0)), 1, 64);
+    const std::uint32_t calls = std::clamp<std::uint32_t>(std::uint32_t(5000.0 / std::max(estimate, 1.0)), 1, 128);
     const SubmitResult r = batch(calls);
     measured += r.totalGpuMicros;
     perCall(r, calls, samples);
@@ -317,13 +320,18 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
     scalar.faDecodeScalar = true;
     out.emplace_back("scalar", scalar);
   } else {
-    for (std::uint32_t warps : {1u, 2u, 4u, 8u}) {
-      for (Force coop : {Force::On, Force::Off}) {
-        if (coop == Force::On && !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) continue;
-        RuntimeOptions o = base;
-        o.faPrefillWarps = warps;
-        o.faPrefillCoopMat = coop;
-        out.emplace_back(fmt::format("w{} {}", warps, coop == Force::On ? "coopmat" : "subgroup"), o);
+    const bool coop = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32});
+    for (std::uint32_t warps : {2u, 4u, 8u}) {
+      RuntimeOptions o = base;
+      o.faPrefillWarps = warps;
+      o.faPrefillCoopMat = Force::Off;
+      out.emplace_back(fmt::format("w{} subgroup", warps), o);
+      if (!coop) continue;
+      o.faPrefillCoopMat = Force::On;
+      for (Force reg : {Force::Off, Force::On}) {
+        if (reg == Force::On && !device.coopMatLayout().quad()) continue;
+        o.faPrefillRegisterSoftmax = reg;
+        out.emplace_back(fmt::format("w{} coopmat {} softmax", warps, reg == Force::On ? "register" : "shared"), o);
       }
     }
     for (std::uint32_t splits : {2u, 4u}) {

@@ -31,7 +31,8 @@ struct Options {
   std::string suite = "all";                ///< decode, prefill, ceilings, all, smoke
   std::uint32_t runs = 20;                  ///< at least this many timed calls
   std::uint32_t warmup = 5;                 ///< at least this many untimed calls first
-  double warmupMicros = 200000;             ///< and at least this much GPU time first (clocks ramp up)
+  double warmupMicros = 500000;             ///< and at least this much GPU time first (clocks ramp up)
+  double warmupSeconds = 1.0;               ///< and at least this long
   double minTimedMicros = 50000;            ///< timed calls continue until this much GPU time
   std::uint64_t l2Bytes = 64ull << 20;      ///< inputs rotate over more than 4x this
   std::uint32_t checkRows = 48;             ///< sampled output rows checked per shape

@@ -15,8 +15,9 @@ case "${1:-}" in
     bash scripts/install-deps.sh
     cmake --preset release >/dev/null
     cmake --build --preset release
+    rm -rf .device/bin
     bins=(build/release/foundry/cli/foundry)
-    for t in build/release/tests/foundry_*_tests; do [ -x "$t" ] && bins+=("$t"); done
+    bins+=(build/release/tests/foundry_device_tests build/release/tests/foundry_attention_tests)
     ../shared/device/pack.sh "${bins[@]}"
     cp ../shared/device/torch_sdpa.py .device/
     cp bench/compare.py bench/torch_batch.py .device/
@@ -26,15 +27,31 @@ case "${1:-}" in
     out=${OUT:-/tmp/foundry-out}
     mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-    foundry devices | tee "$out/devices.txt"
+    foundry devices | tee -a "$out/tests.log"
     export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
     status=0
-    for t in .device/bin/foundry_*_tests; do
-      [ -x "$t" ] || continue
+    # The suites that run kernels; the unit, runner and error suites read the source tree by its path
+    # here, and run on lavapipe in CI.
+    for t in .device/bin/foundry_device_tests .device/bin/foundry_attention_tests; do
       echo "== $t" >>"$out/tests.log"
       "$t" --gtest_brief=1 >/tmp/test.log 2>&1 || { status=1; echo "FAILED: $t"; tail -40 /tmp/test.log; }
       cat /tmp/test.log >>"$out/tests.log"
     done
+    # A replay against PyTorch: torch makes q, k, v, applies RoPE and SDPA; foundry run must match it.
+    {
+      for cfg in llama-3.1-8b pythia-1.4b; do
+        python3 bench/replay_torch.py "configs/$cfg.json" --layers 2 --prompt-len 64 --decode-tokens 8 --out "/tmp/replay-$cfg"
+        foundry run "configs/$cfg.json" --layers 2 --prompt-len 64 --decode-tokens 8 --dtype f16 \
+          --inputs "/tmp/replay-$cfg/inputs.safetensors" --expect "/tmp/replay-$cfg/expect.safetensors" --check \
+          || { status=1; echo "replay $cfg: FAILED"; }
+      done
+      # The negative control: the same replay held to an impossible tolerance must exit 1.
+      foundry run configs/llama-3.1-8b.json --layers 2 --prompt-len 64 --decode-tokens 8 --dtype f16 \
+        --inputs /tmp/replay-llama-3.1-8b/inputs.safetensors --expect /tmp/replay-llama-3.1-8b/expect.safetensors \
+        --tolerance 1e-9 && rc=0 || rc=$?
+      echo "negative control exit code: $rc (1 expected)"
+    } >"$out/replay.txt" 2>&1
+    cat "$out/replay.txt"
     foundry bench --suite all --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=1
     python3 .device/torch_sdpa.py > "$out/torch.jsonl"
     python3 .device/torch_batch.py >> "$out/torch.jsonl"

@@ -46,6 +46,18 @@ void writeFileAtomically(const std::filesystem::path& path, std::span<const std:
   }
 }
 
+void checkWritableTarget(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(EISDIR)));
+  }
+  const auto probe = path.parent_path() / fmt::format(".{}.probe.{}", path.filename().string(), ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 void writeFileAtomically(const std::filesystem::path& path, std::string_view text) {
   writeFileAtomically(path, std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }

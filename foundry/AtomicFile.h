@@ -15,6 +15,10 @@ namespace foundry {
 void writeFileAtomically(const std::filesystem::path& path, std::span<const std::byte> bytes);
 void writeFileAtomically(const std::filesystem::path& path, std::string_view text);
 
+/// Checks, before any work, that writeFileAtomically(path, ...) could succeed: `path` is not a
+/// directory and a file can be created beside it. Throws the DeviceError the write would throw.
+void checkWritableTarget(const std::filesystem::path& path);
+
 /// The whole file, or nullopt if it cannot be opened. `maxBytes` guards against absurd files.
 std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path,
                                                     std::size_t maxBytes = std::size_t(1) << 31);

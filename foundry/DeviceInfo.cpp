@@ -57,6 +57,7 @@ DeviceCaps DeviceInfo::snapshot() const {
   c.fp16Arithmetic = fp16Arithmetic();
   c.storage16Bit = storage16Bit();
   c.coopMatShapes = coopMatShapes();
+  c.coopMatLayout = coopMatLayout();
   c.computeUnits = computeUnits();
   c.uuid = uuid();
   c.driverVersion = driverVersion();
@@ -71,6 +72,15 @@ std::vector<CoopMatShape> nvidiaCoopMatShapes() {
           {16, 8, 8, DType::F16, DType::F32},   {16, 8, 8, DType::F16, DType::F16}};
 }
 
+}  // namespace
+
+CoopMatLayout nvidiaQuadLayout() {
+  // Elements 0-3 cover columns 0-7, 4-7 columns 8-15; pairs of elements alternate rows r and r + 8.
+  return {{0, 0, 8, 8, 0, 0, 8, 8}, {0, 1, 0, 1, 8, 9, 8, 9}};
+}
+
+namespace {
+
 DeviceCaps hopper(const char* name, std::uint64_t memory) {
   DeviceCaps c;
   c.name = name;
@@ -83,6 +93,7 @@ DeviceCaps hopper(const char* name, std::uint64_t memory) {
   c.deviceMemoryBytes = memory;
   c.maxPushConstantBytes = 256;
   c.coopMatShapes = nvidiaCoopMatShapes();
+  c.coopMatLayout = nvidiaQuadLayout();
   c.computeUnits = 132;
   c.driverName = "NVIDIA (preset)";
   return c;
@@ -179,8 +190,15 @@ DeviceCaps parseDevicePreset(const std::string& text) {
     } else if (key == "shared") {
       caps.maxSharedMemoryBytes = static_cast<std::uint32_t>(n);
     } else if (key == "coopmat") {
-      if (n == 0) caps.coopMatShapes.clear();
-      else if (caps.coopMatShapes.empty()) caps.coopMatShapes = nvidiaCoopMatShapes();
+      if (n == 0) {
+        caps.coopMatShapes.clear();
+        caps.coopMatLayout = {};
+      } else if (caps.coopMatShapes.empty()) {
+        caps.coopMatShapes = nvidiaCoopMatShapes();
+        caps.coopMatLayout = nvidiaQuadLayout();
+      }
+    } else if (key == "quad") {
+      caps.coopMatLayout = n != 0 && !caps.coopMatShapes.empty() ? nvidiaQuadLayout() : CoopMatLayout{};
     } else if (key == "cus") {
       caps.computeUnits = static_cast<std::uint32_t>(n);
     } else if (key == "fp16") {
@@ -189,7 +207,7 @@ DeviceCaps parseDevicePreset(const std::string& text) {
       caps.maxStorageBufferRange = n;
     } else {
       throw UserError("device preset",
-                      fmt::format("unknown override '{}'; accepted: subgroup, shared, coopmat, cus, fp16, storage", key));
+                      fmt::format("unknown override '{}'; accepted: subgroup, shared, coopmat, quad, cus, fp16, storage", key));
     }
   }
   if (caps.subgroupSize == 0 || (caps.subgroupSize & (caps.subgroupSize - 1)) != 0) {

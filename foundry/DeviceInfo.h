@@ -25,6 +25,20 @@ struct CoopMatShape {
   bool operator==(const CoopMatShape&) const = default;
 };
 
+/// Which (row, column) of a 16x16 f32 cooperative-matrix accumulator each invocation's element e
+/// holds, when it follows the "quad" pattern: row = rowOf[e] + lane / 4, column = colOf[e] +
+/// 2 * (lane % 4), so the four lanes of a quad share rows. Empty when unknown or different: kernels
+/// then take the portable route. Found on a real device by a probe kernel (Runtime).
+struct CoopMatLayout {
+  std::vector<std::uint8_t> rowOf;
+  std::vector<std::uint8_t> colOf;
+  bool quad() const { return !rowOf.empty() && rowOf.size() == colOf.size(); }
+  bool operator==(const CoopMatLayout&) const = default;
+};
+
+/// The layout NVIDIA's mma.m16n8k16 accumulators have (two 16x8 halves side by side).
+CoopMatLayout nvidiaQuadLayout();
+
 /// Capabilities as plain data. Presets and the Vulkan device both fill one of these.
 struct DeviceCaps {
   std::string name;
@@ -45,6 +59,7 @@ struct DeviceCaps {
   bool fp16Arithmetic = true;
   bool storage16Bit = true;
   std::vector<CoopMatShape> coopMatShapes;  ///< empty: no cooperative matrix
+  CoopMatLayout coopMatLayout;
   std::uint32_t computeUnits = 1;
   std::array<std::uint8_t, 16> uuid{};
   std::uint32_t driverVersion = 0;
@@ -70,6 +85,7 @@ class DeviceInfo {
   virtual bool fp16Arithmetic() const = 0;
   virtual bool storage16Bit() const = 0;
   virtual std::vector<CoopMatShape> coopMatShapes() const = 0;
+  virtual CoopMatLayout coopMatLayout() const = 0;
   virtual std::uint32_t computeUnits() const = 0;
   virtual std::array<std::uint8_t, 16> uuid() const = 0;
   virtual std::uint32_t driverVersion() const = 0;
@@ -101,11 +117,12 @@ class StaticDeviceInfo : public DeviceInfo {
   bool fp16Arithmetic() const override { return caps_.fp16Arithmetic; }
   bool storage16Bit() const override { return caps_.storage16Bit; }
   std::vector<CoopMatShape> coopMatShapes() const override { return caps_.coopMatShapes; }
+  CoopMatLayout coopMatLayout() const override { return caps_.coopMatLayout; }
   std::uint32_t computeUnits() const override { return caps_.computeUnits; }
   std::array<std::uint8_t, 16> uuid() const override { return caps_.uuid; }
   std::uint32_t driverVersion() const override { return caps_.driverVersion; }
 
- private:
+ protected:
   DeviceCaps caps_;
 };
 

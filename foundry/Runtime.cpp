@@ -7,6 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "foundry/CoopMatProbe.h"
 #include "foundry/Error.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/PipelineCache.h"
@@ -39,6 +40,15 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   disk_ = std::make_shared<DiskCache>(diskCacheDirectory(options_));
   kernels_ = std::make_shared<KernelCache>(std::make_shared<ShaderCompiler>(), disk_, options_.dumpKernels);
   pipelines_ = std::make_unique<PipelineCache>(*device_, kernels_, disk_);
+  if (device_->coopMatEnabled()) {
+    // Where the accumulator layout is the quad pattern, prefill keeps its softmax in registers.
+    try {
+      device_->setCoopMatLayout(quadLayoutFrom(runCoopMatProbe(*this)));
+    } catch (const Error& e) {
+      spdlog::warn("cooperative-matrix layout probe failed ({}); prefill takes the portable route", e.what());
+    }
+    spdlog::debug("cooperative-matrix accumulator layout: {}", device_->coopMatLayout().quad() ? "quad" : "unknown");
+  }
 }
 
 Runtime::~Runtime() {

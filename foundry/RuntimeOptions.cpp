@@ -103,6 +103,12 @@ const std::vector<Knob>& knobs() {
          o.faPrefillCoopMat = v == "auto" ? Force::Auto : (parseBool(f, v) ? Force::On : Force::Off);
        },
        [](const RuntimeOptions& o) { return show(o.faPrefillCoopMat); }},
+      {{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "auto, 0, 1",
+        "cooperative-matrix prefill: softmax in registers (needs the probed quad layout) or through shared memory"},
+       [](RuntimeOptions& o, const std::string& v, const std::string& f) {
+         o.faPrefillRegisterSoftmax = v == "auto" ? Force::Auto : (parseBool(f, v) ? Force::On : Force::Off);
+       },
+       [](const RuntimeOptions& o) { return show(o.faPrefillRegisterSoftmax); }},
       uintKnob<&RuntimeOptions::faDecodeWarps>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                "subgroups per decode workgroup"),
       uintKnob<&RuntimeOptions::faDecodeKeysPerWarp>("FOUNDRY_FA_DECODE_KEYS_PER_WARP",

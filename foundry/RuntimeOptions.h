@@ -30,6 +30,7 @@ struct RuntimeOptions {
   std::optional<std::uint32_t> faPrefillSplitK;    ///< FOUNDRY_FA_PREFILL_SPLIT_K
   bool disableFaPrefillSplitK = false;             ///< FOUNDRY_DISABLE_FA_PREFILL_SPLITK
   Force faPrefillCoopMat = Force::Auto;            ///< FOUNDRY_FA_PREFILL_COOPMAT
+  Force faPrefillRegisterSoftmax = Force::Auto;    ///< FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX
   std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
   std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP
   bool faDecodeScalar = false;                     ///< FOUNDRY_FA_DECODE_SCALAR

@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
 # Builds Foundry and runs every test suite on the default Vulkan device (lavapipe without a GPU),
-# under the Khronos validation layer. Usage: bash scripts/test.sh
+# under the Khronos validation layer; then the host-only and error suites under ASan + UBSan, and
+# each fuzz target for a bounded time (docs/reliability.md). Usage: bash scripts/test.sh
+# FOUNDRY_FUZZ_SECONDS sets the time per fuzz target (default 45; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+
+# Every suite, release build.
 cmake --preset release
 cmake --build --preset release
 ctest --preset release
+
+# The unit, device and error suites with AddressSanitizer and UndefinedBehaviorSanitizer.
+cmake --preset asan
+cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_tests foundry_error_tests
+ctest --preset asan -L sanitize
+
+# The config and safetensors parsers under libFuzzer.
+fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-45}"
+if [ "$fuzz_seconds" -gt 0 ]; then bash scripts/fuzz.sh "$fuzz_seconds"; fi

@@ -10,11 +10,25 @@ namespace foundry::decode_detail {
 std::string kvView(DType dtype, std::uint32_t vecWidth) {
   const bool half = dtype == DType::F16;
   switch (vecWidth) {
-    case 4: return half ? "f16vec4" : "vec4";
-    case 2: return half ? "f16vec2" : "vec2";
+    case 4: return half ? "uvec2" : "vec4";
+    case 2: return half ? "uint" : "vec2";
     default: return half ? "float16_t" : "float";
   }
 }
+
+namespace {
+
+/// How a register holding `kvView` widens to f32.
+std::string kvUnpack(DType dtype, std::uint32_t vecWidth) {
+  if (dtype != DType::F16) return "(r)";
+  switch (vecWidth) {
+    case 4: return "vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y))";
+    case 2: return "unpackHalf2x16(r)";
+    default: return "float(r)";
+  }
+}
+
+}  // namespace
 
 void declareOutputMacros(KernelInterface& k, DType dtype, const std::string& prefix) {
   k.define(prefix + "_T", std::string(glslScalarType(dtype)));
@@ -55,6 +69,11 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize()));
     k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize()));
     k.define("DECODE_VEC", std::to_string(v.vecWidth));
+    // Single f16 elements are widened on load: f16 registers would need fp16 arithmetic types.
+    const bool singleHalf = v.dtype == DType::F16 && v.vecWidth == 1;
+    k.define("DECODE_RAW", singleHalf ? "float" : kvView(v.dtype, v.vecWidth));
+    k.define("DECODE_LOAD(x)", singleHalf ? "float(x)" : "(x)");
+    k.define("DECODE_UNPACK(r)", singleHalf ? "(r)" : kvUnpack(v.dtype, v.vecWidth));
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
     k.snippet("flashattention/decode_subgroup.glsl");
   }

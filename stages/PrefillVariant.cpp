@@ -11,6 +11,7 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
   if (coopMat) {
     // K and V tiles in f16 with 16 bytes of skew per row, S per subgroup in f32, row max and alpha.
     const std::uint32_t kv = 2 * stages * keysPerTile * (headDim + 8) * 2;
+    if (quadSoftmax) return pad(kv);
     return pad(kv) + pad(warps * 16 * keysPerTile * 4) + 2 * pad(warps * 16 * 4);
   }
   return pad(rowsPerWorkgroup() * row * esize) + 2 * pad(stages * keysPerTile * row * esize) +
@@ -47,7 +48,8 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string PrefillVariant::key() const {
-  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}", headDim, dtypeName(dtype), coopMat ? "coopmat" : "subgroup",
+  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}", headDim, dtypeName(dtype),
+                     coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
                      causal ? "_causal" : "", split ? "_split" : "");
 }

@@ -12,6 +12,7 @@ struct PrefillVariant {
   DType dtype = DType::F16;
   bool halfTiles = true;          ///< f16 inputs staged as f16 (needs fp16 arithmetic); else as f32
   bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores)
+  bool quadSoftmax = false;       ///< coopMat: softmax in registers (the device's layout is the quad pattern)
   std::uint32_t warps = 4;        ///< subgroups per workgroup
   std::uint32_t rowsPerWarp = 4;  ///< query rows each subgroup owns (16 with cooperative matrices)
   std::uint32_t keysPerTile = 32; ///< keys per K/V tile

@@ -1,5 +1,7 @@
 #include "stages/SdpaPrefillCommon.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "foundry/DeviceInfo.h"
@@ -27,13 +29,38 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.snippet("flashattention/prefill_subgroup.glsl");
 }
 
-void declareCoopMat(const PrefillVariant& v, KernelInterface& k) {
+std::string uintArray(const std::vector<std::uint32_t>& v) {
+  std::string s = fmt::format("uint[{}](", v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}u", i ? ", " : "", v[i]);
+  return s + ")";
+}
+
+void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::uint32_t row4 = (v.headDim + 8) / 8;
-  k.define("PF_STAGES", std::to_string(v.stages));
+  k.define("PF_STAGES", std::to_string(v.stages)).define("CM_QUAD", v.quadSoftmax ? "1" : "0");
   k.constant("PF_WARPS", v.warps).constant("PF_BR", v.rowsPerWorkgroup()).constant("PF_BC", v.keysPerTile);
   k.shared("kv_tile", "uvec4", 2 * v.stages * v.keysPerTile * row4, 16);
-  k.shared("s_tile", "uint", v.warps * 16 * v.keysPerTile, 4);
-  k.shared("row_m", "float", v.warps * 16, 4).shared("row_alpha", "float", v.warps * 16, 4);
+  if (v.quadSoftmax) {
+    // The rows and columns each lane's accumulator elements hold, from the device's probe.
+    const CoopMatLayout layout = device.coopMatLayout();
+    FOUNDRY_CHECK_INTERNAL(layout.quad(), "quad softmax planned for a device without the quad layout");
+    std::vector<std::uint32_t> rows(layout.rowOf.begin(), layout.rowOf.end()), cols(layout.colOf.begin(), layout.colOf.end());
+    std::vector<std::uint32_t> slotRows, slots;
+    for (auto r : rows) {
+      auto it = std::find(slotRows.begin(), slotRows.end(), r);
+      if (it == slotRows.end()) it = slotRows.insert(slotRows.end(), r);
+      slots.push_back(static_cast<std::uint32_t>(it - slotRows.begin()));
+    }
+    const auto n = static_cast<std::uint32_t>(rows.size());
+    k.constant("CM_ELEMS", n).constant("CM_SLOTS", static_cast<std::uint32_t>(slotRows.size()));
+    k.constant("CM_ROW_OF", fmt::format("uint[{}]", n), uintArray(rows));
+    k.constant("CM_COL_OF", fmt::format("uint[{}]", n), uintArray(cols));
+    k.constant("CM_SLOT_OF", fmt::format("uint[{}]", n), uintArray(slots));
+    k.constant("CM_SLOT_ROW", fmt::format("uint[{}]", slotRows.size()), uintArray(slotRows));
+  } else {
+    k.shared("s_tile", "uint", v.warps * 16 * v.keysPerTile, 4);
+    k.shared("row_m", "float", v.warps * 16, 4).shared("row_alpha", "float", v.warps * 16, 4);
+  }
   k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
   k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
   k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
@@ -68,7 +95,7 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   k.constant("HEAD_DIM", v.headDim).constant("CAUSAL", "bool", v.causal ? "true" : "false");
   // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
   k.extension("GL_EXT_control_flow_attributes");
-  if (v.coopMat) declareCoopMat(v, k);
+  if (v.coopMat) declareCoopMat(v, k, device);
   else declareSubgroup(v, k, device);
 }
 
@@ -78,9 +105,26 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
   w.line("cm_stage_q(q_base, q0, rows);");
   w.line("barrier();");
   w.line("CmState st;");
-  w.line("F32MAT row_idx;");
-  w.line("prefill_coopmat(st, row_idx, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
+  w.line("prefill_coopmat(st, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
   w.line("const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;");
+  if (v.quadSoftmax) {
+    // Each lane knows where its elements go: stores straight from the accumulators.
+    w.line("const uint lane_row = sg * 16u + (lane >> 2u), lane_col = 2u * (lane & 3u);");
+    w.open("[[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e)");
+    w.line("const uint row = CM_ROW_OF[e] + lane_row;");
+    w.line("if (row >= rows) continue;");
+    if (v.split) {
+      w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + row) * pc.n_splits + split;");
+      w.line("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) partial_o[prow * HEAD_DIM + dd * 16u + CM_COL_OF[e] + lane_col] = st.o[dd][e];");
+      w.line("if ((lane & 3u) == 0u && CM_COL_OF[e] == 0u) partial_ml[prow] = vec2(st.m[CM_SLOT_OF[e]], st.l[CM_SLOT_OF[e]]);");
+    } else {
+      w.line("const float inv = st.l[CM_SLOT_OF[e]] > 0.0 ? 1.0 / st.l[CM_SLOT_OF[e]] : 0.0;");
+      w.line("const uint at = o_base + (q0 + row) * pc.o_stride_s + CM_COL_OF[e] + lane_col;");
+      w.line("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) o[at + dd * 16u] = OUT_T(OUT_CLAMP(st.o[dd][e] * inv));");
+    }
+    w.close();
+    return;
+  }
   w.open("for (uint dd = 0u; dd < CM_D; ++dd)");
   w.line("F32MAT slice = st.o[dd];");
   if (!v.split) w.line("for (uint i = 0u; i < slice.length(); ++i) slice[i] = st.l[i] > 0.0 ? slice[i] / st.l[i] : 0.0;");

@@ -16,6 +16,13 @@ void requireRank4(const Tensor& t, const char* role) {
   if (t.rank() != 4) {
     throw UserError(role, fmt::format("tensor '{}' must have 4 dims, has {} ({})", t.name, t.rank(), t.shapeString()));
   }
+  // The problem and the kernels count in 32 bits; a larger dimension must not wrap into a small one.
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (t.dim(i) < 0 || t.dim(i) > std::numeric_limits<std::uint32_t>::max()) {
+      throw UserError(role, fmt::format("dimension {} of tensor '{}' is {}; dimensions must be below 2^32 ({})", i,
+                                        t.name, t.dim(i), t.shapeString()));
+    }
+  }
   if (!t.lastDimContiguous()) {
     throw UserError(role, fmt::format("tensor '{}' must be contiguous in head_dim (last stride 1), has strides [{}]",
                                       t.name, fmt::join(t.strides, ", ")));

@@ -79,8 +79,11 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     v.warps = *o.faDecodeWarps;
     why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
   } else {
-    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(4, device.maxWorkgroupInvocations() / sg));
-    why.push_back({"warps", std::to_string(v.warps), "4 subgroups keep enough loads in flight per workgroup"});
+    // The H200 sweep (docs/performance.md): 8 subgroups of 32 beat 4 at every shape it timed.
+    const std::uint32_t wanted = sg >= 32 && device.kind() != DeviceKind::Cpu ? 8 : 4;
+    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, device.maxWorkgroupInvocations() / sg));
+    why.push_back({"warps", std::to_string(v.warps),
+                   fmt::format("{} subgroups keep enough loads in flight per workgroup", v.warps)});
   }
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations()) {
     rejectKnob("FOUNDRY_FA_DECODE_WARPS", v.warps,
@@ -145,7 +148,10 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     wanted = *o.faDecodeSplitK;
     reason = "FOUNDRY_FA_DECODE_SPLIT_K";
   } else {
-    const std::uint32_t fill = ceilDiv(2ull * device.computeUnits(), base);
+    // Whole waves of workgroups, never a partial extra one (the H200 sweep, docs/performance.md): one
+    // workgroup per compute unit where that still splits each head group 8 ways or more, else two.
+    std::uint32_t fill = device.computeUnits() / base;
+    if (fill < 8) fill = std::max<std::uint32_t>(1, 2 * device.computeUnits() / base);
     wanted = std::max<std::uint32_t>(1, std::min(fill, p.kvLen / minChunk));
     reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split", base,
                          device.computeUnits(), minChunk);
@@ -193,8 +199,19 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   }
   if (v.coopMat) {
     v.rowsPerWarp = 16;
-    v.warps = o.faPrefillWarps.value_or(4);
-    v.keysPerTile = p.headDim > 64 ? 32 : 64;
+    // 8 subgroups (128 query rows) beat 4 by a quarter on the H200 with the register softmax.
+    v.warps = o.faPrefillWarps.value_or(device.coopMatLayout().quad() && o.faPrefillRegisterSoftmax != Force::Off ? 8 : 4);
+    v.quadSoftmax = device.coopMatLayout().quad() && o.faPrefillRegisterSoftmax != Force::Off;
+    if (o.faPrefillRegisterSoftmax == Force::On && !device.coopMatLayout().quad()) {
+      throw UserError("FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
+                      fmt::format("1 cannot be used here: device '{}' did not show the quad accumulator layout; "
+                                  "accepted on this device: auto, 0", device.name()));
+    }
+    v.keysPerTile = v.quadSoftmax ? 64 : (p.headDim > 64 ? 32 : 64);
+    why.push_back({"softmax", v.quadSoftmax ? "registers" : "shared memory",
+                   o.faPrefillRegisterSoftmax != Force::Auto ? "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX"
+                 : v.quadSoftmax ? "the accumulator layout is the quad pattern (probed)"
+                                 : "the accumulator layout is unknown: rows go through shared memory"});
   } else {
     v.warps = o.faPrefillWarps.value_or(sg >= 32 ? 4 : 2);
     v.rowsPerWarp = 4;
@@ -208,7 +225,11 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   // Shrink the tile, then drop double buffering, until the staging fits in shared memory.
   v.stages = 2;
   while (v.sharedBytes(sg) > device.maxSharedMemoryBytes() || !v.unusableReason(sg).empty()) {
-    if (v.keysPerTile > sg && v.keysPerTile > 16 && (v.keysPerTile / 2) % (v.coopMat ? 16 : sg) == 0) {
+    // Cooperative-matrix tiles keep their width (more products per softmax) and give up double
+    // buffering first; the subgroup variant narrows its tile first.
+    if (v.coopMat && v.stages == 2) {
+      v.stages = 1;
+    } else if (v.keysPerTile > sg && v.keysPerTile > 16 && (v.keysPerTile / 2) % (v.coopMat ? 16 : sg) == 0) {
       v.keysPerTile /= 2;
     } else if (v.stages == 2) {
       v.stages = 1;

@@ -21,6 +21,8 @@ struct GlobalOptions {
 
   /// The environment's options with these flags applied on top.
   RuntimeOptions resolve() const;
+  /// Applies these flags over `options` (which may already hold a config's tuning).
+  void applyTo(RuntimeOptions& options) const;
 };
 
 using Action = std::function<int()>;
@@ -32,5 +34,6 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
 void addKnobsCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace foundry::cli

@@ -5,6 +5,11 @@ namespace foundry::cli {
 
 RuntimeOptions GlobalOptions::resolve() const {
   RuntimeOptions o = RuntimeOptions::fromEnvironment();
+  applyTo(o);
+  return o;
+}
+
+void GlobalOptions::applyTo(RuntimeOptions& o) const {
   for (const auto& k : knobs) {
     const auto eq = k.find('=');
     if (eq == std::string::npos) throw UserError("--set", "expected NAME=VALUE, got '" + k + "'");
@@ -15,7 +20,6 @@ RuntimeOptions GlobalOptions::resolve() const {
   if (!device.empty()) o.set("FOUNDRY_DEVICE", device, "--device");
   if (!logLevel.empty()) o.set("FOUNDRY_LOG_LEVEL", logLevel, "--log-level");
   if (validation) o.validation = true;
-  return o;
 }
 
 std::string describeParseError(CLI::App& app, const CLI::ParseError& error) {

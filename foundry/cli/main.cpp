@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cli::addKnobsCommand(app, global, action);
   cli::addKernelsCommand(app, global, action);
   cli::addBenchCommand(app, global, action);
+  cli::addRunCommand(app, global, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

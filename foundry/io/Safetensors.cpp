@@ -243,6 +243,7 @@ SafetensorsFile load(const Problems& p, std::uint64_t fileBytes, ReadAt&& readAt
   Header h = readHeader(p, text, fileBytes - dataStart);
 
   SafetensorsFile out;
+  out.origin = p.origin();
   out.metadata = std::move(h.metadata);
   for (auto& e : h.entries) {
     SafetensorsTensor t;
@@ -275,8 +276,9 @@ const SafetensorsTensor& SafetensorsFile::tensor(std::string_view name) const {
   if (it == tensors.end()) {
     std::vector<std::string> names;
     for (const auto& [n, t] : tensors) names.push_back(quoteForMessage(n));
-    throw UserError(std::string(name), fmt::format("no tensor {}; the file holds: {}", quoteForMessage(name),
-                                                   names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", "))));
+    throw UserError(std::string(name), fmt::format("no tensor {}; the file holds: {}{}", quoteForMessage(name),
+                                                   names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", ")),
+                                                   origin.empty() ? "" : fmt::format(" (in {})", origin)));
   }
   return it->second;
 }

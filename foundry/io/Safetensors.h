@@ -41,6 +41,7 @@ struct SafetensorsTensor {
 struct SafetensorsFile {
   std::map<std::string, SafetensorsTensor> tensors;
   std::map<std::string, std::string> metadata;
+  std::string origin;  ///< the path (or name) it was read from, for errors
 
   /// The tensor called `name`; a UserError naming it and the tensors present if there is none.
   const SafetensorsTensor& tensor(std::string_view name) const;

@@ -46,6 +46,8 @@ class VulkanDevice : public StaticDeviceInfo {
   const std::array<std::uint32_t, 3>& maxWorkgroupCount() const { return maxGroups_; }
   bool fullSubgroups() const { return fullSubgroups_; }
   bool coopMatEnabled() const { return !caps().coopMatShapes.empty(); }
+  /// Records what the layout probe found (Runtime runs it once the compiler is up).
+  void setCoopMatLayout(CoopMatLayout layout) { caps_.coopMatLayout = std::move(layout); }
   /// VK_KHR_pipeline_executable_properties: register counts and the like for each pipeline.
   bool pipelineStatistics() const { return pipelineStatistics_; }
 

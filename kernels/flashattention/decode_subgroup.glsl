@@ -19,8 +19,8 @@ const uint DECODE_CHUNKS = DECODE_ELEMS / DECODE_VEC;
 const uint DECODE_CHUNK_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC;
 const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
-DVEC decode_load_k(uint elem) { return DVEC(k_cache[elem / DECODE_VEC]); }
-DVEC decode_load_v(uint elem) { return DVEC(v_cache[elem / DECODE_VEC]); }
+// K/V stay in registers in their stored form (DECODE_RAW: e.g. four f16 in a uvec2, half the
+// registers of a vec4) until used; DECODE_UNPACK widens them to f32.
 
 DVEC decode_q(uint i) {
 #if DECODE_VEC == 4
@@ -52,6 +52,19 @@ void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], 
   }
 }
 
+// The K/V rows of one iteration: keys base + u * DECODE_KEYS_PER_WARP + cluster (past the end: the
+// last valid row, masked later).
+void decode_load_step(uint base, uint cluster, uint lik, uint last, uint k_base, uint v_base,
+                      out DECODE_RAW kr[DECODE_UNROLL][DECODE_CHUNKS], out DECODE_RAW vr[DECODE_UNROLL][DECODE_CHUNKS]) {
+  [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+    const uint row = min(base + u * DECODE_KEYS_PER_WARP + cluster, last) * HEAD_DIM + lik * DECODE_VEC;
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+      kr[u][c] = DECODE_LOAD(k_cache[(k_base + row + c * DECODE_CHUNK_STRIDE) / DECODE_VEC]);
+      vr[u][c] = DECODE_LOAD(v_cache[(v_base + row + c * DECODE_CHUNK_STRIDE) / DECODE_VEC]);
+    }
+  }
+}
+
 void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale) {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
@@ -71,27 +84,27 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     }
   }
 
-  // Each iteration a subgroup takes DECODE_UNROLL blocks of DECODE_KEYS_PER_WARP consecutive keys: all
-  // their loads are issued before any is used, so several rows are in flight per lane. The loop
-  // bound is uniform across the subgroup; keys past the end are masked, not skipped, so every lane
-  // takes part in every shuffle.
+  // Each iteration a subgroup takes DECODE_UNROLL blocks of DECODE_KEYS_PER_WARP consecutive keys, and
+  // the loads of the next iteration are issued before this one's arithmetic: many rows are in flight
+  // per lane. The loop bound is uniform across the subgroup; keys past the end are masked, not
+  // skipped, so every lane takes part in every shuffle.
   const uint last = kv_end - 1u;
-  for (uint base = kv_begin + sg * DECODE_STEP; base < kv_end; base += DECODE_WARPS * DECODE_STEP) {
-    DVEC kr[DECODE_UNROLL][DECODE_CHUNKS];
-    DVEC vr[DECODE_UNROLL][DECODE_CHUNKS];
+  const uint stride = DECODE_WARPS * DECODE_STEP;
+  DECODE_RAW kr[DECODE_UNROLL][DECODE_CHUNKS];
+  DECODE_RAW vr[DECODE_UNROLL][DECODE_CHUNKS];
+  uint base = kv_begin + sg * DECODE_STEP;
+  if (base < kv_end) decode_load_step(base, cluster, lik, last, k_base, v_base, kr, vr);
+  for (; base < kv_end; base += stride) {
+    DECODE_RAW next_k[DECODE_UNROLL][DECODE_CHUNKS];
+    DECODE_RAW next_v[DECODE_UNROLL][DECODE_CHUNKS];
+    if (base + stride < kv_end) decode_load_step(base + stride, cluster, lik, last, k_base, v_base, next_k, next_v);
     bool valid[DECODE_UNROLL];
-    [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-      const uint key = base + u * DECODE_KEYS_PER_WARP + cluster;
-      valid[u] = key < kv_end;
-      const uint row = min(key, last) * HEAD_DIM + lik * DECODE_VEC;
-      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) kr[u][c] = decode_load_k(k_base + row + c * DECODE_CHUNK_STRIDE);
-      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) vr[u][c] = decode_load_v(v_base + row + c * DECODE_CHUNK_STRIDE);
-    }
     float s[DECODE_UNROLL][DECODE_HEADS];
     [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+      valid[u] = base + u * DECODE_KEYS_PER_WARP + cluster < kv_end;
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], kr[u][c]);
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], DECODE_UNPACK(kr[u][c]));
         s[u][h] = acc;
       }
     }
@@ -109,11 +122,13 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * vr[u][c];
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c]);
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;
     }
+    kr = next_k;
+    vr = next_v;
   }
 
   // Clusters of one subgroup hold the same dimensions for different keys: merge them.

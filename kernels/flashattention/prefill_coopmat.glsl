@@ -12,6 +12,11 @@
 //   L += P 1, O += P V   row sums by one more MMA against a matrix of ones, so l lives in an
 //                        accumulator with O's layout and O / L needs no cross-lane work
 // Rescaling O and L by alpha per row uses the same row-index matrix.
+//
+// Where the device's accumulator layout is the quad pattern (CM_QUAD, found by a probe at start-up:
+// foundry/CoopMatProbe.h), the softmax stays in registers instead: each lane knows the rows and
+// columns of its elements from CM_ROW_OF / CM_COL_OF, row maxima and sums take two xor shuffles
+// within a quad, and S never goes to shared memory.
 
 #define F16MAT fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define F32MAT fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
@@ -49,6 +54,7 @@ void cm_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
   }
 }
 
+#if !CM_QUAD
 // A 16x16 f32 matrix whose every element holds its row (or column) number, in the accumulators' layout.
 F32MAT cm_index_matrix(uint sg, bool rows) {
   for (uint i = gl_SubgroupInvocationID; i < 256u; i += SUBGROUP_SIZE) {
@@ -62,15 +68,103 @@ F32MAT cm_index_matrix(uint sg, bool rows) {
   return m;
 }
 
+#endif
+
+#if CM_QUAD
+
 struct CmState {
   F32MAT o[CM_D];
-  F32MAT l;  // every column holds the row's sum
+  float m[CM_SLOTS];  // the running max and sum of each row this lane holds (CM_SLOT_ROW)
+  float l[CM_SLOTS];
 };
 
+void cm_init(inout CmState st) {
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
+  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
+    st.m[r] = NEG_BIG;
+    st.l[r] = 0.0;
+  }
+}
+
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_idx, uint stage, uint t, uint kv_end,
-             uint pos0, bool masked, bool causal, float qk_scale) {
+void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_end, uint pos0, bool masked,
+             bool causal, float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
+  F32MAT s[CM_N];
+  float mx[CM_SLOTS];
+  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) mx[r] = NEG_BIG;
+  [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
+    s[n] = F32MAT(0.0);
+    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
+      F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
+      coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
+      s[n] = coopMatMulAddNV(qf[dd], kb, s[n]);
+    }
+    [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
+      const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
+      const bool valid = !masked || (key < kv_end && (!causal || key <= pos0 + sg * 16u + CM_ROW_OF[e] + lane_row));
+      s[n][e] = valid ? s[n][e] * qk_scale : NEG_BIG;
+      mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[n][e]);
+    }
+  }
+  float alpha[CM_SLOTS], sum[CM_SLOTS];
+  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
+    mx[r] = max(mx[r], subgroupShuffleXor(mx[r], 1u));
+    mx[r] = max(mx[r], subgroupShuffleXor(mx[r], 2u));
+    const float m_new = max(st.m[r], mx[r]);
+    alpha[r] = exp2(st.m[r] - m_new);
+    st.m[r] = m_new;
+    sum[r] = 0.0;
+  }
+  // Rescaling unconditionally measured faster on the H200 than skipping it when no maximum moved
+  // (a subgroupAny branch): the multiplies overlap the products, the branch does not.
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
+    [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) st.o[dd][e] *= alpha[CM_SLOT_OF[e]];
+  }
+  [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
+    [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
+      const float p = s[n][e] > 0.5 * NEG_BIG ? exp2(s[n][e] - st.m[CM_SLOT_OF[e]]) : 0.0;
+      s[n][e] = p;
+      sum[CM_SLOT_OF[e]] += p;
+    }
+    const F16MAT p = F16MAT(s[n]);
+    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
+      F16MAT vb;
+      coopMatLoadNV(vb, kv_tile, PF_STAGES * CM_TILE4 + stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+      st.o[dd] = coopMatMulAddNV(p, vb, st.o[dd]);
+    }
+  }
+  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
+    sum[r] += subgroupShuffleXor(sum[r], 1u);
+    sum[r] += subgroupShuffleXor(sum[r], 2u);
+    st.l[r] = st.l[r] * alpha[r] + sum[r];
+  }
+}
+
+#else
+
+struct CmState {
+  F32MAT o[CM_D];
+  F32MAT l;        // every column holds the row's sum
+  F32MAT row_idx;  // each element's row and column number
+  F32MAT col_idx;
+};
+
+void cm_init(inout CmState st) {
+  const uint sg = gl_SubgroupID;
+  st.row_idx = cm_index_matrix(sg, true);
+  st.col_idx = cm_index_matrix(sg, false);
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
+  st.l = F32MAT(0.0);
+  if (gl_SubgroupInvocationID < 16u) row_m[sg * 16u + gl_SubgroupInvocationID] = NEG_BIG;
+}
+
+// One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
+void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_end, uint pos0, bool masked,
+             bool causal, float qk_scale) {
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const F32MAT row_idx = st.row_idx, col_idx = st.col_idx;
   F32MAT s[CM_N];
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     s[n] = F32MAT(0.0);
@@ -129,17 +223,15 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], F32MAT row_idx, F32MAT col_id
   subgroupBarrier();
 }
 
+#endif  // CM_QUAD
+
 // Q must be staged in kv_tile by cm_stage_q (and a barrier passed) before this runs.
-void prefill_coopmat(inout CmState st, out F32MAT row_idx, uint kv_begin, uint kv_end, uint k_base, uint v_base,
-                     uint pos0, bool causal, float qk_scale) {
+void prefill_coopmat(inout CmState st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint pos0, bool causal,
+                     float qk_scale) {
   const uint sg = gl_SubgroupID;
   F16MAT qf[CM_D];
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(qf[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
-  row_idx = cm_index_matrix(sg, true);
-  const F32MAT col_idx = cm_index_matrix(sg, false);
-  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
-  st.l = F32MAT(0.0);
-  if (gl_SubgroupInvocationID < 16u) row_m[sg * 16u + gl_SubgroupInvocationID] = NEG_BIG;
+  cm_init(st);
   barrier();  // everyone has its Q fragments before K tiles overwrite the staging area
   if (kv_begin >= kv_end) return;
   const uint kv_last = kv_end - 1u;
@@ -154,7 +246,7 @@ void prefill_coopmat(inout CmState st, out F32MAT row_idx, uint kv_begin, uint k
     if (has_next) cm_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
 #endif
     const bool masked = t + PF_BC > kv_end || (causal && t + PF_BC - 1u > pos0);
-    cm_tile(st, qf, row_idx, col_idx, stage, t, kv_end, pos0, masked, causal, qk_scale);
+    cm_tile(st, qf, stage, t, kv_end, pos0, masked, causal, qk_scale);
 #if PF_STAGES == 2
     if (has_next) cm_store_kv(stage ^ 1u, kr, vr);
     barrier();
@@ -170,6 +262,7 @@ void prefill_coopmat(inout CmState st, out F32MAT row_idx, uint kv_begin, uint k
   }
 }
 
+#if !CM_QUAD
 // Stages a 16x16 slice of this subgroup's rows through shared memory so rows past the end of the
 // query are never written: `slice` covers dimensions [16 * slice, 16 * slice + 16).
 void cm_stage_slice(F32MAT m) {
@@ -177,3 +270,4 @@ void cm_stage_slice(F32MAT m) {
   subgroupMemoryBarrierShared();
   subgroupBarrier();
 }
+#endif

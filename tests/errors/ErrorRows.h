@@ -8,8 +8,13 @@
 // - CliRow: runs the real `foundry` executable as a subprocess with arguments, environment and input
 //   files, and checks exit code, stderr and that no partial output file is left behind;
 // - InProcessRow: calls the library (config loader, safetensors reader, attention step, runtime)
-//   where no subcommand reaches the input yet; checks the error's kind, field and message, and that
-//   exitCodeFor(kind) is the row's exit code.
+//   directly; checks the error's kind, field and message, and that exitCodeFor(kind) is the row's exit
+//   code. Most have a CLI twin in RunRows.cpp; `cliPending` says why the others have none.
+//
+// CLI exit codes: 0 success, 1 a numerical check that failed (`foundry run --expect`), 2..4 an error
+// of each kind (docs/reliability.md). `foundry run` also prints progress lines on stderr
+// ("foundry: prefill 1/1", "foundry: decode 2/2") when stderr is not a terminal; the suite sets them
+// aside before it counts the lines a row printed.
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -46,13 +51,15 @@ struct CliRow {
   std::string id;     ///< gtest-safe name, unique
   std::string area;   ///< table section: "command line", "knobs", "device", "kernels", "files", "cache", ...
   std::string input;  ///< what the user did, for the table (Markdown)
-  std::vector<std::string> args;                                ///< after `foundry`; "{tmp}" substituted
-  std::map<std::string, std::optional<std::string>> env;       ///< nullopt unsets; "{tmp}" substituted
-  std::function<void(const CliContext&)> setup;                 ///< creates input files (may be empty)
+  std::vector<std::string> args;                          ///< after `foundry`; "{tmp}" substituted
+  std::map<std::string, std::optional<std::string>> env;  ///< nullopt unsets; "{tmp}" substituted
+  std::function<void(const CliContext&)> setup;           ///< creates input files (may be empty)
   int exitCode = 0;
-  std::string fragment;  ///< must appear in stderr (the error line, or the warning for exit 0)
-  std::string note;      ///< extra outcome for the table, e.g. "no file left behind"
+  std::string fragment;    ///< must appear in stderr (the error line, or the warning for exit 0)
+  std::string note;        ///< extra outcome for the table, e.g. "no file left behind"
   bool multiLine = false;  ///< the message quotes source lines after the error line (compile errors)
+  /// Exit 0 with nothing on stderr: `fragment` must then appear on stdout (a run that succeeds).
+  bool quiet = false;
   /// Further checks; return "" when they pass, else what went wrong.
   std::function<std::string(const CliContext&, const CliOutcome&)> check;
 };
@@ -67,19 +74,22 @@ struct InProcessRow {
   std::string id;
   std::string area;
   std::string input;
+  std::string via;  ///< the library call that reads the input, for the table ("loadModelConfig")
   ErrorKind kind = ErrorKind::User;
   std::optional<std::string> field;  ///< UserError::field() (a JSON pointer, knob or tensor); unchecked if unset
   std::string fragment;              ///< must appear in what()
   std::string note;
   std::function<void(const InProcessContext&)> action;  ///< must throw the row's error
+  std::string mentions;  ///< must also appear in what(), "{tmp}" substituted (e.g. the file's path)
   bool needsDevice = false;
-  /// Why no subcommand reaches this input yet ("pending `foundry run`"), for the table.
+  /// Why no subcommand reaches this input, for the table; empty when a CLI row gives the same input to
+  /// `foundry` (the rows of RunRows.cpp for config and safetensors files).
   std::string cliPending;
 };
 
 /// Rows that run `foundry` with the subcommands that exist today (CliRows.cpp).
 std::vector<CliRow> cliRows();
-/// Rows for `foundry run` (RunRows.cpp): appended by whoever lands `foundry run`.
+/// Rows for `foundry run` (RunRows.cpp).
 std::vector<CliRow> runCommandRows();
 /// Rows that call the library directly (InProcessRows.cpp).
 std::vector<InProcessRow> inProcessRows();

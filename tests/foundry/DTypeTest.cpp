@@ -22,6 +22,9 @@ TEST(DType, EveryHalfRoundTripsThroughFloat) {
 }
 
 TEST(DType, FloatToHalfMatchesTheCompilersConversion) {
+#ifndef __FLT16_MAX__
+  GTEST_SKIP() << "this compiler has no _Float16 to compare with (clang 14 on x86-64); GCC builds run it";
+#else
   std::mt19937 gen(7);
   std::uniform_int_distribution<std::uint32_t> bits;
   for (int i = 0; i < 2'000'000; ++i) {
@@ -30,6 +33,7 @@ TEST(DType, FloatToHalfMatchesTheCompilersConversion) {
     const auto expected = std::bit_cast<std::uint16_t>(static_cast<_Float16>(f));
     ASSERT_EQ(floatToHalf(f), expected) << "float " << f;
   }
+#endif
 }
 
 TEST(DType, HalfOverflowAndUnderflow) {

@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "foundry/CoopMatProbe.h"
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
 
@@ -42,6 +43,26 @@ TEST(DeviceInfo, BadPresetsNameWhatIsAccepted) {
   EXPECT_THROW(parseDevicePreset("h200,warp=32"), UserError);
   EXPECT_THROW(parseDevicePreset("h200,subgroup=24"), UserError);
   EXPECT_THROW(parseDevicePreset("h200,subgroup"), UserError);
+}
+
+TEST(CoopMatLayout, TheQuadPatternIsRecognisedAndAnythingElseRejected) {
+  const CoopMatLayout nv = nvidiaQuadLayout();
+  CoopMatProbeResult probe;
+  probe.subgroupSize = 32;
+  probe.elements = 8;
+  for (std::uint32_t lane = 0; lane < 32; ++lane) {
+    for (std::uint32_t e = 0; e < 8; ++e) {
+      probe.flat.push_back((nv.rowOf[e] + lane / 4) * 16 + nv.colOf[e] + 2 * (lane % 4));
+    }
+  }
+  EXPECT_EQ(quadLayoutFrom(probe), nv);
+  CoopMatProbeResult swapped = probe;
+  std::swap(swapped.flat[5 * 8 + 2], swapped.flat[6 * 8 + 2]);  // two lanes disagree with the pattern
+  EXPECT_FALSE(quadLayoutFrom(swapped).quad());
+  CoopMatProbeResult empty = probe;
+  empty.elements = 0;
+  empty.flat.clear();
+  EXPECT_FALSE(quadLayoutFrom(empty).quad());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ struct Knobs {
   Knobs() { o.faPrefillCoopMat = Force::Off; }
   RuntimeOptions o;
   Knobs& coopMat() { o.faPrefillCoopMat = Force::On; return *this; }
+  Knobs& sharedSoftmax() { o.faPrefillRegisterSoftmax = Force::Off; return *this; }
   Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
   Knobs& keys(std::uint32_t k) { o.faDecodeKeysPerWarp = k; return *this; }
   Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
@@ -92,8 +93,10 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     // A knob this device cannot honour must be refused by name, and only then.
     DecodeVariant want;
     want.headDim = vc.shape.headDim;
+    want.heads = Selector::decodeHeadsPerWorkgroup(vc.shape.heads / vc.shape.kvHeads);
     want.keysPerWarp = o.faDecodeKeysPerWarp.value_or(1);
     want.vecWidth = o.faDecodeVectorWidth.value_or(4);
+    want.unroll = o.faDecodeUnroll.value_or(runtime().info().kind() == DeviceKind::Cpu ? 1 : 4);
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
     ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
@@ -228,7 +231,11 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P1, Knobs().coopMat().prefillWarps(2).noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().prefillWarps(4).noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().prefillSplitK(3), 3}, VariantCase{P5, Knobs().coopMat().prefillSplitK(2), 2},
-        VariantCase{P1, Knobs().coopMat().prefillSplitK(2).prefillWarps(4), 2}),
+        VariantCase{P1, Knobs().coopMat().prefillSplitK(2).prefillWarps(4), 2},
+        // ... with the softmax through shared memory, the route for devices whose layout is unknown.
+        VariantCase{P1, Knobs().coopMat().sharedSoftmax().noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().sharedSoftmax().prefillSplitK(3), 3},
+        VariantCase{P5, Knobs().coopMat().sharedSoftmax().prefillWarps(2).noPrefillSplitK(), 1}),
     variantName);
 
 }  // namespace

@@ -88,14 +88,14 @@ float log2eOverSqrt(std::uint32_t headDim) {
 
 TEST_F(StepMockTest, LongDecodeOnH200RecordsASplitKPartThenTheReduce) {
   pretend("h200");
-  // 8 KV groups of 4 heads = 8 workgroups for 132 compute units: ceil(264 / 8) = 33 splits wanted,
-  // 8192 / 256 = 32 allowed; 256 keys per split is a whole number of 4 warps x 2 keys x unroll 4.
+  // 8 KV groups of 4 heads = 8 workgroups for 132 compute units: 132 / 8 = 16 splits (one whole wave)
+  // of 512 keys, a multiple of the granule of 8 warps x 2 keys x unroll 4 = 64.
   const AttentionCall call = test::shapeCall(decode(32, 8, 8192));
   {
     InSequence inOrder;
     EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
-                                           KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w4_k2_u4_v4_float_split")),
-                                     AllOf(PushU32("n_splits", 32), PushU32("kv_chunk", 256), PushU32("kv_len", 8192),
+                                           KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split")),
+                                     AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512), PushU32("kv_len", 8192),
                                            PushU32("n_heads", 32), PushU32("n_kv_heads", 8), PushU32("q_len", 1),
                                            PushU32("q_stride_b", 32 * 128), PushU32("q_stride_h", 128),
                                            PushU32("k_stride_b", 8 * 8192 * 128), PushU32("k_stride_h", 8192 * 128),
@@ -103,30 +103,30 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsASplitKPartThenTheReduce) {
                                            Binds("k_cache", "k_cache"), Binds("v_cache", "v_cache"),
                                            Binds("partial_o", "splitk_partial_o"),
                                            Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
-                                     (Grid{32, 8, 1})));
+                                     (Grid{16, 8, 1})));
     EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")),
                                            KernelNamed("FlashDecodeSplitKReduce__D128_f16")),
-                                     AllOf(PushU32("n_splits", 32), PushU32("n_heads", 32), Binds("o", "out"),
+                                     AllOf(PushU32("n_splits", 16), PushU32("n_heads", 32), Binds("o", "out"),
                                            Binds("partial_o", "splitk_partial_o"),
                                            Binds("partial_ml", "splitk_partial_ml"), LacksBinding("q")),
                                      (Grid{32, 1, 1})));
   }
   const StepRecord record = run(call);
-  EXPECT_EQ(record.plan.splits, 32u);
-  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w4_k2_u4_v4_float_split",
+  EXPECT_EQ(record.plan.splits, 16u);
+  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split",
                                           "FlashDecodeSplitKReduce__D128_f16"));
   ASSERT_EQ(workspace.requests().size(), 2u);
-  EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 32, 128}));
-  EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 32, 2}));
+  EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 128}));
+  EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 2}));
   EXPECT_EQ(workspace.requests()[0].dtype, DType::F32);
 }
 
 TEST_F(StepMockTest, ShortDecodeOnH200WritesTheOutputDirectly) {
   pretend("h200");
-  // Fewer than 256 keys: one split, whose chunk covers the cache in whole granules of 4 x 2 x 4 keys.
+  // Fewer than 256 keys: one split, whose chunk covers the cache in whole granules of 8 x 2 x 4 keys.
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
                                    AllOf(Binds("o", "out"), LacksBinding("partial_o"), LacksPush("n_splits"),
-                                         PushU32("kv_chunk", 224), PushU32("kv_len", 200)),
+                                         PushU32("kv_chunk", 256), PushU32("kv_len", 200)),
                                    (Grid{1, 8, 1})));
   const StepRecord record = run(test::shapeCall(decode(32, 8, 200)));
   EXPECT_EQ(record.kernels.size(), 1u);
@@ -138,7 +138,7 @@ TEST_F(StepMockTest, DecodeOnLavapipeIsTheSubgroupVariantWithoutCooperativeMatri
   const KernelSource* recorded = nullptr;
   {
     InSequence inOrder;
-    // One workgroup (4 heads share the KV head) on 2 compute units: 4 splits of 512 keys.
+    // One workgroup (4 heads share the KV head) on 2 compute units: two waves, 4 splits of 512 keys.
     EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
                                      AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 512)), (Grid{4, 1, 1})))
         .WillOnce([&](const KernelSource& k, const Arguments& a, Grid) {

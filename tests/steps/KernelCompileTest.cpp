@@ -13,7 +13,9 @@
 
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
+#include "foundry/CoopMatProbe.h"
 #include "foundry/ShaderCompiler.h"
+#include "stages/CeilingStages.h"
 #include "stages/FlashDecodeFusedStage.h"
 #include "stages/FlashDecodeSplitKReduceStage.h"
 #include "stages/FlashDecodeStage.h"
@@ -382,6 +384,52 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"), presetName);
+
+}  // namespace
+}  // namespace foundry
+
+namespace foundry {
+namespace {
+
+// The cooperative-matrix kernels only run on a GPU that has them; compiling them here catches GLSL
+// mistakes before a device run does. Both softmax routes, split and not, D 64 and 128.
+TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
+  const ShaderCompiler compiler{ShaderCompiler::Optimization::None};
+  int compiled = 0;
+  auto compile = [&](const KernelSource& k) {
+    try {
+      EXPECT_FALSE(compiler.compile(k).empty()) << k.name;
+      ++compiled;
+    } catch (const Error& e) {
+      ADD_FAILURE() << k.name << ":\n" << e.what();
+    }
+  };
+  for (const char* preset : {"h200", "h200,quad=0"}) {
+    const auto device = makePresetDevice(preset);
+    compile(coopMatProbeKernel(*device, SnippetLibrary::embedded()));
+    compile(KernelBuilder(*device, SnippetLibrary::embedded()).workgroup(256).emplace<ReadStreamStage>().build());
+    compile(KernelBuilder(*device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
+    for (const std::uint32_t d : {64u, 128u}) {
+      for (const bool split : {false, true}) {
+        RuntimeOptions o;
+        o.faPrefillCoopMat = Force::On;
+        o.faPrefillSplitK = split ? 3u : 1u;
+        FlashAttentionStep step(*device, SnippetLibrary::embedded(), o);
+        test::CallShape s;
+        s.nHeads = 32;
+        s.nKvHeads = 8;
+        s.qLen = split ? 16 : 512;
+        s.kvLen = split ? 8192 : 512;
+        s.headDim = d;
+        const auto plan = step.plan(test::shapeCall(s));
+        EXPECT_TRUE(plan.prefillVariant.coopMat);
+        EXPECT_EQ(plan.prefillVariant.quadSoftmax, device->coopMatLayout().quad()) << preset;
+        for (const auto& k : step.kernelsFor(test::shapeCall(s))) compile(k);
+      }
+    }
+  }
+  EXPECT_EQ(compiled, 2 * (3 + 2 * (1 + 2)));  // probe + 2 ceilings, then per D: prefill, part + reduce
+}
 
 }  // namespace
 }  // namespace foundry

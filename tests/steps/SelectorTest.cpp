@@ -38,10 +38,12 @@ Split chunked(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule) 
   return {ceilDiv(kvLen, chunk), chunk};
 }
 
-/// Decode: about two workgroups per compute unit, at least max(256, granule) keys per split.
+/// Decode: whole waves, one workgroup per compute unit where that gives 8 splits or more, else two,
+/// at least max(256, granule) keys per split.
 Split decodeRule(std::uint32_t kvLen, std::uint32_t computeUnits, std::uint32_t workgroupsWithoutSplit,
                  std::uint32_t granule) {
-  const std::uint32_t fill = ceilDiv(2ull * computeUnits, workgroupsWithoutSplit);
+  std::uint32_t fill = computeUnits / workgroupsWithoutSplit;
+  if (fill < 8) fill = std::max<std::uint32_t>(1, 2 * computeUnits / workgroupsWithoutSplit);
   const std::uint32_t longest = kvLen / std::max<std::uint32_t>(256, granule);
   return chunked(kvLen, std::max<std::uint32_t>(1, std::min(fill, longest)), granule);
 }
@@ -98,13 +100,13 @@ TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   EXPECT_FALSE(v.scalar);
   EXPECT_EQ(v.heads, c.heads);
   EXPECT_EQ(v.keysPerWarp, c.keysPerWarp);
-  EXPECT_EQ(v.warps, 4u);
+  EXPECT_EQ(v.warps, 8u);
   EXPECT_EQ(v.vecWidth, 4u);
   EXPECT_EQ(v.unroll, 4u);
   EXPECT_EQ(v.partial, PartialStorage::Float);
 
   const std::uint32_t base = c.shape.batch * c.shape.nHeads / c.heads;
-  const Split want = decodeRule(c.shape.kvLen, 132, base, 4 * c.keysPerWarp * 4);
+  const Split want = decodeRule(c.shape.kvLen, 132, base, 8 * c.keysPerWarp * 4);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_EQ(v.split, want.splits > 1);
@@ -131,35 +133,39 @@ CallShape decodeShape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kv
 }
 
 INSTANTIATE_TEST_SUITE_P(Selector, H200DecodeSplit,
-                         ::testing::Values(DecodeCase{decodeShape(1, 32, 8, 8192, 128), 4, 2},     // 32 splits of 256
-                                           DecodeCase{decodeShape(1, 32, 8, 5000, 128), 4, 2},     // 19 splits of 264
-                                           DecodeCase{decodeShape(1, 32, 32, 100000, 128), 1, 2},  // MHA: 9 splits
+                         ::testing::Values(DecodeCase{decodeShape(1, 32, 8, 8192, 128), 4, 2},
+                                           DecodeCase{decodeShape(1, 32, 8, 5000, 128), 4, 2},
+                                           DecodeCase{decodeShape(1, 32, 32, 100000, 128), 1, 2},  // MHA
                                            DecodeCase{decodeShape(4, 64, 8, 32768, 128), 8, 2},    // GQA 8, batch 4
                                            DecodeCase{decodeShape(1, 8, 1, 300, 64), 8, 4},        // too short to split
-                                           DecodeCase{decodeShape(1, 8, 1, 1000, 64), 8, 4},       // 3 splits of 336
+                                           DecodeCase{decodeShape(1, 8, 1, 1000, 64), 8, 4},
                                            DecodeCase{decodeShape(64, 32, 8, 4096, 128), 4,
                                                       2},  // enough workgroups already
                                            DecodeCase{decodeShape(1, 24, 8, 65536, 128), 3, 2}),  // group 3
                          [](const auto& tp) { return tp.param.shape.str(); });
 
-TEST(Selector, H200LongDecodeSplitsInto32ChunksOf256Keys) {
-  // The worked example: 8 workgroups without a split on 132 compute units want ceil(264 / 8) = 33
-  // splits; 8192 keys allow 8192 / 256 = 32; 8192 / 32 = 256 keys is already a multiple of 4 x 2.
+TEST(Selector, H200LongDecodeSplitsIntoOneWaveOf16Chunks) {
+  // The worked example: 8 workgroups without a split on 132 compute units want 132 / 8 = 16 splits
+  // (one whole wave, at least 8 splits); 8192 / 16 = 512 keys is a multiple of the granule of
+  // 8 warps x 2 keys x unroll 4 = 64.
   NiceMock<MockDeviceInfo> device("h200");
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
-  EXPECT_EQ(plan.splits, 32u);
-  EXPECT_EQ(plan.kvChunk, 256u);
-  EXPECT_EQ(plan.grid, (Grid{32, 8, 1}));
+  EXPECT_EQ(plan.splits, 16u);
+  EXPECT_EQ(plan.kvChunk, 512u);
+  EXPECT_EQ(plan.grid, (Grid{16, 8, 1}));
   EXPECT_EQ(plan.reduceGrid, (Grid{32, 1, 1}));
   EXPECT_THAT(plan, HasDecision("split-k", AllOf(HasSubstr("132 compute units"), HasSubstr("256 keys"))));
 }
 
 TEST(Selector, FewerComputeUnitsMeanFewerSplits) {
   NiceMock<MockDeviceInfo> device("h200");
-  ON_CALL(device, computeUnits()).WillByDefault(Return(8u));
+  ON_CALL(device, computeUnits()).WillByDefault(Return(16u));
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
-  EXPECT_EQ(plan.splits, 2u);  // ceil(16 / 8) = 2
-  EXPECT_EQ(plan.kvChunk, 4096u);
+  // 16 / 8 = 2 splits is fewer than 8: two waves instead, 32 / 8 = 4 splits.
+  EXPECT_EQ(plan.splits, 4u);
+  EXPECT_EQ(plan.kvChunk, 2048u);
+  ON_CALL(device, computeUnits()).WillByDefault(Return(4u));
+  EXPECT_EQ(planFor(device, decodeShape(1, 32, 8, 8192, 128)).splits, 1u);  // 8 workgroups already fill 4
 }
 
 TEST(Selector, SplitKScratchStaysWithinOneStorageBuffer) {
@@ -167,7 +173,7 @@ TEST(Selector, SplitKScratchStaysWithinOneStorageBuffer) {
   // 32 query heads x (128 x 4 + 8) bytes per split: 12 splits are 199,680 bytes, 13 would not fit.
   ON_CALL(device, maxStorageBufferRange()).WillByDefault(Return(200000u));
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
-  const Split want = chunked(8192, 12, 4 * 2 * 4);
+  const Split want = chunked(8192, 12, 8 * 2 * 4);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_LE(plan.scratchBytes, 200000u);
@@ -183,7 +189,8 @@ TEST(Selector, LavapipeDecodeUsesTheSubgroupVariantSizedForSubgroupsOf8) {
   EXPECT_EQ(v.elemsPerLane(8), 16u);
   EXPECT_EQ(v.workgroupSize(8), 32u);
   EXPECT_THAT(plan, HasDecision("variant", HasSubstr("subgroup shuffles")));
-  // One workgroup on two compute units wants 4 splits; 2048 keys allow 8; granule 4 x 1.
+  // One workgroup on two compute units: one wave would be 2 splits, fewer than 8, so two waves, 4
+  // splits; 2048 keys allow 8; granule 4 x 1.
   EXPECT_EQ(plan.splits, 4u);
   EXPECT_EQ(plan.kvChunk, 512u);
   EXPECT_EQ(plan.grid, (Grid{4, 1, 1}));
@@ -224,16 +231,33 @@ TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
     const PrefillVariant& v = plan.prefillVariant;
     EXPECT_TRUE(v.coopMat) << d;
     EXPECT_EQ(v.rowsPerWarp, 16u);
-    EXPECT_EQ(v.warps, 4u);
-    EXPECT_EQ(v.keysPerTile % 16, 0u);
-    EXPECT_LE(v.keysPerTile, d > 64 ? 32u : 64u);
+    EXPECT_EQ(v.warps, 8u);  // 128 query rows per workgroup with the register softmax
+    // The preset has the quad accumulator layout: softmax in registers, 64-key tiles, single-buffered
+    // staging for D128 (double buffering would need 69,632 bytes).
+    EXPECT_TRUE(v.quadSoftmax) << d;
+    EXPECT_EQ(v.keysPerTile, 64u);
+    EXPECT_EQ(v.stages, d > 64 ? 1u : 2u);
     EXPECT_LE(v.sharedBytes(32), 49152u);
+    EXPECT_THAT(plan, HasDecision("softmax", HasSubstr("quad pattern")));
     EXPECT_EQ(v.unusableReason(32), "");
     EXPECT_THAT(plan, HasDecision("variant", HasSubstr("cooperative matrices")));
-    // 32 query tiles of 64 rows x 32 heads already fill 132 compute units.
+    // 16 query tiles of 128 rows x 32 heads already fill 132 compute units.
     EXPECT_EQ(plan.splits, 1u);
-    EXPECT_EQ(plan.grid, (Grid{32, 32, 1}));
+    EXPECT_EQ(plan.grid, (Grid{16, 32, 1}));
   }
+}
+
+TEST(Selector, PrefillSoftmaxGoesThroughSharedMemoryWithoutTheQuadLayout) {
+  NiceMock<MockDeviceInfo> device("h200,quad=0");
+  const AttentionPlan plan = planFor(device, prefillShape(32, 8, 2048, 2048, 128));
+  EXPECT_TRUE(plan.prefillVariant.coopMat);
+  EXPECT_FALSE(plan.prefillVariant.quadSoftmax);
+  EXPECT_THAT(plan, HasDecision("softmax", HasSubstr("layout is unknown")));
+  const auto force = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "1"}});
+  EXPECT_THROW(planFor(device, prefillShape(32, 8, 2048, 2048, 128), force), UserError);
+  NiceMock<MockDeviceInfo> quad("h200");
+  const auto off = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}});
+  EXPECT_FALSE(planFor(quad, prefillShape(32, 8, 2048, 2048, 128), off).prefillVariant.quadSoftmax);
 }
 
 TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
@@ -248,19 +272,21 @@ TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
 
 TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
   NiceMock<MockDeviceInfo> device("h200");
-  // 2 tiles of 64 rows x 8 heads = 16 workgroups for 132 compute units.
+  // 1 tile of 128 rows x 8 heads = 8 workgroups for 132 compute units.
   const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128));
   ASSERT_TRUE(plan.prefillVariant.coopMat);
-  ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 64u);
-  ASSERT_EQ(plan.prefillVariant.keysPerTile, 32u);
-  const Split want = prefillRule(16384, 132, 16, 32);
-  EXPECT_EQ(want.splits, 17u);  // min(ceil(264 / 16), 16384 / 128) = 17, chunks of 992
+  ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 128u);
+  ASSERT_EQ(plan.prefillVariant.keysPerTile, 64u);
+  const Split want = prefillRule(16384, 132, 8, 64);
+  // min(ceil(264 / 8), 16384 / 256) = 33 wanted; chunks of ceil(16384 / 33) rounded up to 64 keys
+  // are 512 keys, so 32 splits.
+  EXPECT_EQ(want.splits, 32u);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_TRUE(plan.prefillVariant.split);
-  EXPECT_EQ(plan.grid, (Grid{2 * want.splits, 8, 1}));
+  EXPECT_EQ(plan.grid, (Grid{want.splits, 8, 1}));
   EXPECT_EQ(plan.reduceGrid, (Grid{128, 8, 1}));
-  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("16 workgroups for 132 compute units")));
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("8 workgroups for 132 compute units")));
 }
 
 TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
@@ -301,7 +327,7 @@ TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
   EXPECT_EQ(plan.splits, 1u);
   EXPECT_FALSE(plan.prefillVariant.split);
   EXPECT_EQ(plan.kvChunk, 16384u);
-  EXPECT_EQ(plan.grid, (Grid{2, 8, 1}));
+  EXPECT_EQ(plan.grid, (Grid{1, 8, 1}));  // one query tile of 128 rows
   EXPECT_EQ(plan.scratchBytes, 0u);
   EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_DISABLE_FA_PREFILL_SPLITK")));
 }
@@ -347,6 +373,7 @@ TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
   // (unroll 1): chunks of 8 keys give 3 splits, the last one holding 4 keys.
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 20, 128),
                                      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "7"},
+                                                                      {"FOUNDRY_FA_DECODE_WARPS", "4"},
                                                                       {"FOUNDRY_FA_DECODE_UNROLL", "1"}}));
   EXPECT_EQ(plan.kvChunk, 8u);
   EXPECT_EQ(plan.splits, 3u);

@@ -27,6 +27,7 @@ AttentionProblem AttentionCase::problem() const {
   p.qLayout = qLayout;
   p.oLayout = oLayout;
   p.causal = causal;
+  p.scale = scale;
   return p;
 }
 
@@ -48,10 +49,12 @@ AttentionCase attentionCase(std::uint32_t batch, std::uint32_t heads, std::uint3
 }
 
 std::string AttentionCase::name() const {
-  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}_{}_{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
+  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}_{}_{}{}{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
                      dtypeName(dtype), qLayout == Layout::TokenMajor ? "qtok" : "qhead",
                      oLayout == Layout::TokenMajor ? "_otok" : "", causal ? "" : "_full",
-                     magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "");
+                     magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "",
+                     scale != 0.0f ? fmt::format("_scale{}", static_cast<int>(1.0f / scale)) : "",
+                     pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()));
 }
 
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name(); }
@@ -93,6 +96,14 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
       }
     }
   }
+  for (const auto& poke : c.pokes) {
+    std::vector<float>& x = poke.operand == Operand::Q ? in.q : (poke.operand == Operand::K ? in.k : in.v);
+    const std::size_t row = poke.operand == Operand::Q ? qIndex(p, c.qLayout, poke.batch, poke.head, poke.token)
+                                                       : kvIndex(p, poke.batch, poke.head, poke.token);
+    for (std::uint32_t d = 0; d < p.headDim; ++d) {
+      if (!poke.dim || *poke.dim == d) x.at(row + d) = poke.value;
+    }
+  }
   in.call.q = rt.allocate("q", c.dtype, p.qDims(c.qLayout), c.qLayout);
   in.call.k = rt.allocate("k_cache", c.dtype, p.kvDims(), Layout::KvCache);
   in.call.v = rt.allocate("v_cache", c.dtype, p.kvDims(), Layout::KvCache);
@@ -103,6 +114,7 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   rt.poison(in.call.o);
   in.call.kvLen = p.kvLen;
   in.call.causal = c.causal;
+  in.call.scale = c.scale;
   return in;
 }
 
@@ -226,6 +238,9 @@ std::string optionsName(const RuntimeOptions& o) {
   if (o.faPrefillSplitK) parts.push_back(fmt::format("psk{}", *o.faPrefillSplitK));
   if (o.disableFaPrefillSplitK) parts.push_back("nopsk");
   if (o.faPrefillCoopMat != Force::Auto) parts.push_back(o.faPrefillCoopMat == Force::On ? "coopmat" : "nocoopmat");
+  if (o.faPrefillRegisterSoftmax != Force::Auto) {
+    parts.push_back(o.faPrefillRegisterSoftmax == Force::On ? "regsoftmax" : "sharedsoftmax");
+  }
   if (parts.empty()) return "auto";
   std::string s = parts[0];
   for (std::size_t i = 1; i < parts.size(); ++i) s += "_" + parts[i];

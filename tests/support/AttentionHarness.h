@@ -16,6 +16,19 @@
 
 namespace foundry::test {
 
+/// Which input an InputPoke overwrites.
+enum class Operand { Q, K, V };
+
+/// One value written over the (rounded) random inputs, e.g. a NaN in one key row.
+struct InputPoke {
+  Operand operand = Operand::K;
+  std::uint32_t batch = 0;
+  std::uint32_t head = 0;   ///< query head for Q, KV head for K and V
+  std::uint32_t token = 0;  ///< query index for Q, cache row for K and V
+  std::optional<std::uint32_t> dim;  ///< nullopt: every element of the row
+  float value = 0.0f;
+};
+
 struct AttentionCase {
   std::uint32_t batch = 1;
   std::uint32_t heads = 4;
@@ -29,6 +42,8 @@ struct AttentionCase {
   bool causal = true;
   float magnitude = 1.0f;  ///< q and k are uniform in [-magnitude, magnitude]
   std::uint32_t seed = 1;
+  float scale = 0.0f;                ///< softmax scale; 0: 1/sqrt(head_dim)
+  std::vector<InputPoke> pokes;      ///< applied after the inputs are drawn, before upload
 
   AttentionProblem problem() const;
   /// A gtest-safe name from the shape: "b1_h8_hkv2_q7_kv45_D128_f16_qtok_otok".

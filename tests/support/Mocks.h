@@ -65,6 +65,7 @@ class MockDeviceInfo : public DeviceInfo {
   MOCK_METHOD(bool, fp16Arithmetic, (), (const, override));
   MOCK_METHOD(bool, storage16Bit, (), (const, override));
   MOCK_METHOD(std::vector<CoopMatShape>, coopMatShapes, (), (const, override));
+  MOCK_METHOD(CoopMatLayout, coopMatLayout, (), (const, override));
   MOCK_METHOD(std::uint32_t, computeUnits, (), (const, override));
   MOCK_METHOD((std::array<std::uint8_t, 16>), uuid, (), (const, override));
   MOCK_METHOD(std::uint32_t, driverVersion, (), (const, override));
@@ -91,6 +92,7 @@ class MockDeviceInfo : public DeviceInfo {
     ON_CALL(*this, fp16Arithmetic()).WillByDefault(Invoke(f, &DeviceInfo::fp16Arithmetic));
     ON_CALL(*this, storage16Bit()).WillByDefault(Invoke(f, &DeviceInfo::storage16Bit));
     ON_CALL(*this, coopMatShapes()).WillByDefault(Invoke(f, &DeviceInfo::coopMatShapes));
+    ON_CALL(*this, coopMatLayout()).WillByDefault(Invoke(f, &DeviceInfo::coopMatLayout));
     ON_CALL(*this, computeUnits()).WillByDefault(Invoke(f, &DeviceInfo::computeUnits));
     ON_CALL(*this, uuid()).WillByDefault(Invoke(f, &DeviceInfo::uuid));
     ON_CALL(*this, driverVersion()).WillByDefault(Invoke(f, &DeviceInfo::driverVersion));

@@ -1,6 +1,7 @@
 #include "support/Subprocess.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,8 +14,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -70,8 +69,10 @@ Process::Process(const ProcessSpec& spec) : timeoutSeconds_(spec.timeoutSeconds)
     if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   for (const auto& [name, value] : spec.env) {
-    if (value) env[name] = *value;
-    else env.erase(name);
+    if (value)
+      env[name] = *value;
+    else
+      env.erase(name);
   }
   std::vector<std::string> envStrings;
   for (const auto& [name, value] : env) envStrings.push_back(name + "=" + value);
@@ -135,6 +136,8 @@ ProcessResult Process::wait() {
   return r;
 }
 
-ProcessResult runProcess(const ProcessSpec& spec) { return Process(spec).wait(); }
+ProcessResult runProcess(const ProcessSpec& spec) {
+  return Process(spec).wait();
+}
 
 }  // namespace foundry::test

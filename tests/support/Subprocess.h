@@ -21,8 +21,8 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  int exitCode = -1;     ///< -1 when the child did not exit normally
-  int signal = 0;        ///< the signal that ended it, if one did
+  int exitCode = -1;  ///< -1 when the child did not exit normally
+  int signal = 0;     ///< the signal that ended it, if one did
   bool timedOut = false;
   std::string out, err;
   double seconds = 0;

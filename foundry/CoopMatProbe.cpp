@@ -1,0 +1,85 @@
+#include "foundry/CoopMatProbe.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
+#include "foundry/Runtime.h"
+#include "foundry/vk/Buffer.h"
+#include "foundry/vk/VulkanDispatcher.h"
+
+namespace foundry {
+
+namespace {
+
+constexpr std::uint32_t kMaxElements = 16;
+
+class CoopMatProbeStage : public Stage {
+ public:
+  std::string name() const override { return "CoopMatProbeStage"; }
+  void declare(KernelInterface& k, const DeviceInfo&) const override {
+    k.buffer("probe_out", DType::F32, Access::WriteOnly, "uint").shared("probe_src", "float", 256, 4);
+    k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
+    k.extension("GL_KHR_shader_subgroup_basic");
+  }
+  void emit(GlslWriter& w, const DeviceInfo&) const override {
+    w.line("for (uint i = gl_LocalInvocationIndex; i < 256u; i += WORKGROUP_SIZE) probe_src[i] = float(i);");
+    w.line("barrier();");
+    w.line("fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> m;");
+    w.line("coopMatLoadNV(m, probe_src, 0u, 16u, false);");
+    w.line("const uint lane = gl_SubgroupInvocationID;");
+    w.line("for (uint e = 0u; e < m.length() && e < {}u; ++e) probe_out[lane * {}u + e] = uint(m[e]);", kMaxElements,
+           kMaxElements);
+    w.line("if (lane == 0u) probe_out[SUBGROUP_SIZE * {}u] = uint(m.length());", kMaxElements);
+  }
+  std::string key() const override { return ""; }
+};
+
+}  // namespace
+
+CoopMatLayout quadLayoutFrom(const CoopMatProbeResult& probe) {
+  const std::uint32_t n = probe.elements;
+  if (n == 0 || n > kMaxElements || probe.subgroupSize < 4 || probe.flat.size() != probe.subgroupSize * n) return {};
+  CoopMatLayout layout;
+  for (std::uint32_t e = 0; e < n; ++e) {
+    layout.rowOf.push_back(static_cast<std::uint8_t>(probe.flat[e] / 16));
+    layout.colOf.push_back(static_cast<std::uint8_t>(probe.flat[e] % 16));
+  }
+  for (std::uint32_t lane = 0; lane < probe.subgroupSize; ++lane) {
+    for (std::uint32_t e = 0; e < n; ++e) {
+      const std::uint32_t row = layout.rowOf[e] + lane / 4, col = layout.colOf[e] + 2 * (lane % 4);
+      if (row >= 16 || col >= 16 || probe.flat[lane * n + e] != row * 16 + col) return {};
+    }
+  }
+  return layout;
+}
+
+KernelSource coopMatProbeKernel(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets) {
+  return KernelBuilder(device, std::move(snippets)).workgroup(device.subgroupSize()).emplace<CoopMatProbeStage>().build();
+}
+
+CoopMatProbeResult runCoopMatProbe(Runtime& rt) {
+  const std::uint32_t sg = rt.info().subgroupSize();
+  const KernelSource k = coopMatProbeKernel(rt.info(), rt.snippets());
+  const Tensor out = rt.allocate("coopmat_probe", DType::F32, {sg * kMaxElements + 1});
+  out.buffer->fill(0xffffffffu);
+  auto d = rt.dispatcher();
+  d->dispatch(k, Arguments().bind("probe_out", out), {1});
+  d->submit();
+  std::vector<std::byte> bytes(out.spanBytes());
+  out.buffer->download(bytes);
+  std::vector<std::uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  CoopMatProbeResult r;
+  r.subgroupSize = sg;
+  r.elements = words.back();
+  if (r.elements == 0 || r.elements > kMaxElements) return r;
+  for (std::uint32_t lane = 0; lane < sg; ++lane) {
+    for (std::uint32_t e = 0; e < r.elements; ++e) r.flat.push_back(words[lane * kMaxElements + e]);
+  }
+  return r;
+}
+
+}  // namespace foundry

@@ -1,0 +1,523 @@
+#include "runner/Session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "foundry/AtomicFile.h"
+#include "foundry/Error.h"
+#include "foundry/Random.h"
+#include "foundry/Runtime.h"
+#include "foundry/io/Safetensors.h"
+#include "foundry/vk/Buffer.h"
+#include "foundry/vk/PipelineCache.h"
+#include "foundry/vk/VulkanDispatcher.h"
+#include "stages/RandomFillStage.h"
+#include "steps/CpuReference.h"
+#include "steps/FlashAttentionStep.h"
+#include "steps/RopeStep.h"
+#include "steps/SdpaReferenceStep.h"
+
+namespace foundry {
+
+double defaultTolerance(DType dtype) { return dtype == DType::F32 ? 1e-4 : 3e-3; }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class TerminalProgress : public Progress {
+ public:
+  void update(const std::string& phase, std::uint64_t done, std::uint64_t total) override {
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * done / total) : width;
+    fmt::print(stderr, "\r{:<8} [{}{}] {}/{}", phase, std::string(filled, '#'), std::string(width - filled, ' '), done,
+               total);
+    std::fflush(stderr);
+  }
+  void finish() override { fmt::print(stderr, "\r{:<60}\r", ""); }
+};
+
+class LineProgress : public Progress {
+ public:
+  void update(const std::string& phase, std::uint64_t done, std::uint64_t total) override {
+    // A line per phase start and per tenth of the work, not per step.
+    const std::uint64_t tenth = std::max<std::uint64_t>(1, total / 10);
+    if (phase != phase_ || done == total || done % tenth == 0) {
+      fmt::print(stderr, "progress: {} {}/{}\n", phase, done, total);
+      phase_ = phase;
+    }
+  }
+
+ private:
+  std::string phase_;
+};
+
+std::uint32_t seedFor(std::uint64_t runSeed, std::uint32_t layer, std::uint32_t kind) {
+  const auto folded = static_cast<std::uint32_t>(runSeed ^ (runSeed >> 32));
+  return randomHash(folded ^ randomHash(layer * 3u + kind + 1u));
+}
+
+/// A token-major view of tokens [t0, t0 + n) of a [tokens, batch, heads, D] buffer as [B, n, H, D].
+Tensor tokenView(const Tensor& all, std::uint32_t t0, std::uint32_t n) {
+  const std::int64_t tokens = all.dim(0), batch = all.dim(1), heads = all.dim(2), d = all.dim(3);
+  (void)tokens;
+  Tensor v = all;
+  v.dims = {batch, n, heads, d};
+  v.strides = {heads * d, batch * heads * d, d, 1};
+  v.layout = Layout::TokenMajor;
+  v.offset = all.offset + static_cast<std::uint64_t>(t0) * batch * heads * d;
+  return v;
+}
+
+struct LayerInputs {
+  Tensor q, k, v;  ///< [tokens, batch, heads, D]
+};
+
+/// file.tensor(name), with the flag that named the file as the error's field.
+const SafetensorsTensor& tensorFor(const std::string& flag, const SafetensorsFile& file, const std::string& name) {
+  const auto it = file.tensors.find(name);
+  if (it != file.tensors.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [n, t] : file.tensors) names.push_back("'" + n + "'");
+  throw UserError(flag, fmt::format("no tensor '{}' in {}; the file holds: {}", name, file.origin,
+                                    names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", "))));
+}
+
+class Session {
+ public:
+  Session(Runtime& rt, const RunRequest& req, Progress& progress)
+      : rt_(rt), req_(req), c_(req.config), progress_(progress), flash_(rt.info(), rt.snippets(), rt.options()),
+        reference_(rt.info(), rt.snippets()), rope_(rt.info(), rt.snippets()), append_(rt.info(), rt.snippets()),
+        workspace_(rt) {
+    B_ = c_.run.batch;
+    P_ = c_.run.promptLen;
+    N_ = c_.run.decodeTokens;
+    T_ = P_ + N_;
+    L_ = c_.run.layers;
+    dtype_ = c_.run.dtype;
+    spec_ = c_.rope;
+  }
+
+  RunReport run();
+
+ private:
+  Tensor alloc(const std::string& name, std::vector<std::int64_t> dims, Layout layout = Layout::Contiguous) {
+    return rt_.allocate(name, dtype_, std::move(dims), layout);
+  }
+  void fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count);
+  void attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                 std::optional<std::uint32_t> fusedRopePosition);
+  void record(const SubmitResult& r, PhaseReport& phase);
+  void loadInputs();
+  void checkOutputs(RunReport& report);
+  void compareExpected(RunReport& report);
+  void checkFilesBeforeRunning();
+  std::vector<float> hostInput(std::uint32_t layer, std::uint32_t kind);  ///< [T, B, H, D] as the device saw it
+
+  Runtime& rt_;
+  const RunRequest& req_;
+  const ModelConfig& c_;
+  Progress& progress_;
+  FlashAttentionStep flash_;
+  SdpaReferenceStep reference_;
+  RopeStep rope_;
+  KvAppendStep append_;
+  DeviceWorkspace workspace_;
+  std::uint32_t B_ = 1, P_ = 1, N_ = 0, T_ = 1, L_ = 1;
+  DType dtype_ = DType::F16;
+  RopeSpec spec_;
+  Tensor ropeTable_;
+  std::vector<Tensor> kCache_, vCache_, out_;
+  std::vector<LayerInputs> inputs_;  ///< per layer from --inputs, or one shared synthetic set
+  std::optional<SafetensorsFile> inputFile_;
+  std::optional<SafetensorsFile> expectFile_;
+  std::map<std::string, std::uint64_t> kernels_;
+  KernelSource fillKernel_;
+};
+
+void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count) {
+  const std::uint32_t wg = fillKernel_.layout.workgroup[0];
+  const auto groups = static_cast<std::uint32_t>(std::min<std::uint64_t>((count + wg - 1) / wg, 4096));
+  d.dispatch(fillKernel_,
+             Arguments().bind("x", t).set("count", static_cast<std::uint32_t>(count))
+                 .set("first", static_cast<std::uint32_t>(first)).set("seed", seed).set("scale", 1.0f),
+             {groups});
+}
+
+void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                        std::optional<std::uint32_t> fusedRopePosition) {
+  AttentionCall call;
+  call.q = q;
+  call.k = kCache_[layer];
+  call.v = vCache_[layer];
+  call.o = o;
+  call.kvLen = kvLen;
+  StepContext ctx{d, workspace_, &rt_};
+  if (req_.path == AttentionPath::Reference) {
+    if (fusedRopePosition) rope_.run(ctx, q, ropeTable_, spec_, *fusedRopePosition);
+    reference_.run(ctx, call);
+    return;
+  }
+  if (fusedRopePosition) call.rope = FusedRope{spec_, ropeTable_, *fusedRopePosition};
+  flash_.run(ctx, call);
+}
+
+void Session::record(const SubmitResult& r, PhaseReport& phase) {
+  for (const auto& t : r.dispatches) {
+    ++kernels_[t.kernel];
+    if (t.kernel.starts_with("RandomFill")) phase.inputGpuMicros += t.gpuMicros;
+    else phase.gpuMicros += t.gpuMicros;
+  }
+}
+
+void Session::loadInputs() {
+  inputFile_ = readSafetensors(*req_.inputs);
+  const std::string origin = req_.inputs->string();
+  for (const auto& [name, heads] : {std::pair<std::string, std::uint32_t>{"q", c_.nHeads}, {"k", c_.nKvHeads},
+                                    {"v", c_.nKvHeads}}) {
+    const auto& t = tensorFor("--inputs", *inputFile_, name);
+    const std::vector<std::int64_t> want = {L_, B_, T_, heads, c_.headDim};
+    if (t.shape != want) {
+      throw UserError("--inputs", fmt::format("tensor '{}' in {} has shape [{}]; this run needs [{}] (layers, batch, "
+                                              "tokens, heads, head_dim)", name, origin, fmt::join(t.shape, ", "),
+                                              fmt::join(want, ", ")));
+    }
+  }
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    LayerInputs in;
+    in.q = alloc(fmt::format("q{}", l), {T_, B_, c_.nHeads, c_.headDim});
+    in.k = alloc(fmt::format("k{}", l), {T_, B_, c_.nKvHeads, c_.headDim});
+    in.v = alloc(fmt::format("v{}", l), {T_, B_, c_.nKvHeads, c_.headDim});
+    for (std::uint32_t kind = 0; kind < 3; ++kind) rt_.upload(kind == 0 ? in.q : (kind == 1 ? in.k : in.v), hostInput(l, kind));
+    inputs_.push_back(in);
+  }
+}
+
+std::vector<float> Session::hostInput(std::uint32_t layer, std::uint32_t kind) {
+  const std::uint32_t heads = kind == 0 ? c_.nHeads : c_.nKvHeads;
+  const std::size_t row = std::size_t(heads) * c_.headDim;
+  std::vector<float> out(std::size_t(T_) * B_ * row);
+  if (inputFile_) {
+    // The file holds [layers, batch, tokens, heads, D]; the device buffers [tokens, batch, heads, D].
+    const auto all = inputFile_->floats(kind == 0 ? "q" : (kind == 1 ? "k" : "v"));
+    for (std::uint32_t b = 0; b < B_; ++b) {
+      for (std::uint32_t t = 0; t < T_; ++t) {
+        const float* src = all.data() + ((std::size_t(layer) * B_ + b) * T_ + t) * row;
+        std::copy(src, src + row, out.data() + (std::size_t(t) * B_ + b) * row);
+      }
+    }
+  } else {
+    out = randomUniforms(seedFor(c_.run.seed, layer, kind), 0, out.size());
+  }
+  return decodeElements(encodeElements(out, dtype_), dtype_);
+}
+
+// Everything a run reads or writes at its end is checked at its start, so a long run is not wasted.
+void Session::checkFilesBeforeRunning() {
+  if (req_.save && req_.expect) {
+    std::error_code e1, e2;
+    if (std::filesystem::weakly_canonical(*req_.save, e1) == std::filesystem::weakly_canonical(*req_.expect, e2)) {
+      throw UserError("--save", fmt::format("{} is also the --expect file; saving first would replace the golden "
+                                            "outputs they are compared with: name another file", req_.save->string()));
+    }
+  }
+  if (req_.expect) {
+    expectFile_ = readSafetensors(*req_.expect);
+    const auto& o = tensorFor("--expect", *expectFile_, "o");
+    const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
+    if (o.shape != shape) {
+      throw UserError("--expect", fmt::format("tensor 'o' in {} has shape [{}]; this run produces [{}] (layers, batch, "
+                                              "tokens, heads, head_dim)", req_.expect->string(), fmt::join(o.shape, ", "),
+                                              fmt::join(shape, ", ")));
+    }
+  }
+  if (req_.save) checkWritableTarget(*req_.save);
+}
+
+RunReport Session::run() {
+  checkFilesBeforeRunning();
+  RunReport report;
+  report.model = c_.name;
+  report.device = rt_.info().name();
+  report.driver = rt_.device().caps().driverName;
+  report.path = req_.path == AttentionPath::Flash ? "flash" : "reference";
+  report.run = c_.run;
+  report.nHeads = c_.nHeads;
+  report.nKvHeads = c_.nKvHeads;
+  report.headDim = c_.headDim;
+  rt_.device().resetPeak();
+  const std::uint64_t baseline = rt_.device().memoryStats().liveBytes;
+  const auto& kc = rt_.kernels();
+  const std::uint64_t compiles0 = kc.compiles(), memory0 = kc.memoryHits(), disk0 = kc.diskHits();
+  const std::uint64_t pipelines0 = rt_.pipelines().created();
+
+  fillKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize())).emplace<RandomFillStage>(dtype_).build();
+  ropeTable_ = makeRopeTable(rt_, spec_, c_.headDim);
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
+    kCache_.push_back(alloc(fmt::format("k_cache{}", l), dims, Layout::KvCache));
+    vCache_.push_back(alloc(fmt::format("v_cache{}", l), dims, Layout::KvCache));
+    report.cacheBytes += kCache_.back().spanBytes() * 2;
+  }
+  // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
+  const bool keepOutputs = req_.check || req_.expect || req_.save;
+  for (std::uint32_t l = 0; l < (keepOutputs ? L_ : 1); ++l) {
+    out_.push_back(alloc(fmt::format("o{}", l), {T_, B_, c_.nHeads, c_.headDim}));
+  }
+  if (req_.inputs) {
+    loadInputs();
+  } else {
+    inputs_.push_back({alloc("q_in", {T_, B_, c_.nHeads, c_.headDim}), alloc("k_in", {T_, B_, c_.nKvHeads, c_.headDim}),
+                       alloc("v_in", {T_, B_, c_.nKvHeads, c_.headDim})});
+  }
+  const std::uint64_t qRow = std::uint64_t(B_) * c_.nHeads * c_.headDim;
+  const std::uint64_t kvRow = std::uint64_t(B_) * c_.nKvHeads * c_.headDim;
+  auto dispatcher = rt_.dispatcher();
+
+  // Prefill: every layer in one submission.
+  auto start = Clock::now();
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    progress_.update("prefill", l, L_);
+    const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
+    if (!req_.inputs) {
+      fill(*dispatcher, in.q, seedFor(c_.run.seed, l, 0), 0, qRow * P_);
+      fill(*dispatcher, in.k, seedFor(c_.run.seed, l, 1), 0, kvRow * P_);
+      fill(*dispatcher, in.v, seedFor(c_.run.seed, l, 2), 0, kvRow * P_);
+    }
+    StepContext ctx{*dispatcher, workspace_, &rt_};
+    const Tensor q = tokenView(in.q, 0, P_);
+    rope_.run(ctx, q, ropeTable_, spec_, 0);
+    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0,
+                KvAppendStep::Rope{spec_, ropeTable_, 0});
+    attention(*dispatcher, q, l, tokenView(out_[keepOutputs ? l : 0], 0, P_), P_, std::nullopt);
+  }
+  record(dispatcher->submit(), report.prefill);
+  report.prefill.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.prefill.tokens = std::uint64_t(B_) * P_;
+  progress_.update("prefill", L_, L_);
+
+  // Decode: one submission per token, every layer in it.
+  start = Clock::now();
+  for (std::uint32_t t = 0; t < N_; ++t) {
+    progress_.update("decode", t, N_);
+    const std::uint32_t pos = P_ + t;
+    for (std::uint32_t l = 0; l < L_; ++l) {
+      const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
+      if (!req_.inputs) {
+        const Tensor q = tokenView(in.q, pos, 1), k = tokenView(in.k, pos, 1), v = tokenView(in.v, pos, 1);
+        fill(*dispatcher, q, seedFor(c_.run.seed, l, 0), qRow * pos, qRow);
+        fill(*dispatcher, k, seedFor(c_.run.seed, l, 1), kvRow * pos, kvRow);
+        fill(*dispatcher, v, seedFor(c_.run.seed, l, 2), kvRow * pos, kvRow);
+      }
+      StepContext ctx{*dispatcher, workspace_, &rt_};
+      append_.run(ctx, tokenView(in.k, pos, 1), tokenView(in.v, pos, 1), kCache_[l], vCache_[l], pos,
+                  KvAppendStep::Rope{spec_, ropeTable_, pos});
+      attention(*dispatcher, tokenView(in.q, pos, 1), l, tokenView(out_[keepOutputs ? l : 0], pos, 1), pos + 1, pos);
+    }
+    record(dispatcher->submit(), report.decode);
+  }
+  report.decode.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.decode.tokens = std::uint64_t(B_) * N_;
+  progress_.update("decode", N_, N_);
+  progress_.finish();
+
+  report.kernels = kernels_;
+  report.scratchBytes = workspace_.bytes();
+  report.peakDeviceBytes = rt_.device().memoryStats().peakBytes - baseline;
+  report.kernelCompiles = kc.compiles() - compiles0;
+  report.kernelMemoryHits = kc.memoryHits() - memory0;
+  report.kernelDiskHits = kc.diskHits() - disk0;
+  report.pipelines = rt_.pipelines().created() - pipelines0;
+  if (req_.check) checkOutputs(report);
+  if (req_.expect || req_.save) compareExpected(report);
+  return report;
+}
+
+// Sampled layers and tokens against the CPU float64 reference, and the sampled layers' prefill against
+// the materialised path on the device.
+void Session::checkOutputs(RunReport& report) {
+  CheckReport& chk = report.check;
+  chk.ran = true;
+  chk.bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
+  const std::set<std::uint32_t> layers = {0u, L_ - 1};
+  std::set<std::uint32_t> tokens = {0u, P_ / 2, P_ - 1};
+  if (N_ > 0) tokens.insert({P_, T_ - 1});
+  const std::uint32_t D = c_.headDim;
+  for (const std::uint32_t l : layers) {
+    auto q = hostInput(l, 0), k = hostInput(l, 1), v = hostInput(l, 2);
+    // RoPE on the host, token t at position t, as the device did.
+    std::vector<std::uint32_t> qPos(q.size() / D), kPos(k.size() / D);
+    for (std::size_t i = 0; i < qPos.size(); ++i) qPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nHeads));
+    for (std::size_t i = 0; i < kPos.size(); ++i) kPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nKvHeads));
+    cpuRope(spec_, D, q, qPos);
+    cpuRope(spec_, D, k, kPos);
+    k = decodeElements(encodeElements(k, dtype_), dtype_);  // the cache holds rotated K in its dtype
+    const auto got = rt_.download(out_[l]);
+    for (const std::uint32_t t : tokens) {
+      AttentionProblem p;
+      p.batch = B_;
+      p.nHeads = c_.nHeads;
+      p.nKvHeads = c_.nKvHeads;
+      p.qLen = 1;
+      p.kvLen = p.kvCapacity = t + 1;
+      p.headDim = D;
+      p.dtype = dtype_;
+      // Packed [B, H, 1, D] and [B, Hkv, t + 1, D] from the [tokens, batch, heads, D] host arrays.
+      std::vector<float> qs(std::size_t(B_) * c_.nHeads * D), ks(std::size_t(B_) * c_.nKvHeads * (t + 1) * D),
+          vs(ks.size()), gs(qs.size());
+      for (std::uint32_t b = 0; b < B_; ++b) {
+        for (std::uint32_t h = 0; h < c_.nHeads; ++h) {
+          const std::size_t src = ((std::size_t(t) * B_ + b) * c_.nHeads + h) * D;
+          std::copy_n(q.data() + src, D, qs.data() + (std::size_t(b) * c_.nHeads + h) * D);
+          std::copy_n(got.data() + src, D, gs.data() + (std::size_t(b) * c_.nHeads + h) * D);
+        }
+        for (std::uint32_t h = 0; h < c_.nKvHeads; ++h) {
+          for (std::uint32_t j = 0; j <= t; ++j) {
+            const std::size_t src = ((std::size_t(j) * B_ + b) * c_.nKvHeads + h) * D;
+            const std::size_t dst = kvIndex(p, b, h, j);
+            std::copy_n(k.data() + src, D, ks.data() + dst);
+            std::copy_n(v.data() + src, D, vs.data() + dst);
+          }
+        }
+      }
+      const ErrorStats e = compareOutputs(gs, cpuAttention(p, qs, ks, vs));
+      chk.rows += std::size_t(B_) * c_.nHeads;
+      chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.nonFinite ? INFINITY : e.maxRel);
+      if (e.nonFinite || e.maxRel > chk.bound) {
+        chk.failures.push_back(fmt::format("layer {} token {}: relative error {:.3g} vs the CPU (bound {:.1g}){}", l, t,
+                                           e.maxRel, chk.bound, e.nonFinite ? ", non-finite values" : ""));
+      }
+    }
+    // The same layer's prefill through the materialised path, on the device.
+    if (req_.path == AttentionPath::Flash && SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_,
+                                                                              D, dtype_}) <= rt_.info().maxStorageBufferRange()) {
+      const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});
+      const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, D});
+      rt_.upload(qr, hostInput(l, 0));
+      auto d = rt_.dispatcher();
+      StepContext ctx{*d, workspace_, &rt_};
+      rope_.run(ctx, tokenView(qr, 0, P_), ropeTable_, spec_, 0);
+      AttentionCall call{tokenView(qr, 0, P_), kCache_[l], vCache_[l], tokenView(orr, 0, P_), P_};
+      reference_.run(ctx, call);
+      d->submit();
+      const auto want = rt_.download(orr);
+      const std::size_t n = std::size_t(P_) * B_ * c_.nHeads * D;
+      const std::vector<float> mine(got.begin(), got.begin() + n);
+      const std::vector<double> ref(want.begin(), want.begin() + n);
+      const ErrorStats e = compareOutputs(mine, ref);
+      chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.nonFinite ? INFINITY : e.maxRel);
+      if (e.nonFinite || e.maxRel > chk.bound) {
+        chk.failures.push_back(fmt::format("layer {} prefill: relative error {:.3g} vs SdpaReferenceStep", l, e.maxRel));
+      }
+    }
+  }
+  chk.passed = chk.failures.empty();
+}
+
+// --expect and --save: outputs as [layers, batch, tokens, heads, D].
+void Session::compareExpected(RunReport& report) {
+  const std::size_t row = std::size_t(c_.nHeads) * c_.headDim;
+  std::vector<float> all(std::size_t(L_) * B_ * T_ * row);
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const auto got = rt_.download(out_[l]);
+    for (std::uint32_t b = 0; b < B_; ++b) {
+      for (std::uint32_t t = 0; t < T_; ++t) {
+        std::copy_n(got.data() + (std::size_t(t) * B_ + b) * row, row,
+                    all.data() + ((std::size_t(l) * B_ + b) * T_ + t) * row);
+      }
+    }
+  }
+  const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
+  if (req_.save) {
+    const std::vector<NamedTensor> tensors = {{"o", shape, all}};
+    writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
+  }
+  if (!expectFile_) return;
+  const auto want = expectFile_->tensor("o").floats();
+  const ErrorStats e = compareOutputs(all, std::vector<double>(want.begin(), want.end()));
+  report.expectRelError = e.nonFinite ? INFINITY : e.maxRel;
+  const double bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
+  report.expectPassed = e.nonFinite == 0 && e.maxRel <= bound;
+}
+
+}  // namespace
+
+std::unique_ptr<Progress> makeProgress(bool terminal) {
+  if (terminal) return std::make_unique<TerminalProgress>();
+  return std::make_unique<LineProgress>();
+}
+
+RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress) {
+  return Session(runtime, request, progress).run();
+}
+
+nlohmann::json RunReport::toJson() const {
+  nlohmann::json j;
+  j["model"] = model;
+  j["device"] = device;
+  j["driver"] = driver;
+  j["path"] = path;
+  j["run"] = {{"batch", run.batch}, {"prompt_len", run.promptLen}, {"decode_tokens", run.decodeTokens},
+              {"layers", run.layers}, {"dtype", dtypeName(run.dtype)}, {"seed", run.seed}};
+  j["layout"] = {{"n_heads", nHeads}, {"n_kv_heads", nKvHeads}, {"head_dim", headDim}};
+  auto phase = [&](const PhaseReport& p) {
+    return nlohmann::json{{"gpu_us", p.gpuMicros},
+                          {"input_gpu_us", p.inputGpuMicros},
+                          {"wall_s", p.wallSeconds},
+                          {"tokens", p.tokens},
+                          {"gpu_us_per_layer", run.layers ? p.gpuMicros / run.layers : 0.0},
+                          {"tokens_per_s", p.gpuMicros > 0 ? p.tokens / (p.gpuMicros * 1e-6) : 0.0}};
+  };
+  j["prefill"] = phase(prefill);
+  j["decode"] = phase(decode);
+  j["kernels"] = kernels;
+  j["memory"] = {{"peak_bytes", peakDeviceBytes}, {"kv_cache_bytes", cacheBytes}, {"scratch_bytes", scratchBytes}};
+  j["kernel_cache"] = {{"compiles", kernelCompiles}, {"memory_hits", kernelMemoryHits}, {"disk_hits", kernelDiskHits},
+                       {"pipelines_created", pipelines}};
+  if (check.ran) {
+    j["check"] = {{"passed", check.passed}, {"rows", check.rows}, {"max_rel_vs_cpu", check.maxRelVsCpu},
+                  {"max_rel_vs_materialised", check.maxRelVsMaterialised}, {"bound", check.bound},
+                  {"failures", check.failures}};
+  }
+  if (expectRelError) j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}};
+  j["passed"] = passed();
+  return j;
+}
+
+std::string RunReport::summary() const {
+  std::string s = fmt::format("{} on {} ({} path): batch {}, prompt {}, {} decode tokens, {} layers, {}\n", model, device,
+                              path, run.batch, run.promptLen, run.decodeTokens, run.layers, dtypeName(run.dtype));
+  s += fmt::format("  {:<8} {:>12} {:>16} {:>14} {:>10}\n", "phase", "GPU ms", "ms per layer", "tokens/s (GPU)", "wall s");
+  for (const auto& [name, p] : {std::pair<const char*, const PhaseReport*>{"prefill", &prefill}, {"decode", &decode}}) {
+    s += fmt::format("  {:<8} {:>12.3f} {:>16.4f} {:>14.0f} {:>10.2f}\n", name, p->gpuMicros / 1e3,
+                     run.layers ? p->gpuMicros / 1e3 / run.layers : 0.0,
+                     p->gpuMicros > 0 ? p->tokens / (p->gpuMicros * 1e-6) : 0.0, p->wallSeconds);
+  }
+  s += "  kernels:\n";
+  for (const auto& [k, n] : kernels) s += fmt::format("    {:>6} x {}\n", n, k);
+  s += fmt::format("  device memory: peak {:.1f} MiB above the start (KV caches {:.1f} MiB, scratch {:.1f} MiB)\n",
+                   peakDeviceBytes / 1048576.0, cacheBytes / 1048576.0, scratchBytes / 1048576.0);
+  s += fmt::format("  kernel cache: {} compiled, {} from disk, {} from memory; {} pipelines created\n", kernelCompiles,
+                   kernelDiskHits, kernelMemoryHits, pipelines);
+  if (check.ran) {
+    s += fmt::format("  check: {} ({} rows, max relative error {:.2e} vs the CPU, {:.2e} vs the materialised path, "
+                     "bound {:.0e})\n", check.passed ? "passed" : "FAILED", check.rows, check.maxRelVsCpu,
+                     check.maxRelVsMaterialised, check.bound);
+    for (const auto& f : check.failures) s += "    " + f + "\n";
+  }
+  if (expectRelError) {
+    s += fmt::format("  expected outputs: {} (max relative error {:.2e})\n", expectPassed ? "matched" : "MISMATCH",
+                     *expectRelError);
+  }
+  return s;
+}
+
+}  // namespace foundry

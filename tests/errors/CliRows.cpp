@@ -1,0 +1,371 @@
+// Rows that run the `foundry` executable: wrong flags, knobs, environments, kernel directories,
+// output paths and cache directories. Each says what a user typed and what they must get back.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "errors/ErrorRows.h"
+#include "errors/RowFiles.h"
+
+namespace foundry::errors {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string linesOf(const std::string& out, const std::string& needle) {
+  std::istringstream s(out);
+  for (std::string line; std::getline(s, line);) {
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
+/// The "kernel cache: N compiled, ..." line `foundry kernels --compile` ends with.
+std::string cacheLine(const std::string& out) {
+  return linesOf(out, "kernel cache: ");
+}
+
+const std::map<std::string, std::optional<std::string>> kCacheEnv = {{"FOUNDRY_CACHE_DIR", "{tmp}/cache"}};
+const std::vector<std::string> kCompile = {"kernels", "--pretend", "lavapipe", "--compile"};
+
+/// Fills {tmp}/cache with every lavapipe kernel, then damages the first entry with `damage`.
+std::function<void(const CliContext&)> damagedCache(std::function<void(const fs::path&)> damage) {
+  return [damage](const CliContext& ctx) {
+    ctx.foundry(kCompile, kCacheEnv);
+    std::vector<fs::path> entries;
+    for (const auto& e : fs::directory_iterator(ctx.tmp / "cache" / "spirv")) entries.push_back(e.path());
+    std::sort(entries.begin(), entries.end());
+    if (entries.empty()) throw std::runtime_error("the first run left no cache entry");
+    damage(entries.front());
+  };
+}
+
+/// After a run that had to rebuild one entry, a further run compiles nothing: the rebuilt entry is valid.
+std::string rebuiltOneAndCacheIsWhole(const CliContext& ctx, const CliOutcome& o) {
+  if (cacheLine(o.out).find("kernel cache: 1 compiled,") == std::string::npos) {
+    return "expected exactly one kernel rebuilt, got: " + cacheLine(o.out);
+  }
+  const std::string again = cacheLine(ctx.foundry(kCompile, kCacheEnv));
+  if (again.find("kernel cache: 0 compiled,") == std::string::npos) return "a third run still compiled: " + again;
+  return "";
+}
+
+}  // namespace
+
+std::vector<CliRow> cliRows() {
+  std::vector<CliRow> rows = {
+      // ---- The command line.
+      {.id = "UnknownSubcommand",
+       .area = "command line",
+       .input = "an unknown subcommand",
+       .args = {"frobnicate"},
+       .exitCode = 2,
+       .fragment = "unknown subcommand 'frobnicate'; accepted: devices"},
+      {.id = "NoSubcommand",
+       .area = "command line",
+       .input = "no subcommand",
+       .args = {"--log-level", "warn"},
+       .exitCode = 2,
+       .fragment = "a subcommand is required; accepted: devices"},
+      {.id = "UnknownFlag",
+       .area = "command line",
+       .input = "an unknown flag",
+       .args = {"kernels", "--bogus"},
+       .exitCode = 2,
+       .fragment = "The following argument was not expected: --bogus"},
+      {.id = "FlagWithoutValue",
+       .area = "command line",
+       .input = "a flag without its value",
+       .args = {"kernels", "--heads"},
+       .exitCode = 2,
+       .fragment = "--heads: 1 required UINT missing"},
+      {.id = "FlagNotANumber",
+       .area = "command line",
+       .input = "a count that is not a number",
+       .args = {"kernels", "--pretend", "h200", "--heads", "many"},
+       .exitCode = 2,
+       .fragment = "Could not convert: --heads = many"},
+      {.id = "TwoToThe40Heads",
+       .area = "command line",
+       .input = "2^40 heads",
+       .args = {"kernels", "--pretend", "h200", "--heads", "1099511627776"},
+       .exitCode = 2,
+       .fragment = "Could not convert: --heads = 1099511627776"},
+      {.id = "NegativeHeadDim",
+       .area = "command line",
+       .input = "a negative head_dim",
+       .args = {"kernels", "--pretend", "h200", "--head-dim", "-64"},
+       .exitCode = 2,
+       .fragment = "Could not convert: --head-dim = -64"},
+      {.id = "ZeroHeads",
+       .area = "command line",
+       .input = "zero heads",
+       .args = {"kernels", "--pretend", "h200", "--heads", "0"},
+       .exitCode = 2,
+       .fragment = "q: empty attention: B=1 Hq=0"},
+      {.id = "HeadsNotAMultipleOfKvHeads",
+       .area = "command line",
+       .input = "n_heads not divisible by n_kv_heads",
+       .args = {"kernels", "--pretend", "h200", "--heads", "32", "--kv-heads", "5"},
+       .exitCode = 2,
+       .fragment = "n_heads: n_heads 32 is not divisible by n_kv_heads 5"},
+      {.id = "HeadDim96",
+       .area = "command line",
+       .input = "an unsupported head_dim",
+       .args = {"kernels", "--pretend", "h200", "--head-dim", "96"},
+       .exitCode = 3,
+       .fragment = "head_dim 96 is not supported by FlashAttentionStep (supported: 64, 128)"},
+      {.id = "DTypeBf16",
+       .area = "command line",
+       .input = "an unsupported dtype",
+       .args = {"kernels", "--pretend", "h200", "--dtype", "bf16"},
+       .exitCode = 3,
+       .fragment = "--dtype: bf16 attention is not supported yet; use f16 or f32"},
+      {.id = "DTypeUnknown",
+       .area = "command line",
+       .input = "an unknown dtype",
+       .args = {"kernels", "--pretend", "h200", "--dtype", "f8"},
+       .exitCode = 2,
+       .fragment = "--dtype: 'f8'; accepted: f16, f32"},
+      {.id = "UnknownDevicePreset",
+       .area = "command line",
+       .input = "an unknown device preset",
+       .args = {"kernels", "--pretend", "gtx9000"},
+       .exitCode = 2,
+       .fragment = "unknown preset 'gtx9000'; accepted: h200"},
+      {.id = "BenchZeroRuns",
+       .area = "command line",
+       .input = "zero timed runs",
+       .args = {"bench", "--runs", "0"},
+       .exitCode = 2,
+       .fragment = "--runs: must be at least 1"},
+
+      // ---- Knobs: flags, environment.
+      {.id = "KnobInvalidValueFlag",
+       .area = "knobs",
+       .input = "an invalid knob value on the command line",
+       .args = {"devices", "--set", "FA_DECODE_WARPS=3"},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_FA_DECODE_WARPS (--set): invalid value '3'; accepted: auto, 1, 2, 4, 8, 16"},
+      {.id = "KnobUnknownFlag",
+       .area = "knobs",
+       .input = "a misspelt knob on the command line",
+       .args = {"knobs", "--set", "FA_DECODE_WRAPS=4"},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_FA_DECODE_WRAPS (--set): unknown knob; accepted: FOUNDRY_DISABLE_FA"},
+      {.id = "KnobWithoutEquals",
+       .area = "knobs",
+       .input = "`--set` without `=`",
+       .args = {"knobs", "--set", "FA_DECODE_WARPS"},
+       .exitCode = 2,
+       .fragment = "--set: expected NAME=VALUE, got 'FA_DECODE_WARPS'"},
+      {.id = "KnobInvalidValueEnv",
+       .area = "knobs",
+       .input = "an invalid knob value in the environment",
+       .args = {"knobs"},
+       .env = {{"FOUNDRY_FA_DECODE_TG_OUT", "double"}},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_FA_DECODE_TG_OUT (environment): invalid value 'double'; accepted: auto, float, half"},
+      {.id = "KnobOutOfRangeEnv",
+       .area = "knobs",
+       .input = "a knob value out of range",
+       .args = {"knobs"},
+       .env = {{"FOUNDRY_FA_PREFILL_SPLIT_K", "65"}},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_FA_PREFILL_SPLIT_K (environment): invalid value '65'; accepted: auto or 1..64"},
+      {.id = "KnobSwitchGarbage",
+       .area = "knobs",
+       .input = "a switch that is neither on nor off",
+       .args = {"knobs"},
+       .env = {{"FOUNDRY_VALIDATION", "maybe"}},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_VALIDATION (environment): invalid value 'maybe'; accepted: 0, 1, true, false, on, off"},
+      {.id = "KnobUnknownEnv",
+       .area = "knobs",
+       .input = "a misspelt `FOUNDRY_*` variable",
+       .args = {"knobs"},
+       .env = {{"FOUNDRY_DECODE_WARPS", "4"}},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_DECODE_WARPS (environment): unknown knob"},
+      {.id = "LogLevelUnknown",
+       .area = "knobs",
+       .input = "an unknown log level",
+       .args = {"--log-level", "loud", "knobs"},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_LOG_LEVEL (--log-level): invalid value 'loud'; accepted: trace, debug, info, warn"},
+      {.id = "KernelDirMissing",
+       .area = "knobs",
+       .input = "`FOUNDRY_KERNEL_DIR` naming no directory",
+       .args = {"kernels", "--pretend", "lavapipe"},
+       .env = {{"FOUNDRY_KERNEL_DIR", "{tmp}/no-kernels"}},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_KERNEL_DIR: '{tmp}/no-kernels' is not a directory"},
+
+      // ---- Devices and drivers.
+      {.id = "NoVulkanDriver",
+       .area = "device",
+       .input = "no Vulkan driver at all",
+       .args = {"devices"},
+       .env = {{"VK_DRIVER_FILES", "{tmp}/no-such-driver.json"}, {"VK_ICD_FILENAMES", "{tmp}/no-such-driver.json"}},
+       .exitCode = 4,
+       .fragment = "no usable Vulkan driver (VK_ERROR_INCOMPATIBLE_DRIVER: the loader says:",
+       .note = "the loader's own complaint is part of the one line"},
+      {.id = "ValidationLayerMissing",
+       .area = "device",
+       .input = "validation asked for, layer not installed",
+       .args = {"devices"},
+       .env = {{"FOUNDRY_VALIDATION", "1"}, {"VK_LAYER_PATH", "{tmp}"}, {"VK_ADD_LAYER_PATH", std::nullopt}},
+       .exitCode = 3,
+       .fragment = "FOUNDRY_VALIDATION=1 needs VK_LAYER_KHRONOS_validation, which is not installed"},
+      {.id = "NoSuchDevice",
+       .area = "device",
+       .input = "a device index that does not exist",
+       .args = {"--device", "7", "kernels"},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_DEVICE: '7' matches no Vulkan device; available: 0:"},
+
+      // ---- Kernels.
+      {.id = "BrokenSnippet",
+       .area = "kernels",
+       .input = "a kernel directory with a broken snippet",
+       .args = kCompile,
+       .env = {{"FOUNDRY_KERNEL_DIR", "{tmp}/kernels"}},
+       .setup =
+           [](const CliContext& ctx) {
+             fs::copy(ctx.source / "kernels", ctx.tmp / "kernels", fs::copy_options::recursive);
+             const auto rope = ctx.tmp / "kernels" / "rope" / "rope.glsl";
+             std::string text = readText(rope);
+             if (!text.ends_with("\n")) text += "\n";
+             writeBytes(rope, text + "this is not GLSL;\n");
+           },
+       .exitCode = 4,
+       .fragment = "kernels/rope/rope.glsl:",
+       .note = "the error quotes the numbered lines around the failure",
+       .multiLine = true,
+       .check = [](const CliContext& ctx, const CliOutcome& o) -> std::string {
+         const std::string original = readText(ctx.source / "kernels/rope/rope.glsl");
+         const auto lines = std::count(original.begin(), original.end(), '\n') + (original.ends_with("\n") ? 0 : 1);
+         const std::string quoted = fmt::format("> {:4} | this is not GLSL;", lines + 1);
+         return o.err.find(quoted) == std::string::npos ? "the message does not quote '" + quoted + "'" : "";
+       }},
+
+      // ---- Output files: written whole or not at all.
+      {.id = "DumpIntoAFile",
+       .area = "files",
+       .input = "`--dump` below a path that is a file",
+       .args = {"kernels", "--pretend", "h200", "--dump", "{tmp}/not-a-dir/dump"},
+       .setup = [](const CliContext& ctx) { writeBytes(ctx.tmp / "not-a-dir", "a file\n"); },
+       .exitCode = 4,
+       .fragment = "cannot create the kernel dump directory {tmp}/not-a-dir/dump",
+       .note = "nothing is written",
+       .check = leavesOnly({"not-a-dir"})},
+      {.id = "DumpFileBlocked",
+       .area = "files",
+       .input = "`--dump` where one output name is taken by a directory",
+       .args = {"kernels", "--pretend", "h200", "--dump", "{tmp}/dump"},
+       .setup =
+           [](const CliContext& ctx) {
+             ctx.foundry({"kernels", "--pretend", "h200", "--dump", "{tmp}/whole"}, {});
+             // Block the .json of the last kernel the catalog lists: the others are written first.
+             std::vector<std::string> names;
+             for (const auto& e : fs::directory_iterator(ctx.tmp / "whole")) {
+               if (e.path().extension() == ".json") names.push_back(e.path().filename().string());
+             }
+             if (names.empty()) throw std::runtime_error("the probe run dumped nothing");
+             const std::string stdoutText = ctx.foundry({"kernels", "--pretend", "h200"}, {});
+             std::string last = names.front();
+             std::size_t lastAt = 0;
+             for (const auto& n : names) {
+               const auto at = stdoutText.find(n.substr(0, n.size() - 5) + " ");
+               if (at != std::string::npos && at >= lastAt) {
+                 lastAt = at;
+                 last = n;
+               }
+             }
+             fs::create_directories(ctx.tmp / "dump" / last / "occupied");
+           },
+       .exitCode = 4,
+       .fragment = "cannot write {tmp}/dump/",
+       .note = "files already written are whole; no temporary file remains",
+       .check = [](const CliContext& ctx, const CliOutcome&) -> std::string {
+         for (const auto& e : fs::directory_iterator(ctx.tmp / "dump")) {
+           const std::string name = e.path().filename().string();
+           if (name.find(".tmp.") != std::string::npos) return "a temporary file remains: " + name;
+           if (e.is_directory()) continue;
+           if (readText(e.path()) != readText(ctx.tmp / "whole" / name)) return name + " is not whole";
+         }
+         return "";
+       }},
+      {.id = "BenchJsonMissingDirectory",
+       .area = "files",
+       .input = "`--json` into a missing directory",
+       .args = {"bench", "--suite", "smoke", "--json", "{tmp}/missing/results.json"},
+       .exitCode = 4,
+       .fragment = "cannot write {tmp}/missing/results.json: No such file or directory",
+       .note = "nothing is written",
+       .check = leavesOnly({})},
+
+      // ---- The kernel cache.
+      {.id = "CacheDirUnwritable",
+       .area = "cache",
+       .input = "an unwritable cache directory",
+       .args = kCompile,
+       .env = {{"FOUNDRY_CACHE_DIR", "{tmp}/not-a-dir/cache"}},
+       .setup = [](const CliContext& ctx) { writeBytes(ctx.tmp / "not-a-dir", "a file\n"); },
+       .exitCode = 0,
+       .fragment = "kernel cache disabled, continuing uncached: cannot create {tmp}/not-a-dir/cache",
+       .note = "the run continues uncached, with one warning",
+       .check = [](const CliContext&, const CliOutcome& o) -> std::string {
+         return cacheLine(o.out).ends_with("disk cache off") ? "" : "expected 'disk cache off' in: " + cacheLine(o.out);
+       }},
+      {.id = "CacheEntryCorrupted",
+       .area = "cache",
+       .input = "a corrupted cache entry (one byte flipped)",
+       .args = kCompile,
+       .env = kCacheEnv,
+       .setup = damagedCache([](const fs::path& entry) {
+         std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekg(-5, std::ios::end);
+         const char c = static_cast<char>(f.get());
+         f.seekp(-5, std::ios::end);
+         f.put(static_cast<char>(c ^ 0x40));
+       }),
+       .exitCode = 0,
+       .fragment = "is corrupted (checksum mismatch); rebuilding it",
+       .note = "detected, rebuilt, valid for the next run",
+       .check = rebuiltOneAndCacheIsWhole},
+      {.id = "CacheEntryTruncated",
+       .area = "cache",
+       .input = "a truncated cache entry",
+       .args = kCompile,
+       .env = kCacheEnv,
+       .setup = damagedCache([](const fs::path& entry) { fs::resize_file(entry, fs::file_size(entry) / 2); }),
+       .exitCode = 0,
+       .fragment = "is truncated; rebuilding it",
+       .note = "detected, rebuilt, valid for the next run",
+       .check = rebuiltOneAndCacheIsWhole},
+  };
+  return rows;
+}
+
+std::vector<CliRow> allCliRows() {
+  auto rows = cliRows();
+  for (auto& r : runCommandRows()) rows.push_back(std::move(r));
+  return rows;
+}
+
+std::string substituteTmp(const std::string& text, const fs::path& tmp) {
+  std::string out = text;
+  const std::string needle = "{tmp}";
+  for (auto at = out.find(needle); at != std::string::npos; at = out.find(needle, at)) {
+    out.replace(at, needle.size(), tmp.string());
+    at += tmp.string().size();
+  }
+  return out;
+}
+
+}  // namespace foundry::errors

@@ -1,0 +1,430 @@
+// Rows that call the library: config files and safetensors files read from disk, attention calls the
+// step must refuse, and device allocations. Each config, safetensors and allocation row has a twin in
+// RunRows.cpp that gives the same input to `foundry run`; these check the error's kind and field.
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "errors/ErrorRows.h"
+#include "errors/RowFiles.h"
+#include "foundry/DeviceInfo.h"
+#include "foundry/Runtime.h"
+#include "foundry/io/Safetensors.h"
+#include "runner/ModelConfig.h"
+#include "steps/FlashAttentionStep.h"
+#include "support/ShapeCall.h"
+
+namespace foundry::errors {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// No subcommand reaches these calls: `foundry run` checks the config (and its flags) first and refuses
+// such a run there (rows RunConfig* and RunPrompt* in RunRows.cpp).
+constexpr const char* kStoppedAtConfig = "library only: `foundry run` stops it at the config";
+
+// ---- Config files.
+
+/// Loads {tmp}/model.json holding `text`.
+std::function<void(const InProcessContext&)> configText(std::string text) {
+  return [text](const InProcessContext& ctx) {
+    writeBytes(ctx.tmp / "model.json", text);
+    loadModelConfig(ctx.tmp / "model.json");
+  };
+}
+/// The base config with `pointer` set to `value`.
+std::function<void(const InProcessContext&)> configWith(const std::string& pointer, json value) {
+  json c = baseConfig();
+  c[json::json_pointer(pointer)] = std::move(value);
+  return configText(c.dump(2));
+}
+
+// ---- safetensors files.
+
+/// Reads {tmp}/weights.safetensors holding `bytes`.
+std::function<void(const InProcessContext&)> weights(std::string bytes) {
+  return [bytes](const InProcessContext& ctx) {
+    writeBytes(ctx.tmp / "weights.safetensors", bytes);
+    readSafetensors(ctx.tmp / "weights.safetensors");
+  };
+}
+
+// ---- Attention calls, validated by the step on a preset device (no GPU needed).
+
+std::function<void(const InProcessContext&)> attention(test::CallShape shape) {
+  return [shape](const InProcessContext&) {
+    const auto device = makePresetDevice("lavapipe");
+    FlashAttentionStep(*device, SnippetLibrary::embedded(), RuntimeOptions()).validate(test::shapeCall(shape));
+  };
+}
+
+std::function<void(const InProcessContext&)> attentionCall(std::function<AttentionCall()> make) {
+  return [make](const InProcessContext&) {
+    const auto device = makePresetDevice("lavapipe");
+    FlashAttentionStep(*device, SnippetLibrary::embedded(), RuntimeOptions()).validate(make());
+  };
+}
+
+const std::string kConfigFile = "(in {tmp}/model.json)";
+const std::string kWeightsFile = "(in {tmp}/weights.safetensors)";
+
+}  // namespace
+
+std::vector<InProcessRow> inProcessRows() {
+  return {
+      // ---- Model configs (loadModelConfig).
+      {.id = "ConfigMalformed",
+       .area = "config",
+       .input = "malformed JSON",
+       .via = "loadModelConfig",
+       .field = "",
+       .fragment = "malformed JSON at line 2, column 11",
+       .action = configText("{\n  \"name\": ,\n}"),
+       .mentions = kConfigFile},
+      {.id = "ConfigTruncated",
+       .area = "config",
+       .input = "truncated JSON",
+       .via = "loadModelConfig",
+       .field = "",
+       .fragment = "malformed JSON at line",
+       .action = configText(baseConfig().dump(2).substr(0, 60)),
+       .mentions = kConfigFile},
+      {.id = "ConfigEmpty",
+       .area = "config",
+       .input = "an empty file",
+       .via = "loadModelConfig",
+       .field = "",
+       .fragment = "malformed JSON at line 1, column 1",
+       .action = configText(""),
+       .mentions = kConfigFile},
+      {.id = "ConfigDuplicateKey",
+       .area = "config",
+       .input = "a key given twice",
+       .via = "loadModelConfig",
+       .field = "/name",
+       .fragment = "duplicate key \"name\"",
+       .action = configText(R"({"name": "a", "name": "b"})"),
+       .mentions = kConfigFile},
+      {.id = "ConfigWrongType",
+       .area = "config",
+       .input = "a number given as a string",
+       .via = "loadModelConfig",
+       .field = "/attention/n_heads",
+       .fragment = "expected an integer from 1 to 1024, found \"32\" (a string)",
+       .action = configWith("/attention/n_heads", "32"),
+       .mentions = kConfigFile},
+      {.id = "ConfigUnknownKey",
+       .area = "config",
+       .input = "an unknown key",
+       .via = "loadModelConfig",
+       .field = "/attention/n_head",
+       .fragment = "unknown key \"n_head\"; accepted: layers, n_heads",
+       .action = configWith("/attention/n_head", 32),
+       .mentions = kConfigFile},
+      {.id = "ConfigTwoToThe40Heads",
+       .area = "config",
+       .input = "2^40 heads",
+       .via = "loadModelConfig",
+       .field = "/attention/n_heads",
+       .fragment = "expected an integer from 1 to 1024, found 1099511627776",
+       .action = configWith("/attention/n_heads", 1ll << 40),
+       .mentions = kConfigFile},
+      {.id = "ConfigNegativeHeadDim",
+       .area = "config",
+       .input = "a negative head_dim",
+       .via = "loadModelConfig",
+       .field = "/attention/head_dim",
+       .fragment = "expected an integer from 1 to 1024, found -64",
+       .action = configWith("/attention/head_dim", -64),
+       .mentions = kConfigFile},
+      {.id = "ConfigZeroLayers",
+       .area = "config",
+       .input = "zero layers",
+       .via = "loadModelConfig",
+       .field = "/attention/layers",
+       .fragment = "expected an integer from 1 to 1024, found 0",
+       .action = configWith("/attention/layers", 0),
+       .mentions = kConfigFile},
+      {.id = "ConfigHeadsNotAMultiple",
+       .area = "config",
+       .input = "n_heads not divisible by n_kv_heads",
+       .via = "loadModelConfig",
+       .field = "/attention/n_kv_heads",
+       .fragment = "n_heads (32) must be a multiple of n_kv_heads (5)",
+       .action = configWith("/attention/n_kv_heads", 5),
+       .mentions = kConfigFile},
+      {.id = "ConfigBeyondMaxContext",
+       .area = "config",
+       .input = "prompt + decode tokens beyond max_context",
+       .via = "loadModelConfig",
+       .field = "/run/decode_tokens",
+       .fragment = "prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)",
+       .action = configWith("/run/prompt_len", 4090),
+       .mentions = kConfigFile},
+      {.id = "ConfigHeadDim96",
+       .area = "config",
+       .input = "an unsupported head_dim",
+       .via = "loadModelConfig",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "/attention/head_dim: head_dim 96 is not supported by the fused attention kernels",
+       .action = configWith("/attention/head_dim", 96),
+       .mentions = kConfigFile},
+      {.id = "ConfigDTypeBf16",
+       .area = "config",
+       .input = "an unsupported dtype",
+       .via = "loadModelConfig",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "/run/dtype: bf16 runs are not supported yet",
+       .action = configWith("/run/dtype", "bf16"),
+       .mentions = kConfigFile},
+      {.id = "ConfigTuningInvalid",
+       .area = "config",
+       .input = "an invalid knob value in `tuning`",
+       .via = "loadModelConfig",
+       .field = "/tuning/fa_decode_warps",
+       .fragment = "invalid value '3'; accepted: auto, 1, 2, 4, 8, 16",
+       .action = configWith("/tuning/fa_decode_warps", 3),
+       .mentions = kConfigFile},
+      {.id = "ConfigMissingFile",
+       .area = "config",
+       .input = "a file that does not exist",
+       .via = "loadModelConfig",
+       .field = "",
+       .fragment = "cannot read config {tmp}/missing.json: No such file or directory",
+       .action = [](const InProcessContext& ctx) { loadModelConfig(ctx.tmp / "missing.json"); }},
+      {.id = "ConfigOver16MiB",
+       .area = "config",
+       .input = "a file over 16 MiB",
+       .via = "loadModelConfig",
+       .field = "",
+       .fragment = "is larger than the limit of 16777216 bytes",
+       .action = configText(baseConfig().dump() + std::string(kMaxConfigBytes, ' ')),
+       .mentions = "{tmp}/model.json"},
+
+      // ---- safetensors files (readSafetensors).
+      {.id = "WeightsEmpty",
+       .area = "safetensors",
+       .input = "an empty file",
+       .via = "readSafetensors",
+       .field = "",
+       .fragment = "file is 0 bytes; a safetensors file starts with an 8-byte header length",
+       .action = weights(""),
+       .mentions = kWeightsFile},
+      {.id = "WeightsTruncated",
+       .area = "safetensors",
+       .input = "a truncated file (data cut short)",
+       .via = "readSafetensors",
+       .field = "/a/data_offsets",
+       .fragment = "offsets [0, 8) run past the end of the data (5 bytes)",
+       .action = weights(safetensors(entry("F32", "[2]", "[0,8]"), 5)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsHeaderPastEnd",
+       .area = "safetensors",
+       .input = "header length past the end of the file",
+       .via = "readSafetensors",
+       .field = "",
+       .fragment = "header length 1000 runs past the end of the file (20 bytes)",
+       .action = weights(le64(1000) + std::string(12, '{')),
+       .mentions = kWeightsFile},
+      {.id = "WeightsHeaderOver100MB",
+       .area = "safetensors",
+       .input = "a header over 100 MB",
+       .via = "readSafetensors",
+       .field = "",
+       .fragment = "header length 100000001 exceeds the limit of 100000000 bytes",
+       .note = "rejected before allocating",
+       .action = weights(le64(100'000'001) + "{}"),
+       .mentions = kWeightsFile},
+      {.id = "WeightsHeaderNotJson",
+       .area = "safetensors",
+       .input = "a header that is not JSON",
+       .via = "readSafetensors",
+       .field = "",
+       .fragment = "header is not valid JSON: malformed JSON at line 1, column 2",
+       .action = weights(safetensors("{]", 0)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsOverlap",
+       .area = "safetensors",
+       .input = "overlapping offsets",
+       .via = "readSafetensors",
+       .field = "/b/data_offsets",
+       .fragment = "tensor \"b\" [4, 12) overlaps tensor \"a\" [0, 8)",
+       .action = weights(safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                     R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                     12)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsOffsetsOutOfRange",
+       .area = "safetensors",
+       .input = "offsets beyond the data",
+       .via = "readSafetensors",
+       .field = "/a/data_offsets",
+       .fragment = "offsets [0, 1099511627776) run past the end of the data (8 bytes)",
+       .action = weights(safetensors(entry("F32", "[274877906944]", "[0,1099511627776]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsBeginAfterEnd",
+       .area = "safetensors",
+       .input = "begin after end",
+       .via = "readSafetensors",
+       .field = "/a/data_offsets",
+       .fragment = "tensor \"a\": begin 8 is after end 0",
+       .action = weights(safetensors(entry("F32", "[2]", "[8,0]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsDTypeMismatch",
+       .area = "safetensors",
+       .input = "byte count that does not fit the dtype",
+       .via = "readSafetensors",
+       .field = "/a/data_offsets",
+       .fragment = "tensor \"a\": holds 8 bytes but shape [2] of F16 needs 4",
+       .action = weights(safetensors(entry("F16", "[2]", "[0,8]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsShapeMismatch",
+       .area = "safetensors",
+       .input = "byte count that does not fit the shape",
+       .via = "readSafetensors",
+       .field = "/a/data_offsets",
+       .fragment = "tensor \"a\": holds 8 bytes but shape [3] of F32 needs 12",
+       .action = weights(safetensors(entry("F32", "[3]", "[0,8]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsNegativeDim",
+       .area = "safetensors",
+       .input = "a negative dimension",
+       .via = "readSafetensors",
+       .field = "/a/shape/1",
+       .fragment = "expected a dimension from 0 to 2^63-1, found -2",
+       .action = weights(safetensors(entry("F32", "[1,-2]", "[0,8]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsShapeOverflow",
+       .area = "safetensors",
+       .input = "a shape whose size overflows 64 bits",
+       .via = "readSafetensors",
+       .field = "/a/shape",
+       .fragment = "has more bytes than fit in 64 bits",
+       .action = weights(safetensors(entry("F32", "[4294967296,4294967296,2]", "[0,8]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsUnsupportedDType",
+       .area = "safetensors",
+       .input = "a dtype Foundry does not read",
+       .via = "readSafetensors",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "/a/dtype: dtype F64 is not supported; supported: F16, F32, BF16",
+       .action = weights(safetensors(entry("F64", "[1]", "[0,8]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsTrailingBytes",
+       .area = "safetensors",
+       .input = "bytes that belong to no tensor",
+       .via = "readSafetensors",
+       .field = "",
+       .fragment = "bytes [4, 8) at the end of the data belong to no tensor",
+       .action = weights(safetensors(entry("F32", "[1]", "[0,4]"), 8)),
+       .mentions = kWeightsFile},
+      {.id = "WeightsMissingFile",
+       .area = "safetensors",
+       .input = "a file that does not exist",
+       .via = "readSafetensors",
+       .field = "",
+       .fragment = "cannot read: No such file or directory",
+       .action = [](const InProcessContext& ctx) { readSafetensors(ctx.tmp / "missing.safetensors"); },
+       .mentions = "(in {tmp}/missing.safetensors)"},
+
+      // ---- Attention calls (FlashAttentionStep::validate).
+      {.id = "CallKvLenBeyondCapacity",
+       .area = "attention call",
+       .input = "kv_len beyond the cache's capacity",
+       .via = "FlashAttentionStep::validate",
+       .field = "kv_len",
+       .fragment = "kv_len 100 must be in 1..capacity 64",
+       .action = attention({.kvLen = 100, .capacity = 64}),
+       .cliPending = kStoppedAtConfig},
+      {.id = "CallHeadsNotAMultiple",
+       .area = "attention call",
+       .input = "n_heads not divisible by n_kv_heads",
+       .via = "FlashAttentionStep::validate",
+       .field = "n_heads",
+       .fragment = "n_heads 32 is not divisible by n_kv_heads 5",
+       .action = attention({.nHeads = 32, .nKvHeads = 5})},
+      {.id = "CallTwoToThe40Heads",
+       .area = "attention call",
+       .input = "a query tensor with 2^40 heads",
+       .via = "FlashAttentionStep::validate",
+       .field = "q",
+       .fragment = "dimension 1 of tensor 'q' is 1099511627776; dimensions must be below 2^32",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({.nHeads = 8, .nKvHeads = 8, .headDim = 64});
+         c.q = Tensor::describe("q", DType::F16, {1, 1ll << 40, 1, 64}, Layout::HeadMajor);
+         c.o = Tensor::describe("o", DType::F16, {1, 1ll << 40, 1, 64}, Layout::HeadMajor);
+         return c;
+       }),
+       .cliPending = kStoppedAtConfig},
+      {.id = "CallQLenBeyondKvLen",
+       .area = "attention call",
+       .input = "more new tokens than the cache holds",
+       .via = "FlashAttentionStep::validate",
+       .field = "q_len",
+       .fragment = "q_len 65 exceeds kv_len 64",
+       .action = attention({.qLen = 65, .kvLen = 64}),
+       .cliPending = kStoppedAtConfig},
+      {.id = "CallHeadDim96",
+       .area = "attention call",
+       .input = "an unsupported head_dim",
+       .via = "FlashAttentionStep::validate",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "head_dim 96 is not supported by FlashAttentionStep",
+       .action = attention({.headDim = 96})},
+      {.id = "CallBf16",
+       .area = "attention call",
+       .input = "an unsupported dtype",
+       .via = "FlashAttentionStep::validate",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "bf16 attention is not supported yet",
+       .action = attention({.dtype = DType::BF16})},
+      {.id = "CallMixedDTypes",
+       .area = "attention call",
+       .input = "f16 queries against an f32 cache",
+       .via = "FlashAttentionStep::validate",
+       .field = "dtype",
+       .fragment = "mixed dtypes: q 'q' is f16 but 'k_cache' is f32",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({});
+         c.k.dtype = DType::F32;
+         return c;
+       })},
+      {.id = "TensorNegativeDim",
+       .area = "attention call",
+       .input = "a negative dimension",
+       .via = "Tensor::describe",
+       .field = "k_cache",
+       .fragment = "dimension -8 is negative in [1, -8, 64, 128]",
+       .action =
+           [](const InProcessContext&) {
+             Tensor::describe("k_cache", DType::F16, {1, -8, 64, 128});
+           }},
+      {.id = "TensorBytesOverflow",
+       .area = "attention call",
+       .input = "a shape whose size overflows 64 bits",
+       .via = "Tensor::describe",
+       .field = "q",
+       .fragment = "shape [1, 4294967296, 4294967296, 128] of f16 has more bytes than fit in 64 bits",
+       .action =
+           [](const InProcessContext&) {
+             Tensor::describe("q", DType::F16, {1, 1ll << 32, 1ll << 32, 128});
+           }},
+
+      // ---- Device memory.
+      {.id = "AllocationBeyondDeviceMemory",
+       .area = "device",
+       .input = "an allocation beyond device memory",
+       .via = "Runtime::allocate",
+       .kind = ErrorKind::Device,
+       .fragment = "for 'k_cache' exceeds the device's",
+       .action =
+           [](const InProcessContext& ctx) {
+             // A 32 GiB KV cache: [1, 8 heads, 2^24 tokens, 128] f16.
+             ctx.runtime().allocate("k_cache", DType::F16, {1, 8, 1 << 24, 128}, Layout::KvCache);
+           },
+       .needsDevice = true},
+  };
+}
+
+}  // namespace foundry::errors

@@ -1,0 +1,73 @@
+#include "errors/RowFiles.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace foundry::errors {
+
+namespace fs = std::filesystem;
+
+void writeBytes(const fs::path& p, const std::string& bytes) {
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json baseConfig() {
+  return nlohmann::json::parse(R"({
+    "name": "Base", "source": "test/base",
+    "attention": {"layers": 32, "n_heads": 32, "n_kv_heads": 8, "head_dim": 128, "max_context": 4096,
+                  "rope": {"theta": 500000.0, "pairing": "rotate_half"}},
+    "run": {"batch": 1, "prompt_len": 64, "decode_tokens": 8, "dtype": "f16"}
+  })");
+}
+
+std::string le64(std::uint64_t v) {
+  std::string out(8, '\0');
+  std::memcpy(out.data(), &v, 8);
+  return out;
+}
+
+std::string safetensors(const std::string& header, std::size_t dataBytes) {
+  return le64(header.size()) + header + std::string(dataBytes, '\0');
+}
+
+std::string entry(const std::string& dtype, const std::string& shape, const std::string& offsets) {
+  return R"({"a":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+}
+
+std::vector<std::string> entriesUnder(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string rel = fs::relative(it->path(), dir).string();
+    if (rel == ".cache" || rel.starts_with(".cache/")) continue;
+    out.push_back(rel);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::function<std::string(const CliContext&, const CliOutcome&)> leavesOnly(std::vector<std::string> expected) {
+  return [expected](const CliContext& ctx, const CliOutcome&) -> std::string {
+    auto want = expected;
+    std::sort(want.begin(), want.end());
+    const auto got = entriesUnder(ctx.tmp);
+    if (got == want) return "";
+    return fmt::format("expected only [{}] under the row's directory, found [{}]", fmt::join(want, ", "),
+                       fmt::join(got, ", "));
+  };
+}
+
+}  // namespace foundry::errors

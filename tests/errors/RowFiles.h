@@ -1,0 +1,36 @@
+#pragma once
+// What the error rows share: writing and reading the files they hand to Foundry, the base config
+// they damage, hand-made safetensors bytes, and the check that a failed command left nothing behind.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "errors/ErrorRows.h"
+
+namespace foundry::errors {
+
+/// Writes `bytes` to `p`, creating its directory.
+void writeBytes(const std::filesystem::path& p, const std::string& bytes);
+/// The whole file, or "" if it cannot be read.
+std::string readText(const std::filesystem::path& p);
+
+/// A valid Llama-3-like config (32 layers, 32/8 heads, head_dim 128) that rows change one field of.
+nlohmann::json baseConfig();
+
+/// A safetensors file: the header's length (8 bytes, little-endian), the header, `dataBytes` zero bytes.
+std::string safetensors(const std::string& header, std::size_t dataBytes);
+/// A header holding one tensor "a" with the given dtype, shape and offsets (JSON text).
+std::string entry(const std::string& dtype, const std::string& shape, const std::string& offsets);
+/// The 8 little-endian bytes of `v`.
+std::string le64(std::uint64_t v);
+
+/// Every file and directory under `dir`, relative, sorted; the row's cache directory (.cache) left out.
+std::vector<std::string> entriesUnder(const std::filesystem::path& dir);
+/// A check: the row's directory holds exactly `expected` afterwards (nothing half-written appeared).
+std::function<std::string(const CliContext&, const CliOutcome&)> leavesOnly(std::vector<std::string> expected);
+
+}  // namespace foundry::errors

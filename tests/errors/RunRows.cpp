@@ -1,0 +1,466 @@
+// Rows for `foundry run <config>`: wrong model configs, wrong flags, wrong --inputs / --expect files,
+// outputs that do not match, and output paths that cannot be written. Each row is run by
+// ErrorSuiteTest.cpp exactly like the rows in CliRows.cpp and lands in docs/reliability.md (rebuild
+// and run `foundry_error_table`, then paste its output over the table there).
+//
+// Config and --inputs rows fail before any attention work (a few tens of milliseconds); the rows that
+// must run first (--expect, --save, --json) use `--prompt-len 1 --decode-tokens 2 --layers 1` of
+// TinyLlama, which compiles no prefill kernel and takes about a second on lavapipe.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "errors/ErrorRows.h"
+#include "errors/RowFiles.h"
+#include "foundry/io/Safetensors.h"
+#include "runner/ModelConfig.h"
+
+namespace foundry::errors {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// ---- Model configs: {tmp}/model.json, read by `foundry run` before anything touches the device.
+
+const std::vector<std::string> kRunModel = {"run", "{tmp}/model.json"};
+
+/// A row that runs `foundry run {tmp}/model.json` on a file holding `text`.
+CliRow configRow(std::string id, std::string input, std::string text, int exitCode, std::string fragment) {
+  return {.id = std::move(id),
+          .area = "config",
+          .input = std::move(input),
+          .args = kRunModel,
+          .setup = [text](const CliContext& ctx) { writeBytes(ctx.tmp / "model.json", text); },
+          .exitCode = exitCode,
+          .fragment = std::move(fragment)};
+}
+/// The base config with `pointer` set to `value`.
+CliRow configWith(std::string id, std::string input, const std::string& pointer, json value, int exitCode,
+                  std::string fragment) {
+  json c = baseConfig();
+  c[json::json_pointer(pointer)] = std::move(value);
+  return configRow(std::move(id), std::move(input), c.dump(2), exitCode, std::move(fragment));
+}
+
+// ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down.
+
+const std::string kTiny = "{tmp}/tinyllama.json";
+/// One prompt token, two decode tokens, one layer: outputs [1 layer, 1 batch, 3 tokens, heads, 64].
+const std::vector<std::string> kSmall = {"--prompt-len", "1", "--decode-tokens", "2", "--layers", "1"};
+/// Sixteen prompt tokens (a real prefill, one more kernel to compile), two decode tokens, one layer.
+const std::vector<std::string> kWithPrefill = {"--prompt-len", "16", "--decode-tokens", "2", "--layers", "1"};
+const std::vector<std::int64_t> kQShape = {1, 1, 3, 32, 64}, kKvShape = {1, 1, 3, 4, 64};
+
+std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vector<std::string>& sizes = kSmall) {
+  std::vector<std::string> args = {"run", kTiny};
+  args.insert(args.end(), sizes.begin(), sizes.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+/// Copies the TinyLlama config to {tmp}/tinyllama.json, so that the table's commands show {tmp} only.
+void copyTiny(const CliContext& ctx) {
+  fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
+}
+
+std::vector<float> ramp(std::int64_t n, float scale) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(static_cast<int>(i % 17) - 8);
+  return v;
+}
+std::int64_t numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (const auto d : shape) n *= d;
+  return n;
+}
+/// Float tensors with these names and shapes, as --inputs or --expect files hold them.
+void writeTensors(const fs::path& p, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& tensors) {
+  std::vector<NamedTensor> named;
+  for (const auto& [name, shape] : tensors) named.push_back({name, shape, ramp(numel(shape), 0.125f)});
+  writeSafetensors(p, named, DType::F16);
+}
+
+// ---- Damaged safetensors files given to --inputs (the same recipes as InProcessRows.cpp's).
+
+/// `foundry run tinyllama --inputs {tmp}/inputs.safetensors` on a file holding `bytes`.
+CliRow inputsRow(std::string id, std::string input, std::string bytes, int exitCode, std::string fragment) {
+  return {.id = std::move(id),
+          .area = "safetensors",
+          .input = std::move(input),
+          .args = runTiny({"--inputs", "{tmp}/inputs.safetensors"}),
+          .setup =
+              [bytes](const CliContext& ctx) {
+                copyTiny(ctx);
+                writeBytes(ctx.tmp / "inputs.safetensors", bytes);
+              },
+          .exitCode = exitCode,
+          .fragment = std::move(fragment)};
+}
+
+const std::string kInputsFile = " (in {tmp}/inputs.safetensors)";
+
+}  // namespace
+
+std::vector<CliRow> runCommandRows() {
+  std::vector<CliRow> rows = {
+      // ---- Model configs.
+      {.id = "RunConfigMissing",
+       .area = "config",
+       .input = "a file that does not exist",
+       .args = {"run", "{tmp}/missing.json"},
+       .exitCode = 2,
+       .fragment = "cannot read config {tmp}/missing.json: No such file or directory"},
+      {.id = "RunConfigIsADirectory",
+       .area = "config",
+       .input = "a directory",
+       .args = {"run", "{tmp}"},
+       .exitCode = 2,
+       .fragment = "cannot read config {tmp}: it is a directory"},
+      configRow("RunConfigMalformed", "malformed JSON", "{\n  \"name\": ,\n}", 2,
+                "malformed JSON at line 2, column 11: syntax error while parsing value"),
+      configRow("RunConfigTruncated", "truncated JSON", baseConfig().dump(2).substr(0, 60), 2,
+                "malformed JSON at line"),
+      configRow("RunConfigEmpty", "an empty file", "", 2, "malformed JSON at line 1, column 1"),
+      configRow("RunConfigDuplicateKey", "a key given twice", R"({"name": "a", "name": "b"})", 2,
+                "/name: duplicate key \"name\""),
+      configWith("RunConfigWrongType", "a number given as a string", "/attention/n_heads", "32", 2,
+                 "/attention/n_heads: expected an integer from 1 to 1024, found \"32\" (a string) (in "
+                 "{tmp}/model.json)"),
+      configWith("RunConfigUnknownKey", "an unknown key", "/attention/n_head", 32, 2,
+                 "/attention/n_head: unknown key \"n_head\"; accepted: layers, n_heads"),
+      configWith("RunConfigTwoToThe40Heads", "2^40 heads", "/attention/n_heads", 1ll << 40, 2,
+                 "/attention/n_heads: expected an integer from 1 to 1024, found 1099511627776"),
+      configWith("RunConfigNegativeHeadDim", "a negative head_dim", "/attention/head_dim", -64, 2,
+                 "/attention/head_dim: expected an integer from 1 to 1024, found -64"),
+      configWith("RunConfigZeroLayers", "zero layers", "/attention/layers", 0, 2,
+                 "/attention/layers: expected an integer from 1 to 1024, found 0"),
+      configWith("RunConfigHeadsNotAMultiple", "n_heads not divisible by n_kv_heads", "/attention/n_kv_heads", 5, 2,
+                 "/attention/n_kv_heads: n_heads (32) must be a multiple of n_kv_heads (5)"),
+      configWith("RunConfigBeyondMaxContext", "prompt + decode tokens beyond max_context", "/run/prompt_len", 4090, 2,
+                 "/run/decode_tokens: prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)"),
+      configWith("RunConfigHeadDim96", "an unsupported head_dim", "/attention/head_dim", 96, 3,
+                 "/attention/head_dim: head_dim 96 is not supported by the fused attention kernels; supported: 64, "
+                 "128 (in {tmp}/model.json)"),
+      configWith("RunConfigDTypeBf16", "an unsupported dtype", "/run/dtype", "bf16", 3,
+                 "/run/dtype: bf16 runs are not supported yet; use \"f16\" or \"f32\""),
+      configWith("RunConfigTuningInvalid", "an invalid knob value in `tuning`", "/tuning/fa_decode_warps", 3, 2,
+                 "/tuning/fa_decode_warps: invalid value '3'; accepted: auto, 1, 2, 4, 8, 16"),
+      configWith("RunConfigTuningUnknownKnob", "a misspelt knob in `tuning`", "/tuning/fa_decode_wraps", 4, 2,
+                 "/tuning/fa_decode_wraps: unknown tuning key; accepted: disable_fa"),
+      configRow("RunConfigOver16MiB", "a file over 16 MiB", baseConfig().dump() + std::string(kMaxConfigBytes, ' '), 2,
+                "config {tmp}/model.json is larger than the limit of 16777216 bytes"),
+
+      // ---- The command line of `foundry run`: each override is checked against the config.
+      {.id = "RunNoConfig",
+       .area = "command line",
+       .input = "`foundry run` without a config",
+       .args = {"run"},
+       .exitCode = 2,
+       .fragment = "config is required"},
+      {.id = "RunBatchZero",
+       .area = "command line",
+       .input = "a batch of zero",
+       .args = runTiny({"--batch", "0"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--batch: expected an integer from 1 to 1024, found 0"},
+      {.id = "RunDTypeBf16",
+       .area = "command line",
+       .input = "an unsupported dtype",
+       .args = runTiny({"--dtype", "bf16"}),
+       .setup = copyTiny,
+       .exitCode = 3,
+       .fragment = "--dtype: bf16 runs are not supported yet; use \"f16\" or \"f32\""},
+      {.id = "RunDTypeUnknown",
+       .area = "command line",
+       .input = "an unknown dtype",
+       .args = runTiny({"--dtype", "f8"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--dtype: expected \"f16\" or \"f32\", found \"f8\""},
+      {.id = "RunPromptBeyondMaxContext",
+       .area = "command line",
+       .input = "a prompt longer than max_context",
+       .args = {"run", kTiny, "--prompt-len", "4096"},
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--prompt-len: prompt_len (4096) exceeds max_context (2048) of TinyLlama-1.1B"},
+      {.id = "RunPromptPlusDecodeBeyondMaxContext",
+       .area = "command line",
+       .input = "prompt + decode tokens beyond max_context",
+       .args = {"run", kTiny, "--prompt-len", "2047"},
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--prompt-len: prompt_len + decode_tokens = 2047 + 8 = 2055 exceeds max_context (2048)"},
+      {.id = "RunLayersBeyondModel",
+       .area = "command line",
+       .input = "more layers than the model has",
+       .args = {"run", kTiny, "--layers", "23"},
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--layers: cannot run 23 layers of TinyLlama-1.1B, which has 22"},
+      {.id = "RunPathUnknown",
+       .area = "command line",
+       .input = "an unknown attention path",
+       .args = runTiny({"--path", "bogus"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--path: 'bogus'; accepted: flash, reference"},
+      {.id = "RunToleranceNegative",
+       .area = "command line",
+       .input = "a negative tolerance",
+       .args = runTiny({"--tolerance", "-1"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--tolerance: '-1'; accepted: a finite relative error >= 0 (0: the dtype's bound)"},
+      {.id = "RunToleranceInfinite",
+       .area = "command line",
+       .input = "an infinite tolerance (every mismatch would pass)",
+       .args = runTiny({"--tolerance", "inf"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--tolerance: 'inf'; accepted: a finite relative error >= 0"},
+      {.id = "RunCheckAndNoCheck",
+       .area = "command line",
+       .input = "`--check` and `--no-check` together",
+       .args = runTiny({"--check", "--no-check"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "--no-check: given with --check; give one of them"},
+      {.id = "RunSetUnknownKnob",
+       .area = "knobs",
+       .input = "a misspelt knob on the command line of a run",
+       .args = runTiny({"--set", "FA_DECODE_WRAPS=4"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "FOUNDRY_FA_DECODE_WRAPS (--set): unknown knob; accepted: FOUNDRY_DISABLE_FA"},
+
+      // ---- --inputs: q, k, v as [layers, batch, tokens, heads, head_dim], read before any work.
+      {.id = "RunInputsMissing",
+       .area = "safetensors",
+       .input = "a file that does not exist",
+       .args = runTiny({"--inputs", "{tmp}/missing.safetensors"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "cannot read: No such file or directory (in {tmp}/missing.safetensors)"},
+      inputsRow("RunInputsEmpty", "an empty file", "", 2,
+                "file is 0 bytes; a safetensors file starts with an 8-byte header length" + kInputsFile),
+      inputsRow("RunInputsTruncated", "a truncated file (data cut short)", safetensors(entry("F32", "[2]", "[0,8]"), 5),
+                2,
+                "/a/data_offsets: tensor \"a\": offsets [0, 8) run past the end of the data (5 bytes)" + kInputsFile),
+      inputsRow("RunInputsHeaderPastEnd", "header length past the end of the file", le64(1000) + std::string(12, '{'),
+                2, "header length 1000 runs past the end of the file (20 bytes)" + kInputsFile),
+      inputsRow("RunInputsHeaderOver100MB", "a header over 100 MB", le64(100'000'001) + "{}", 2,
+                "header length 100000001 exceeds the limit of 100000000 bytes" + kInputsFile),
+      inputsRow("RunInputsHeaderNotJson", "a header that is not JSON", safetensors("{]", 0), 2,
+                "header is not valid JSON: malformed JSON at line 1, column 2"),
+      inputsRow("RunInputsOverlap", "overlapping offsets",
+                safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                            12),
+                2, "/b/data_offsets: tensor \"b\" [4, 12) overlaps tensor \"a\" [0, 8)" + kInputsFile),
+      inputsRow("RunInputsOffsetsOutOfRange", "offsets beyond the data",
+                safetensors(entry("F32", "[274877906944]", "[0,1099511627776]"), 8), 2,
+                "/a/data_offsets: tensor \"a\": offsets [0, 1099511627776) run past the end of the data (8 bytes)" +
+                    kInputsFile),
+      inputsRow("RunInputsBeginAfterEnd", "begin after end", safetensors(entry("F32", "[2]", "[8,0]"), 8), 2,
+                "/a/data_offsets: tensor \"a\": begin 8 is after end 0" + kInputsFile),
+      inputsRow("RunInputsDTypeMismatch", "byte count that does not fit the dtype",
+                safetensors(entry("F16", "[2]", "[0,8]"), 8), 2,
+                "/a/data_offsets: tensor \"a\": holds 8 bytes but shape [2] of F16 needs 4" + kInputsFile),
+      inputsRow("RunInputsShapeMismatch", "byte count that does not fit the shape",
+                safetensors(entry("F32", "[3]", "[0,8]"), 8), 2,
+                "/a/data_offsets: tensor \"a\": holds 8 bytes but shape [3] of F32 needs 12" + kInputsFile),
+      inputsRow("RunInputsNegativeDim", "a negative dimension", safetensors(entry("F32", "[1,-2]", "[0,8]"), 8), 2,
+                "/a/shape/1: expected a dimension from 0 to 2^63-1, found -2" + kInputsFile),
+      inputsRow(
+          "RunInputsShapeOverflow", "a shape whose size overflows 64 bits",
+          safetensors(entry("F32", "[4294967296,4294967296,2]", "[0,8]"), 8), 2,
+          "/a/shape: tensor \"a\": shape [4294967296, 4294967296, 2] has more bytes than fit in 64 bits" + kInputsFile),
+      inputsRow("RunInputsUnsupportedDType", "a dtype Foundry does not read",
+                safetensors(entry("F64", "[1]", "[0,8]"), 8), 3,
+                "/a/dtype: dtype F64 is not supported; supported: F16, F32, BF16" + kInputsFile),
+      inputsRow("RunInputsTrailingBytes", "bytes that belong to no tensor",
+                safetensors(entry("F32", "[1]", "[0,4]"), 8), 2,
+                "bytes [4, 8) at the end of the data belong to no tensor" + kInputsFile),
+      {.id = "RunInputsTensorMissing",
+       .area = "safetensors",
+       .input = "`--inputs` without tensor `v`",
+       .args = runTiny({"--inputs", "{tmp}/inputs.safetensors"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             writeTensors(ctx.tmp / "inputs.safetensors", {{"q", kQShape}, {"k", kKvShape}});
+           },
+       .exitCode = 2,
+       .fragment = "--inputs: no tensor 'v' in {tmp}/inputs.safetensors; the file holds: 'k', 'q'"},
+      {.id = "RunInputsWrongShape",
+       .area = "safetensors",
+       .input = "`--inputs` whose k has the wrong number of heads",
+       .args = runTiny({"--inputs", "{tmp}/inputs.safetensors"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             writeTensors(ctx.tmp / "inputs.safetensors", {{"q", kQShape}, {"k", {1, 1, 3, 8, 64}}, {"v", kKvShape}});
+           },
+       .exitCode = 2,
+       .fragment = "--inputs: tensor 'k' in {tmp}/inputs.safetensors has shape [1, 1, 3, 8, 64]; this run needs "
+                   "[1, 1, 3, 4, 64] (layers, batch, tokens, heads, head_dim)"},
+
+      // ---- --expect: tensor o as [layers, batch, tokens, heads, head_dim], read and checked before any work,
+      // compared after the run.
+      {.id = "RunExpectMissing",
+       .area = "expected outputs",
+       .input = "`--expect` naming no file",
+       .args = runTiny({"--expect", "{tmp}/missing.safetensors"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "cannot read: No such file or directory (in {tmp}/missing.safetensors)",
+       .note = "before the run"},
+      {.id = "RunExpectTensorMissing",
+       .area = "expected outputs",
+       .input = "`--expect` without tensor `o`",
+       .args = runTiny({"--expect", "{tmp}/expected.safetensors"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             writeTensors(ctx.tmp / "expected.safetensors", {{"out", kQShape}});
+           },
+       .exitCode = 2,
+       .fragment = "--expect: no tensor 'o' in {tmp}/expected.safetensors; the file holds: 'out'"},
+      {.id = "RunExpectWrongShape",
+       .area = "expected outputs",
+       .input = "`--expect` of a run with another decode length",
+       .args = runTiny({"--expect", "{tmp}/expected.safetensors"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             writeTensors(ctx.tmp / "expected.safetensors", {{"o", {1, 1, 4, 32, 64}}});
+           },
+       .exitCode = 2,
+       .fragment = "--expect: tensor 'o' in {tmp}/expected.safetensors has shape [1, 1, 4, 32, 64]; this run "
+                   "produces [1, 1, 3, 32, 64] (layers, batch, tokens, heads, head_dim)"},
+      {.id = "RunExpectMismatch",
+       .area = "expected outputs",
+       .input = "`--expect` of a saved run with one output changed by 0.25",
+       .args = runTiny({"--expect", "{tmp}/expected.safetensors", "--json", "{tmp}/report.json"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             ctx.foundry(runTiny({"--save", "{tmp}/expected.safetensors"}), {});
+             const auto saved = readSafetensors(ctx.tmp / "expected.safetensors");
+             std::vector<float> o = saved.floats("o");
+             o[o.size() / 2] += 0.25f;
+             const std::vector<NamedTensor> perturbed = {{"o", saved.tensor("o").shape, o}};
+             writeSafetensors(ctx.tmp / "expected.safetensors", perturbed, DType::F16);
+           },
+       .exitCode = 1,
+       .fragment = "foundry: check failed: the outputs do not match --expect",
+       .note = "the report says `MISMATCH`; `--json` is still written",
+       .check = [](const CliContext& ctx, const CliOutcome& o) -> std::string {
+         if (o.out.find("expected outputs: MISMATCH") == std::string::npos) return "no MISMATCH line in the report";
+         const json report = json::parse(readText(ctx.tmp / "report.json"));
+         if (report.at("expect").at("passed") != false || report.at("passed") != false) {
+           return "report.json does not say the run failed: " + report.dump();
+         }
+         return "";
+       }},
+      {.id = "RunSaveThenExpect",
+       .area = "expected outputs",
+       .input = "`--expect` of the file `--save` wrote, same arguments",
+       .args = runTiny({"--expect", "{tmp}/expected.safetensors"}, kWithPrefill),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             ctx.foundry(runTiny({"--save", "{tmp}/expected.safetensors"}, kWithPrefill), {});
+           },
+       .exitCode = 0,
+       .fragment = "expected outputs: matched (max relative error 0.00e+00)",
+       .quiet = true,
+       .check = leavesOnly({"tinyllama.json", "expected.safetensors"})},
+
+      {.id = "RunSaveOverExpect",
+       .area = "expected outputs",
+       .input = "`--save` naming the `--expect` file",
+       .args = runTiny({"--save", "{tmp}/expected.safetensors", "--expect", "{tmp}/expected.safetensors"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             ctx.foundry(runTiny({"--save", "{tmp}/expected.safetensors"}), {});
+           },
+       .exitCode = 2,
+       .fragment = "--save: {tmp}/expected.safetensors is also the --expect file",
+       .note = "the golden file is left as it was",
+       .check = leavesOnly({"tinyllama.json", "expected.safetensors"})},
+
+      // ---- Output files of a run: checked before the run, written whole or not at all.
+      {.id = "RunJsonMissingDirectory",
+       .area = "files",
+       .input = "`run --json` into a missing directory",
+       .args = runTiny({"--json", "{tmp}/missing/report.json"}),
+       .setup = copyTiny,
+       .exitCode = 4,
+       .fragment = "cannot write {tmp}/missing/report.json: No such file or directory",
+       .note = "before the run; nothing is written",
+       .check = leavesOnly({"tinyllama.json"})},
+      {.id = "RunSaveOverADirectory",
+       .area = "files",
+       .input = "`run --save` onto a directory",
+       .args = runTiny({"--save", "{tmp}/outputs", "--json", "{tmp}/report.json"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             fs::create_directories(ctx.tmp / "outputs");
+           },
+       .exitCode = 4,
+       .fragment = "cannot write {tmp}/outputs: Is a directory",
+       .note = "before the run; nothing is written, `--json` neither",
+       .check = leavesOnly({"tinyllama.json", "outputs"})},
+
+      // ---- Device memory and the cache during a run.
+      {.id = "RunKvCacheBeyondDeviceMemory",
+       .area = "device",
+       .input = "a config whose KV cache cannot be allocated (32 GiB per layer)",
+       .args = {"run", "{tmp}/model.json"},
+       .setup =
+           [](const CliContext& ctx) {
+             json c = baseConfig();
+             c["attention"]["layers"] = 1;
+             c["attention"]["n_heads"] = 8;
+             c["attention"]["max_context"] = 1 << 24;
+             c["run"]["prompt_len"] = (1 << 24) - 1;
+             c["run"]["decode_tokens"] = 1;
+             writeBytes(ctx.tmp / "model.json", c.dump(2));
+           },
+       .exitCode = 4,
+       .fragment = "allocating 34359738368 bytes (32.00 GiB) for 'k_cache0' exceeds the device's largest allocation"},
+      {.id = "RunCacheDirUnwritable",
+       .area = "cache",
+       .input = "an unwritable cache directory during a run",
+       .args = runTiny({}),
+       .env = {{"FOUNDRY_CACHE_DIR", "{tmp}/not-a-dir/cache"}},
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             writeBytes(ctx.tmp / "not-a-dir", "a file\n");
+           },
+       .exitCode = 0,
+       .fragment = "kernel cache disabled, continuing uncached: cannot create {tmp}/not-a-dir/cache",
+       .note = "the run continues uncached, with one warning",
+       .check = [](const CliContext&, const CliOutcome& o) -> std::string {
+         return o.out.find("kernel cache: 5 compiled, 0 from disk") == std::string::npos
+                    ? "expected every kernel compiled in:\n" + o.out
+                    : "";
+       }},
+  };
+  return rows;
+}
+
+}  // namespace foundry::errors

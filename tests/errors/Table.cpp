@@ -1,0 +1,79 @@
+// The Markdown table of the error suite, as docs/reliability.md holds it.
+#include <fmt/format.h>
+
+#include "errors/ErrorRows.h"
+
+namespace foundry::errors {
+
+namespace {
+
+const char* kindForExit(int code) {
+  switch (code) {
+    case 0:
+      return "runs";
+    case kExitCheckFailed:
+      return "check failed";
+    case 2:
+      return errorKindName(ErrorKind::User);
+    case 3:
+      return errorKindName(ErrorKind::Unsupported);
+    case 4:
+      return errorKindName(ErrorKind::Device);
+    default:
+      return errorKindName(ErrorKind::Internal);
+  }
+}
+
+// A Markdown table cell: "{tmp}" shown as $TMP, pipes escaped.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : substituteTmp(text, "$TMP")) {
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string quoted(const std::string& arg) {
+  return arg.find_first_of(" ;'\"") == std::string::npos ? arg : fmt::format("'{}'", arg);
+}
+
+std::string command(const CliRow& r) {
+  std::string out;
+  for (const auto& [name, value] : r.env) {
+    if (value) out += fmt::format("{}={} ", name, quoted(*value));
+  }
+  out += "foundry";
+  for (const auto& a : r.args) out += fmt::format(" {}", quoted(a));
+  return fmt::format("`{}`", cell(out));
+}
+
+std::string outcome(const std::string& kind, const std::string& fragment, const std::string& note) {
+  std::string out = fmt::format("{}: `{}`", kind, cell(fragment));
+  if (!note.empty()) out += "; " + cell(note);
+  return out;
+}
+
+}  // namespace
+
+std::string markdownTable() {
+  std::string out = "| area | input | how | outcome | exit |\n|---|---|---|---|---|\n";
+  for (const auto& r : allCliRows()) {
+    const std::string kind = r.exitCode != 0 ? kindForExit(r.exitCode) : r.quiet ? "runs" : "runs, warns";
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.area, cell(r.input), command(r),
+                       outcome(kind, r.fragment, r.note), r.exitCode);
+  }
+  for (const auto& r : inProcessRows()) {
+    std::string how = fmt::format("`{}`", r.via);
+    if (!r.cliPending.empty()) how += fmt::format(" ({})", r.cliPending);
+    std::string kind = errorKindName(r.kind);
+    if (r.field && !r.field->empty()) kind += fmt::format(" at `{}`", cell(*r.field));
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.area, cell(r.input), how, outcome(kind, r.fragment, r.note),
+                       exitCodeFor(r.kind));
+  }
+  return out;
+}
+
+}  // namespace foundry::errors
