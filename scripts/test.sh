@@ -2,7 +2,7 @@
 # Builds Foundry and runs every test suite on the default Vulkan device (lavapipe without a GPU),
 # under the Khronos validation layer; then the host-only and error suites under ASan + UBSan, and
 # each fuzz target for a bounded time (docs/reliability.md). Usage: bash scripts/test.sh
-# FOUNDRY_FUZZ_SECONDS sets the time per fuzz target (default 45; 0 skips fuzzing).
+# FOUNDRY_FUZZ_SECONDS sets the time per fuzz target (default 60; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -18,5 +18,5 @@ cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_t
 ctest --preset asan -L sanitize
 
 # The config and safetensors parsers under libFuzzer.
-fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-45}"
+fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" -gt 0 ]; then bash scripts/fuzz.sh "$fuzz_seconds"; fi

@@ -9,6 +9,7 @@
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/cli/Commands.h"
 #include "foundry/cli/Table.h"
+#include "runner/ModelConfig.h"
 #include "steps/KernelCatalog.h"
 
 namespace foundry::cli {
@@ -22,24 +23,37 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
     bool stats = false;
     AttentionLayout layout;
     std::string dtype = "f16";
+    std::string config;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory");
   cmd->add_option("--pretend", a->pretend, "Plan for a device preset instead of opening one (h200, lavapipe, small, ...)");
   cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc, through the disk cache (FOUNDRY_CACHE_DIR)");
   cmd->add_flag("--stats", a->stats, "Create each pipeline on the device and print what the driver reports about it");
-  cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str();
-  cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str();
-  cmd->add_option("--head-dim", a->layout.headDim, "Head dimension")->capture_default_str();
-  cmd->add_option("--dtype", a->dtype, "f16 or f32")->capture_default_str();
+  auto* config = cmd->add_option("--config", a->config,
+                                 "A model config (configs/*.json): its heads, head_dim, RoPE, context, dtype and tuning");
+  for (auto* layoutFlag : {cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str(),
+                           cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str(),
+                           cmd->add_option("--head-dim", a->layout.headDim, "Head dimension")->capture_default_str(),
+                           cmd->add_option("--dtype", a->dtype, "f16 or f32")->capture_default_str()}) {
+    layoutFlag->excludes(config);
+  }
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
-      const RuntimeOptions options = global.resolve();
+      RuntimeOptions options = RuntimeOptions::fromEnvironment();
+      if (!a->config.empty()) {
+        // The kernels a run of this config builds: its layout, and its tuning under --set.
+        const ModelConfig c = loadModelConfig(a->config);
+        a->layout = {c.nHeads, c.nKvHeads, c.headDim, c.run.dtype, c.rope, c.maxContext};
+        options.applyTuning(c.tuning, "/tuning");
+      } else {
+        const auto dtype = parseDType(a->dtype);
+        if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", a->dtype));
+        if (*dtype == DType::BF16) throw UnsupportedError("--dtype: bf16 attention is not supported yet; use f16 or f32");
+        a->layout.dtype = *dtype;
+      }
+      global.applyTo(options);
       configureLogging(options);
-      const auto dtype = parseDType(a->dtype);
-      if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", a->dtype));
-      if (*dtype == DType::BF16) throw UnsupportedError("--dtype: bf16 attention is not supported yet; use f16 or f32");
-      a->layout.dtype = *dtype;
       std::unique_ptr<DeviceInfo> pretend;
       std::unique_ptr<Runtime> runtime;
       if (!a->pretend.empty()) {
