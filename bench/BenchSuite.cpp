@@ -296,7 +296,7 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
   if (s.kind == "decode") {
     for (std::uint32_t warps : {2u, 4u, 8u}) {
       for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
-        for (std::uint32_t unroll : {1u, 2u, 4u}) {
+        for (std::uint32_t unroll : {1u, 2u, 4u, 8u}) {
           DecodeVariant v;
           v.headDim = s.headDim;
           v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);

@@ -5,6 +5,7 @@
 #   # then, with the device tool:  run  carry=[".device"]  command="bash bench/h200.sh device"
 #   bash bench/h200.sh report DIR        # here: DIR holds what the device call wrote under $OUT;
 #                                        # writes the side-by-side table into docs/performance.md
+#   bash bench/h200.sh sweep SHAPE...    # on the device: every forced variant of these shapes
 #
 # The device step also runs the device test suites there first (the cooperative-matrix path only
 # runs on such a GPU), so a timing is never reported for kernels that fail their checks.
@@ -57,6 +58,16 @@ case "${1:-}" in
     python3 .device/torch_batch.py >> "$out/torch.jsonl"
     python3 .device/compare.py "$out/bench.json" "$out/torch.jsonl" | tee "$out/table.md"
     exit $status
+    ;;
+  sweep)
+    # Every variant the knobs can force, for the shapes given (the Selector's defaults come from this):
+    #   run carry=[".device"] command="bash bench/h200.sh sweep decode:1:32:8:16384:128 ..."
+    shift
+    source .device/env.sh
+    out=${OUT:-/tmp/foundry-out}
+    mkdir -p "$out"
+    export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+    foundry bench --sweep --shape "$@" --json "$out/sweep.json" 2>&1 | tee "$out/sweep.txt"
     ;;
   report)
     dir=${2:?usage: bench/h200.sh report DIR}

@@ -128,7 +128,7 @@ const std::vector<Knob>& knobs() {
        }},
       uintKnob<&RuntimeOptions::faDecodeVectorWidth>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4", 1, 4, true,
                                                      "halves per K/V load in decode"),
-      uintKnob<&RuntimeOptions::faDecodeUnroll>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4", 1, 4, true,
+      uintKnob<&RuntimeOptions::faDecodeUnroll>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8", 1, 8, true,
                                                  "decode steps whose K/V loads a subgroup issues together"),
       uintKnob<&RuntimeOptions::faDecodeSplitK>("FOUNDRY_FA_DECODE_SPLIT_K", "auto or 1..256", 1, 256, false,
                                                 "decode Split-K factor (1 = off)"),

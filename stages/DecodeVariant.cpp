@@ -26,7 +26,9 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (elems % vecWidth != 0) {
     return fmt::format("{} elements per lane are not a multiple of the vector width {}", elems, vecWidth);
   }
-  if (unroll != 1 && unroll != 2 && unroll != 4) return fmt::format("unroll {} is not 1, 2 or 4", unroll);
+  if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8) {
+    return fmt::format("unroll {} is not 1, 2, 4 or 8", unroll);
+  }
   // q and o for every head, and K and V rows for every unrolled step, all in registers.
   if (2 * heads * elems + 2 * unroll * elems > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);

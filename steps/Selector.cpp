@@ -92,6 +92,12 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   }
   if (!v.scalar) {
     if (const std::string reason = v.unusableReason(sg); !reason.empty()) {
+      DecodeVariant noUnroll = v;
+      noUnroll.unroll = 1;
+      if (o.faDecodeUnroll && noUnroll.unusableReason(sg).empty()) {
+        rejectKnob("FOUNDRY_FA_DECODE_UNROLL", v.unroll, reason,
+                   "1, 2, 4 or 8, as far as q, o and the unrolled K/V rows fit in registers");
+      }
       if (o.faDecodeKeysPerWarp) {
         rejectKnob("FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,
                    fmt::format("powers of two up to {} that leave a multiple of the vector width per lane", sg));

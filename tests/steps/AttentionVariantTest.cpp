@@ -29,6 +29,7 @@ struct Knobs {
   Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
   Knobs& keys(std::uint32_t k) { o.faDecodeKeysPerWarp = k; return *this; }
   Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
+  Knobs& unroll(std::uint32_t u) { o.faDecodeUnroll = u; return *this; }
   Knobs& scalar() { o.faDecodeScalar = true; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
@@ -114,6 +115,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeVectorWidth) {
     EXPECT_EQ(v.vecWidth, *o.faDecodeVectorWidth) << plan.describe();
   }
+  if (o.faDecodeUnroll && !o.faDecodeScalar) {
+    EXPECT_EQ(v.unroll, *o.faDecodeUnroll) << plan.describe();
+  }
   EXPECT_EQ(v.scalar, o.faDecodeScalar) << plan.describe();
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
@@ -146,6 +150,10 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{B, Knobs().keys(8)}, VariantCase{C, Knobs().keys(2)},
         VariantCase{A, Knobs().vec(1)}, VariantCase{A, Knobs().vec(2)}, VariantCase{A, Knobs().keys(8).vec(1)},
         VariantCase{B, Knobs().vec(1)}, VariantCase{B, Knobs().keys(4).vec(2)}, VariantCase{C, Knobs().vec(2)},
+        // Key steps whose loads are in flight together per lane (unroll).
+        VariantCase{A, Knobs().unroll(2).keys(2)}, VariantCase{A, Knobs().unroll(8)}, VariantCase{B, Knobs().unroll(8)},
+        VariantCase{B, Knobs().unroll(8).splitK(3), 3}, VariantCase{Batch3, Knobs().unroll(8)},
+        VariantCase{C, Knobs().unroll(8)},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},

@@ -230,6 +230,7 @@ std::string optionsName(const RuntimeOptions& o) {
   std::vector<std::string> parts;
   if (o.faDecodeWarps) parts.push_back(fmt::format("w{}", *o.faDecodeWarps));
   if (o.faDecodeKeysPerWarp) parts.push_back(fmt::format("k{}", *o.faDecodeKeysPerWarp));
+  if (o.faDecodeUnroll) parts.push_back(fmt::format("u{}", *o.faDecodeUnroll));
   if (o.faDecodeVectorWidth) parts.push_back(fmt::format("v{}", *o.faDecodeVectorWidth));
   if (o.faDecodeScalar) parts.push_back("scalar");
   if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
