@@ -81,16 +81,6 @@ struct LayerInputs {
   Tensor q, k, v;  ///< [tokens, batch, heads, D]
 };
 
-/// file.tensor(name), with the flag that named the file as the error's field.
-const SafetensorsTensor& tensorFor(const std::string& flag, const SafetensorsFile& file, const std::string& name) {
-  const auto it = file.tensors.find(name);
-  if (it != file.tensors.end()) return it->second;
-  std::vector<std::string> names;
-  for (const auto& [n, t] : file.tensors) names.push_back("'" + n + "'");
-  throw UserError(flag, fmt::format("no tensor '{}' in {}; the file holds: {}", name, file.origin,
-                                    names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", "))));
-}
-
 class Session {
  public:
   Session(Runtime& rt, const RunRequest& req, Progress& progress)
@@ -183,7 +173,7 @@ void Session::loadInputs() {
   const std::string origin = req_.inputs->string();
   for (const auto& [name, heads] : {std::pair<std::string, std::uint32_t>{"q", c_.nHeads}, {"k", c_.nKvHeads},
                                     {"v", c_.nKvHeads}}) {
-    const auto& t = tensorFor("--inputs", *inputFile_, name);
+    const auto& t = inputFile_->tensor(name, "--inputs");
     const std::vector<std::int64_t> want = {L_, B_, T_, heads, c_.headDim};
     if (t.shape != want) {
       throw UserError("--inputs", fmt::format("tensor '{}' in {} has shape [{}]; this run needs [{}] (layers, batch, "
@@ -231,7 +221,7 @@ void Session::checkFilesBeforeRunning() {
   }
   if (req_.expect) {
     expectFile_ = readSafetensors(*req_.expect);
-    const auto& o = tensorFor("--expect", *expectFile_, "o");
+    const auto& o = expectFile_->tensor("o", "--expect");
     const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
     if (o.shape != shape) {
       throw UserError("--expect", fmt::format("tensor 'o' in {} has shape [{}]; this run produces [{}] (layers, batch, "

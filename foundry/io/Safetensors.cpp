@@ -271,12 +271,12 @@ std::int64_t SafetensorsTensor::numel() const {
 
 std::vector<float> SafetensorsTensor::floats() const { return decodeElements(bytes, dtype); }
 
-const SafetensorsTensor& SafetensorsFile::tensor(std::string_view name) const {
+const SafetensorsTensor& SafetensorsFile::tensor(std::string_view name, std::string_view field) const {
   const auto it = tensors.find(std::string(name));
   if (it == tensors.end()) {
     std::vector<std::string> names;
     for (const auto& [n, t] : tensors) names.push_back(quoteForMessage(n));
-    throw UserError(std::string(name), fmt::format("no tensor {}; the file holds: {}{}", quoteForMessage(name),
+    throw UserError(std::string(field.empty() ? name : field), fmt::format("no tensor {}; the file holds: {}{}", quoteForMessage(name),
                                                    names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", ")),
                                                    origin.empty() ? "" : fmt::format(" (in {})", origin)));
   }

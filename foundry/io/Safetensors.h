@@ -43,8 +43,9 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;
   std::string origin;  ///< the path (or name) it was read from, for errors
 
-  /// The tensor called `name`; a UserError naming it and the tensors present if there is none.
-  const SafetensorsTensor& tensor(std::string_view name) const;
+  /// The tensor called `name`; a UserError naming it, the file and the tensors present if there is
+  /// none, whose field is `field` (the flag that named the file, say) or else the tensor's name.
+  const SafetensorsTensor& tensor(std::string_view name, std::string_view field = {}) const;
   /// tensor(name).floats().
   std::vector<float> floats(std::string_view name) const;
 };

@@ -300,7 +300,7 @@ std::vector<CliRow> runCommandRows() {
              writeTensors(ctx.tmp / "inputs.safetensors", {{"q", kQShape}, {"k", kKvShape}});
            },
        .exitCode = 2,
-       .fragment = "--inputs: no tensor 'v' in {tmp}/inputs.safetensors; the file holds: 'k', 'q'"},
+       .fragment = "--inputs: no tensor \"v\"; the file holds: \"k\", \"q\" (in {tmp}/inputs.safetensors)"},
       {.id = "RunInputsWrongShape",
        .area = "safetensors",
        .input = "`--inputs` whose k has the wrong number of heads",
@@ -334,7 +334,7 @@ std::vector<CliRow> runCommandRows() {
              writeTensors(ctx.tmp / "expected.safetensors", {{"out", kQShape}});
            },
        .exitCode = 2,
-       .fragment = "--expect: no tensor 'o' in {tmp}/expected.safetensors; the file holds: 'out'"},
+       .fragment = "--expect: no tensor \"o\"; the file holds: \"out\" (in {tmp}/expected.safetensors)"},
       {.id = "RunExpectWrongShape",
        .area = "expected outputs",
        .input = "`--expect` of a run with another decode length",

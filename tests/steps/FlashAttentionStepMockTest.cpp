@@ -17,6 +17,8 @@ namespace {
 
 using test::Binds;
 using test::CallShape;
+using test::decodeShape;
+using test::prefillShape;
 using test::KernelNamed;
 using test::KernelStages;
 using test::LacksBinding;
@@ -64,22 +66,6 @@ class StepMockTest : public ::testing::Test {
   std::unique_ptr<FlashAttentionStep> step_;
 };
 
-CallShape decode(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t kvLen, std::uint32_t headDim = 128) {
-  CallShape s;
-  s.nHeads = heads;
-  s.nKvHeads = kvHeads;
-  s.kvLen = kvLen;
-  s.headDim = headDim;
-  return s;
-}
-
-CallShape prefill(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen, std::uint32_t kvLen,
-                  std::uint32_t headDim = 128) {
-  CallShape s = decode(heads, kvHeads, kvLen, headDim);
-  s.qLen = qLen;
-  return s;
-}
-
 float log2eOverSqrt(std::uint32_t headDim) {
   return static_cast<float>(std::numbers::log2e / std::sqrt(static_cast<double>(headDim)));
 }
@@ -90,7 +76,7 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsASplitKPartThenTheReduce) {
   pretend("h200");
   // 8 KV groups of 4 heads = 8 workgroups for 132 compute units: 132 / 8 = 16 splits (one whole wave)
   // of 512 keys, a multiple of the granule of 8 warps x 2 keys x unroll 4 = 64.
-  const AttentionCall call = test::shapeCall(decode(32, 8, 8192));
+  const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
   {
     InSequence inOrder;
     EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
@@ -128,7 +114,7 @@ TEST_F(StepMockTest, ShortDecodeOnH200WritesTheOutputDirectly) {
                                    AllOf(Binds("o", "out"), LacksBinding("partial_o"), LacksPush("n_splits"),
                                          PushU32("kv_chunk", 256), PushU32("kv_len", 200)),
                                    (Grid{1, 8, 1})));
-  const StepRecord record = run(test::shapeCall(decode(32, 8, 200)));
+  const StepRecord record = run(test::shapeCall(decodeShape(1, 32, 8, 200)));
   EXPECT_EQ(record.kernels.size(), 1u);
   EXPECT_THAT(workspace.requests(), IsEmpty());
 }
@@ -147,7 +133,7 @@ TEST_F(StepMockTest, DecodeOnLavapipeIsTheSubgroupVariantWithoutCooperativeMatri
         });
     EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), _, (Grid{4, 1, 1})));
   }
-  const StepRecord record = run(test::shapeCall(decode(4, 1, 2048)));
+  const StepRecord record = run(test::shapeCall(decodeShape(1, 4, 1, 2048)));
   EXPECT_FALSE(record.plan.decodeVariant.scalar);
   ASSERT_NE(recorded, nullptr);
   EXPECT_FALSE(recorded->usesCoopMat);
@@ -164,7 +150,7 @@ TEST_F(StepMockTest, DecodeWithoutShufflesRecordsTheScalarKernel) {
                                          KernelNamed(HasSubstr("_scalar_")),
                                          ::testing::Field(&KernelSource::glsl, Not(HasSubstr("subgroup_shuffle")))),
                                    _, (Grid{1, 8, 1})));
-  run(test::shapeCall(decode(32, 8, 256)));
+  run(test::shapeCall(decodeShape(1, 32, 8, 256)));
 }
 
 TEST_F(StepMockTest, FusedRopeDecodeRecordsOneKernelThatRotatesTheQuery) {
@@ -173,12 +159,12 @@ TEST_F(StepMockTest, FusedRopeDecodeRecordsOneKernelThatRotatesTheQuery) {
                                    AllOf(Binds("rope_inv_freq", "rope_inv_freq"), PushU32("rope_pos0", 299),
                                          Binds("q", "q"), Binds("o", "out")),
                                    (Grid{1, 8, 1})));
-  run(test::withRope(test::shapeCall(decode(32, 8, 300)), 128, 299));
+  run(test::withRope(test::shapeCall(decodeShape(1, 32, 8, 300)), 128, 299));
 }
 
 TEST_F(StepMockTest, TokenMajorQueriesPassTheirStridesAsPushConstants) {
   pretend("h200");
-  CallShape s = prefill(8, 2, 64, 64);
+  CallShape s = prefillShape(8, 2, 64, 64);
   s.qLayout = Layout::TokenMajor;
   ASSERT_TRUE(device().hasCoopMat({16, 16, 16, DType::F16, DType::F32}));
   // The coopmat prefill kernel is not asserted here: use f32, which takes the subgroup variant.
@@ -198,8 +184,8 @@ TEST_F(StepMockTest, KernelsAreBuiltOncePerVariant) {
   EXPECT_CALL(dispatcher, dispatch(_, _, _))
       .Times(2)
       .WillRepeatedly([&](const KernelSource& k, const Arguments&, Grid) { seen.push_back(&k); });
-  run(test::shapeCall(decode(32, 8, 100)));
-  run(test::shapeCall(decode(32, 8, 200)));
+  run(test::shapeCall(decodeShape(1, 32, 8, 100)));
+  run(test::shapeCall(decodeShape(1, 32, 8, 200)));
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0], seen[1]);
 }
@@ -210,14 +196,14 @@ TEST_F(StepMockTest, H200PrefillPlansTheCooperativeMatrixVariant) {
   pretend("h200");
   // Plan only: the cooperative-matrix kernel itself is not built here.
   EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(0);
-  const AttentionPlan plan = step().plan(test::shapeCall(prefill(32, 8, 1024, 1024)));
+  const AttentionPlan plan = step().plan(test::shapeCall(prefillShape(32, 8, 1024, 1024)));
   EXPECT_FALSE(plan.decode);
   EXPECT_TRUE(plan.prefillVariant.coopMat);
   EXPECT_EQ(plan.prefillVariant.rowsPerWarp, 16u);
   EXPECT_EQ(plan.grid, (Grid{1024 / plan.prefillVariant.rowsPerWorkgroup(), 32, 1}));
   // Turned off by the knob, the same call plans the subgroup variant.
   pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
-  EXPECT_FALSE(step().plan(test::shapeCall(prefill(32, 8, 1024, 1024))).prefillVariant.coopMat);
+  EXPECT_FALSE(step().plan(test::shapeCall(prefillShape(32, 8, 1024, 1024))).prefillVariant.coopMat);
 }
 
 TEST_F(StepMockTest, LavapipePrefillRecordsTheSubgroupKernel) {
@@ -232,7 +218,7 @@ TEST_F(StepMockTest, LavapipePrefillRecordsTheSubgroupKernel) {
         checkArguments(k, a);
         recorded = &k;
       });
-  const StepRecord record = run(test::shapeCall(prefill(8, 8, 64, 128)));
+  const StepRecord record = run(test::shapeCall(prefillShape(8, 8, 64, 128)));
   EXPECT_FALSE(record.plan.prefillVariant.coopMat);
   ASSERT_NE(recorded, nullptr);
   EXPECT_FALSE(recorded->usesCoopMat);
@@ -256,7 +242,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
                                                 ::testing::Field(&KernelLayout::workgroup, ElementsAre(64u, 1u, 1u)))),
                          AllOf(PushU32("n_splits", 4), PushU32("q_len", 8), Binds("o", "out")), (Grid{8, 1, 1})));
   }
-  const StepRecord record = run(test::shapeCall(prefill(1, 1, 8, 4096)));
+  const StepRecord record = run(test::shapeCall(prefillShape(1, 1, 8, 4096)));
   EXPECT_TRUE(record.plan.prefillVariant.split);
   ASSERT_EQ(workspace.requests().size(), 2u);
   EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 1, 8, 4, 128}));
@@ -267,7 +253,7 @@ TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
   EXPECT_CALL(dispatcher,
               dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
                        AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 4096), Binds("o", "out")), (Grid{1, 1, 1})));
-  const StepRecord record = run(test::shapeCall(prefill(1, 1, 8, 4096)));
+  const StepRecord record = run(test::shapeCall(prefillShape(1, 1, 8, 4096)));
   EXPECT_EQ(record.kernels.size(), 1u);
   EXPECT_THAT(workspace.requests(), IsEmpty());
 }
@@ -280,13 +266,13 @@ TEST_F(StepMockTest, AKnobOverrideBeatsTheHeuristicInWhatIsRecorded) {
                                    AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 2048)), (Grid{4, 8, 1})));
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), PushU32("n_splits", 4),
                                    (Grid{32, 1, 1})));
-  run(test::shapeCall(decode(32, 8, 8192)));
+  run(test::shapeCall(decodeShape(1, 32, 8, 8192)));
 }
 
 TEST_F(StepMockTest, ScalarKnobOnH200RecordsTheScalarKernel) {
   pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
   EXPECT_CALL(dispatcher, dispatch(KernelNamed(HasSubstr("_scalar_")), _, (Grid{1, 8, 1})));
-  run(test::shapeCall(decode(32, 8, 128)));
+  run(test::shapeCall(decodeShape(1, 32, 8, 128)));
 }
 
 TEST_F(StepMockTest, SmallGpuWithoutFp16RecordsKernelsWithNoHalfValuesInSharedMemory) {
@@ -296,57 +282,57 @@ TEST_F(StepMockTest, SmallGpuWithoutFp16RecordsKernelsWithNoHalfValuesInSharedMe
   EXPECT_CALL(dispatcher,
               dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")), noHalfShared), _,
                        (Grid{1, 8, 1})));
-  run(test::shapeCall(decode(32, 8, 128)));
+  run(test::shapeCall(decodeShape(1, 32, 8, 128)));
   EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
                                          KernelNamed(HasSubstr("_f32tiles")), noHalfShared),
                                    _, _));
-  run(test::shapeCall(prefill(8, 8, 256, 256, 64)));
+  run(test::shapeCall(prefillShape(8, 8, 256, 256, 64)));
 }
 
 // ---- refusals: nothing is recorded ----------------------------------------------------------------
 
 TEST_F(StepMockTest, DisableFaIsAnErrorPointingAtTheReferenceStepAndRecordsNothing) {
   pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA", "1"}}));
-  expectRefused<UnsupportedError>(test::shapeCall(decode(32, 8, 8192)),
+  expectRefused<UnsupportedError>(test::shapeCall(decodeShape(1, 32, 8, 8192)),
                                   AllOf(HasSubstr("FOUNDRY_DISABLE_FA=1"), HasSubstr("SdpaReferenceStep")));
-  EXPECT_THROW(step().kernelsFor(test::shapeCall(decode(32, 8, 8192))), UnsupportedError);
+  EXPECT_THROW(step().kernelsFor(test::shapeCall(decodeShape(1, 32, 8, 8192))), UnsupportedError);
 }
 
 TEST_F(StepMockTest, ForceMaterializedIsAnErrorPointingAtTheReferenceStepAndRecordsNothing) {
   pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_SDPA_FORCE_MATERIALIZED", "1"}}));
   expectRefused<UnsupportedError>(
-      test::shapeCall(prefill(8, 8, 64, 128)),
+      test::shapeCall(prefillShape(8, 8, 64, 128)),
       AllOf(HasSubstr("FOUNDRY_SDPA_FORCE_MATERIALIZED=1"), HasSubstr("SdpaReferenceStep")));
 }
 
 TEST_F(StepMockTest, HeadDim96IsUnsupportedBeforeAnyDispatch) {
   pretend("h200");
   expectRefused<UnsupportedError>(
-      test::shapeCall(decode(32, 8, 8192, 96)),
+      test::shapeCall(decodeShape(1, 32, 8, 8192, 96)),
       AllOf(HasSubstr("head_dim 96"), HasSubstr("64, 128"), HasSubstr("SdpaReferenceStep")));
-  expectRefused<UnsupportedError>(test::shapeCall(prefill(8, 8, 64, 128, 96)), HasSubstr("head_dim 96"));
+  expectRefused<UnsupportedError>(test::shapeCall(prefillShape(8, 8, 64, 128, 96)), HasSubstr("head_dim 96"));
 }
 
 TEST_F(StepMockTest, KnobValuesTheDeviceCannotHonourRecordNothing) {
   pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}}));
-  expectRefused<UserError>(test::shapeCall(decode(32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"));
+  expectRefused<UserError>(test::shapeCall(decodeShape(1, 32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"));
   pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
-  expectRefused<UnsupportedError>(test::shapeCall(prefill(8, 8, 64, 128)), HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"));
+  expectRefused<UnsupportedError>(test::shapeCall(prefillShape(8, 8, 64, 128)), HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"));
   pretend("small", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
-  expectRefused<UserError>(test::shapeCall(decode(32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"));
+  expectRefused<UserError>(test::shapeCall(decodeShape(1, 32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"));
 }
 
 TEST_F(StepMockTest, PrefillWithoutSubgroupArithmeticRecordsNothing) {
   pretend("lavapipe");
   ON_CALL(device(), subgroupArithmetic()).WillByDefault(Return(false));
-  expectRefused<UnsupportedError>(test::shapeCall(prefill(8, 8, 64, 128)),
+  expectRefused<UnsupportedError>(test::shapeCall(prefillShape(8, 8, 64, 128)),
                                   AllOf(HasSubstr("subgroup arithmetic"), HasSubstr("SdpaReferenceStep")));
 }
 
 TEST_F(StepMockTest, F16OnADeviceWithout16BitStorageIsUnsupported) {
   pretend("h200");
   ON_CALL(device(), storage16Bit()).WillByDefault(Return(false));
-  expectRefused<UnsupportedError>(test::shapeCall(decode(32, 8, 1024)), HasSubstr("use f32"));
+  expectRefused<UnsupportedError>(test::shapeCall(decodeShape(1, 32, 8, 1024)), HasSubstr("use f32"));
 }
 
 struct BadCall {
@@ -367,7 +353,7 @@ TEST_P(RejectedCall, IsAUserErrorNamingTheFieldAndRecordsNothing) {
   for (const char* preset : {"h200", "lavapipe"}) {
     SCOPED_TRACE(preset);
     pretend(preset);
-    AttentionCall call = test::shapeCall(prefill(32, 8, 16, 1024));
+    AttentionCall call = test::shapeCall(prefillShape(32, 8, 16, 1024));
     b.breakIt(call);
     EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(0);
     try {

@@ -12,16 +12,7 @@ constexpr Layout TM = Layout::TokenMajor;
 
 AttentionCase decode(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t kvLen,
                      std::uint32_t headDim, DType dtype, Layout layout = HM) {
-  AttentionCase c;
-  c.batch = batch;
-  c.heads = heads;
-  c.kvHeads = kvHeads;
-  c.qLen = 1;
-  c.kvLen = kvLen;
-  c.headDim = headDim;
-  c.dtype = dtype;
-  c.qLayout = layout;
-  c.oLayout = layout;
+  AttentionCase c = attentionCase(batch, heads, kvHeads, 1, kvLen, headDim, dtype, layout, layout);
   c.seed = 500 + kvLen + headDim + heads;
   return c;
 }

@@ -17,6 +17,8 @@ namespace foundry {
 namespace {
 
 using test::CallShape;
+using test::decodeShape;
+using test::prefillShape;
 using test::MockDeviceInfo;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -120,18 +122,6 @@ TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   EXPECT_EQ(plan.scratchBytes, plan.splits > 1 ? rows * (c.shape.headDim * 4 + 8) : 0u);
 }
 
-CallShape decodeShape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t kvLen,
-                      std::uint32_t headDim) {
-  CallShape s;
-  s.batch = batch;
-  s.nHeads = heads;
-  s.nKvHeads = kvHeads;
-  s.qLen = 1;
-  s.kvLen = kvLen;
-  s.headDim = headDim;
-  return s;
-}
-
 INSTANTIATE_TEST_SUITE_P(Selector, H200DecodeSplit,
                          ::testing::Values(DecodeCase{decodeShape(1, 32, 8, 8192, 128), 4, 2},
                                            DecodeCase{decodeShape(1, 32, 8, 5000, 128), 4, 2},
@@ -210,18 +200,6 @@ TEST(Selector, NoSubgroupShufflesMeansTheScalarVariant) {
 }
 
 // ---- prefill --------------------------------------------------------------------------------------
-
-CallShape prefillShape(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen, std::uint32_t kvLen,
-                       std::uint32_t headDim, DType dtype = DType::F16) {
-  CallShape s;
-  s.nHeads = heads;
-  s.nKvHeads = kvHeads;
-  s.qLen = qLen;
-  s.kvLen = kvLen;
-  s.headDim = headDim;
-  s.dtype = dtype;
-  return s;
-}
 
 TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
   NiceMock<MockDeviceInfo> device("h200");

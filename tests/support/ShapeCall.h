@@ -33,6 +33,28 @@ inline std::vector<std::int64_t> qDimsOf(const CallShape& s) {
   return {s.batch, s.nHeads, s.qLen, s.headDim};
 }
 
+/// A decode call (q_len 1) of this size.
+inline CallShape decodeShape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t kvLen,
+                             std::uint32_t headDim = 128) {
+  CallShape s;
+  s.batch = batch;
+  s.nHeads = heads;
+  s.nKvHeads = kvHeads;
+  s.qLen = 1;
+  s.kvLen = kvLen;
+  s.headDim = headDim;
+  return s;
+}
+
+/// A prefill call (batch 1) of this size.
+inline CallShape prefillShape(std::uint32_t heads, std::uint32_t kvHeads, std::uint32_t qLen, std::uint32_t kvLen,
+                              std::uint32_t headDim = 128, DType dtype = DType::F16) {
+  CallShape s = decodeShape(1, heads, kvHeads, kvLen, headDim);
+  s.qLen = qLen;
+  s.dtype = dtype;
+  return s;
+}
+
 /// Tensors named "q", "k_cache", "v_cache" and "out".
 inline AttentionCall shapeCall(const CallShape& s) {
   const std::int64_t capacity = s.capacity ? s.capacity : s.kvLen;
