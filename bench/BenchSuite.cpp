@@ -130,6 +130,18 @@ Ceilings Runner::measureCeilings() {
         },
         1, samples);
     c.readGBs = double(bytes) / us / 1e3;
+    // The same kernel with nothing to read: what a call costs before it does any work.
+    auto empty = [&](Dispatcher& d) {
+      d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", 0u).set("magic", 0x9e3779b9u), {1});
+    };
+    c.emptyDispatchUs = timeCall([&](Dispatcher& d, std::uint32_t) { empty(d); }, 1, samples);
+    c.dependentPairUs = timeCall(
+        [&](Dispatcher& d, std::uint32_t) {
+          empty(d);
+          d.barrier();
+          empty(d);
+        },
+        1, samples);
   }
   if (dev.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     const std::uint32_t groups = dev.computeUnits() * 4, warps = 4, iterations = 4096;
@@ -311,11 +323,14 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
         }
       }
     }
-    for (std::uint32_t splits : {1u, 8u, 16u, 32u, 64u, 128u}) {
+    for (std::uint32_t splits : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}) {
       RuntimeOptions o = base;
       o.faDecodeSplitK = splits;
       out.emplace_back(fmt::format("split {}", splits), o);
     }
+    RuntimeOptions separate = base;
+    separate.faDecodeFusedReduce = Force::Off;
+    out.emplace_back("reduce kernel", separate);
     RuntimeOptions scalar = base;
     scalar.faDecodeScalar = true;
     out.emplace_back("scalar", scalar);
@@ -332,6 +347,16 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
         if (reg == Force::On && !device.coopMatLayout().quad()) continue;
         o.faPrefillRegisterSoftmax = reg;
         out.emplace_back(fmt::format("w{} coopmat {} softmax", warps, reg == Force::On ? "register" : "shared"), o);
+      }
+    }
+    for (std::uint32_t keys : {32u, 64u}) {
+      for (std::uint32_t warps : {4u, 8u}) {
+        if (!coop) break;
+        RuntimeOptions o = base;
+        o.faPrefillCoopMat = Force::On;
+        o.faPrefillWarps = warps;
+        o.faPrefillKeysPerTile = keys;
+        out.emplace_back(fmt::format("w{} coopmat bc{}", warps, keys), o);
       }
     }
     for (std::uint32_t splits : {2u, 4u}) {
@@ -354,6 +379,11 @@ nlohmann::json toJson(const Result& r) {
           {"plan", r.plan},             {"statistics", r.statistics}};
 }
 
-nlohmann::json toJson(const Ceilings& c) { return {{"read_gbs", c.readGBs}, {"mma_tflops", c.mmaTflops}}; }
+nlohmann::json toJson(const Ceilings& c) {
+  return {{"read_gbs", c.readGBs},
+          {"mma_tflops", c.mmaTflops},
+          {"empty_dispatch_us", c.emptyDispatchUs},
+          {"dependent_pair_us", c.dependentPairUs}};
+}
 
 }  // namespace foundry::bench

@@ -41,6 +41,10 @@ struct Options {
 struct Ceilings {
   double readGBs = 0;      ///< 0 when not measured
   double mmaTflops = 0;    ///< 0 when the device has no cooperative matrices
+  /// The floor under any call: one dispatch of one workgroup that does nothing, and two such
+  /// dispatches with a barrier between (a Split-K part kernel, then its reduce), in microseconds.
+  double emptyDispatchUs = 0;
+  double dependentPairUs = 0;
 };
 
 struct Result {

@@ -30,7 +30,9 @@ for r in bench["results"]:
 c = bench["ceilings"]
 head = (f"Device: {bench['device']} ({bench['driver']}); {a.gpu}\n\n"
         f"Ceilings measured in the same run: GLSL read stream {c['read_gbs']:.0f} GB/s, "
-        f"cooperative-matrix f16->f32 MMA {c['mma_tflops']:.0f} TFLOP/s.\n")
+        f"cooperative-matrix f16->f32 MMA {c['mma_tflops']:.0f} TFLOP/s; the floor under a call: an empty "
+        f"dispatch {c.get('empty_dispatch_us', 0):.1f} us, two dependent ones (a barrier between) "
+        f"{c.get('dependent_pair_us', 0):.1f} us.\n")
 table = head + "\n" + "\n".join(rows) + "\n"
 print(table)
 if a.markdown_into:

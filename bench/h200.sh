@@ -6,11 +6,19 @@
 #   bash bench/h200.sh report DIR        # here: DIR holds what the device call wrote under $OUT;
 #                                        # writes the side-by-side table into docs/performance.md
 #   bash bench/h200.sh sweep SHAPE...    # on the device: every forced variant of these shapes
+#   bash bench/h200.sh merge SHAPE...    # on the device: Split-K factors x merge modes, twice
 #
 # The device step also runs the device test suites there first (the cooperative-matrix path only
 # runs on such a GPU), so a timing is never reported for kernels that fail their checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# On the device: the packed binaries on PATH, results under $OUT, one kernel cache for all steps.
+on_device() {
+  source .device/env.sh
+  out=${OUT:-/tmp/foundry-out}
+  mkdir -p "$out"
+  export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+}
 case "${1:-}" in
   prepare)
     bash scripts/install-deps.sh
@@ -24,12 +32,9 @@ case "${1:-}" in
     cp bench/compare.py bench/torch_batch.py .device/
     ;;
   device)
-    source .device/env.sh
-    out=${OUT:-/tmp/foundry-out}
-    mkdir -p "$out"
+    on_device
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
     foundry devices | tee -a "$out/tests.log"
-    export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
     status=0
     # The suites that run kernels; the unit, runner and error suites read the source tree by its path
     # here, and run on lavapipe in CI.
@@ -63,11 +68,22 @@ case "${1:-}" in
     # Every variant the knobs can force, for the shapes given (the Selector's defaults come from this):
     #   run carry=[".device"] command="bash bench/h200.sh sweep decode:1:32:8:16384:128 ..."
     shift
-    source .device/env.sh
-    out=${OUT:-/tmp/foundry-out}
-    mkdir -p "$out"
-    export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+    on_device
     foundry bench --sweep --shape "$@" --json "$out/sweep.json" 2>&1 | tee "$out/sweep.txt"
+    ;;
+  merge)
+    # Split-K factor x how the splits are merged (last workgroup, or a reduce kernel), each measured
+    # twice with the two modes interleaved, for the shapes given:
+    #   run carry=[".device"] command="bash bench/h200.sh merge decode:8:32:8:16384:128 ..."
+    shift
+    on_device
+    for rep in 1 2; do
+      for fused in 1 0; do
+        foundry --set "FOUNDRY_FA_DECODE_FUSED_REDUCE=$fused" bench --sweep --shape "$@" \
+          --variants "split 2" "split 4" "split 8" "split 16" "split 32" --json "$out/merge-$fused-$rep.json" 2>&1 |
+          grep -v '^ ' | tee -a "$out/merge.txt"
+      done
+    done
     ;;
   report)
     dir=${2:?usage: bench/h200.sh report DIR}
@@ -75,7 +91,7 @@ case "${1:-}" in
       --gpu "$(cat "$dir/gpu.txt")"
     ;;
   *)
-    sed -n '2,12p' "$0"
+    sed -n '2,13p' "$0"
     exit 2
     ;;
 esac

@@ -66,7 +66,10 @@ struct Merged {
   std::vector<std::pair<std::string, std::vector<std::string>>> snippets;  // path, users
 };
 
-Access mergeAccess(Access a, Access b) { return a == b ? a : Access::ReadWrite; }
+Access mergeAccess(Access a, Access b) {
+  if (a == b) return a;
+  return a == Access::Coherent || b == Access::Coherent ? Access::Coherent : Access::ReadWrite;
+}
 
 void mergeBuffer(Merged& m, const BufferDecl& d, const std::string& stage, const std::string& kernel) {
   for (auto& b : m.buffers) {
@@ -356,7 +359,10 @@ KernelSource KernelBuilder::build() const {
   w.blank();
   for (std::size_t i = 0; i < m.buffers.size(); ++i) {
     const auto& b = m.buffers[i];
-    const char* qual = b.decl.access == Access::ReadOnly ? "readonly " : (b.decl.access == Access::WriteOnly ? "writeonly " : "");
+    const char* qual = b.decl.access == Access::ReadOnly    ? "readonly "
+                       : b.decl.access == Access::WriteOnly ? "writeonly "
+                       : b.decl.access == Access::Coherent  ? "coherent "
+                                                            : "";
     w.line("layout(std430, set = 0, binding = {}) restrict {}buffer Buffer_{} {{ {} {}[]; }};  // {}", i, qual,
            b.decl.name, b.decl.glslElement, b.decl.name, fmt::join(b.stages, ", "));
   }

@@ -7,6 +7,7 @@ std::string_view accessName(Access access) {
     case Access::ReadOnly: return "readonly";
     case Access::WriteOnly: return "writeonly";
     case Access::ReadWrite: return "readwrite";
+    case Access::Coherent: return "coherent";
   }
   return "?";
 }

@@ -10,7 +10,9 @@
 
 namespace foundry {
 
-enum class Access { ReadOnly, WriteOnly, ReadWrite };
+/// Coherent: read and written, and what one workgroup writes is read by another workgroup of the
+/// same dispatch (after a memory barrier and an atomic hand-over), so loads must not hit stale caches.
+enum class Access { ReadOnly, WriteOnly, ReadWrite, Coherent };
 std::string_view accessName(Access access);
 
 /// Scalar and vector types a push-constant field may have; offsets follow std430.

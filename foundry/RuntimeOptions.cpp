@@ -75,6 +75,15 @@ Knob uintKnob(std::string_view name, std::string_view accepted, std::uint32_t lo
 }
 
 template <auto Member>
+Knob forceKnob(std::string_view name, std::string_view help) {
+  return {{name, "auto, 0, 1", help},
+          [](RuntimeOptions& o, const std::string& v, const std::string& f) {
+            o.*Member = v == "auto" || v.empty() ? Force::Auto : (parseBool(f, v) ? Force::On : Force::Off);
+          },
+          [](const RuntimeOptions& o) { return show(o.*Member); }};
+}
+
+template <auto Member>
 Knob stringKnob(std::string_view name, std::string_view accepted, std::string_view help) {
   return {{name, accepted, help},
           [](RuntimeOptions& o, const std::string& v, const std::string&) { o.*Member = v; },
@@ -98,17 +107,13 @@ const std::vector<Knob>& knobs() {
                                                  "prefill Split-K factor (1 = off)"),
       boolKnob<&RuntimeOptions::disableFaPrefillSplitK>("FOUNDRY_DISABLE_FA_PREFILL_SPLITK",
                                                         "never split prefill over the KV length"),
-      {{"FOUNDRY_FA_PREFILL_COOPMAT", "auto, 0, 1", "force the cooperative-matrix prefill variant on or off"},
-       [](RuntimeOptions& o, const std::string& v, const std::string& f) {
-         o.faPrefillCoopMat = v == "auto" ? Force::Auto : (parseBool(f, v) ? Force::On : Force::Off);
-       },
-       [](const RuntimeOptions& o) { return show(o.faPrefillCoopMat); }},
-      {{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "auto, 0, 1",
-        "cooperative-matrix prefill: softmax in registers (needs the probed quad layout) or through shared memory"},
-       [](RuntimeOptions& o, const std::string& v, const std::string& f) {
-         o.faPrefillRegisterSoftmax = v == "auto" ? Force::Auto : (parseBool(f, v) ? Force::On : Force::Off);
-       },
-       [](const RuntimeOptions& o) { return show(o.faPrefillRegisterSoftmax); }},
+      forceKnob<&RuntimeOptions::faPrefillCoopMat>("FOUNDRY_FA_PREFILL_COOPMAT",
+                                                   "force the cooperative-matrix prefill variant on or off"),
+      forceKnob<&RuntimeOptions::faPrefillRegisterSoftmax>(
+          "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
+          "cooperative-matrix prefill: softmax in registers (needs the probed quad layout) or through shared memory"),
+      uintKnob<&RuntimeOptions::faPrefillKeysPerTile>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "auto, 16, 32, 64, 128", 16,
+                                                       128, true, "keys per prefill K/V tile in shared memory"),
       uintKnob<&RuntimeOptions::faDecodeWarps>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                "subgroups per decode workgroup"),
       uintKnob<&RuntimeOptions::faDecodeKeysPerWarp>("FOUNDRY_FA_DECODE_KEYS_PER_WARP",
@@ -132,6 +137,9 @@ const std::vector<Knob>& knobs() {
                                                  "decode steps whose K/V loads a subgroup issues together"),
       uintKnob<&RuntimeOptions::faDecodeSplitK>("FOUNDRY_FA_DECODE_SPLIT_K", "auto or 1..256", 1, 256, false,
                                                 "decode Split-K factor (1 = off)"),
+      forceKnob<&RuntimeOptions::faDecodeFusedReduce>(
+          "FOUNDRY_FA_DECODE_FUSED_REDUCE",
+          "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
       stringKnob<&RuntimeOptions::device>("FOUNDRY_DEVICE", "a device index or a name substring",
                                           "which Vulkan device to use"),
       stringKnob<&RuntimeOptions::cacheDir>("FOUNDRY_CACHE_DIR", "a directory, or off",

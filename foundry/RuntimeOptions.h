@@ -31,6 +31,7 @@ struct RuntimeOptions {
   bool disableFaPrefillSplitK = false;             ///< FOUNDRY_DISABLE_FA_PREFILL_SPLITK
   Force faPrefillCoopMat = Force::Auto;            ///< FOUNDRY_FA_PREFILL_COOPMAT
   Force faPrefillRegisterSoftmax = Force::Auto;    ///< FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX
+  std::optional<std::uint32_t> faPrefillKeysPerTile;///< FOUNDRY_FA_PREFILL_KEYS_PER_TILE
   std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
   std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP
   bool faDecodeScalar = false;                     ///< FOUNDRY_FA_DECODE_SCALAR
@@ -38,6 +39,7 @@ struct RuntimeOptions {
   std::optional<std::uint32_t> faDecodeVectorWidth;///< FOUNDRY_FA_DECODE_VEC
   std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
+  Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
   // Runtime.
   std::string device;        ///< FOUNDRY_DEVICE: index or name substring; empty picks a discrete GPU first
   std::string cacheDir;      ///< FOUNDRY_CACHE_DIR: empty means $XDG_CACHE_HOME/foundry; "off" disables

@@ -11,6 +11,7 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   bytes += pad(parts * heads * headDim * (partial == PartialStorage::Float ? 4 : 2));     // part_o
   bytes += 2 * pad(parts * heads * 4);                                                    // part_m, part_l
   if (scalar) bytes += pad(heads * workgroupSize(subgroupSize) * 4) + 3 * pad(heads * 4);  // block_*
+  if (split && fusedReduce) bytes += pad(4);                                              // merge_here
   return bytes;
 }
 
@@ -39,10 +40,10 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
 std::string DecodeVariant::key() const {
   if (scalar) {
     return fmt::format("D{}_{}_h{}_w{}_scalar_{}{}", headDim, dtypeName(dtype), heads, warps, partialStorageName(partial),
-                       split ? "_split" : "");
+                       splitSuffix());
   }
   return fmt::format("D{}_{}_h{}_w{}_k{}_u{}_v{}_{}{}", headDim, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
-                     vecWidth, partialStorageName(partial), split ? "_split" : "");
+                     vecWidth, partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

@@ -19,6 +19,9 @@ struct DecodeVariant {
   PartialStorage partial = PartialStorage::Float;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
+  /// With split: the last workgroup of each head group to finish merges the partials and writes the
+  /// output (an arrival counter per head group), so no reduce kernel runs.
+  bool fusedReduce = false;
 
   /// Lanes that share one key (subgroup size / keys per warp) and elements each lane holds.
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
@@ -33,6 +36,9 @@ struct DecodeVariant {
   /// Why this variant cannot run with this subgroup size, or empty.
   std::string unusableReason(std::uint32_t subgroupSize) const;
   std::string key() const;
+
+ private:
+  std::string splitSuffix() const { return split ? (fusedReduce ? "_split_merged" : "_split") : ""; }
 };
 
 }  // namespace foundry

@@ -43,11 +43,18 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   k.buffer("k_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
   k.buffer("v_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
   if (v.split) {
-    k.buffer("partial_o", DType::F32, Access::WriteOnly);
-    k.buffer("partial_ml", DType::F32, Access::WriteOnly, "vec2");
+    // Merged in place, the partials are read back by another workgroup of the same dispatch.
+    const Access partials = v.fusedReduce ? Access::Coherent : Access::WriteOnly;
+    k.buffer("partial_o", DType::F32, partials);
+    k.buffer("partial_ml", DType::F32, partials, "vec2");
     k.push("n_splits", PushType::U32);
-  } else {
-    k.buffer("o", v.dtype, Access::WriteOnly);
+  }
+  const bool writesOutput = !v.split || v.fusedReduce;
+  if (writesOutput) k.buffer("o", v.dtype, Access::WriteOnly);
+  if (v.split && v.fusedReduce) {
+    k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
+    k.shared("merge_here", "uint", 1, 4);
+    k.snippet("flashattention/splitk_reduce.glsl");
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
   for (const char* s : {"batch", "q_head0", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
@@ -59,7 +66,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");
   k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.headDim, halfPartial ? 2 : 4);
   k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
-  if (!v.split) declareOutputMacros(k, v.dtype, "OUT");
+  if (writesOutput) declareOutputMacros(k, v.dtype, "OUT");
   if (v.scalar) {
     k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize()), 4);
     k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
@@ -82,6 +89,32 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   k.extension("GL_EXT_control_flow_attributes");
 }
 
+namespace {
+
+// Every invocation's partial writes are made visible device-wide before its workgroup's arrival is
+// counted; the workgroup that arrives last merges all the splits of its head group, then leaves
+// the counter at zero for the next call. One dispatch instead of part, barrier and reduce.
+void emitLastArrivalMerge(GlslWriter& w) {
+  w.line("memoryBarrierBuffer();");
+  w.line("barrier();");
+  w.line("const uint group = batch * gl_NumWorkGroups.y + gl_WorkGroupID.y;");
+  w.open("if (gl_LocalInvocationIndex == 0u)");
+  w.line("merge_here[0] = atomicAdd(split_arrivals[group], 1u) == pc.n_splits - 1u ? 1u : 0u;");
+  w.close();
+  w.line("barrier();");
+  w.open("if (merge_here[0] != 0u)");
+  w.line("memoryBarrierBuffer();");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint h = i / HEAD_DIM, d = i % HEAD_DIM;");
+  w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
+  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(splitk_merge(row0, pc.n_splits, d)));");
+  w.close();
+  w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
+  w.close();
+}
+
+}  // namespace
+
 void emitBody(const DecodeVariant& v, GlslWriter& w) {
   w.line("const uint kv_begin = min(gl_WorkGroupID.x * pc.kv_chunk, pc.kv_len);");
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, pc.kv_len);");
@@ -99,6 +132,7 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
     w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(l_all > 0.0 ? o_unnorm / l_all : 0.0));");
   }
   w.close();
+  if (v.split && v.fusedReduce) emitLastArrivalMerge(w);
 }
 
 }  // namespace foundry::decode_detail

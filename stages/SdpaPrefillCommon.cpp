@@ -26,7 +26,7 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.shared("v_tile", tile, v.stages * v.keysPerTile * row, esize);
   k.shared("p_tile", "float", v.rowsPerWorkgroup() * v.keysPerTile, 4);
   k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_arithmetic");
-  k.snippet("flashattention/prefill_subgroup.glsl");
+  k.snippet("flashattention/prefill_subgroup.glsl").snippet("flashattention/prefill_loop.glsl");
 }
 
 std::string uintArray(const std::vector<std::uint32_t>& v) {
@@ -64,7 +64,7 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
   k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
   k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
   k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
-  k.snippet("flashattention/prefill_coopmat.glsl");
+  k.snippet("flashattention/prefill_coopmat.glsl").snippet("flashattention/prefill_loop.glsl");
 }
 
 void emitStore(const PrefillVariant& v, GlslWriter& w, const char* value, const char* dim) {
@@ -101,11 +101,16 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
 
 namespace {
 
+void emitTileLoop(GlslWriter& w) {
+  w.line("PF_STATE st;");
+  w.line("pf_begin(st);");
+  w.line("pf_tile_loop(st, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
+}
+
 void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
   w.line("cm_stage_q(q_base, q0, rows);");
   w.line("barrier();");
-  w.line("CmState st;");
-  w.line("prefill_coopmat(st, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
+  emitTileLoop(w);
   w.line("const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;");
   if (v.quadSoftmax) {
     // Each lane knows where its elements go: stores straight from the accumulators.
@@ -150,7 +155,11 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
 
 void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint split = gl_WorkGroupID.x % pc.n_splits;");
-  w.line("const uint q0 = (gl_WorkGroupID.x / pc.n_splits) * PF_BR;");
+  // Causal: the longest rows (the last query tiles) are dispatched first, so the short ones fill
+  // the tail of the grid.
+  w.line("const uint q_tiles = (pc.q_len + PF_BR - 1u) / PF_BR;");
+  w.line("const uint q_tile = gl_WorkGroupID.x / pc.n_splits;");
+  w.line("const uint q0 = (CAUSAL ? q_tiles - 1u - q_tile : q_tile) * PF_BR;");
   w.line("const uint rows = min(PF_BR, pc.q_len - q0);");
   w.line("const uint pos0 = pc.kv_len - pc.q_len + q0;  // position of the tile's first row");
   w.line("const uint limit = CAUSAL ? min(pc.kv_len, pos0 + rows) : pc.kv_len;");
@@ -162,8 +171,7 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   }
   w.line("pf_load_q(q_base, q0, rows);");
   w.line("barrier();");
-  w.line("PfState st;");
-  w.line("prefill_subgroup(st, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
+  emitTileLoop(w);
   w.line("const uint lane = gl_SubgroupInvocationID;");
   w.open("for (uint r = 0u; r < PF_ROWS; ++r)");
   w.line("const uint row = gl_SubgroupID * PF_ROWS + r;");

@@ -99,7 +99,7 @@ std::vector<std::shared_ptr<const KernelSource>> FlashAttentionStep::buildKernel
       notes(b);
       return b.build();
     }));
-    if (v.split) {
+    if (plan.reduceKernel()) {
       out.push_back(kernel(fmt::format("decode_reduce_D{}_{}", p.headDim, dtypeName(p.dtype)), [&] {
         return KernelBuilder(device_, snippets_)
             .workgroup(plan.reduceWorkgroup)
@@ -159,9 +159,13 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
     partialO = ctx.workspace.scratch("splitk_partial_o", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, p.headDim});
     partialMl = ctx.workspace.scratch("splitk_partial_ml", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, 2});
     args.bind("partial_o", partialO).bind("partial_ml", partialMl).set("n_splits", plan.splits);
-  } else {
-    args.bind("o", call.o);
-    if (!plan.decode) args.set("n_splits", 1u);
+  } else if (!plan.decode) {
+    args.set("n_splits", 1u);
+  }
+  if (!plan.reduceKernel()) args.bind("o", call.o);
+  if (split && !plan.reduceKernel()) {
+    // Zero when first made; the kernel's merging workgroups leave it zero.
+    args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, {plan.grid.z, plan.grid.y}));
   }
   if (call.rope) {
     args.bind("rope_inv_freq", call.rope->invFreq).set("rope_pos0", call.rope->position);
@@ -173,7 +177,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
   }
   ctx.dispatcher.dispatch(*kernels[0], args, plan.grid);
   record.kernels.push_back(kernels[0]->name);
-  if (split) {
+  if (plan.reduceKernel()) {
     Arguments reduce;
     setShapeArguments(reduce, p, call);
     reduce.bind("partial_o", partialO).bind("partial_ml", partialMl).bind("o", call.o).set("n_splits", plan.splits);

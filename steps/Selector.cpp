@@ -154,10 +154,9 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     wanted = *o.faDecodeSplitK;
     reason = "FOUNDRY_FA_DECODE_SPLIT_K";
   } else {
-    // Whole waves of workgroups, never a partial extra one (the H200 sweep, docs/performance.md): one
-    // workgroup per compute unit where that still splits each head group 8 ways or more, else two.
-    std::uint32_t fill = device.computeUnits() / base;
-    if (fill < 8) fill = std::max<std::uint32_t>(1, 2 * device.computeUnits() / base);
+    // One wave of workgroups, one per compute unit, never a partial extra one (the H200 sweeps,
+    // docs/performance.md: a second wave, full or partial, was never faster).
+    const std::uint32_t fill = std::max<std::uint32_t>(1, device.computeUnits() / base);
     wanted = std::max<std::uint32_t>(1, std::min(fill, p.kvLen / minChunk));
     reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split", base,
                          device.computeUnits(), minChunk);
@@ -166,10 +165,25 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   Selector::splitKeys(p.kvLen, wanted, granule, plan.splits, plan.kvChunk);
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
+  if (v.split) {
+    // Merging in the last workgroup saves a dispatch and a barrier, but every workgroup's hand-over
+    // (a device-wide fence and an atomic) holds its compute unit a little longer: a loss once later
+    // workgroups wait for that unit (the H200 sweep, docs/performance.md).
+    const std::uint64_t workgroups = std::uint64_t(plan.splits) * base;
+    const bool oneWave = workgroups <= device.computeUnits();
+    v.fusedReduce = o.faDecodeFusedReduce == Force::On || (o.faDecodeFusedReduce == Force::Auto && oneWave);
+    why.push_back({"split-k merge", v.fusedReduce ? "last workgroup" : "reduce kernel",
+                   o.faDecodeFusedReduce != Force::Auto ? std::string("FOUNDRY_FA_DECODE_FUSED_REDUCE")
+                   : oneWave ? fmt::format("{} workgroups in one wave: the last of each head group merges, one dispatch",
+                                           workgroups)
+                             : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
+                                           device.computeUnits())});
+  }
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.nHeads, 1, p.batch};
   plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
+  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4;  // arrival counters
   return plan;
 }
 
@@ -223,6 +237,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     v.rowsPerWarp = 4;
     v.keysPerTile = std::max<std::uint32_t>(sg, 32);
   }
+  if (o.faPrefillKeysPerTile) v.keysPerTile = *o.faPrefillKeysPerTile;
   why.push_back({"warps", std::to_string(v.warps), o.faPrefillWarps ? "FOUNDRY_FA_PREFILL_WARPS" : "default"});
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations()) {
     rejectKnob("FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
@@ -235,7 +250,8 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     // buffering first; the subgroup variant narrows its tile first.
     if (v.coopMat && v.stages == 2) {
       v.stages = 1;
-    } else if (v.keysPerTile > sg && v.keysPerTile > 16 && (v.keysPerTile / 2) % (v.coopMat ? 16 : sg) == 0) {
+    } else if (!o.faPrefillKeysPerTile && v.keysPerTile > sg && v.keysPerTile > 16 &&
+               (v.keysPerTile / 2) % (v.coopMat ? 16 : sg) == 0) {
       v.keysPerTile /= 2;
     } else if (v.stages == 2) {
       v.stages = 1;
@@ -247,6 +263,11 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                                                 : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
                                                               v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
                                                               v.sharedBytes(sg));
+      if (o.faPrefillKeysPerTile) {
+        rejectKnob("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
+                   fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory",
+                               v.coopMat ? 16 : std::max<std::uint32_t>(16, sg), device.maxSharedMemoryBytes()));
+      }
       if (o.faPrefillWarps) {
         throw UserError("FOUNDRY_FA_PREFILL_WARPS",
                         fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
@@ -260,7 +281,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     }
   }
   why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),
-                 fmt::format("{} bytes of shared memory of {}", v.sharedBytes(sg), device.maxSharedMemoryBytes())});
+                 fmt::format("{}{} bytes of shared memory of {}",
+                             o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "", v.sharedBytes(sg),
+                             device.maxSharedMemoryBytes())});
 
   const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
   const std::uint32_t base = qTiles * p.nHeads * p.batch;

@@ -28,10 +28,14 @@ struct AttentionPlan {
   std::uint32_t splits = 1;       ///< Split-K factor (1: no split)
   std::uint32_t kvChunk = 0;      ///< keys per split
   Grid grid;                      ///< the main (or part) kernel
-  Grid reduceGrid;                ///< the Split-K reduce kernel, when splits > 1
+  Grid reduceGrid;                ///< the Split-K reduce kernel, when reduceKernel()
   std::uint32_t reduceWorkgroup = 64;
-  std::uint64_t scratchBytes = 0; ///< Split-K partials
+  std::uint64_t scratchBytes = 0; ///< Split-K partials (and arrival counters)
   std::vector<Decision> decisions;
+
+  /// Whether a separate reduce kernel merges the Split-K partials (not when decode merges them in
+  /// its last workgroup).
+  bool reduceKernel() const { return splits > 1 && !(decode && decodeVariant.fusedReduce); }
 
   /// One line per decision: "what = value (reason)".
   std::string describe() const;

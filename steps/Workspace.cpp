@@ -6,11 +6,20 @@
 namespace foundry {
 
 Tensor DeviceWorkspace::scratch(const std::string& name, DType dtype, std::vector<std::int64_t> dims) {
+  return take(name, dtype, std::move(dims), false);
+}
+
+Tensor DeviceWorkspace::zeroed(const std::string& name, DType dtype, std::vector<std::int64_t> dims) {
+  return take(name, dtype, std::move(dims), true);
+}
+
+Tensor DeviceWorkspace::take(const std::string& name, DType dtype, std::vector<std::int64_t> dims, bool zero) {
   Tensor want = Tensor::describe(name, dtype, std::move(dims));
   auto it = held_.find(name);
   if (it == held_.end() || it->second.buffer->size() < want.spanBytes()) {
     if (it != held_.end()) held_.erase(it);  // free the old buffer before taking a larger one
     it = held_.emplace(name, runtime_.allocate(want)).first;
+    if (zero) it->second.buffer->fill(0u);
   }
   want.buffer = it->second.buffer;
   return want;

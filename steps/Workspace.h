@@ -18,6 +18,9 @@ class Workspace {
   /// A scratch tensor; its contents are undefined. Reuse across dispatches is safe because the
   /// dispatcher orders conflicting accesses.
   virtual Tensor scratch(const std::string& name, DType dtype, std::vector<std::int64_t> dims) = 0;
+  /// Scratch that holds zeros when first handed out (Split-K arrival counters); whoever uses it must
+  /// leave it zero again, so later calls may rely on it.
+  virtual Tensor zeroed(const std::string& name, DType dtype, std::vector<std::int64_t> dims) = 0;
   /// Bytes of scratch held.
   virtual std::uint64_t bytes() const = 0;
 };
@@ -27,9 +30,11 @@ class DeviceWorkspace : public Workspace {
  public:
   explicit DeviceWorkspace(Runtime& runtime) : runtime_(runtime) {}
   Tensor scratch(const std::string& name, DType dtype, std::vector<std::int64_t> dims) override;
+  Tensor zeroed(const std::string& name, DType dtype, std::vector<std::int64_t> dims) override;
   std::uint64_t bytes() const override;
 
  private:
+  Tensor take(const std::string& name, DType dtype, std::vector<std::int64_t> dims, bool zero);
   Runtime& runtime_;
   std::map<std::string, Tensor> held_;
 };
@@ -38,6 +43,9 @@ class DeviceWorkspace : public Workspace {
 class ShapeWorkspace : public Workspace {
  public:
   Tensor scratch(const std::string& name, DType dtype, std::vector<std::int64_t> dims) override;
+  Tensor zeroed(const std::string& name, DType dtype, std::vector<std::int64_t> dims) override {
+    return scratch(name, dtype, std::move(dims));
+  }
   std::uint64_t bytes() const override { return bytes_; }
   const std::vector<Tensor>& requests() const { return requests_; }
 

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,7 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
     std::uint32_t l2Mib = 64;
     std::vector<std::string> shapes;
     bool sweep = false;
+    std::vector<std::string> only;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--suite", a->options.suite, "decode, prefill, ceilings, all, smoke")->capture_default_str();
@@ -26,6 +29,8 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
   cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D");
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
+  cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
+      ->needs("--sweep");
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
       if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
@@ -38,8 +43,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
       const bench::Ceilings ceilings = runner.measureCeilings();
       fmt::print("device: {} ({})\n", rt.info().name(), rt.device().caps().driverName);
-      fmt::print("ceilings: read {:.0f} GB/s, cooperative-matrix f16->f32 {:.0f} TFLOP/s\n", ceilings.readGBs,
-                 ceilings.mmaTflops);
+      fmt::print("ceilings: read {:.0f} GB/s, cooperative-matrix f16->f32 {:.0f} TFLOP/s; an empty dispatch {:.1f} us, "
+                 "two with a barrier between {:.1f} us\n",
+                 ceilings.readGBs, ceilings.mmaTflops, ceilings.emptyDispatchUs, ceilings.dependentPairUs);
       nlohmann::json out;
       out["device"] = rt.info().name();
       out["driver"] = rt.device().caps().driverName;
@@ -67,6 +73,11 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
         }
         bench::Prepared prepared = runner.prepare(s);
         for (const auto& [variant, knobs] : bench::sweepVariants(s, rt.options(), rt.info())) {
+          const std::string& name = variant;  // a structured binding cannot be captured (C++20 before clang 16)
+          const bool wanted = a->only.empty() || name == "auto" ||
+                              std::any_of(a->only.begin(), a->only.end(),
+                                          [&](const std::string& o) { return name.find(o) != std::string::npos; });
+          if (!wanted) continue;
           try {
             bench::Result r = runner.measure(prepared, knobs, ceilings);
             r.variant = variant;

@@ -36,7 +36,7 @@ void cm_stage_q(uint q_base, uint q0, uint rows) {
   }
 }
 
-void cm_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
+void pf_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
   [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
@@ -45,7 +45,7 @@ void cm_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM
   }
 }
 
-void cm_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
+void pf_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
   [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint at = stage * CM_TILE4 + (i / (HEAD_DIM / 8u)) * CM_ROW4 + i % (HEAD_DIM / 8u);
@@ -73,6 +73,7 @@ F32MAT cm_index_matrix(uint sg, bool rows) {
 #if CM_QUAD
 
 struct CmState {
+  F16MAT q[CM_D];     // this subgroup's 16 query rows as A fragments
   F32MAT o[CM_D];
   float m[CM_SLOTS];  // the running max and sum of each row this lane holds (CM_SLOT_ROW)
   float l[CM_SLOTS];
@@ -87,8 +88,8 @@ void cm_init(inout CmState st) {
 }
 
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_end, uint pos0, bool masked,
-             bool causal, float qk_scale) {
+void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool masked, bool causal,
+             float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
   F32MAT s[CM_N];
@@ -99,7 +100,7 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_e
     [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
       F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
       coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
-      s[n] = coopMatMulAddNV(qf[dd], kb, s[n]);
+      s[n] = coopMatMulAddNV(st.q[dd], kb, s[n]);
     }
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
@@ -145,6 +146,7 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_e
 #else
 
 struct CmState {
+  F16MAT q[CM_D];  // this subgroup's 16 query rows as A fragments
   F32MAT o[CM_D];
   F32MAT l;        // every column holds the row's sum
   F32MAT row_idx;  // each element's row and column number
@@ -161,8 +163,8 @@ void cm_init(inout CmState st) {
 }
 
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_end, uint pos0, bool masked,
-             bool causal, float qk_scale) {
+void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool masked, bool causal,
+             float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const F32MAT row_idx = st.row_idx, col_idx = st.col_idx;
   F32MAT s[CM_N];
@@ -171,7 +173,7 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_e
     [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
       F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
       coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
-      s[n] = coopMatMulAddNV(qf[dd], kb, s[n]);
+      s[n] = coopMatMulAddNV(st.q[dd], kb, s[n]);
     }
     coopMatStoreNV(s[n], s_tile, sg * CM_S + n * 16u, PF_BC, false);
   }
@@ -225,42 +227,18 @@ void cm_tile(inout CmState st, in F16MAT qf[CM_D], uint stage, uint t, uint kv_e
 
 #endif  // CM_QUAD
 
-// Q must be staged in kv_tile by cm_stage_q (and a barrier passed) before this runs.
-void prefill_coopmat(inout CmState st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint pos0, bool causal,
-                     float qk_scale) {
+// Before the tile loop (prefill_loop.glsl): Q must be staged in kv_tile by cm_stage_q, and a barrier
+// passed.
+void pf_begin(inout CmState st) {
   const uint sg = gl_SubgroupID;
-  F16MAT qf[CM_D];
-  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(qf[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(st.q[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
   cm_init(st);
   barrier();  // everyone has its Q fragments before K tiles overwrite the staging area
-  if (kv_begin >= kv_end) return;
-  const uint kv_last = kv_end - 1u;
-  uvec4 kr[CM_LOADS], vr[CM_LOADS];
-  cm_fetch_kv(kv_begin, kv_last, k_base, v_base, kr, vr);
-  cm_store_kv(0u, kr, vr);
-  barrier();
-  uint stage = 0u;
-  for (uint t = kv_begin; t < kv_end; t += PF_BC) {
-    const bool has_next = t + PF_BC < kv_end;
-#if PF_STAGES == 2
-    if (has_next) cm_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
-#endif
-    const bool masked = t + PF_BC > kv_end || (causal && t + PF_BC - 1u > pos0);
-    cm_tile(st, qf, stage, t, kv_end, pos0, masked, causal, qk_scale);
-#if PF_STAGES == 2
-    if (has_next) cm_store_kv(stage ^ 1u, kr, vr);
-    barrier();
-    stage ^= 1u;
-#else
-    barrier();
-    if (has_next) {
-      cm_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
-      cm_store_kv(0u, kr, vr);
-      barrier();
-    }
-#endif
-  }
 }
+
+#define PF_STATE CmState
+#define PF_KV_T uvec4
+const uint PF_KV_LOADS = CM_LOADS;
 
 #if !CM_QUAD
 // Stages a 16x16 slice of this subgroup's rows through shared memory so rows past the end of the

@@ -65,41 +65,15 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   subgroupBarrier();
 }
 
-// Runs the tile loop over keys [kv_begin, kv_end) for rows whose first sits at position pos0.
-// The caller has loaded q_tile; the bound is uniform across the workgroup, so every barrier is too.
-void prefill_subgroup(inout PfState st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint pos0, bool causal,
-                      float qk_scale) {
+// Before the tile loop (prefill_loop.glsl); the caller has loaded q_tile.
+void pf_begin(inout PfState st) {
   [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
     st.m[r] = NEG_BIG;
     st.l[r] = 0.0;
     [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] = 0.0;
   }
-  if (kv_begin >= kv_end) return;
-  const uint kv_last = kv_end - 1u;
-  TILE_T kr[PF_LOADS], vr[PF_LOADS];
-  pf_fetch_kv(kv_begin, kv_last, k_base, v_base, kr, vr);
-  pf_store_kv(0u, kr, vr);
-  barrier();
-  uint stage = 0u;
-  for (uint t = kv_begin; t < kv_end; t += PF_BC) {
-    const bool has_next = t + PF_BC < kv_end;
-#if PF_STAGES == 2
-    if (has_next) pf_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
-#endif
-    // Element masks only where the tile crosses the diagonal or the end of the range.
-    const bool masked = t + PF_BC > kv_end || (causal && t + PF_BC - 1u > pos0);
-    pf_tile(st, stage, t, kv_end, pos0, masked, causal, qk_scale);
-#if PF_STAGES == 2
-    if (has_next) pf_store_kv(stage ^ 1u, kr, vr);
-    barrier();
-    stage ^= 1u;
-#else
-    barrier();
-    if (has_next) {
-      pf_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
-      pf_store_kv(0u, kr, vr);
-      barrier();
-    }
-#endif
-  }
 }
+
+#define PF_STATE PfState
+#define PF_KV_T TILE_T
+const uint PF_KV_LOADS = PF_LOADS;

@@ -1,7 +1,7 @@
 // Staging of Q, K and V tiles in shared memory for the prefill kernels. Rows are padded by one
 // 32-bit word (PF_PAD elements) so lanes reading the same column of consecutive rows hit different
-// banks. K/V tiles are double-buffered when PF_STAGES == 2: the next tile is fetched into registers
-// while the current one is being used, then written to the other buffer.
+// banks. The tile loop (prefill_loop.glsl) fetches the next K/V tile into registers while the current
+// one is being used.
 
 const uint PF_ROW = HEAD_DIM + PF_PAD;
 const uint PF_TILE = PF_BC * PF_ROW;

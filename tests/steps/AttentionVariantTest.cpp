@@ -1,6 +1,7 @@
 // Every decode and prefill variant forced through the knobs, against the CPU float64 reference, with
 // the StepRecord checked so that a knob the step ignored fails the test: the plan carries the forced
 // variant and split, and the recorded kernels are the ones that variant needs.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
@@ -34,6 +35,9 @@ struct Knobs {
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
+  Knobs& reduceKernel() { o.faDecodeFusedReduce = Force::Off; return *this; }
+  Knobs& merged() { o.faDecodeFusedReduce = Force::On; return *this; }
+  Knobs& prefillKeys(std::uint32_t k) { o.faPrefillKeysPerTile = k; return *this; }
   Knobs& prefillWarps(std::uint32_t w) { o.faPrefillWarps = w; return *this; }
   Knobs& prefillSplitK(std::uint32_t s) { o.faPrefillSplitK = s; return *this; }
   Knobs& noPrefillSplitK() { o.disableFaPrefillSplitK = true; return *this; }
@@ -68,13 +72,14 @@ std::uint32_t forcedSplits(std::uint32_t kvLen, std::uint32_t wanted, std::uint3
   return splits;
 }
 
-// The recorded kernels are the main (or Split-K part) kernel, then the reduce when splitting.
+// The recorded kernels are the main (or Split-K part) kernel, then the reduce when splitting (unless
+// decode merges the splits in its last workgroup).
 void expectKernels(const StepRecord& record, const std::string& variantKey) {
   const bool split = record.plan.splits > 1;
-  ASSERT_EQ(record.kernels.size(), split ? 2u : 1u) << record.plan.describe();
+  ASSERT_EQ(record.kernels.size(), record.plan.reduceKernel() ? 2u : 1u) << record.plan.describe();
   EXPECT_TRUE(contains(record.kernels[0], variantKey)) << record.kernels[0] << " does not run " << variantKey;
   EXPECT_EQ(contains(record.kernels[0], "_split"), split) << record.kernels[0];
-  if (split) {
+  if (record.plan.reduceKernel()) {
     EXPECT_TRUE(contains(record.kernels[1], "SplitKReduce")) << record.kernels[1];
   }
 }
@@ -126,6 +131,10 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, granule);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
   EXPECT_EQ(v.split, splits > 1) << plan.describe();
+  // Merged in the last workgroup when forced, or by default where the grid is one wave.
+  const bool oneWave = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z <= runtime().info().computeUnits();
+  const bool merged = o.faDecodeFusedReduce == Force::On || (o.faDecodeFusedReduce == Force::Auto && oneWave);
+  EXPECT_EQ(v.fusedReduce, splits > 1 && merged) << plan.describe();
   expectKernels(r.record, v.key());
   EXPECT_TRUE(matchesReference(vc.shape, r));
 }
@@ -165,7 +174,13 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{B, Knobs().splitK(3).scalar(), 3}, VariantCase{B, Knobs().splitK(5).keys(4).vec(2), 5},
         VariantCase{C, Knobs().splitK(5).half().warps(8), 5}, VariantCase{Batch3, Knobs().splitK(3), 3},
         VariantCase{Batch3, Knobs().splitK(1), 1}, VariantCase{Long, Knobs().splitK(1), 1},
-        VariantCase{Long, Knobs().splitK(5), 5}),
+        VariantCase{Long, Knobs().splitK(5), 5},
+        // Split-K merged in the last workgroup of each head group (the default) or by a reduce kernel;
+        // Long with 64 splits has splits that see no key.
+        VariantCase{A, Knobs().splitK(3).reduceKernel(), 3}, VariantCase{Batch3, Knobs().splitK(3).reduceKernel(), 3},
+        VariantCase{B, Knobs().splitK(5).scalar().reduceKernel(), 5}, VariantCase{Batch3, Knobs().splitK(4).merged(), 4},
+        VariantCase{C, Knobs().splitK(7).merged().half(), 7}, VariantCase{Long, Knobs().splitK(64).merged(), 64},
+        VariantCase{A, Knobs().splitK(1).merged(), 1}),
     variantName);
 
 // ---- Prefill.
@@ -177,6 +192,13 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   const RuntimeOptions& o = vc.options;
   if (o.faPrefillCoopMat == Force::On && !runtime().info().hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     GTEST_SKIP() << "the device has no cooperative matrices";
+  }
+  const std::uint32_t sg = runtime().info().subgroupSize();
+  if (o.faPrefillKeysPerTile && o.faPrefillCoopMat != Force::On && *o.faPrefillKeysPerTile % sg != 0) {
+    // The subgroup variant gives each lane whole keys: a narrower tile is refused by name.
+    EXPECT_THAT([&] { runFlash(vc.shape, o); },
+                ::testing::ThrowsMessage<UserError>(::testing::HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
+    return;
   }
   const AttentionResult r = runFlash(vc.shape, o);
   const AttentionPlan& plan = r.record.plan;
@@ -191,6 +213,9 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   }
   if (vc.rows && onLavapipeLimits()) {
     EXPECT_EQ(v.rowsPerWarp, vc.rows) << plan.describe();
+  }
+  if (o.faPrefillKeysPerTile) {
+    EXPECT_EQ(v.keysPerTile, *o.faPrefillKeysPerTile) << plan.describe();
   }
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, v.keysPerTile);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
@@ -234,12 +259,19 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P2, Knobs().prefillSplitK(2).prefillWarps(8), 2, 1, 2},
         VariantCase{P3, Knobs().prefillSplitK(3), 3},  // early query tiles see only the first split
         VariantCase{P4, Knobs().prefillSplitK(3), 3}, VariantCase{P5, Knobs().prefillSplitK(2), 2},
+        // Keys per K/V tile.
+        VariantCase{P1, Knobs().prefillKeys(16).noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().prefillKeys(64).prefillWarps(2).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().prefillKeys(32).prefillSplitK(2), 2},
         // The cooperative-matrix variant, where the device has it (the f16 shapes).
         VariantCase{P1, Knobs().coopMat().prefillWarps(1).noPrefillSplitK(), 1},
         VariantCase{P1, Knobs().coopMat().prefillWarps(2).noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().prefillWarps(4).noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().prefillSplitK(3), 3}, VariantCase{P5, Knobs().coopMat().prefillSplitK(2), 2},
         VariantCase{P1, Knobs().coopMat().prefillSplitK(2).prefillWarps(4), 2},
+        VariantCase{P3, Knobs().coopMat().prefillKeys(32).prefillWarps(8).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().prefillKeys(64).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P5, Knobs().coopMat().prefillKeys(32).prefillSplitK(2), 2},
         // ... with the softmax through shared memory, the route for devices whose layout is unknown.
         VariantCase{P1, Knobs().coopMat().sharedSoftmax().noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().sharedSoftmax().prefillSplitK(3), 3},

@@ -72,23 +72,55 @@ float log2eOverSqrt(std::uint32_t headDim) {
 
 // ---- decode ---------------------------------------------------------------------------------------
 
-TEST_F(StepMockTest, LongDecodeOnH200RecordsASplitKPartThenTheReduce) {
+TEST_F(StepMockTest, LongDecodeOnH200RecordsOneSplitKDispatchThatMergesInItsLastWorkgroup) {
   pretend("h200");
   // 8 KV groups of 4 heads = 8 workgroups for 132 compute units: 132 / 8 = 16 splits (one whole wave)
-  // of 512 keys, a multiple of the granule of 8 warps x 2 keys x unroll 4 = 64.
+  // of 512 keys, a multiple of the granule of 8 warps x 2 keys x unroll 4 = 64. The last workgroup of
+  // each head group to finish merges the 16 partials: one dispatch, one arrival counter per group.
+  const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
+  const KernelSource* recorded = nullptr;
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+                                         KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split_merged")),
+                                   AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512), PushU32("kv_len", 8192),
+                                         PushU32("n_heads", 32), PushU32("n_kv_heads", 8), PushU32("q_len", 1),
+                                         PushU32("q_stride_b", 32 * 128), PushU32("q_stride_h", 128),
+                                         PushU32("k_stride_b", 8 * 8192 * 128), PushU32("k_stride_h", 8192 * 128),
+                                         PushF32Near("qk_scale", log2eOverSqrt(128), 1e-6f), Binds("q", "q"),
+                                         Binds("k_cache", "k_cache"), Binds("v_cache", "v_cache"),
+                                         Binds("partial_o", "splitk_partial_o"),
+                                         Binds("partial_ml", "splitk_partial_ml"), Binds("o", "out"),
+                                         Binds("split_arrivals", "splitk_arrivals")),
+                                   (Grid{16, 8, 1})))
+      .WillOnce([&](const KernelSource& k, const Arguments& a, Grid) {
+        checkArguments(k, a);
+        recorded = &k;
+      });
+  const StepRecord record = run(call);
+  EXPECT_EQ(record.plan.splits, 16u);
+  EXPECT_FALSE(record.plan.reduceKernel());
+  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split_merged"));
+  ASSERT_EQ(workspace.requests().size(), 3u);
+  EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 128}));
+  EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 2}));
+  EXPECT_EQ(workspace.requests()[2].dims, (std::vector<std::int64_t>{1, 8}));  // batch x head groups
+  EXPECT_EQ(workspace.requests()[0].dtype, DType::F32);
+  ASSERT_NE(recorded, nullptr);
+  // Partials another workgroup reads back are coherent; the counter is a device-wide atomic.
+  EXPECT_THAT(recorded->glsl, AllOf(HasSubstr("coherent buffer Buffer_partial_o"), HasSubstr("atomicAdd(split_arrivals"),
+                                    HasSubstr("memoryBarrierBuffer()")));
+}
+
+TEST_F(StepMockTest, FusedReduceOffRecordsASplitKPartThenTheReduce) {
+  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
   {
     InSequence inOrder;
     EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
                                            KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split")),
-                                     AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512), PushU32("kv_len", 8192),
-                                           PushU32("n_heads", 32), PushU32("n_kv_heads", 8), PushU32("q_len", 1),
-                                           PushU32("q_stride_b", 32 * 128), PushU32("q_stride_h", 128),
-                                           PushU32("k_stride_b", 8 * 8192 * 128), PushU32("k_stride_h", 8192 * 128),
-                                           PushF32Near("qk_scale", log2eOverSqrt(128), 1e-6f), Binds("q", "q"),
-                                           Binds("k_cache", "k_cache"), Binds("v_cache", "v_cache"),
+                                     AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512),
                                            Binds("partial_o", "splitk_partial_o"),
-                                           Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
+                                           Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o"),
+                                           LacksBinding("split_arrivals")),
                                      (Grid{16, 8, 1})));
     EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")),
                                            KernelNamed("FlashDecodeSplitKReduce__D128_f16")),
@@ -98,13 +130,9 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsASplitKPartThenTheReduce) {
                                      (Grid{32, 1, 1})));
   }
   const StepRecord record = run(call);
-  EXPECT_EQ(record.plan.splits, 16u);
   EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split",
                                           "FlashDecodeSplitKReduce__D128_f16"));
-  ASSERT_EQ(workspace.requests().size(), 2u);
-  EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 128}));
-  EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 2}));
-  EXPECT_EQ(workspace.requests()[0].dtype, DType::F32);
+  EXPECT_EQ(workspace.requests().size(), 2u);
 }
 
 TEST_F(StepMockTest, ShortDecodeOnH200WritesTheOutputDirectly) {
@@ -124,16 +152,16 @@ TEST_F(StepMockTest, DecodeOnLavapipeIsTheSubgroupVariantWithoutCooperativeMatri
   const KernelSource* recorded = nullptr;
   {
     InSequence inOrder;
-    // One workgroup (4 heads share the KV head) on 2 compute units: two waves, 4 splits of 512 keys.
+    // One workgroup (4 heads share the KV head) on 2 compute units: one wave, 2 splits of 1024 keys.
     EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
-                                     AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 512)), (Grid{4, 1, 1})))
+                                     AllOf(PushU32("n_splits", 2), PushU32("kv_chunk", 1024)), (Grid{2, 1, 1})))
         .WillOnce([&](const KernelSource& k, const Arguments& a, Grid) {
           checkArguments(k, a);
           recorded = &k;
         });
-    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), _, (Grid{4, 1, 1})));
   }
   const StepRecord record = run(test::shapeCall(decodeShape(1, 4, 1, 2048)));
+  EXPECT_TRUE(record.plan.decodeVariant.fusedReduce);
   EXPECT_FALSE(record.plan.decodeVariant.scalar);
   ASSERT_NE(recorded, nullptr);
   EXPECT_FALSE(recorded->usesCoopMat);
@@ -261,11 +289,8 @@ TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
 TEST_F(StepMockTest, AKnobOverrideBeatsTheHeuristicInWhatIsRecorded) {
   // The heuristic wants 32 splits here (see LongDecodeOnH200...); the knob asks for 4.
   pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}));
-  InSequence inOrder;
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
                                    AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 2048)), (Grid{4, 8, 1})));
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), PushU32("n_splits", 4),
-                                   (Grid{32, 1, 1})));
   run(test::shapeCall(decodeShape(1, 32, 8, 8192)));
 }
 

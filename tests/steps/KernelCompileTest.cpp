@@ -155,13 +155,14 @@ std::string presetName(const ::testing::TestParamInfo<std::string>& info) {
 
 TEST_P(KernelCompile, DecodeVariants) {
   // Axes: head_dim, dtype, heads per workgroup, warps, keys per warp, vector width, partial storage,
-  // scalar, split, query source (plain, fused RoPE rotate-half, fused RoPE interleaved over half of D).
+  // scalar, split (none, a reduce kernel, merged in the last workgroup), query source (plain, fused RoPE
+  // rotate-half, fused RoPE interleaved over half of D).
   std::vector<std::uint32_t> kpw;
   for (std::uint32_t k = 1; k <= sg; k *= 2) kpw.push_back(k);
   const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16}, vecs = {1, 2, 4};
   const std::vector<DType> dtypes = {DType::F16, DType::F32};
   const std::vector<PartialStorage> partials = {PartialStorage::Float, PartialStorage::Half};
-  const std::vector<std::uint32_t> sizes = {2, 2, 4, 5, std::uint32_t(kpw.size()), 3, 2, 2, 2, 3};
+  const std::vector<std::uint32_t> sizes = {2, 2, 4, 5, std::uint32_t(kpw.size()), 3, 2, 2, 3, 3};
 
   std::vector<Point> points;
   std::vector<DecodeVariant> variants;
@@ -175,7 +176,8 @@ TEST_P(KernelCompile, DecodeVariants) {
     v.vecWidth = vecs[x[5]];
     v.partial = partials[x[6]];
     v.scalar = x[7] == 1;
-    v.split = x[8] == 1;
+    v.split = x[8] >= 1;
+    v.fusedReduce = x[8] == 2;
     // The scalar variant ignores keys per warp and vector width: keep one of each.
     if (v.scalar && (x[4] != 0 || x[5] != 0)) return;
     if (!v.unusableReason(sg).empty()) return;
@@ -193,6 +195,7 @@ TEST_P(KernelCompile, DecodeVariants) {
   EXPECT_EQ(seen[3].size(), 5u) << "every warp count";
   EXPECT_EQ(seen[4].size(), kpw.size()) << "every keys-per-warp up to the subgroup size";
   EXPECT_EQ(seen[5].size(), 3u) << "every vector width";
+  EXPECT_EQ(seen[8].size(), 3u) << "every way of splitting";
 
   for (const auto i : picked) {
     const DecodeVariant& v = variants[i];
@@ -340,6 +343,10 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
   // cooperative matrices is left to its own tests: f16 prefill here takes the subgroup variant.
   FlashAttentionStep flash(*device, SnippetLibrary::embedded(),
                            RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
+  // Split-K decode merges in its last workgroup by default; the reduce kernel is the knob's choice.
+  FlashAttentionStep separate(*device, SnippetLibrary::embedded(),
+                              RuntimeOptions::fromEnvironment(
+                                  {{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   SdpaReferenceStep reference(*device, SnippetLibrary::embedded());
   std::set<std::string> names;
   for (const std::uint32_t d : {64u, 128u}) {
@@ -364,8 +371,10 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
         calls.push_back(test::shapeCall(s));
       }
       for (const auto& call : calls) {
-        for (const auto& k : flash.kernelsFor(call)) {
-          if (names.insert(k.name).second) expectCompiles(k);
+        for (FlashAttentionStep* step : {&flash, &separate}) {
+          for (const auto& k : step->kernelsFor(call)) {
+            if (names.insert(k.name).second) expectCompiles(k);
+          }
         }
       }
       // The reference path's scores for 200 x 200 keys fit any device's storage buffer.

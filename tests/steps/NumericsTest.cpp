@@ -268,6 +268,9 @@ class KeepingWorkspace : public Workspace {
   Tensor scratch(const std::string& name, DType dtype, std::vector<std::int64_t> dims) override {
     return held[name] = inner_.scratch(name, dtype, std::move(dims));
   }
+  Tensor zeroed(const std::string& name, DType dtype, std::vector<std::int64_t> dims) override {
+    return held[name] = inner_.zeroed(name, dtype, std::move(dims));
+  }
   std::uint64_t bytes() const override { return inner_.bytes(); }
   std::map<std::string, Tensor> held;
 

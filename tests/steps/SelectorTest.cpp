@@ -40,12 +40,10 @@ Split chunked(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule) 
   return {ceilDiv(kvLen, chunk), chunk};
 }
 
-/// Decode: whole waves, one workgroup per compute unit where that gives 8 splits or more, else two,
-/// at least max(256, granule) keys per split.
+/// Decode: one wave, one workgroup per compute unit, at least max(256, granule) keys per split.
 Split decodeRule(std::uint32_t kvLen, std::uint32_t computeUnits, std::uint32_t workgroupsWithoutSplit,
                  std::uint32_t granule) {
-  std::uint32_t fill = computeUnits / workgroupsWithoutSplit;
-  if (fill < 8) fill = std::max<std::uint32_t>(1, 2 * computeUnits / workgroupsWithoutSplit);
+  const std::uint32_t fill = std::max<std::uint32_t>(1, computeUnits / workgroupsWithoutSplit);
   const std::uint32_t longest = kvLen / std::max<std::uint32_t>(256, granule);
   return chunked(kvLen, std::max<std::uint32_t>(1, std::min(fill, longest)), granule);
 }
@@ -119,7 +117,14 @@ TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   EXPECT_LT(std::uint64_t(plan.splits - 1) * plan.kvChunk, c.shape.kvLen);
   EXPECT_GE(std::uint64_t(plan.splits) * plan.kvChunk, c.shape.kvLen);
   const std::uint64_t rows = std::uint64_t(c.shape.batch) * c.shape.nHeads * plan.splits;
-  EXPECT_EQ(plan.scratchBytes, plan.splits > 1 ? rows * (c.shape.headDim * 4 + 8) : 0u);
+  // Split into one wave: the last workgroup of each head group merges, counting arrivals in one word
+  // per group.
+  if (v.split) {
+    EXPECT_LE(plan.splits * base, 132u);
+  }
+  EXPECT_EQ(v.fusedReduce, v.split);
+  EXPECT_EQ(plan.reduceKernel(), false);
+  EXPECT_EQ(plan.scratchBytes, plan.splits > 1 ? rows * (c.shape.headDim * 4 + 8) + base * 4 : 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Selector, H200DecodeSplit,
@@ -151,9 +156,10 @@ TEST(Selector, FewerComputeUnitsMeanFewerSplits) {
   NiceMock<MockDeviceInfo> device("h200");
   ON_CALL(device, computeUnits()).WillByDefault(Return(16u));
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
-  // 16 / 8 = 2 splits is fewer than 8: two waves instead, 32 / 8 = 4 splits.
-  EXPECT_EQ(plan.splits, 4u);
-  EXPECT_EQ(plan.kvChunk, 2048u);
+  // 16 / 8 = 2 splits: one wave.
+  EXPECT_EQ(plan.splits, 2u);
+  EXPECT_EQ(plan.kvChunk, 4096u);
+  EXPECT_TRUE(plan.decodeVariant.fusedReduce);
   ON_CALL(device, computeUnits()).WillByDefault(Return(4u));
   EXPECT_EQ(planFor(device, decodeShape(1, 32, 8, 8192, 128)).splits, 1u);  // 8 workgroups already fill 4
 }
@@ -179,11 +185,11 @@ TEST(Selector, LavapipeDecodeUsesTheSubgroupVariantSizedForSubgroupsOf8) {
   EXPECT_EQ(v.elemsPerLane(8), 16u);
   EXPECT_EQ(v.workgroupSize(8), 32u);
   EXPECT_THAT(plan, HasDecision("variant", HasSubstr("subgroup shuffles")));
-  // One workgroup on two compute units: one wave would be 2 splits, fewer than 8, so two waves, 4
-  // splits; 2048 keys allow 8; granule 4 x 1.
-  EXPECT_EQ(plan.splits, 4u);
-  EXPECT_EQ(plan.kvChunk, 512u);
-  EXPECT_EQ(plan.grid, (Grid{4, 1, 1}));
+  // One workgroup on two compute units: one wave is 2 splits (2048 keys allow 8); granule 4 x 1.
+  EXPECT_EQ(plan.splits, 2u);
+  EXPECT_EQ(plan.kvChunk, 1024u);
+  EXPECT_EQ(plan.grid, (Grid{2, 1, 1}));
+  EXPECT_TRUE(plan.decodeVariant.fusedReduce);
 }
 
 TEST(Selector, NoSubgroupShufflesMeansTheScalarVariant) {
@@ -375,6 +381,58 @@ TEST(Selector, PrefillKnobsBeatTheHeuristics) {
   EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_FA_PREFILL_SPLIT_K")));
 }
 
+TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
+  NiceMock<MockDeviceInfo> h200("h200");
+  const CallShape shape = prefillShape(32, 8, 8192, 8192, 128);
+  // The default on the H200: 64 keys in one staging buffer (two do not fit in 48 KiB); 32 keys fit twice.
+  const AttentionPlan automatic = planFor(h200, shape);
+  EXPECT_EQ(automatic.prefillVariant.keysPerTile, 64u);
+  EXPECT_EQ(automatic.prefillVariant.stages, 1u);
+  const AttentionPlan narrow = planFor(h200, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "32"}}));
+  EXPECT_EQ(narrow.prefillVariant.keysPerTile, 32u);
+  EXPECT_EQ(narrow.prefillVariant.stages, 2u);
+  EXPECT_THAT(narrow, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
+  // 128 keys of D128 f32 tiles do not fit lavapipe's 32 KiB even once: the knob is named, not shrunk.
+  NiceMock<MockDeviceInfo> lavapipe("lavapipe");
+  CallShape f32 = prefillShape(4, 4, 256, 256, 128);
+  f32.dtype = DType::F32;
+  EXPECT_THAT([&] {
+    planFor(lavapipe, f32, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "128"}}));
+  }, ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE"), HasSubstr("128"))));
+}
+
+TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduceKernel) {
+  NiceMock<MockDeviceInfo> device("h200");
+  const CallShape shape = decodeShape(1, 32, 8, 16384, 128);
+  const AttentionPlan merged = planFor(device, shape);
+  ASSERT_GT(merged.splits, 1u);
+  EXPECT_TRUE(merged.decodeVariant.fusedReduce);
+  EXPECT_FALSE(merged.reduceKernel());
+  EXPECT_THAT(merged, HasDecision("split-k merge", HasSubstr("one dispatch")));
+  const AttentionPlan separate =
+      planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
+  EXPECT_EQ(separate.splits, merged.splits);
+  EXPECT_FALSE(separate.decodeVariant.fusedReduce);
+  EXPECT_TRUE(separate.reduceKernel());
+  EXPECT_THAT(separate, HasDecision("split-k merge", HasSubstr("FOUNDRY_FA_DECODE_FUSED_REDUCE")));
+  EXPECT_EQ(merged.scratchBytes, separate.scratchBytes + 8 * 4);  // one arrival counter per head group
+  // Forced splits beyond one wave: each workgroup's hand-over would hold a compute unit that a later
+  // workgroup waits for, so a reduce kernel merges unless the knob says otherwise.
+  const AttentionPlan waves = planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "32"}}));
+  EXPECT_EQ(waves.splits, 32u);
+  EXPECT_TRUE(waves.reduceKernel());
+  EXPECT_THAT(waves, HasDecision("split-k merge", HasSubstr("more than one wave")));
+  const AttentionPlan forced = planFor(device, shape, RuntimeOptions::fromEnvironment(
+      {{"FOUNDRY_FA_DECODE_SPLIT_K", "32"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}}));
+  EXPECT_FALSE(forced.reduceKernel());
+  // Without a split there is nothing to merge, whatever the knob says.
+  const AttentionPlan short_ = planFor(device, decodeShape(1, 32, 8, 200, 128),
+                                       RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}}));
+  EXPECT_EQ(short_.splits, 1u);
+  EXPECT_FALSE(short_.decodeVariant.fusedReduce);
+  EXPECT_FALSE(short_.reduceKernel());
+}
+
 TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValues) {
   struct Bad {
     const char* knob;
@@ -388,6 +446,8 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
         Bad{"FOUNDRY_FA_DECODE_TG_OUT", "double", "auto, float, half"},
         Bad{"FOUNDRY_FA_PREFILL_WARPS", "16", "auto, 1, 2, 4, 8"},
         Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..64"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
+        Bad{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "48", "auto, 16, 32, 64, 128"},
+        Bad{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "sometimes", "0, 1"},
         Bad{"FOUNDRY_DISABLE_FA", "2", "0, 1, true, false"}}) {
     try {
       RuntimeOptions::fromEnvironment({{b.knob, b.value}});

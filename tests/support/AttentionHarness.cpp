@@ -175,6 +175,26 @@ AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options, 
   return finish(rt, c, in, std::move(record), qRef);
 }
 
+std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, RuntimeOptions>>& calls) {
+  Runtime& rt = runtime();
+  auto dispatcher = rt.dispatcher();
+  DeviceWorkspace workspace(rt);
+  StepContext ctx{*dispatcher, workspace, &rt};
+  std::vector<Inputs> inputs;
+  std::vector<StepRecord> records;
+  for (const auto& [c, options] : calls) {
+    inputs.push_back(makeInputs(rt, c));
+    FlashAttentionStep step(rt.info(), rt.snippets(), options);
+    records.push_back(step.run(ctx, inputs.back().call));
+  }
+  dispatcher->submit();
+  std::vector<AttentionResult> out;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    out.push_back(finish(rt, calls[i].first, inputs[i], std::move(records[i]), inputs[i].q));
+  }
+  return out;
+}
+
 AttentionResult runRopeThenFlash(const AttentionCase& c, const RuntimeOptions& options, const RopeSpec& rope) {
   Runtime& rt = runtime();
   Inputs in = makeInputs(rt, c);
@@ -235,6 +255,8 @@ std::string optionsName(const RuntimeOptions& o) {
   if (o.faDecodeScalar) parts.push_back("scalar");
   if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
   if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
+  if (o.faDecodeFusedReduce != Force::Auto) parts.push_back(o.faDecodeFusedReduce == Force::On ? "merged" : "reducekernel");
+  if (o.faPrefillKeysPerTile) parts.push_back(fmt::format("bc{}", *o.faPrefillKeysPerTile));
   if (o.faPrefillWarps) parts.push_back(fmt::format("pw{}", *o.faPrefillWarps));
   if (o.faPrefillSplitK) parts.push_back(fmt::format("psk{}", *o.faPrefillSplitK));
   if (o.disableFaPrefillSplitK) parts.push_back("nopsk");

@@ -74,6 +74,10 @@ AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options,
 /// Runs SdpaReferenceStep on the test runtime.
 AttentionResult runReference(const AttentionCase& c);
 
+/// Runs FlashAttentionStep once per (case, knobs) pair, all recorded into one command buffer with one
+/// workspace (scratch and Split-K arrival counters shared between the calls), then submits once.
+std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, RuntimeOptions>>& calls);
+
 /// RoPE on the query by RopeStep (in place, at position kv_len - 1) followed by FlashAttentionStep
 /// without fused RoPE, recorded into one dispatcher: the unfused path a fused RoPE->decode kernel must
 /// agree with. Same inputs as runFlash for the same case.
