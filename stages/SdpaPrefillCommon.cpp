@@ -67,6 +67,11 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
   k.snippet("flashattention/prefill_coopmat.glsl").snippet("flashattention/prefill_loop.glsl");
 }
 
+// `prow`: the Split-K partial row of the query row `row` of this tile, for this split.
+void emitPartialRow(GlslWriter& w, const char* row) {
+  w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + {}) * pc.n_splits + split;", row);
+}
+
 void emitStore(const PrefillVariant& v, GlslWriter& w, const char* value, const char* dim) {
   if (v.split) {
     w.line("partial_o[prow * HEAD_DIM + {}] = {};", dim, value);
@@ -119,7 +124,7 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
     w.line("const uint row = CM_ROW_OF[e] + lane_row;");
     w.line("if (row >= rows) continue;");
     if (v.split) {
-      w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + row) * pc.n_splits + split;");
+      emitPartialRow(w, "row");
       w.line("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) partial_o[prow * HEAD_DIM + dd * 16u + CM_COL_OF[e] + lane_col] = st.o[dd][e];");
       w.line("if ((lane & 3u) == 0u && CM_COL_OF[e] == 0u) partial_ml[prow] = vec2(st.m[CM_SLOT_OF[e]], st.l[CM_SLOT_OF[e]]);");
     } else {
@@ -137,7 +142,7 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
   w.open("for (uint e = lane; e < 256u; e += SUBGROUP_SIZE)");
   w.line("const uint row = sg * 16u + e / 16u;");
   w.line("if (row >= rows) continue;");
-  if (v.split) w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + row) * pc.n_splits + split;");
+  if (v.split) emitPartialRow(w, "row");
   emitStore(v, w, "uintBitsToFloat(s_tile[sg * CM_S + e])", "dd * 16u + e % 16u");
   w.close();
   w.line("subgroupBarrier();");
@@ -145,7 +150,7 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
   if (v.split) {
     w.line("cm_stage_slice(st.l);");
     w.open("if (lane < 16u && sg * 16u + lane < rows)");
-    w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + sg * 16u + lane) * pc.n_splits + split;");
+    emitPartialRow(w, "sg * 16u + lane");
     w.line("partial_ml[prow] = vec2(row_m[sg * 16u + lane], uintBitsToFloat(s_tile[sg * CM_S + lane * 16u]));");
     w.close();
   }
@@ -177,7 +182,7 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint row = gl_SubgroupID * PF_ROWS + r;");
   w.line("if (row >= rows) break;");
   if (v.split) {
-    w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + row) * pc.n_splits + split;");
+    emitPartialRow(w, "row");
     w.line("for (uint e = 0u; e < PF_DPL; ++e) partial_o[prow * HEAD_DIM + lane + e * SUBGROUP_SIZE] = st.o[r][e];");
     w.line("if (lane == 0u) partial_ml[prow] = vec2(st.m[r], st.l[r]);");
   } else {

@@ -70,6 +70,17 @@ F32MAT cm_index_matrix(uint sg, bool rows) {
 
 #endif
 
+// Q K^T for the 16 keys [16 n, 16 n + 16) of the staged tile: one 16x16 accumulator.
+F32MAT cm_scores(in F16MAT q[CM_D], uint stage, uint n) {
+  F32MAT s = F32MAT(0.0);
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
+    F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
+    coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
+    s = coopMatMulAddNV(q[dd], kb, s);
+  }
+  return s;
+}
+
 #if CM_QUAD
 
 struct CmState {
@@ -96,12 +107,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   float mx[CM_SLOTS];
   [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) mx[r] = NEG_BIG;
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
-    s[n] = F32MAT(0.0);
-    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
-      F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
-      coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
-      s[n] = coopMatMulAddNV(st.q[dd], kb, s[n]);
-    }
+    s[n] = cm_scores(st.q, stage, n);
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
       const bool valid = !masked || (key < kv_end && (!causal || key <= pos0 + sg * 16u + CM_ROW_OF[e] + lane_row));
@@ -169,12 +175,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   const F32MAT row_idx = st.row_idx, col_idx = st.col_idx;
   F32MAT s[CM_N];
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
-    s[n] = F32MAT(0.0);
-    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
-      F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
-      coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
-      s[n] = coopMatMulAddNV(st.q[dd], kb, s[n]);
-    }
+    s[n] = cm_scores(st.q, stage, n);
     coopMatStoreNV(s[n], s_tile, sg * CM_S + n * 16u, PF_BC, false);
   }
   subgroupMemoryBarrierShared();

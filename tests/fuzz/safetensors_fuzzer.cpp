@@ -7,14 +7,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/io/Safetensors.h"
-
-namespace {
-
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
-}  // namespace
+#include "tests/fuzz/Require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace foundry;
