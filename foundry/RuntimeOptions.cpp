@@ -131,8 +131,8 @@ const std::vector<Knob>& knobs() {
        [](const RuntimeOptions& o) {
          return o.faDecodeTgOut ? std::string(partialStorageName(*o.faDecodeTgOut)) : std::string("auto");
        }},
-      uintKnob<&RuntimeOptions::faDecodeVectorWidth>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4", 1, 4, true,
-                                                     "halves per K/V load in decode"),
+      uintKnob<&RuntimeOptions::faDecodeVectorWidth>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4, 8", 1, 8, true,
+                                                     "elements per K/V load in decode (8: f16 only)"),
       uintKnob<&RuntimeOptions::faDecodeUnroll>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8", 1, 8, true,
                                                  "decode steps whose K/V loads a subgroup issues together"),
       uintKnob<&RuntimeOptions::faDecodeSplitK>("FOUNDRY_FA_DECODE_SPLIT_K", "auto or 1..256", 1, 256, false,

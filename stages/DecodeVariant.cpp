@@ -16,8 +16,11 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
 }
 
 std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
-  if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4) return fmt::format("vector width {} is not 1, 2 or 4", vecWidth);
-  if (scalar) return {};
+  if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8) {
+    return fmt::format("vector width {} is not 1, 2, 4 or 8", vecWidth);
+  }
+  if (scalar) return {};  // loads one element at a time whatever the width
+  if (vecWidth == 8 && dtype != DType::F16) return "8-element loads need f16 K/V (16 bytes)";
   if (keysPerWarp == 0 || subgroupSize % keysPerWarp != 0) {
     return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
   }

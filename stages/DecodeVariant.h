@@ -15,7 +15,7 @@ struct DecodeVariant {
   std::uint32_t warps = 4;           ///< subgroups per workgroup
   std::uint32_t keysPerWarp = 1;     ///< keys a subgroup takes per step (one per lane cluster)
   std::uint32_t unroll = 1;          ///< steps whose loads a subgroup issues together
-  std::uint32_t vecWidth = 4;        ///< elements per K/V load: 1, 2 or 4
+  std::uint32_t vecWidth = 4;        ///< elements per K/V load: 1, 2, 4 or 8 (f16 only)
   PartialStorage partial = PartialStorage::Float;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce

@@ -1,5 +1,7 @@
 #include "stages/FlashDecodeCommon.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "foundry/DeviceInfo.h"
@@ -10,6 +12,7 @@ namespace foundry::decode_detail {
 std::string kvView(DType dtype, std::uint32_t vecWidth) {
   const bool half = dtype == DType::F16;
   switch (vecWidth) {
+    case 8: return "uvec4";  // f16 only
     case 4: return half ? "uvec2" : "vec4";
     case 2: return half ? "uint" : "vec2";
     default: return half ? "float16_t" : "float";
@@ -18,10 +21,13 @@ std::string kvView(DType dtype, std::uint32_t vecWidth) {
 
 namespace {
 
-/// How a register holding `kvView` widens to f32.
+/// How chunk p of a register holding `kvView` widens to f32.
 std::string kvUnpack(DType dtype, std::uint32_t vecWidth) {
   if (dtype != DType::F16) return "(r)";
   switch (vecWidth) {
+    case 8:
+      return "((p) == 0u ? vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y)) "
+             ": vec4(unpackHalf2x16((r).z), unpackHalf2x16((r).w)))";
     case 4: return "vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y))";
     case 2: return "unpackHalf2x16(r)";
     default: return "float(r)";
@@ -75,12 +81,14 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp).constant("DECODE_UNROLL", v.unroll);
     k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize()));
     k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize()));
-    k.define("DECODE_VEC", std::to_string(v.vecWidth));
+    // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
+    const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
+    k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));
     // Single f16 elements are widened on load: f16 registers would need fp16 arithmetic types.
     const bool singleHalf = v.dtype == DType::F16 && v.vecWidth == 1;
     k.define("DECODE_RAW", singleHalf ? "float" : kvView(v.dtype, v.vecWidth));
     k.define("DECODE_LOAD(x)", singleHalf ? "float(x)" : "(x)");
-    k.define("DECODE_UNPACK(r)", singleHalf ? "(r)" : kvUnpack(v.dtype, v.vecWidth));
+    k.define("DECODE_UNPACK(r, p)", singleHalf ? "(r)" : kvUnpack(v.dtype, v.vecWidth));
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
     k.snippet("flashattention/decode_subgroup.glsl");
   }

@@ -28,6 +28,9 @@ std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& de
   throw UserError(knob, fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
 }
 
+// Keys per decode workgroup from which the wide variant (16-byte loads, unroll 8) is chosen.
+constexpr std::uint32_t kWideDecodeKeys = 4096;
+
 AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
   AttentionPlan plan;
   plan.decode = true;
@@ -102,7 +105,10 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
         rejectKnob("FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,
                    fmt::format("powers of two up to {} that leave a multiple of the vector width per lane", sg));
       }
-      if (o.faDecodeVectorWidth) rejectKnob("FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason, "1, 2, 4");
+      if (o.faDecodeVectorWidth) {
+        rejectKnob("FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason,
+                   p.dtype == DType::F16 ? "1, 2, 4, 8 (as far as they divide the elements per lane)" : "1, 2, 4");
+      }
       throw InternalError(fmt::format("decode heuristic chose an unusable variant {}: {}", v.key(), reason));
     }
   }
@@ -163,6 +169,21 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   }
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(p.kvLen, wanted, granule, plan.splits, plan.kvChunk);
+  // Long ranges per workgroup: 16-byte loads, 8 steps in flight (the H200, docs/performance.md: 2.6%
+  // faster at 8192 keys per workgroup, 1.3% at 4096; 1-7% slower at 2048 and fewer, where the longer
+  // pipeline takes longer to fill). The register check is the variant's own.
+  DecodeVariant wide = v;
+  wide.vecWidth = wide.unroll = 8;
+  if (plan.kvChunk >= kWideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth && !v.scalar &&
+      p.dtype == DType::F16 && device.kind() != DeviceKind::Cpu && wide.unusableReason(sg).empty()) {
+    v = wide;
+    Selector::splitKeys(p.kvLen, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
+    for (auto& d : why) {
+      if (d.what != "vector width" && d.what != "unroll") continue;
+      d.value = std::to_string(wide.unroll);
+      d.reason = fmt::format("at least {} keys per workgroup: 16-byte loads, 8 steps in flight", kWideDecodeKeys);
+    }
+  }
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
   if (v.split) {

@@ -2,9 +2,9 @@
 // Flash decoding, subgroup variant. One workgroup serves DECODE_HEADS query heads that share one KV
 // head, over keys [kv_begin, kv_end). Each subgroup takes DECODE_KEYS_PER_WARP keys per step, one
 // key per cluster of DECODE_LANES_PER_KEY lanes. A lane holds DECODE_ELEMS dimensions of q, of each key
-// and of o, in DECODE_VEC-wide chunks interleaved across the cluster, so each load instruction of a
-// cluster reads one contiguous segment of the key's row, and consecutive clusters read consecutive
-// rows. Scores are reduced across the cluster with xor shuffles; the online softmax runs per cluster;
+// and of o, in DECODE_VEC-wide chunks; one load brings DECODE_PAIR adjacent chunks, and loads are
+// interleaved across the cluster, so each load instruction of a cluster reads one contiguous segment
+// of the key's row, and consecutive clusters read consecutive rows. Scores are reduced across the cluster with xor shuffles; the online softmax runs per cluster;
 // clusters merge at the end, then subgroups merge through shared memory.
 
 #if DECODE_VEC == 4
@@ -16,11 +16,17 @@
 #endif
 
 const uint DECODE_CHUNKS = DECODE_ELEMS / DECODE_VEC;
-const uint DECODE_CHUNK_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC;
+const uint DECODE_LOADS = DECODE_CHUNKS / DECODE_PAIR;  // K (and V) loads per key and lane
+const uint DECODE_LOAD_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC * DECODE_PAIR;
 const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
 // K/V stay in registers in their stored form (DECODE_RAW: e.g. four f16 in a uvec2, half the
-// registers of a vec4) until used; DECODE_UNPACK widens them to f32.
+// registers of a vec4) until used; DECODE_UNPACK(r, p) widens chunk p of a load to f32.
+
+// The first of the DECODE_VEC dimensions chunk c of lane `lik` holds.
+uint decode_dim(uint c, uint lik) {
+  return (c / DECODE_PAIR) * DECODE_LOAD_STRIDE + (lik * DECODE_PAIR + c % DECODE_PAIR) * DECODE_VEC;
+}
 
 DVEC decode_q(uint i) {
 #if DECODE_VEC == 4
@@ -36,7 +42,7 @@ DVEC decode_q(uint i) {
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
-    const uint d = c * DECODE_CHUNK_STRIDE + lik * DECODE_VEC;
+    const uint d = decode_dim(c, lik);
     const DVEC v = acc_o[c] * inv;
     [[unroll]] for (uint t = 0u; t < DECODE_VEC; ++t) {
 #if DECODE_VEC == 1
@@ -55,12 +61,13 @@ void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], 
 // The K/V rows of one iteration: keys base + u * DECODE_KEYS_PER_WARP + cluster (past the end: the
 // last valid row, masked later).
 void decode_load_step(uint base, uint cluster, uint lik, uint last, uint k_base, uint v_base,
-                      out DECODE_RAW kr[DECODE_UNROLL][DECODE_CHUNKS], out DECODE_RAW vr[DECODE_UNROLL][DECODE_CHUNKS]) {
+                      out DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS], out DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS]) {
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-    const uint row = min(base + u * DECODE_KEYS_PER_WARP + cluster, last) * HEAD_DIM + lik * DECODE_VEC;
-    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
-      kr[u][c] = DECODE_LOAD(k_cache[(k_base + row + c * DECODE_CHUNK_STRIDE) / DECODE_VEC]);
-      vr[u][c] = DECODE_LOAD(v_cache[(v_base + row + c * DECODE_CHUNK_STRIDE) / DECODE_VEC]);
+    const uint row = min(base + u * DECODE_KEYS_PER_WARP + cluster, last) * HEAD_DIM;
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
+      const uint d = decode_dim(j * DECODE_PAIR, lik);
+      kr[u][j] = DECODE_LOAD(k_cache[(k_base + row + d) / (DECODE_VEC * DECODE_PAIR)]);
+      vr[u][j] = DECODE_LOAD(v_cache[(v_base + row + d) / (DECODE_VEC * DECODE_PAIR)]);
     }
   }
 }
@@ -79,7 +86,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     m[h] = NEG_BIG;
     l[h] = 0.0;
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
-      q[h][c] = decode_q(h * HEAD_DIM + c * DECODE_CHUNK_STRIDE + lik * DECODE_VEC) * qk_scale;
+      q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * qk_scale;
       acc_o[h][c] = DVEC(0.0);
     }
   }
@@ -90,13 +97,13 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
   // skipped, so every lane takes part in every shuffle.
   const uint last = kv_end - 1u;
   const uint stride = DECODE_WARPS * DECODE_STEP;
-  DECODE_RAW kr[DECODE_UNROLL][DECODE_CHUNKS];
-  DECODE_RAW vr[DECODE_UNROLL][DECODE_CHUNKS];
+  DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS];
+  DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS];
   uint base = kv_begin + sg * DECODE_STEP;
   if (base < kv_end) decode_load_step(base, cluster, lik, last, k_base, v_base, kr, vr);
   for (; base < kv_end; base += stride) {
-    DECODE_RAW next_k[DECODE_UNROLL][DECODE_CHUNKS];
-    DECODE_RAW next_v[DECODE_UNROLL][DECODE_CHUNKS];
+    DECODE_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
+    DECODE_RAW next_v[DECODE_UNROLL][DECODE_LOADS];
     if (base + stride < kv_end) decode_load_step(base + stride, cluster, lik, last, k_base, v_base, next_k, next_v);
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
@@ -104,7 +111,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
       valid[u] = base + u * DECODE_KEYS_PER_WARP + cluster < kv_end;
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], DECODE_UNPACK(kr[u][c]));
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], DECODE_UNPACK(kr[u][c / DECODE_PAIR], c % DECODE_PAIR));
         s[u][h] = acc;
       }
     }
@@ -122,7 +129,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c]);
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;

@@ -159,6 +159,9 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{B, Knobs().keys(8)}, VariantCase{C, Knobs().keys(2)},
         VariantCase{A, Knobs().vec(1)}, VariantCase{A, Knobs().vec(2)}, VariantCase{A, Knobs().keys(8).vec(1)},
         VariantCase{B, Knobs().vec(1)}, VariantCase{B, Knobs().keys(4).vec(2)}, VariantCase{C, Knobs().vec(2)},
+        // 16-byte loads (f16): two vec4 chunks per load.
+        VariantCase{A, Knobs().vec(8)}, VariantCase{A, Knobs().keys(4).vec(8)}, VariantCase{C, Knobs().vec(8).unroll(8)},
+        VariantCase{Long, Knobs().vec(8).unroll(8).splitK(5), 5}, VariantCase{Long, Knobs().vec(8).unroll(8).splitK(4).merged(), 4},
         // Key steps whose loads are in flight together per lane (unroll).
         VariantCase{A, Knobs().unroll(2).keys(2)}, VariantCase{A, Knobs().unroll(8)}, VariantCase{B, Knobs().unroll(8)},
         VariantCase{B, Knobs().unroll(8).splitK(3), 3}, VariantCase{Batch3, Knobs().unroll(8)},

@@ -159,10 +159,10 @@ TEST_P(KernelCompile, DecodeVariants) {
   // rotate-half, fused RoPE interleaved over half of D).
   std::vector<std::uint32_t> kpw;
   for (std::uint32_t k = 1; k <= sg; k *= 2) kpw.push_back(k);
-  const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16}, vecs = {1, 2, 4};
+  const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16}, vecs = {1, 2, 4, 8};
   const std::vector<DType> dtypes = {DType::F16, DType::F32};
   const std::vector<PartialStorage> partials = {PartialStorage::Float, PartialStorage::Half};
-  const std::vector<std::uint32_t> sizes = {2, 2, 4, 5, std::uint32_t(kpw.size()), 3, 2, 2, 3, 3};
+  const std::vector<std::uint32_t> sizes = {2, 2, 4, 5, std::uint32_t(kpw.size()), 4, 2, 2, 3, 3};
 
   std::vector<Point> points;
   std::vector<DecodeVariant> variants;
@@ -194,7 +194,7 @@ TEST_P(KernelCompile, DecodeVariants) {
   const auto seen = valuesSeen(points, picked, sizes.size());
   EXPECT_EQ(seen[3].size(), 5u) << "every warp count";
   EXPECT_EQ(seen[4].size(), kpw.size()) << "every keys-per-warp up to the subgroup size";
-  EXPECT_EQ(seen[5].size(), 3u) << "every vector width";
+  EXPECT_EQ(seen[5].size(), 4u) << "every vector width";
   EXPECT_EQ(seen[8].size(), 3u) << "every way of splitting";
 
   for (const auto i : picked) {

@@ -42,10 +42,13 @@ Split chunked(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule) 
 
 /// Decode: one wave, one workgroup per compute unit, at least max(256, granule) keys per split.
 Split decodeRule(std::uint32_t kvLen, std::uint32_t computeUnits, std::uint32_t workgroupsWithoutSplit,
-                 std::uint32_t granule) {
+                 std::uint32_t granule, std::uint32_t wideGranule = 0) {
   const std::uint32_t fill = std::max<std::uint32_t>(1, computeUnits / workgroupsWithoutSplit);
   const std::uint32_t longest = kvLen / std::max<std::uint32_t>(256, granule);
-  return chunked(kvLen, std::max<std::uint32_t>(1, std::min(fill, longest)), granule);
+  const std::uint32_t wanted = std::max<std::uint32_t>(1, std::min(fill, longest));
+  const Split split = chunked(kvLen, wanted, granule);
+  // At least 4096 keys per workgroup: the wide variant's granule, the same number of splits wanted.
+  return wideGranule && split.chunk >= 4096 ? chunked(kvLen, wanted, wideGranule) : split;
 }
 
 /// Prefill: split only when the query tiles leave compute units idle; at least 4 tiles per split.
@@ -101,12 +104,14 @@ TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   EXPECT_EQ(v.heads, c.heads);
   EXPECT_EQ(v.keysPerWarp, c.keysPerWarp);
   EXPECT_EQ(v.warps, 8u);
-  EXPECT_EQ(v.vecWidth, 4u);
-  EXPECT_EQ(v.unroll, 4u);
   EXPECT_EQ(v.partial, PartialStorage::Float);
 
   const std::uint32_t base = c.shape.batch * c.shape.nHeads / c.heads;
-  const Split want = decodeRule(c.shape.kvLen, 132, base, 8 * c.keysPerWarp * 4);
+  // Long ranges per workgroup take the wide variant: 16-byte loads, 8 steps in flight.
+  const bool wide = decodeRule(c.shape.kvLen, 132, base, 8 * c.keysPerWarp * 4).chunk >= 4096;
+  EXPECT_EQ(v.vecWidth, wide ? 8u : 4u);
+  EXPECT_EQ(v.unroll, wide ? 8u : 4u);
+  const Split want = decodeRule(c.shape.kvLen, 132, base, 8 * c.keysPerWarp * 4, 8 * c.keysPerWarp * 8);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_EQ(v.split, want.splits > 1);
@@ -136,7 +141,13 @@ INSTANTIATE_TEST_SUITE_P(Selector, H200DecodeSplit,
                                            DecodeCase{decodeShape(1, 8, 1, 1000, 64), 8, 4},
                                            DecodeCase{decodeShape(64, 32, 8, 4096, 128), 4,
                                                       2},  // enough workgroups already
-                                           DecodeCase{decodeShape(1, 24, 8, 65536, 128), 3, 2}),  // group 3
+                                           DecodeCase{decodeShape(1, 24, 8, 65536, 128), 3, 2},   // group 3
+                                           // The bench's shapes: wide from 4096 keys per workgroup.
+                                           DecodeCase{decodeShape(1, 32, 8, 16384, 128), 4, 2},
+                                           DecodeCase{decodeShape(1, 32, 8, 65536, 128), 4, 2},
+                                           DecodeCase{decodeShape(1, 32, 8, 65536, 64), 4, 4},
+                                           DecodeCase{decodeShape(8, 32, 8, 4096, 128), 4, 2},
+                                           DecodeCase{decodeShape(8, 32, 8, 16384, 128), 4, 2}),
                          [](const auto& tp) { return tp.param.shape.str(); });
 
 TEST(Selector, H200LongDecodeSplitsIntoOneWaveOf16Chunks) {
@@ -351,6 +362,45 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   EXPECT_FALSE(one.decodeVariant.split);
 }
 
+TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
+  NiceMock<MockDeviceInfo> h200("h200");
+  // Batch 8, kv 16384: 2 splits of 8192 keys per workgroup.
+  const CallShape longRanges = decodeShape(8, 32, 8, 16384, 128);
+  const AttentionPlan wide = planFor(h200, longRanges);
+  EXPECT_EQ(wide.decodeVariant.vecWidth, 8u);
+  EXPECT_EQ(wide.decodeVariant.unroll, 8u);
+  EXPECT_EQ(wide.kvChunk, 8192u);
+  EXPECT_EQ(wide.grid, (Grid{2, 8, 8}));
+  EXPECT_THAT(wide, HasDecision("vector width", HasSubstr("4096 keys per workgroup")));
+  EXPECT_THAT(wide, HasDecision("unroll", HasSubstr("4096 keys per workgroup")));
+  // Batch 1, kv 16384: 16 splits of 1024 keys keep 8-byte loads and unroll 4.
+  const AttentionPlan shortRanges = planFor(h200, decodeShape(1, 32, 8, 16384, 128));
+  EXPECT_EQ(shortRanges.kvChunk, 1024u);
+  EXPECT_EQ(shortRanges.decodeVariant.vecWidth, 4u);
+  EXPECT_EQ(shortRanges.decodeVariant.unroll, 4u);
+  // A knob on either keeps the other at its default.
+  const AttentionPlan unroll4 =
+      planFor(h200, longRanges, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_UNROLL", "4"}}));
+  EXPECT_EQ(unroll4.decodeVariant.vecWidth, 4u);
+  EXPECT_EQ(unroll4.decodeVariant.unroll, 4u);
+  const AttentionPlan vec8 =
+      planFor(h200, decodeShape(1, 32, 8, 16384, 128), RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}}));
+  EXPECT_EQ(vec8.decodeVariant.vecWidth, 8u);
+  EXPECT_EQ(vec8.decodeVariant.unroll, 4u);
+  // f32 K/V: 8 elements are 32 bytes; the knob is refused by name.
+  CallShape f32 = longRanges;
+  f32.dtype = DType::F32;
+  EXPECT_EQ(planFor(h200, f32).decodeVariant.vecWidth, 4u);
+  EXPECT_THAT([&] { planFor(h200, f32, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}})); },
+              ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_VEC"), HasSubstr("f16"),
+                                             HasSubstr("accepted on this device: 1, 2, 4"))));
+  // A CPU driver keeps one step in flight whatever the length.
+  NiceMock<MockDeviceInfo> lavapipe("lavapipe");
+  const DecodeVariant cpu = planFor(lavapipe, longRanges).decodeVariant;
+  EXPECT_EQ(cpu.unroll, 1u);
+  EXPECT_NE(cpu.vecWidth, 8u);
+}
+
 TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
   NiceMock<MockDeviceInfo> device("h200");
   // 7 splits of 20 keys would be 3 keys each, but chunks are whole granules of 4 warps x 2 keys
@@ -442,7 +492,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
   for (const Bad& b :
        {Bad{"FOUNDRY_FA_DECODE_WARPS", "3", "auto, 1, 2, 4, 8, 16"},
         Bad{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "0", "auto, 1, 2, 4, ..., 256"},
-        Bad{"FOUNDRY_FA_DECODE_VEC", "8", "auto, 1, 2, 4"}, Bad{"FOUNDRY_FA_DECODE_SPLIT_K", "300", "auto or 1..256"},
+        Bad{"FOUNDRY_FA_DECODE_VEC", "16", "auto, 1, 2, 4, 8"}, Bad{"FOUNDRY_FA_DECODE_SPLIT_K", "300", "auto or 1..256"},
         Bad{"FOUNDRY_FA_DECODE_TG_OUT", "double", "auto, float, half"},
         Bad{"FOUNDRY_FA_PREFILL_WARPS", "16", "auto, 1, 2, 4, 8"},
         Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..64"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
