@@ -7,6 +7,8 @@
 #                                        # writes the side-by-side table into docs/performance.md
 #   bash bench/h200.sh sweep SHAPE...    # on the device: every forced variant of these shapes
 #   bash bench/h200.sh merge SHAPE...    # on the device: Split-K factors x merge modes, twice
+# Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
+# parts one at a time: bench/prefill_ablation.sh.
 #
 # The device step also runs the device test suites there first (the cooperative-matrix path only
 # runs on such a GPU), so a timing is never reported for kernels that fail their checks.
@@ -70,6 +72,8 @@ case "${1:-}" in
     shift
     on_device
     foundry bench --sweep --shape "$@" --json "$out/sweep.json" 2>&1 | tee "$out/sweep.txt"
+    # The same results with the driver's register, spill and shared-memory counts per variant.
+    python3 bench/sweep_table.py "$out/sweep.json" | tee "$out/sweep.md"
     ;;
   merge)
     # Split-K factor x how the splits are merged (last workgroup, or a reduce kernel), each measured

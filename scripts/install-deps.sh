@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Foundry needs from Debian 12's packages: the toolchain, the libraries it builds
 # against, the CPU Vulkan driver (lavapipe), the Khronos validation layer, and clang with libFuzzer
-# and its sanitizer runtimes for scripts/fuzz.sh.
+# and its sanitizer runtimes for scripts/fuzz.sh, and python3 for the bench scripts' table printers.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
   mesa-vulkan-drivers vulkan-validationlayers
   clang-14 libclang-rt-14-dev
+  python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Times the same shapes with several builds or kernel sources, interleaved, twice, on the device:
+#   bash bench/interleave.sh SHAPE... -- NAME=BINARY[:KERNEL_DIR] ...
+# BINARY is a foundry executable (e.g. .device/bin/foundry); KERNEL_DIR, if given, is passed as
+# FOUNDRY_KERNEL_DIR (a copy of kernels/ to compare against the embedded one). Prints
+# "rep name shape us check" lines (check: the bench's comparison with the CPU reference) and writes
+# them to $OUT/interleave.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source .device/env.sh
+out=${OUT:-/tmp/foundry-out}
+mkdir -p "$out"
+export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+shapes=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shapes+=("$1"); shift; done
+shift || { echo "usage: bench/interleave.sh SHAPE... -- NAME=BINARY[:KERNEL_DIR] ..." >&2; exit 2; }
+for rep in 1 2; do
+  for spec in "$@"; do
+    name=${spec%%=*} rest=${spec#*=}
+    bin=${rest%%:*} dir=""
+    [ "$rest" != "$bin" ] && dir=${rest#*:}
+    if [ -n "$dir" ]; then export FOUNDRY_KERNEL_DIR=$dir; else unset FOUNDRY_KERNEL_DIR; fi
+    rm -f /tmp/interleave.json
+    "$bin" bench --shape "${shapes[@]}" --json /tmp/interleave.json >/dev/null 2>&1 || true
+    [ -f /tmp/interleave.json ] || { echo "$rep $name: no result" | tee -a "$out/interleave.txt"; continue; }
+    python3 -c 'import json, sys
+for r in json.load(open("/tmp/interleave.json"))["results"]:
+    print(sys.argv[1], sys.argv[2], r["name"], "%.1f" % r["us"], "ok" if r["checked"] else "wrong")' "$rep" "$name" |
+      tee -a "$out/interleave.txt"
+  done
+done
