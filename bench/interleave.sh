@@ -23,9 +23,6 @@ for rep in 1 2; do
     rm -f /tmp/interleave.json
     "$bin" bench --shape "${shapes[@]}" --json /tmp/interleave.json >/dev/null 2>&1 || true
     [ -f /tmp/interleave.json ] || { echo "$rep $name: no result" | tee -a "$out/interleave.txt"; continue; }
-    python3 -c 'import json, sys
-for r in json.load(open("/tmp/interleave.json"))["results"]:
-    print(sys.argv[1], sys.argv[2], r["name"], "%.1f" % r["us"], "ok" if r["checked"] else "wrong")' "$rep" "$name" |
-      tee -a "$out/interleave.txt"
+    python3 bench/sweep_table.py --plain "$rep" "$name" -- /tmp/interleave.json | tee -a "$out/interleave.txt"
   done
 done

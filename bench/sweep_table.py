@@ -4,6 +4,7 @@ driver reported about the main kernel (registers, stack, shared memory), so a sw
 read next to the occupancy that explains them.
 
     python3 bench/sweep_table.py sweep.json [more.json ...]
+    python3 bench/sweep_table.py --plain LABEL... -- result.json   # "LABEL... shape us ok|wrong" lines
 """
 import json
 import sys
@@ -21,16 +22,30 @@ def driver_stats(result):
     return ", ".join(keep)
 
 
+def results(path):
+    with open(path) as f:
+        return json.load(f).get("results", [])
+
+
+def plain(labels, paths):
+    for path in paths:
+        for r in results(path):
+            print(*labels, r["name"], f"{r['us']:.1f}", "ok" if r.get("checked") else "wrong")
+
+
 def main(paths):
     print("| shape | variant | us | TFLOP/s | check | driver |")
     print("|---|---|---|---|---|---|")
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        for r in doc.get("results", []):
+        for r in results(path):
             check = f"ok {r['rel_error']:.1e}" if r.get("checked") else f"FAIL {r['rel_error']:.1e}"
             print(f"| {r['name']} | {r.get('variant', '')} | {r['us']:.1f} | {r['tflops']:.1f} | {check} | {driver_stats(r)} |")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    if args[:1] == ["--plain"] and "--" in args:
+        cut = args.index("--")
+        plain(args[1:cut], args[cut + 1:])
+    else:
+        main(args)
