@@ -22,3 +22,9 @@ add_library(foundry_shaderc INTERFACE)
 target_include_directories(foundry_shaderc SYSTEM INTERFACE ${FOUNDRY_SHADERC_INCLUDE})
 target_link_libraries(foundry_shaderc INTERFACE ${FOUNDRY_SHADERC_COMBINED} ${_foundry_glslang_paths}
                       Threads::Threads)
+
+# The compilers' versions go into every kernel cache key (foundry/ShaderCompiler.cpp).
+pkg_check_modules(FOUNDRY_SHADERC_PC REQUIRED shaderc)
+pkg_check_modules(FOUNDRY_SPIRV_TOOLS_PC REQUIRED SPIRV-Tools)
+target_compile_definitions(foundry_shaderc INTERFACE FOUNDRY_SHADERC_VERSION="${FOUNDRY_SHADERC_PC_VERSION}"
+                           FOUNDRY_SPIRV_TOOLS_VERSION="${FOUNDRY_SPIRV_TOOLS_PC_VERSION}")

@@ -1,5 +1,6 @@
 #include "foundry/DType.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -12,6 +13,7 @@ std::string_view dtypeName(DType dtype) {
     case DType::F16: return "f16";
     case DType::F32: return "f32";
     case DType::BF16: return "bf16";
+    case DType::U32: return "u32";
   }
   return "?";
 }
@@ -23,13 +25,14 @@ std::optional<DType> parseDType(std::string_view name) {
   return std::nullopt;
 }
 
-std::size_t dtypeBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+std::size_t dtypeBytes(DType dtype) { return dtype == DType::F32 || dtype == DType::U32 ? 4 : 2; }
 
 std::string_view glslScalarType(DType dtype) {
   switch (dtype) {
     case DType::F16: return "float16_t";
     case DType::F32: return "float";
     case DType::BF16: throw UnsupportedError("bf16 tensors cannot be bound to kernels yet; use f16 or f32");
+    case DType::U32: return "uint";
   }
   return "float";
 }
@@ -101,6 +104,9 @@ std::vector<std::byte> encodeElements(std::span<const float> values, DType dtype
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (dtype == DType::F32) {
       std::memcpy(out.data() + 4 * i, &values[i], 4);
+    } else if (dtype == DType::U32) {
+      const auto u = static_cast<std::uint32_t>(std::max(0.0f, values[i]));
+      std::memcpy(out.data() + 4 * i, &u, 4);
     } else {
       const std::uint16_t h = dtype == DType::F16 ? floatToHalf(values[i]) : floatToBFloat16(values[i]);
       std::memcpy(out.data() + 2 * i, &h, 2);
@@ -118,6 +124,10 @@ std::vector<float> decodeElements(std::span<const std::byte> bytes, DType dtype)
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (dtype == DType::F32) {
       std::memcpy(&out[i], bytes.data() + 4 * i, 4);
+    } else if (dtype == DType::U32) {
+      std::uint32_t u;
+      std::memcpy(&u, bytes.data() + 4 * i, 4);
+      out[i] = static_cast<float>(u);
     } else {
       std::uint16_t h;
       std::memcpy(&h, bytes.data() + 2 * i, 2);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -63,7 +64,22 @@ struct Merged {
   std::vector<Constant> constants;
   std::vector<Constant> defines;
   std::vector<std::string> extensions;
-  std::vector<std::pair<std::string, std::vector<std::string>>> snippets;  // path, users
+  struct Snippet {
+    std::string path;  ///< kernels/ path, or "inline/<name>" for a stage's own text
+    std::string text;
+    std::vector<std::string> users;
+  };
+  std::vector<Snippet> snippets;
+  struct Hosted {
+    HookPoint point;
+    std::vector<std::string> stages;
+  };
+  std::vector<Hosted> hosted;
+  struct Provider {
+    HookDecl decl;
+    std::string stage;
+  };
+  std::vector<Provider> hooks;
 };
 
 Access mergeAccess(Access a, Access b) {
@@ -139,6 +155,204 @@ void checkName(const std::string& name, const char* what, const std::string& sta
 }
 
 std::string sharedType(const SharedDecl& s) { return fmt::format("shared {}[{}]", s.glslElement, s.count); }
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool definesFunction(const std::string& text, const std::string& function) {
+  const std::regex def("\\b" + function + "\\s*\\(");
+  return std::regex_search(text, def);
+}
+
+std::set<std::string> pushReferences(const std::string& text) {
+  static const std::regex ref(R"(\bpc\.([A-Za-z_][A-Za-z0-9_]*))");
+  std::set<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), ref); it != std::sregex_iterator(); ++it) {
+    out.insert((*it)[1]);
+  }
+  return out;
+}
+
+// The push fields the stages called `names` declare or say they use.
+std::set<std::string> pushAllowed(const std::vector<std::string>& names, const std::vector<KernelInterface>& ifaces,
+                                  const std::vector<std::string>& stages) {
+  std::set<std::string> out;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (std::find(names.begin(), names.end(), stages[i]) == names.end()) continue;
+    for (const auto& p : ifaces[i].pushFields()) out.insert(p.name);
+    for (const auto& p : ifaces[i].usedPush()) out.insert(p);
+  }
+  return out;
+}
+
+std::string hostedList(const Merged& m) {
+  std::vector<std::string> names;
+  for (const auto& h : m.hosted) names.push_back(h.point.name);
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+}
+
+// Every hook lands on a hosted point (hints may be dropped), single points take one provider, the
+// function is defined by one of the stage's snippets, and fallbacks read only declared fields.
+void checkHooks(Merged& m, const std::string& kernel, const std::string& chain, const std::vector<KernelInterface>& ifaces,
+                const std::vector<std::string>& stages) {
+  std::vector<Merged::Provider> kept;
+  for (const auto& p : m.hooks) {
+    auto host = std::find_if(m.hosted.begin(), m.hosted.end(), [&](const auto& h) { return h.point.name == p.decl.point; });
+    if (host == m.hosted.end()) {
+      if (p.decl.hint) continue;
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} hooks '{}' with {}, but no stage of this kernel hosts that point (hosted "
+                                  "here: {}; chain: {})", p.stage, p.decl.point, p.decl.function, hostedList(m), chain));
+    }
+    for (const auto& q : kept) {
+      if (q.decl.point != p.decl.point) continue;
+      if (host->point.compose == HookCompose::Single) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stages {} and {} both hook '{}', which takes one stage ({}); chain: {}", q.stage,
+                                    p.stage, p.decl.point, host->point.meaning, chain));
+      }
+      if (q.decl.function == p.decl.function) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stages {} and {} both hook '{}' with the same function {}: one stage of a kind per "
+                                    "kernel (its push constants and buffers would be shared); chain: {}",
+                                    q.stage, p.stage, p.decl.point, p.decl.function, chain));
+      }
+    }
+    bool defined = false;
+    std::vector<std::string> own;
+    for (const auto& sn : m.snippets) {
+      if (std::find(sn.users.begin(), sn.users.end(), p.stage) == sn.users.end()) continue;
+      own.push_back(sn.path);
+      defined = defined || definesFunction(sn.text, p.decl.function);
+    }
+    if (!defined) {
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} hooks '{}' with {}, but none of its snippets ({}) defines {}", p.stage,
+                                  p.decl.point, p.decl.function, own.empty() ? "none" : fmt::format("{}", fmt::join(own, ", ")),
+                                  p.decl.function));
+    }
+    if (!host->point.companion.empty()) {
+      const auto& c = host->point.companion;
+      const bool hosted = std::any_of(m.hosted.begin(), m.hosted.end(), [&](const auto& h) { return h.point.name == c; });
+      const bool also = std::any_of(m.hooks.begin(), m.hooks.end(),
+                                    [&](const auto& q) { return q.stage == p.stage && q.decl.point == c; });
+      if (hosted && !also) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stage {} hooks '{}' but not '{}': a stage that hooks '{}' must also say, through "
+                                    "'{}', {}", p.stage, p.decl.point, c, p.decl.point, c,
+                                    std::find_if(m.hosted.begin(), m.hosted.end(),
+                                                 [&](const auto& h) { return h.point.name == c; })->point.meaning));
+      }
+    }
+    kept.push_back(p);
+  }
+  m.hooks = std::move(kept);
+  for (const auto& h : m.hosted) {
+    const auto allowed = pushAllowed(h.stages, ifaces, stages);
+    for (const auto& f : pushReferences(h.point.fallback)) {
+      if (!allowed.count(f)) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("hook point '{}' (hosted by {}) falls back to pc.{}, which its hosts neither declare "
+                                    "nor use", h.point.name, fmt::join(h.stages, ", "), f));
+      }
+    }
+  }
+}
+
+// A field or buffer a stage uses must be declared by some stage of the chain.
+void checkUses(const Merged& m, const std::string& kernel, const std::vector<KernelInterface>& ifaces,
+               const std::vector<std::string>& stages) {
+  for (std::size_t i = 0; i < ifaces.size(); ++i) {
+    for (const auto& f : ifaces[i].usedPush()) {
+      if (std::none_of(m.push.begin(), m.push.end(), [&](const auto& p) { return p.decl.name == f; })) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stage {} uses push constant '{}', which no stage of the chain declares", stages[i], f));
+      }
+    }
+    for (const auto& b : ifaces[i].usedBuffers()) {
+      if (std::none_of(m.buffers.begin(), m.buffers.end(), [&](const auto& x) { return x.decl.name == b; })) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stage {} uses buffer '{}', which no stage of the chain declares", stages[i], b));
+      }
+    }
+  }
+}
+
+// Every `pc.x` a stage's code or snippets read is a field that stage declares or says it uses, so a
+// chain missing the declaring stage fails here rather than in glslang.
+void checkPushReferences(const KernelSource& src, const Merged& m, const std::vector<KernelInterface>& ifaces) {
+  for (const auto& block : src.blocks) {
+    if (block.kind == SourceBlock::Kind::Generated) continue;
+    std::string text;
+    for (const auto& l : block.lines) text += l + "\n";
+    const auto allowed = pushAllowed(block.users, ifaces, src.stages);
+    for (const auto& f : pushReferences(text)) {
+      if (allowed.count(f)) continue;
+      const bool declared = std::any_of(m.push.begin(), m.push.end(), [&](const auto& p) { return p.decl.name == f; });
+      throw UserError(fmt::format("kernel {}", src.name),
+                      fmt::format("{} (for {}) reads pc.{}, which {} declares nor marks with usesPush{}", block.name,
+                                  fmt::join(block.users, ", "), f,
+                                  block.users.size() == 1 ? "the stage neither" : "none of these stages",
+                                  declared ? "" : "; no stage of the chain declares it"));
+    }
+  }
+}
+
+std::string callArgs(const HookPoint& p) {
+  std::string s;
+  for (std::size_t i = 0; i < p.params.size(); ++i) s += (i ? ", " : "") + p.params[i].name;
+  return s;
+}
+
+void emitHookPrototypes(GlslWriter& w, const Merged& m) {
+  if (m.hosted.empty()) return;
+  w.blank();
+  w.line("// Hook points: what the kernel calls, composed from the stages that hook them (defined below).");
+  for (const auto& h : m.hosted) {
+    std::vector<std::string> by;
+    for (const auto& p : m.hooks) {
+      if (p.decl.point == h.point.name) by.push_back(fmt::format("{} ({})", p.decl.function, p.stage));
+    }
+    w.line("const bool {}_HOOKED = {};  // {}", upper(h.point.name), by.empty() ? "false" : "true",
+           by.empty() ? std::string("not hooked") : fmt::format("{}", fmt::join(by, ", ")));
+    w.line("{};", h.point.signature());
+  }
+}
+
+void emitHookDefinitions(GlslWriter& w, const Merged& m) {
+  for (const auto& h : m.hosted) {
+    const HookPoint& p = h.point;
+    std::vector<std::string> fns;
+    for (const auto& q : m.hooks) {
+      if (q.decl.point == p.name) fns.push_back(q.decl.function);
+    }
+    w.blank();
+    w.open(p.signature());
+    const std::string args = callArgs(p);
+    if (fns.empty()) {
+      w.line("return {};", p.fallback);
+    } else if (p.compose == HookCompose::Chain) {
+      const std::string& v = p.params.at(0).name;
+      for (const auto& f : fns) w.line("{} = {}({});", v, f, args);
+      w.line("return {};", v);
+    } else if (p.compose == HookCompose::All) {
+      std::vector<std::string> calls;
+      for (const auto& f : fns) calls.push_back(fmt::format("{}({})", f, args));
+      w.line("return {};", fmt::join(calls, " && "));
+    } else if (p.compose == HookCompose::Reduce) {
+      w.line("{} r = {}({});", p.returnType, fns[0], args);
+      for (std::size_t i = 1; i < fns.size(); ++i) {
+        w.line("{{ const {} hook_x = r, hook_y = {}({}); r = {}; }}", p.returnType, fns[i], args, p.combine);
+      }
+      w.line("return r;");
+    } else {
+      w.line("return {}({});", fns[0], args);
+    }
+    w.close();
+  }
+}
 
 }  // namespace
 
@@ -246,27 +460,69 @@ KernelSource KernelBuilder::build() const {
       if (std::find(m.extensions.begin(), m.extensions.end(), e) == m.extensions.end()) m.extensions.push_back(e);
     }
     // Snippets with their `//! requires:` dependencies first, each once, in first-use order.
-    std::function<void(const std::string&, std::set<std::string>&)> addSnippet =
-        [&](const std::string& path, std::set<std::string>& visiting) {
+    std::function<void(const std::string&, const std::string*, std::set<std::string>&)> addSnippet =
+        [&](const std::string& path, const std::string* inlineText, std::set<std::string>& visiting) {
           if (visiting.count(path)) {
-            throw InternalError(fmt::format("snippet kernels/{} requires itself through a cycle", path));
+            throw UserError(fmt::format("kernel {}", kernel),
+                            fmt::format("snippet {} requires itself through a cycle (stage {})", path, stage));
           }
-          for (auto& [p, users] : m.snippets) {
-            if (p == path) {
-              if (std::find(users.begin(), users.end(), stage) == users.end()) users.push_back(stage);
-              return;
+          for (auto& sn : m.snippets) {
+            if (sn.path != path) continue;
+            if (inlineText && *inlineText != sn.text) {
+              throw UserError(fmt::format("kernel {}", kernel),
+                              fmt::format("stages {} and {} bring different GLSL under the same snippet name '{}'",
+                                          fmt::join(sn.users, ", "), stage, path));
             }
+            if (std::find(sn.users.begin(), sn.users.end(), stage) == sn.users.end()) sn.users.push_back(stage);
+            return;
+          }
+          std::string text;
+          if (inlineText) {
+            text = *inlineText;
+          } else {
+            if (!snippets_->has(path)) {
+              throw UserError(fmt::format("kernel {}", kernel),
+                              fmt::format("stage {} asks for snippet kernels/{}, which the snippet library ({}) does "
+                                          "not hold; a stage's own GLSL goes in through KernelInterface::snippetText",
+                                          stage, path, snippets_->origin()));
+            }
+            text = snippets_->text(path);
           }
           visiting.insert(path);
-          for (const auto& dep : snippets_->dependencies(path)) addSnippet(dep, visiting);
+          for (const auto& dep : snippetRequirements(text)) addSnippet(dep, nullptr, visiting);
           visiting.erase(path);
-          m.snippets.push_back({path, {stage}});
+          m.snippets.push_back({path, std::move(text), {stage}});
         };
     for (const auto& sn : iface.snippets()) {
       std::set<std::string> visiting;
-      addSnippet(sn, visiting);
+      addSnippet(sn, nullptr, visiting);
+    }
+    for (const auto& sn : iface.inlineSnippets()) {
+      checkName(sn.name, "inline snippet", stage, kernel);
+      std::set<std::string> visiting;
+      addSnippet("inline/" + sn.name, &sn.text, visiting);
+    }
+    for (const auto& hp : iface.hostedPoints()) {
+      checkName(hp.name, "hook point", stage, kernel);
+      auto it = std::find_if(m.hosted.begin(), m.hosted.end(), [&](const auto& h) { return h.point.name == hp.name; });
+      if (it == m.hosted.end()) {
+        m.hosted.push_back({hp, {stage}});
+      } else if (!(it->point == hp)) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stages {} and {} host hook point '{}' with different contracts ({} vs {})",
+                                    fmt::join(it->stages, ", "), stage, hp.name, it->point.signature(), hp.signature()));
+      } else {
+        it->stages.push_back(stage);
+      }
+    }
+    for (const auto& h : iface.hooks()) {
+      checkName(h.function, "hook function", stage, kernel);
+      m.hooks.push_back({h, stage});
     }
   }
+
+  checkHooks(m, kernel, chain, ifaces, src.stages);
+  checkUses(m, kernel, ifaces, src.stages);
 
   for (const auto& s : m.shared) {
     if (s.decl.elementBytes == 2 && !device_.fp16Arithmetic()) {
@@ -345,7 +601,6 @@ KernelSource KernelBuilder::build() const {
   for (std::size_t i = 0; i < src.stages.size(); ++i) {
     if (!src.stageKeys[i].empty()) w.line("//   {}: {}", src.stages[i], src.stageKeys[i]);
   }
-  for (const auto& [k, v] : notes_) w.line("// {}: {}", k, v);
   w.line("// Generated for: {} (subgroup {}, shared memory {} B)", device_.name(), device_.subgroupSize(),
          device_.maxSharedMemoryBytes());
   w.blank();
@@ -381,10 +636,12 @@ KernelSource KernelBuilder::build() const {
       w.line("shared {} {}[{}];  // {}", s.decl.glslElement, s.decl.name, s.decl.count, s.stage);
     }
   }
-  for (const auto& [path, users] : m.snippets) {
+  emitHookPrototypes(w, m);
+  for (const auto& sn : m.snippets) {
     w.blank();
-    w.snippet(path, snippets_->text(path), users);
+    w.snippet(sn.path, sn.text, sn.users);
   }
+  emitHookDefinitions(w, m);
   w.blank();
   w.open("void main()");
   for (std::size_t i = 0; i < stages_.size(); ++i) {
@@ -399,6 +656,7 @@ KernelSource KernelBuilder::build() const {
 
   src.glsl = w.str();
   src.blocks = w.blocks();
+  checkPushReferences(src, m, ifaces);
   src.hash = hashHex(src.glsl);
   src.notes = notes_;
   return src;

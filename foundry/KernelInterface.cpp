@@ -40,6 +40,22 @@ std::uint32_t pushTypeSize(PushType type) {
 
 std::uint32_t pushTypeAlign(PushType type) { return pushTypeSize(type); }
 
+std::string_view hookComposeName(HookCompose compose) {
+  switch (compose) {
+    case HookCompose::Chain: return "chain";
+    case HookCompose::All: return "all";
+    case HookCompose::Reduce: return "reduce";
+    case HookCompose::Single: return "single";
+  }
+  return "?";
+}
+
+std::string HookPoint::signature() const {
+  std::string s = returnType + " " + name + "(";
+  for (std::size_t i = 0; i < params.size(); ++i) s += (i ? ", " : "") + params[i].type + " " + params[i].name;
+  return s + ")";
+}
+
 KernelInterface& KernelInterface::buffer(std::string name, DType dtype, Access access, std::string glslElement) {
   if (glslElement.empty()) glslElement = std::string(glslScalarType(dtype));
   buffers_.push_back({std::move(name), dtype, std::move(glslElement), access});
@@ -83,6 +99,31 @@ KernelInterface& KernelInterface::produces(std::string name, std::string type) {
 
 KernelInterface& KernelInterface::snippet(std::string path) {
   snippets_.push_back(std::move(path));
+  return *this;
+}
+
+KernelInterface& KernelInterface::snippetText(std::string name, std::string text) {
+  inline_.push_back({std::move(name), std::move(text)});
+  return *this;
+}
+
+KernelInterface& KernelInterface::hosts(HookPoint point) {
+  hosted_.push_back(std::move(point));
+  return *this;
+}
+
+KernelInterface& KernelInterface::hook(std::string point, std::string function, bool hint) {
+  hooks_.push_back({std::move(point), std::move(function), hint});
+  return *this;
+}
+
+KernelInterface& KernelInterface::usesPush(std::string name) {
+  usedPush_.push_back(std::move(name));
+  return *this;
+}
+
+KernelInterface& KernelInterface::usesBuffer(std::string name) {
+  usedBuffers_.push_back(std::move(name));
   return *this;
 }
 

@@ -57,6 +57,51 @@ struct ConstantDecl {
   std::string value;
 };
 
+/// How the hooks of several stages on one hook point combine.
+enum class HookCompose {
+  Chain,   ///< each provider transforms the first argument in chain order; returns it
+  All,     ///< true when every provider returns true (bool)
+  Reduce,  ///< providers' results folded with `combine` in chain order
+  Single,  ///< at most one provider
+};
+std::string_view hookComposeName(HookCompose compose);
+
+struct HookParam {
+  std::string type;
+  std::string name;
+  bool operator==(const HookParam&) const = default;
+};
+
+/// A fixed point of a kernel where other stages may plug in code: the hosting stage calls the
+/// function `name`, which the builder generates from the providers' functions (or the fallback).
+struct HookPoint {
+  std::string name;        ///< what the kernel calls, e.g. "fa_score"
+  std::string returnType;  ///< "float", "bool", "uvec4", ...
+  std::vector<HookParam> params;
+  HookCompose compose = HookCompose::Chain;
+  std::string fallback;    ///< GLSL expression of the params when no stage hooks the point
+  std::string combine;     ///< Reduce: an expression of `hook_x` and `hook_y`
+  std::string meaning;     ///< one line for errors and docs
+  std::string companion;   ///< a point a stage hooking this one must hook too (empty: none)
+  bool operator==(const HookPoint&) const = default;
+  /// "float fa_score(float s, uint b, ...)".
+  std::string signature() const;
+};
+
+/// A stage's function plugged into a hook point. A hint may be dropped by kernels that do not host
+/// the point (it only saves work, e.g. skipping tiles); anything else must be hosted.
+struct HookDecl {
+  std::string point;
+  std::string function;
+  bool hint = false;
+};
+
+/// GLSL text a stage brings itself (a user's modifier), under a name unique in the kernel.
+struct InlineSnippet {
+  std::string name;
+  std::string text;
+};
+
 /// Everything one stage declares. Stages fill it in `declare()`; nothing here is numbered.
 class KernelInterface {
  public:
@@ -71,6 +116,17 @@ class KernelInterface {
   KernelInterface& consumes(std::string name, std::string type);
   KernelInterface& produces(std::string name, std::string type);
   KernelInterface& snippet(std::string path);       ///< relative to kernels/, e.g. "common/online_softmax.glsl"
+  /// GLSL the stage carries itself instead of a file under kernels/ (a user's own functions). It may
+  /// start with `//! requires:` lines naming kernels/ snippets it needs first.
+  KernelInterface& snippetText(std::string name, std::string text);
+  /// A hook point this stage's code calls (see HookPoint).
+  KernelInterface& hosts(HookPoint point);
+  /// Plugs `function` (defined in one of this stage's snippets) into the hook point `point`.
+  KernelInterface& hook(std::string point, std::string function, bool hint = false);
+  /// A push-constant field or buffer this stage's code reads but another stage of the chain
+  /// declares; the builder checks that one does.
+  KernelInterface& usesPush(std::string name);
+  KernelInterface& usesBuffer(std::string name);
   KernelInterface& extension(std::string name);     ///< e.g. "GL_KHR_shader_subgroup_arithmetic"
 
   const std::vector<BufferDecl>& buffers() const { return buffers_; }
@@ -82,6 +138,11 @@ class KernelInterface {
   const std::vector<Symbol>& produced() const { return produces_; }
   const std::vector<std::string>& snippets() const { return snippets_; }
   const std::vector<std::string>& extensions() const { return extensions_; }
+  const std::vector<InlineSnippet>& inlineSnippets() const { return inline_; }
+  const std::vector<HookPoint>& hostedPoints() const { return hosted_; }
+  const std::vector<HookDecl>& hooks() const { return hooks_; }
+  const std::vector<std::string>& usedPush() const { return usedPush_; }
+  const std::vector<std::string>& usedBuffers() const { return usedBuffers_; }
 
  private:
   std::vector<BufferDecl> buffers_;
@@ -90,6 +151,10 @@ class KernelInterface {
   std::vector<ConstantDecl> constants_, defines_;
   std::vector<Symbol> consumes_, produces_;
   std::vector<std::string> snippets_, extensions_;
+  std::vector<InlineSnippet> inline_;
+  std::vector<HookPoint> hosted_;
+  std::vector<HookDecl> hooks_;
+  std::vector<std::string> usedPush_, usedBuffers_;
 };
 
 }  // namespace foundry

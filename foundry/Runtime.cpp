@@ -82,6 +82,14 @@ void Runtime::upload(const Tensor& tensor, std::span<const float> values) {
   tensor.buffer->upload(bytes, tensor.offset * dtypeBytes(tensor.dtype));
 }
 
+void Runtime::upload(const Tensor& tensor, std::span<const std::uint32_t> words) {
+  if (!tensor.packed() || tensor.dtype != DType::U32 || words.size() != static_cast<std::size_t>(tensor.numel())) {
+    throw InternalError(fmt::format("word upload to '{}' ({}) of {} words needs a packed u32 tensor of as many",
+                                    tensor.name, tensor.shapeString(), words.size()));
+  }
+  tensor.buffer->upload(std::as_bytes(words), tensor.offset * 4);
+}
+
 std::vector<float> Runtime::download(const Tensor& tensor) {
   if (!tensor.packed()) throw InternalError(fmt::format("download of '{}' needs a packed tensor", tensor.name));
   std::vector<std::byte> bytes(tensor.spanBytes());

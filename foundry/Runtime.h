@@ -45,6 +45,8 @@ class Runtime {
   Tensor allocate(std::string name, DType dtype, std::vector<std::int64_t> dims, Layout layout = Layout::Contiguous);
   /// Converts `values` to the tensor's dtype and writes them in its packed element order.
   void upload(const Tensor& tensor, std::span<const float> values);
+  /// Writes u32 words into a U32 tensor in its packed element order, exactly.
+  void upload(const Tensor& tensor, std::span<const std::uint32_t> words);
   /// Reads the tensor's elements in packed order, as floats.
   std::vector<float> download(const Tensor& tensor);
   /// Fills the tensor's buffer with NaN (outputs are poisoned so unwritten elements show).

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <glslang/build_info.h>
 #include <shaderc/shaderc.hpp>
 
 #include "foundry/Error.h"
@@ -15,7 +16,11 @@ namespace foundry {
 ShaderCompiler::ShaderCompiler(Optimization optimization) : optimization_(optimization) {
   unsigned version = 0, revision = 0;
   shaderc_get_spv_version(&version, &revision);
-  identity_ = fmt::format("shaderc spv{}.{} vulkan1.2 opt={}", version, revision,
+  // The compilers' own versions, not only the SPIR-V they target: a newer glslang or SPIRV-Tools may
+  // emit different code for the same text, so a cache filled by one must not serve the other.
+  identity_ = fmt::format("shaderc {} glslang {}.{}.{}{} spirv-tools {} spv{}.{} vulkan1.2 opt={}", FOUNDRY_SHADERC_VERSION,
+                          GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH, GLSLANG_VERSION_FLAVOR,
+                          FOUNDRY_SPIRV_TOOLS_VERSION, version, revision,
                           optimization == Optimization::Performance ? "performance" : "none");
 }
 

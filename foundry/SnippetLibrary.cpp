@@ -61,7 +61,18 @@ const std::string& SnippetLibrary::text(const std::string& path) const {
 }
 
 std::vector<std::string> SnippetLibrary::dependencies(const std::string& path) const {
-  const std::string& t = text(path);
+  return snippetRequirements(text(path));
+}
+
+bool SnippetLibrary::has(const std::string& path) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (texts_.count(path)) return true;
+  }
+  return !directory_.empty() && std::filesystem::is_regular_file(std::filesystem::path(directory_) / path);
+}
+
+std::vector<std::string> snippetRequirements(const std::string& t) {
   std::vector<std::string> out;
   std::istringstream in(t);
   std::string line;

@@ -9,6 +9,9 @@
 
 namespace foundry {
 
+/// The snippets named by `//! requires:` lines at the top of a snippet's text.
+std::vector<std::string> snippetRequirements(const std::string& text);
+
 class SnippetLibrary {
  public:
   /// The snippets compiled into this binary.
@@ -23,6 +26,8 @@ class SnippetLibrary {
   const std::string& text(const std::string& path) const;
   /// Snippets named by `//! requires: a.glsl b.glsl` lines at the top of `path`.
   std::vector<std::string> dependencies(const std::string& path) const;
+  /// Whether `path` can be read (embedded, or a file under the directory).
+  bool has(const std::string& path) const;
   std::vector<std::string> list() const;
   const std::string& origin() const { return origin_; }
 

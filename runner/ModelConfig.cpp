@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -30,9 +31,21 @@ struct Key {
 // The keys each object accepts; configs/schema.json documents the same (a test keeps them equal).
 constexpr Key kTopKeys[] = {{"$schema", false}, {"name", true},  {"source", true}, {"note", false},
                             {"attention", true}, {"run", true},  {"tuning", false}};
-constexpr Key kAttentionKeys[] = {{"layers", true},   {"n_heads", true},     {"n_kv_heads", true},
-                                  {"head_dim", true}, {"max_context", true}, {"rope", true}};
-constexpr Key kRopeKeys[] = {{"theta", true}, {"pairing", true}, {"rotary_dims", false}, {"scaling", false}};
+constexpr Key kAttentionKeys[] = {{"layers", true},     {"n_heads", true},     {"n_kv_heads", true},
+                                  {"head_dim", true},   {"max_context", true}, {"rope", false},
+                                  {"query_pre_attn_scalar", false}, {"modifiers", false}};
+constexpr Key kRopeKeys[] = {{"theta", true}, {"pairing", true}, {"rotary_dims", false}, {"scaling", false},
+                             {"yarn", false}};
+constexpr Key kYarnKeys[] = {{"factor", true},          {"original_max_position", true}, {"beta_fast", false},
+                             {"beta_slow", false},      {"truncate", false},             {"attention_factor", false},
+                             {"mscale", false},         {"mscale_all_dim", false}};
+// Each modifier type's keys; "type" and "layers" are common.
+constexpr Key kWindowKeys[] = {{"type", true}, {"layers", false}, {"window", false}, {"left", false}, {"right", false}};
+constexpr Key kSoftCapKeys[] = {{"type", true}, {"layers", false}, {"cap", true}};
+constexpr Key kAlibiKeys[] = {{"type", true}, {"layers", false}, {"slopes", false}};
+constexpr Key kSinksKeys[] = {{"type", true}, {"layers", false}, {"values", false}};
+constexpr Key kLayerPatternKeys[] = {{"every", true}, {"offset", false}};
+constexpr std::string_view kModifierTypes[] = {"sliding_window", "soft_cap", "alibi", "sinks"};
 constexpr Key kScalingKeys[] = {{"type", true},
                                 {"factor", true},
                                 {"low_freq_factor", true},
@@ -198,6 +211,35 @@ class Reader {
   std::string origin_;
 };
 
+// Per layer: at most one modifier of a type (two of one kind would share its push constants and
+// buffers), layer indices inside the model, per-head values for every head.
+void checkModifiers(const Reader& r, const ModelConfig& c) {
+  for (std::size_t i = 0; i < c.modifiers.size(); ++i) {
+    const auto& m = c.modifiers[i];
+    const std::string at = fmt::format("/attention/modifiers/{}", i);
+    for (std::size_t j = 0; j < m.layers.list.size(); ++j) {
+      if (m.layers.list[j] >= c.layers) {
+        r.fail(fmt::format("{}/layers/{}", at, j),
+               fmt::format("layer {} does not exist: {} has layers 0 to {}", m.layers.list[j], c.name, c.layers - 1));
+      }
+    }
+    if (!m.values.empty() && m.values.size() != c.nHeads) {
+      r.fail(at + (m.kind == ModifierConfig::Kind::Alibi ? "/slopes" : "/values"),
+             fmt::format("expected one value per query head ({}), found {}", c.nHeads, m.values.size()));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      const auto& o = c.modifiers[j];
+      if (o.kind != m.kind) continue;
+      for (std::uint32_t l = 0; l < c.layers; ++l) {
+        if (m.layers.matches(l) && o.layers.matches(l)) {
+          r.fail(at, fmt::format("modifiers {} and {} are both {} on layer {}: at most one of a type per layer", j, i,
+                                 m.typeName(), l));
+        }
+      }
+    }
+  }
+}
+
 void checkHeadDim(const Reader& r, std::uint32_t headDim) {
   if (std::find(std::begin(kFlashHeadDims), std::end(kFlashHeadDims), headDim) == std::end(kFlashHeadDims)) {
     r.unsupported("/attention/head_dim",
@@ -215,12 +257,18 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
                        "query heads",
                        c.nHeads, c.nKvHeads));
   }
-  if (c.rope.rotaryDims > c.headDim) {
+  if (c.rope && c.rope->rotaryDims > c.headDim) {
     r.fail("/attention/rope/rotary_dims",
-           fmt::format("rotary_dims ({}) cannot exceed head_dim ({})", c.rope.rotaryDims, c.headDim));
+           fmt::format("rotary_dims ({}) cannot exceed head_dim ({})", c.rope->rotaryDims, c.headDim));
   }
-  if (c.rope.llama3) {
-    const auto& s = *c.rope.llama3;
+  if (c.rope && c.rope->yarn && c.rope->yarn->originalMaxPosition > c.maxContext) {
+    r.fail("/attention/rope/yarn/original_max_position",
+           fmt::format("original_max_position ({}) cannot exceed max_context ({})", c.rope->yarn->originalMaxPosition,
+                       c.maxContext));
+  }
+  checkModifiers(r, c);
+  if (c.rope && c.rope->llama3) {
+    const auto& s = *c.rope->llama3;
     if (!(s.highFreqFactor > s.lowFreqFactor)) {
       r.fail("/attention/rope/scaling/high_freq_factor",
              fmt::format("high_freq_factor ({}) must be greater than low_freq_factor ({})", s.highFreqFactor,
@@ -271,10 +319,18 @@ RopeSpec readRope(const Reader& r, const json& rope) {
     const std::string p = "/attention/rope/scaling";
     r.object(s, p, kScalingKeys);
     const std::string type = r.string(s.at("type"), p + "/type", kMaxNameChars, false);
+    if (type == "yarn") {
+      r.fail(p + "/type", "YaRN goes in /attention/rope/yarn (factor, original_max_position, beta_fast, beta_slow, "
+                          "truncate, attention_factor)");
+    }
     if (type != "llama3") {
       const bool known = std::find(std::begin(kKnownRopeScalings), std::end(kKnownRopeScalings), type) !=
                          std::end(kKnownRopeScalings);
-      if (known) r.unsupported(p + "/type", fmt::format("rope scaling \"{}\" is not supported; supported: llama3", type));
+      if (known) {
+        r.unsupported(p + "/type",
+                      fmt::format("rope scaling \"{}\" is not supported; supported: llama3 (here), yarn (/attention/rope/yarn)",
+                                  type));
+      }
       r.fail(p + "/type", fmt::format("expected \"llama3\", found {}", quoteForMessage(type)));
     }
     Llama3Scaling l;
@@ -284,7 +340,103 @@ RopeSpec readRope(const Reader& r, const json& rope) {
     l.originalMaxPosition = r.integer(s.at("original_max_position"), p + "/original_max_position", 1, kMaxContext);
     spec.llama3 = l;
   }
+  if (rope.contains("yarn")) {
+    const std::string p = "/attention/rope/yarn";
+    const json& y = rope.at("yarn");
+    r.object(y, p, kYarnKeys);
+    if (spec.llama3) r.fail(p, "a rope has one frequency scaling: llama3 (/attention/rope/scaling) or yarn, not both");
+    YarnScaling ys;
+    ys.factor = r.number(y.at("factor"), p + "/factor", 1.0, false, kMaxScalingFactor);
+    ys.originalMaxPosition = r.integer(y.at("original_max_position"), p + "/original_max_position", 1, kMaxContext);
+    if (y.contains("beta_fast")) ys.betaFast = r.number(y.at("beta_fast"), p + "/beta_fast", 0.0, true, 1e6);
+    if (y.contains("beta_slow")) ys.betaSlow = r.number(y.at("beta_slow"), p + "/beta_slow", 0.0, true, 1e6);
+    if (!(ys.betaFast > ys.betaSlow)) {
+      r.fail(p + "/beta_fast", fmt::format("beta_fast ({}) must be greater than beta_slow ({})", ys.betaFast, ys.betaSlow));
+    }
+    if (y.contains("truncate")) ys.truncate = r.boolean(y.at("truncate"), p + "/truncate");
+    if (y.contains("attention_factor")) {
+      ys.attentionFactor = r.number(y.at("attention_factor"), p + "/attention_factor", 0.0, true, 1e3);
+    }
+    if (y.contains("mscale")) ys.mscale = r.number(y.at("mscale"), p + "/mscale", 0.0, true, 1e3);
+    if (y.contains("mscale_all_dim")) ys.mscaleAllDim = r.number(y.at("mscale_all_dim"), p + "/mscale_all_dim", 0.0, true, 1e3);
+    spec.yarn = ys;
+  }
   return spec;
+}
+
+LayerSelector readLayers(const Reader& r, const json& v, const std::string& p) {
+  LayerSelector sel;
+  if (v.is_array()) {
+    if (v.empty()) r.fail(p, "expected at least one layer index");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      sel.list.push_back(r.integer(v[i], fmt::format("{}/{}", p, i), 0, kMaxLayers - 1));
+    }
+    return sel;
+  }
+  if (!v.is_object()) {
+    r.fail(p, fmt::format("expected an array of layer indices or {{\"every\": N, \"offset\": K}}, found {}",
+                          describeJsonValue(v)));
+  }
+  r.object(v, p, kLayerPatternKeys);
+  sel.every = r.integer(v.at("every"), p + "/every", 1, kMaxLayers);
+  if (v.contains("offset")) sel.offset = r.integer(v.at("offset"), p + "/offset", 0, sel.every - 1);
+  return sel;
+}
+
+std::vector<double> readPerHead(const Reader& r, const json& v, const std::string& p, double lo, double hi) {
+  if (!v.is_array() || v.empty()) r.fail(p, fmt::format("expected an array of numbers, found {}", describeJsonValue(v)));
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(r.number(v[i], fmt::format("{}/{}", p, i), lo, false, hi));
+  return out;
+}
+
+std::vector<ModifierConfig> readModifiers(const Reader& r, const json& v) {
+  const std::string base = "/attention/modifiers";
+  if (!v.is_array()) r.fail(base, fmt::format("expected an array of modifiers, found {}", describeJsonValue(v)));
+  std::vector<ModifierConfig> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& m = v[i];
+    const std::string p = fmt::format("{}/{}", base, i);
+    if (!m.is_object() || !m.contains("type") || !m.at("type").is_string()) {
+      r.fail(p + "/type", fmt::format("each modifier is an object with a \"type\": {}",
+                                      fmt::join(kModifierTypes, ", ")));
+    }
+    const std::string type = m.at("type").get<std::string>();
+    ModifierConfig c;
+    if (type == "sliding_window") {
+      r.object(m, p, kWindowKeys);
+      c.kind = ModifierConfig::Kind::SlidingWindow;
+      const bool extents = m.contains("left") || m.contains("right");
+      if (m.contains("window") == extents) {
+        r.fail(p + "/window", "give either \"window\" (the query and the window - 1 keys before it, as Hugging Face's "
+                              "sliding_window) or \"left\" and \"right\" (FlashAttention's window_size)");
+      }
+      if (m.contains("window")) {
+        c.left = r.integer(m.at("window"), p + "/window", 1, kMaxContext) - 1;
+      } else {
+        if (m.contains("left")) c.left = r.integer(m.at("left"), p + "/left", 0, kMaxContext);
+        if (m.contains("right")) c.right = r.integer(m.at("right"), p + "/right", 0, kMaxContext);
+      }
+    } else if (type == "soft_cap") {
+      r.object(m, p, kSoftCapKeys);
+      c.kind = ModifierConfig::Kind::SoftCap;
+      c.cap = r.number(m.at("cap"), p + "/cap", 0.0, true, 1e6);
+    } else if (type == "alibi") {
+      r.object(m, p, kAlibiKeys);
+      c.kind = ModifierConfig::Kind::Alibi;
+      if (m.contains("slopes")) c.values = readPerHead(r, m.at("slopes"), p + "/slopes", -1e3, 1e3);
+    } else if (type == "sinks") {
+      r.object(m, p, kSinksKeys);
+      c.kind = ModifierConfig::Kind::Sinks;
+      if (m.contains("values")) c.values = readPerHead(r, m.at("values"), p + "/values", -1e6, 1e6);
+    } else {
+      r.fail(p + "/type", fmt::format("unknown modifier type {}; accepted: {}", quoteForMessage(type),
+                                      fmt::join(kModifierTypes, ", ")));
+    }
+    if (m.contains("layers")) c.layers = readLayers(r, m.at("layers"), p + "/layers");
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 ModelConfig readConfig(const Reader& r, const json& doc) {
@@ -302,7 +454,12 @@ ModelConfig readConfig(const Reader& r, const json& doc) {
   c.nKvHeads = r.integer(a.at("n_kv_heads"), "/attention/n_kv_heads", 1, kMaxHeads);
   c.headDim = r.integer(a.at("head_dim"), "/attention/head_dim", 1, kMaxHeadDim);
   c.maxContext = r.integer(a.at("max_context"), "/attention/max_context", 1, kMaxContext);
-  c.rope = readRope(r, a.at("rope"));
+  if (a.contains("rope")) c.rope = readRope(r, a.at("rope"));
+  if (a.contains("query_pre_attn_scalar")) {
+    c.softmaxScale = 1.0 / std::sqrt(r.number(a.at("query_pre_attn_scalar"), "/attention/query_pre_attn_scalar", 0.0,
+                                              true, 1e9));
+  }
+  if (a.contains("modifiers")) c.modifiers = readModifiers(r, a.at("modifiers"));
 
   const json& run = doc.at("run");
   r.object(run, "/run", kRunKeys);
@@ -331,6 +488,35 @@ std::uint32_t overrideValue(const Reader& r, std::int64_t value, const std::stri
 }
 
 }  // namespace
+
+bool LayerSelector::matches(std::uint32_t layer) const {
+  if (!list.empty()) return std::find(list.begin(), list.end(), layer) != list.end();
+  return layer % every == offset;
+}
+
+std::string LayerSelector::describe() const {
+  if (!list.empty()) return fmt::format("layers {}", fmt::join(list, ", "));
+  if (every == 1) return "all layers";
+  return fmt::format("every {} layers from {}", every, offset);
+}
+
+std::string ModifierConfig::typeName() const {
+  switch (kind) {
+    case Kind::SlidingWindow: return "sliding_window";
+    case Kind::SoftCap: return "soft_cap";
+    case Kind::Alibi: return "alibi";
+    case Kind::Sinks: return "sinks";
+  }
+  return "?";
+}
+
+std::vector<ModifierConfig> ModelConfig::modifiersOf(std::uint32_t layer) const {
+  std::vector<ModifierConfig> out;
+  for (const auto& m : modifiers) {
+    if (m.layers.matches(layer)) out.push_back(m);
+  }
+  return out;
+}
 
 ModelConfig parseModelConfig(std::string_view text, const std::string& origin) {
   const Reader r(origin);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,27 @@ struct RunSpec {
   bool check = true;               ///< compare against the CPU reference
 };
 
+/// Which layers a modifier applies to: every layer, layers l with l % every == offset (alternating
+/// local and global layers), or a list.
+struct LayerSelector {
+  std::uint32_t every = 1;
+  std::uint32_t offset = 0;
+  std::vector<std::uint32_t> list;  ///< when non-empty, exactly these layers
+  bool matches(std::uint32_t layer) const;
+  std::string describe() const;     ///< "all layers", "every 2nd layer from 0", "layers 1, 5"
+};
+
+/// One attention modifier a model applies, as plain data (what its Hugging Face config says).
+struct ModifierConfig {
+  enum class Kind { SlidingWindow, SoftCap, Alibi, Sinks };
+  Kind kind = Kind::SlidingWindow;
+  std::uint32_t left = 0, right = 0;  ///< SlidingWindow: keys [q - left, q + right]
+  double cap = 0;                     ///< SoftCap
+  std::vector<double> values;         ///< Alibi: slopes (empty: BLOOM's); Sinks: logits (empty: drawn per layer)
+  LayerSelector layers;
+  std::string typeName() const;       ///< the JSON "type"
+};
+
 /// One model config file, validated.
 struct ModelConfig {
   std::string name;    ///< e.g. "Llama-3.1-8B"
@@ -38,12 +60,18 @@ struct ModelConfig {
   std::uint32_t nKvHeads = 1;
   std::uint32_t headDim = 128;
   std::uint32_t maxContext = 1;  ///< the longest sequence the model supports
-  RopeSpec rope;                 ///< rope.rotaryDims is 0 when the file leaves it out (all of head_dim)
+  /// Absent for models without rotary embeddings (ALiBi: MPT, BLOOM). rotaryDims is 0 when the file
+  /// leaves it out (all of head_dim).
+  std::optional<RopeSpec> rope;
+  double softmaxScale = 0;       ///< 0: 1 / sqrt(head_dim); query_pre_attn_scalar^-1/2 where given (Gemma 2)
+  std::vector<ModifierConfig> modifiers;  ///< after the causal mask, in order
   RunSpec run;
   nlohmann::json tuning = nlohmann::json::object();  ///< knob overrides; already checked by applyTuning
 
   /// Query heads per KV head.
   std::uint32_t group() const { return nHeads / nKvHeads; }
+  /// The modifiers of `layer`, in order.
+  std::vector<ModifierConfig> modifiersOf(std::uint32_t layer) const;
   /// Tokens in the KV cache at the end of the run.
   std::uint32_t totalTokens() const { return run.promptLen + run.decodeTokens; }
 };

@@ -9,6 +9,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "foundry/AtomicFile.h"
@@ -19,6 +20,7 @@
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/vk/VulkanDispatcher.h"
+#include "runner/LayerModifiers.h"
 #include "stages/RandomFillStage.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
@@ -93,7 +95,6 @@ class Session {
     T_ = P_ + N_;
     L_ = c_.run.layers;
     dtype_ = c_.run.dtype;
-    spec_ = c_.rope;
   }
 
   RunReport run();
@@ -103,6 +104,11 @@ class Session {
     return rt_.allocate(name, dtype_, std::move(dims), layout);
   }
   void fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count);
+  /// RoPE on K as it is appended at `pos0`, when the model has it.
+  std::optional<KvAppendStep::Rope> kRope(std::uint32_t pos0) const {
+    if (!c_.rope) return std::nullopt;
+    return KvAppendStep::Rope{*c_.rope, ropeTable_, pos0};
+  }
   void attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                  std::optional<std::uint32_t> fusedRopePosition);
   void record(const SubmitResult& r, PhaseReport& phase);
@@ -123,8 +129,8 @@ class Session {
   DeviceWorkspace workspace_;
   std::uint32_t B_ = 1, P_ = 1, N_ = 0, T_ = 1, L_ = 1;
   DType dtype_ = DType::F16;
-  RopeSpec spec_;
-  Tensor ropeTable_;
+  Tensor ropeTable_;  ///< when the model has rotary embeddings
+  std::vector<Modifiers> modifiers_;  ///< per layer
   std::vector<Tensor> kCache_, vCache_, out_;
   std::vector<LayerInputs> inputs_;  ///< per layer from --inputs, or one shared synthetic set
   std::optional<SafetensorsFile> inputFile_;
@@ -150,13 +156,16 @@ void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, con
   call.v = vCache_[layer];
   call.o = o;
   call.kvLen = kvLen;
+  call.scale = static_cast<float>(c_.softmaxScale);
+  call.modifiers = modifiers_[layer];
   StepContext ctx{d, workspace_, &rt_};
+  const bool rotate = fusedRopePosition && c_.rope;
   if (req_.path == AttentionPath::Reference) {
-    if (fusedRopePosition) rope_.run(ctx, q, ropeTable_, spec_, *fusedRopePosition);
+    if (rotate) rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
     reference_.run(ctx, call);
     return;
   }
-  if (fusedRopePosition) call.rope = FusedRope{spec_, ropeTable_, *fusedRopePosition};
+  if (rotate) call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
   flash_.run(ctx, call);
 }
 
@@ -250,7 +259,15 @@ RunReport Session::run() {
   const std::uint64_t pipelines0 = rt_.pipelines().created();
 
   fillKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize())).emplace<RandomFillStage>(dtype_).build();
-  ropeTable_ = makeRopeTable(rt_, spec_, c_.headDim);
+  if (c_.rope) ropeTable_ = makeRopeTable(rt_, *c_.rope, c_.headDim);
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    modifiers_.push_back(layerModifiers(c_, l, [&](const std::string& name, const std::vector<double>& values) {
+      const Tensor t = rt_.allocate(name, DType::F32, {static_cast<std::int64_t>(values.size())});
+      rt_.upload(t, std::vector<float>(values.begin(), values.end()));
+      return t;
+    }));
+    report.layerModifiers.push_back(describeModifiers(c_.modifiersOf(l)));
+  }
   for (std::uint32_t l = 0; l < L_; ++l) {
     const std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
     kCache_.push_back(alloc(fmt::format("k_cache{}", l), dims, Layout::KvCache));
@@ -284,9 +301,8 @@ RunReport Session::run() {
     }
     StepContext ctx{*dispatcher, workspace_, &rt_};
     const Tensor q = tokenView(in.q, 0, P_);
-    rope_.run(ctx, q, ropeTable_, spec_, 0);
-    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0,
-                KvAppendStep::Rope{spec_, ropeTable_, 0});
+    if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, 0);
+    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0, kRope(0));
     attention(*dispatcher, q, l, tokenView(out_[keepOutputs ? l : 0], 0, P_), P_, std::nullopt);
   }
   record(dispatcher->submit(), report.prefill);
@@ -308,8 +324,7 @@ RunReport Session::run() {
         fill(*dispatcher, v, seedFor(c_.run.seed, l, 2), kvRow * pos, kvRow);
       }
       StepContext ctx{*dispatcher, workspace_, &rt_};
-      append_.run(ctx, tokenView(in.k, pos, 1), tokenView(in.v, pos, 1), kCache_[l], vCache_[l], pos,
-                  KvAppendStep::Rope{spec_, ropeTable_, pos});
+      append_.run(ctx, tokenView(in.k, pos, 1), tokenView(in.v, pos, 1), kCache_[l], vCache_[l], pos, kRope(pos));
       attention(*dispatcher, tokenView(in.q, pos, 1), l, tokenView(out_[keepOutputs ? l : 0], pos, 1), pos + 1, pos);
     }
     record(dispatcher->submit(), report.decode);
@@ -347,8 +362,10 @@ void Session::checkOutputs(RunReport& report) {
     std::vector<std::uint32_t> qPos(q.size() / D), kPos(k.size() / D);
     for (std::size_t i = 0; i < qPos.size(); ++i) qPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nHeads));
     for (std::size_t i = 0; i < kPos.size(); ++i) kPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nKvHeads));
-    cpuRope(spec_, D, q, qPos);
-    cpuRope(spec_, D, k, kPos);
+    if (c_.rope) {
+      cpuRope(*c_.rope, D, q, qPos);
+      cpuRope(*c_.rope, D, k, kPos);
+    }
     k = decodeElements(encodeElements(k, dtype_), dtype_);  // the cache holds rotated K in its dtype
     const auto got = rt_.download(out_[l]);
     for (const std::uint32_t t : tokens) {
@@ -360,6 +377,8 @@ void Session::checkOutputs(RunReport& report) {
       p.kvLen = p.kvCapacity = t + 1;
       p.headDim = D;
       p.dtype = dtype_;
+      p.scale = static_cast<float>(c_.softmaxScale);
+      p.modifiers = modifiers_[l];
       // Packed [B, H, 1, D] and [B, Hkv, t + 1, D] from the [tokens, batch, heads, D] host arrays.
       std::vector<float> qs(std::size_t(B_) * c_.nHeads * D), ks(std::size_t(B_) * c_.nKvHeads * (t + 1) * D),
           vs(ks.size()), gs(qs.size());
@@ -394,8 +413,10 @@ void Session::checkOutputs(RunReport& report) {
       rt_.upload(qr, hostInput(l, 0));
       auto d = rt_.dispatcher();
       StepContext ctx{*d, workspace_, &rt_};
-      rope_.run(ctx, tokenView(qr, 0, P_), ropeTable_, spec_, 0);
+      if (c_.rope) rope_.run(ctx, tokenView(qr, 0, P_), ropeTable_, *c_.rope, 0);
       AttentionCall call{tokenView(qr, 0, P_), kCache_[l], vCache_[l], tokenView(orr, 0, P_), P_};
+      call.scale = static_cast<float>(c_.softmaxScale);
+      call.modifiers = modifiers_[l];
       reference_.run(ctx, call);
       d->submit();
       const auto want = rt_.download(orr);
@@ -458,6 +479,10 @@ nlohmann::json RunReport::toJson() const {
   j["run"] = {{"batch", run.batch}, {"prompt_len", run.promptLen}, {"decode_tokens", run.decodeTokens},
               {"layers", run.layers}, {"dtype", dtypeName(run.dtype)}, {"seed", run.seed}};
   j["layout"] = {{"n_heads", nHeads}, {"n_kv_heads", nKvHeads}, {"head_dim", headDim}};
+  j["modifiers"] = nlohmann::json::array();
+  for (std::size_t l = 0; l < layerModifiers.size(); ++l) {
+    j["modifiers"].push_back({{"layer", l}, {"modifiers", layerModifiers[l]}});
+  }
   auto phase = [&](const PhaseReport& p) {
     return nlohmann::json{{"gpu_us", p.gpuMicros},
                           {"input_gpu_us", p.inputGpuMicros},
@@ -490,6 +515,17 @@ std::string RunReport::summary() const {
     s += fmt::format("  {:<8} {:>12.3f} {:>16.4f} {:>14.0f} {:>10.2f}\n", name, p->gpuMicros / 1e3,
                      run.layers ? p->gpuMicros / 1e3 / run.layers : 0.0,
                      p->gpuMicros > 0 ? p->tokens / (p->gpuMicros * 1e-6) : 0.0, p->wallSeconds);
+  }
+  // Layers with the same modifiers on one line: "layers 0, 2: sliding window 128 + sinks".
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> groups;
+  for (std::size_t l = 0; l < layerModifiers.size(); ++l) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == layerModifiers[l]; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {layerModifiers[l], {}});
+    it->second.push_back(l);
+  }
+  s += "  modifiers (after the causal mask):\n";
+  for (const auto& [mods, layers] : groups) {
+    s += fmt::format("    layer{} {}: {}\n", layers.size() > 1 ? "s" : "", fmt::join(layers, ", "), mods);
   }
   s += "  kernels:\n";
   for (const auto& [k, n] : kernels) s += fmt::format("    {:>6} x {}\n", n, k);

@@ -59,6 +59,7 @@ struct RunReport {
   std::string model, device, driver, path;
   RunSpec run;
   std::uint32_t nHeads = 0, nKvHeads = 0, headDim = 0;
+  std::vector<std::string> layerModifiers;  ///< per layer run, what modifiers it applied after the causal mask
   PhaseReport prefill, decode;
   std::map<std::string, std::uint64_t> kernels;  ///< kernel -> dispatches
   std::uint64_t peakDeviceBytes = 0;   ///< above what was held when the run started

@@ -6,6 +6,8 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
+#include "stages/AttentionHooks.h"
+#include "stages/HeadLayoutStage.h"
 
 namespace foundry::decode_detail {
 
@@ -42,6 +44,12 @@ void declareOutputMacros(KernelInterface& k, DType dtype, const std::string& pre
   k.define(prefix + "_CLAMP(x)", dtype == DType::F16 ? "clamp_to_half(x)" : "(x)");
 }
 
+std::set<std::string> hookPoints(const DecodeVariant& v) {
+  auto points = attentionHookNames(v.split && !v.fusedReduce ? HookPhase::Keys : HookPhase::All);
+  points.erase(hook::kTileVisible);  // keys stream one step at a time: no tiles to skip
+  return points;
+}
+
 void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::string reason = v.unusableReason(device.subgroupSize());
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "decode variant {}: {}", v.key(), reason);
@@ -64,6 +72,9 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
   for (const char* s : {"batch", "q_head0", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
+  HeadLayoutStage::usesShapeFields(k);
+  // A Split-K part leaves the output's hooks to whoever merges its partials.
+  hostAttentionHooks(k, hookPoints(v));
 
   const std::uint32_t parts = v.scalar ? 1 : v.warps;
   k.constant("HEAD_DIM", v.headDim).constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
@@ -115,7 +126,10 @@ void emitLastArrivalMerge(GlslWriter& w) {
   w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
   w.line("const uint h = i / HEAD_DIM, d = i % HEAD_DIM;");
   w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
-  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(splitk_merge(row0, pc.n_splits, d)));");
+  w.line("float o_merged, m_merged, l_merged;");
+  w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
+  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_merged, m_merged, l_merged, batch, q_head0 + h, "
+         "q_pos, d)));");
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
   w.close();
@@ -124,9 +138,13 @@ void emitLastArrivalMerge(GlslWriter& w) {
 }  // namespace
 
 void emitBody(const DecodeVariant& v, GlslWriter& w) {
-  w.line("const uint kv_begin = min(gl_WorkGroupID.x * pc.kv_chunk, pc.kv_len);");
-  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, pc.kv_len);");
-  w.line("{}(kv_begin, kv_end, k_base, v_base, pc.qk_scale);", v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
+  // Split s takes the s-th chunk of the keys the workgroup's heads can see at all.
+  w.line("const uint q_pos = fa_query_pos(batch, 0u);");
+  w.line("const uvec4 keys = fa_keys_heads(batch, q_head0, DECODE_HEADS, q_pos, q_pos);");
+  w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
+  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
+  w.line("{}(kv_begin, kv_end, k_base, v_base, pc.qk_scale, batch, q_head0, q_pos, keys);",
+         v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
   w.line("barrier();");
   w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
   w.line("const uint h = i / HEAD_DIM, d = i % HEAD_DIM;");
@@ -137,7 +155,8 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
     w.line("partial_o[row * HEAD_DIM + d] = o_unnorm;");
     w.line("if (d == 0u) partial_ml[row] = vec2(m_all, l_all);");
   } else {
-    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(l_all > 0.0 ? o_unnorm / l_all : 0.0));");
+    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_unnorm, m_all, l_all, batch, q_head0 + h, "
+           "q_pos, d)));");
   }
   w.close();
   if (v.split && v.fusedReduce) emitLastArrivalMerge(w);

@@ -1,6 +1,9 @@
 #pragma once
 // What FlashDecodeStage and FlashDecodeFusedStage share: the declarations and the body of a decode
 // kernel after q is in shared memory. The two stages differ only in where q_shared comes from.
+#include <set>
+#include <string>
+
 #include "foundry/GlslWriter.h"
 #include "foundry/KernelInterface.h"
 #include "stages/DecodeVariant.h"
@@ -16,6 +19,9 @@ std::string kvView(DType dtype, std::uint32_t vecWidth);
 /// Macros that convert and clamp a float for a dtype's storage.
 void declareOutputMacros(KernelInterface& k, DType dtype, const std::string& prefix);
 
+/// The hook points a decode kernel of this variant hosts: all but the tile hint, or the key loop's
+/// only when a reduce kernel merges its Split-K partials.
+std::set<std::string> hookPoints(const DecodeVariant& v);
 /// Declares everything but q_shared's producer.
 void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device);
 /// Emits the key loop, the merge and the store (final output or Split-K partials).

@@ -4,12 +4,18 @@
 
 namespace foundry {
 
+namespace {
+constexpr const char* kShapeFields[] = {"n_heads",    "n_kv_heads", "q_len",      "kv_len",     "q_stride_b",
+                                        "q_stride_h", "q_stride_s", "o_stride_b", "o_stride_h", "o_stride_s",
+                                        "k_stride_b", "k_stride_h", "v_stride_b", "v_stride_h"};
+}
+
 void HeadLayoutStage::declareShapeFields(KernelInterface& k) {
-  for (const char* f : {"n_heads", "n_kv_heads", "q_len", "kv_len", "q_stride_b", "q_stride_h", "q_stride_s",
-                        "o_stride_b", "o_stride_h", "o_stride_s", "k_stride_b", "k_stride_h", "v_stride_b",
-                        "v_stride_h"}) {
-    k.push(f, PushType::U32);
-  }
+  for (const char* f : kShapeFields) k.push(f, PushType::U32);
+}
+
+void HeadLayoutStage::usesShapeFields(KernelInterface& k) {
+  for (const char* f : kShapeFields) k.usesPush(f);
 }
 
 void HeadLayoutStage::declare(KernelInterface& k, const DeviceInfo&) const {

@@ -23,6 +23,8 @@ class HeadLayoutStage : public Stage {
 
   /// Push-constant fields every attention kernel shares: shape and the strides of q, k, v, out.
   static void declareShapeFields(KernelInterface& k);
+  /// Marks them as read by a stage that follows HeadLayoutStage in its kernel.
+  static void usesShapeFields(KernelInterface& k);
 
  private:
   Grid grid_;

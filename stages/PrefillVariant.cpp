@@ -51,7 +51,7 @@ std::string PrefillVariant::key() const {
   return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}", headDim, dtypeName(dtype),
                      coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
-                     causal ? "_causal" : "", split ? "_split" : "");
+                     longestFirst ? "_lf" : "", split ? "_split" : "");
 }
 
 }  // namespace foundry

@@ -17,7 +17,7 @@ struct PrefillVariant {
   std::uint32_t rowsPerWarp = 4;  ///< query rows each subgroup owns (16 with cooperative matrices)
   std::uint32_t keysPerTile = 32; ///< keys per K/V tile
   std::uint32_t stages = 2;       ///< 2: double-buffered K/V staging
-  bool causal = true;
+  bool longestFirst = true;       ///< query tiles in reverse, so a causal mask's longest rows go first
   bool split = false;             ///< write unnormalised partials for a Split-K reduce
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }

@@ -1,8 +1,14 @@
 #pragma once
 // The three stages of the materialised reference path (SdpaReferenceStep), each its own kernel:
-//   ReferenceScoresStage:  scores = scale * Q K^T with the causal mask     grid (kv blocks, q_len, B*Hq)
-//   ReferenceSoftmaxStage: a softmax over each score row, in place         grid (q_len, Hq, B)
-//   ReferencePvStage:      O = P V                                         grid (D blocks, q_len, B*Hq)
+//   ReferenceScoresStage:  scores = scale * Q K^T through the masks and score hooks
+//                                                                          grid (kv blocks, q_len, B*Hq)
+//   ReferenceSoftmaxStage: a softmax over each score row, in place, sinks in its denominator
+//                                                                          grid (q_len, Hq, B)
+//   ReferencePvStage:      O = P V through the epilogue hooks              grid (D blocks, q_len, B*Hq)
+// Each kernel hosts the hook points it calls (stages/AttentionHooks.h), in natural units.
+#include <set>
+#include <string>
+
 #include "foundry/Stage.h"
 
 namespace foundry {
@@ -10,12 +16,13 @@ namespace foundry {
 struct ReferenceParams {
   std::uint32_t headDim = 128;
   DType dtype = DType::F16;
-  bool causal = true;
   std::uint32_t workgroup = 64;  ///< a power of two; the softmax reduces over it
 };
 
 class ReferenceScoresStage : public Stage {
  public:
+  /// The hook points each kernel hosts.
+  static std::set<std::string> hookPoints();
   explicit ReferenceScoresStage(ReferenceParams p) : p_(p) {}
   std::string name() const override { return "ReferenceScoresStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
@@ -28,6 +35,7 @@ class ReferenceScoresStage : public Stage {
 
 class ReferenceSoftmaxStage : public Stage {
  public:
+  static std::set<std::string> hookPoints();
   explicit ReferenceSoftmaxStage(ReferenceParams p) : p_(p) {}
   std::string name() const override { return "ReferenceSoftmaxStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
@@ -40,6 +48,7 @@ class ReferenceSoftmaxStage : public Stage {
 
 class ReferencePvStage : public Stage {
  public:
+  static std::set<std::string> hookPoints();
   explicit ReferencePvStage(ReferenceParams p) : p_(p) {}
   std::string name() const override { return "ReferencePvStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;

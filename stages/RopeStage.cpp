@@ -9,7 +9,7 @@ namespace foundry {
 void RopeStage::declareRope(KernelInterface& k, const RopeStageParams& p) {
   FOUNDRY_CHECK_INTERNAL(p.rotaryDims > 0 && p.rotaryDims <= p.headDim && p.rotaryDims % 2 == 0,
                          "rotary dims {} must be even and within head_dim {}", p.rotaryDims, p.headDim);
-  k.buffer("rope_inv_freq", DType::F32, Access::ReadOnly).push("rope_pos0", PushType::U32);
+  k.buffer("rope_inv_freq", DType::F32, Access::ReadOnly).push("rope_pos0", PushType::U32).push("rope_scale", PushType::F32);
   k.define("ROPE_DIMS", fmt::format("{}u", p.rotaryDims)).define("ROPE_INTERLEAVED", p.interleaved ? "1" : "0");
   k.constant("HEAD_DIM", p.headDim);
   k.snippet("rope/rope.glsl");
@@ -19,7 +19,7 @@ void RopeStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareRope(k, p_);
   if (mode_ == Mode::SharedQuery) {
     k.buffer("q", p_.dtype, Access::ReadOnly);
-    k.consumes("q_base", "uint");
+    k.consumes("q_base", "uint").consumes("batch", "uint").usesPush("q_stride_h").usesPush("kv_len");
     k.shared("q_shared", "float", p_.heads * p_.headDim, 4);
   } else {
     k.buffer("x", p_.dtype, Access::ReadWrite);
@@ -29,10 +29,13 @@ void RopeStage::declare(KernelInterface& k, const DeviceInfo&) const {
 
 void RopeStage::emit(GlslWriter& w, const DeviceInfo&) const {
   if (mode_ == Mode::SharedQuery) {
+    // rope_pos0 is the query position of a sequence of kv_len keys; a shorter one (per-sequence
+    // lengths, the fa_kv_len hook of the decode stage that follows) has its query that much earlier.
+    w.line("const uint rope_pos = pc.rope_pos0 + fa_kv_len(batch) - pc.kv_len;");
     w.open("for (uint i = gl_LocalInvocationIndex; i < {}u * HEAD_DIM; i += WORKGROUP_SIZE)", p_.heads);
     w.line("const uint row = q_base + (i / HEAD_DIM) * pc.q_stride_h, d = i % HEAD_DIM;");
     w.line("const float x_d = float(q[row + d]);");
-    w.line("q_shared[i] = d < ROPE_DIMS ? rope_rotate(d, pc.rope_pos0, x_d, float(q[row + rope_partner(d)])) : x_d;");
+    w.line("q_shared[i] = d < ROPE_DIMS ? rope_rotate(d, rope_pos, x_d, float(q[row + rope_partner(d)])) : x_d;");
     w.close();
     w.line("barrier();");
     return;

@@ -2,7 +2,8 @@
 // Rotary position embedding, both pairings in use (rotate-half and interleaved), any theta and
 // frequency scaling (inverse frequencies arrive in a buffer), optional partial rotary dims.
 //   SharedQuery: rotates the workgroup's query heads at position rope_pos0 into q_shared for a
-//                following decode stage (fused RoPE -> decode).
+//                following decode stage (fused RoPE -> decode), which hosts fa_kv_len: a sequence
+//                shorter than kv_len has its query that many positions earlier.
 //   InPlace:     rotates a whole Q or K tensor in place, one workgroup per (token, head, batch);
 //                token t sits at position rope_pos0 + t.
 #include "foundry/Stage.h"

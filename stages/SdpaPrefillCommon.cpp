@@ -6,7 +6,9 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
+#include "stages/AttentionHooks.h"
 #include "stages/FlashDecodeCommon.h"
+#include "stages/HeadLayoutStage.h"
 
 namespace foundry::prefill_detail {
 
@@ -72,15 +74,21 @@ void emitPartialRow(GlslWriter& w, const char* row) {
   w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + {}) * pc.n_splits + split;", row);
 }
 
+// `value` is normalised already; the epilogue hooks see it with its row and dimension.
 void emitStore(const PrefillVariant& v, GlslWriter& w, const char* value, const char* dim) {
   if (v.split) {
     w.line("partial_o[prow * HEAD_DIM + {}] = {};", dim, value);
   } else {
-    w.line("o[o_base + (q0 + row) * pc.o_stride_s + {}] = OUT_T(OUT_CLAMP({}));", dim, value);
+    w.line("o[o_base + (q0 + row) * pc.o_stride_s + {0}] = OUT_T(OUT_CLAMP(fa_epilogue({1}, batch, q_head0, pos0 + row, "
+           "{0})));", dim, value);
   }
 }
 
 }  // namespace
+
+std::set<std::string> hookPoints(const PrefillVariant& v) {
+  return attentionHookNames(v.split ? HookPhase::Keys : HookPhase::All);
+}
 
 void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::string reason = v.unusableReason(device.subgroupSize());
@@ -97,7 +105,10 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
   for (const char* s : {"batch", "q_head0", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
-  k.constant("HEAD_DIM", v.headDim).constant("CAUSAL", "bool", v.causal ? "true" : "false");
+  k.constant("HEAD_DIM", v.headDim).constant("PF_LONGEST_FIRST", "bool", v.longestFirst ? "true" : "false");
+  HeadLayoutStage::usesShapeFields(k);
+  // A Split-K part leaves the output's hooks to the reduce kernel.
+  hostAttentionHooks(k, hookPoints(v));
   // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
   k.extension("GL_EXT_control_flow_attributes");
   if (v.coopMat) declareCoopMat(v, k, device);
@@ -109,7 +120,7 @@ namespace {
 void emitTileLoop(GlslWriter& w) {
   w.line("PF_STATE st;");
   w.line("pf_begin(st);");
-  w.line("pf_tile_loop(st, kv_begin, kv_end, k_base, v_base, pos0, CAUSAL, pc.qk_scale);");
+  w.line("pf_tile_loop(st, kv_begin, kv_end, k_base, v_base, batch, q_head0, pos0, pos_hi, keys, pc.qk_scale);");
 }
 
 void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
@@ -128,16 +139,22 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
       w.line("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) partial_o[prow * HEAD_DIM + dd * 16u + CM_COL_OF[e] + lane_col] = st.o[dd][e];");
       w.line("if ((lane & 3u) == 0u && CM_COL_OF[e] == 0u) partial_ml[prow] = vec2(st.m[CM_SLOT_OF[e]], st.l[CM_SLOT_OF[e]]);");
     } else {
-      w.line("const float inv = st.l[CM_SLOT_OF[e]] > 0.0 ? 1.0 / st.l[CM_SLOT_OF[e]] : 0.0;");
-      w.line("const uint at = o_base + (q0 + row) * pc.o_stride_s + CM_COL_OF[e] + lane_col;");
-      w.line("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) o[at + dd * 16u] = OUT_T(OUT_CLAMP(st.o[dd][e] * inv));");
+      w.line("const float scale = fa_norm_scale(st.m[CM_SLOT_OF[e]], st.l[CM_SLOT_OF[e]], batch, q_head0);");
+      w.line("const uint d0 = CM_COL_OF[e] + lane_col, at = o_base + (q0 + row) * pc.o_stride_s + d0;");
+      w.open("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd)");
+      w.line("o[at + dd * 16u] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[dd][e] * scale, batch, q_head0, pos0 + row, d0 + dd * 16u)));");
+      w.close();
     }
     w.close();
     return;
   }
   w.open("for (uint dd = 0u; dd < CM_D; ++dd)");
   w.line("F32MAT slice = st.o[dd];");
-  if (!v.split) w.line("for (uint i = 0u; i < slice.length(); ++i) slice[i] = st.l[i] > 0.0 ? slice[i] / st.l[i] : 0.0;");
+  if (!v.split) {
+    w.open("for (uint i = 0u; i < slice.length(); ++i)");
+    w.line("slice[i] *= fa_norm_scale(row_m[sg * 16u + uint(st.row_idx[i])], st.l[i], batch, q_head0);");
+    w.close();
+  }
   w.line("cm_stage_slice(slice);");
   w.open("for (uint e = lane; e < 256u; e += SUBGROUP_SIZE)");
   w.line("const uint row = sg * 16u + e / 16u;");
@@ -164,12 +181,15 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   // the tail of the grid.
   w.line("const uint q_tiles = (pc.q_len + PF_BR - 1u) / PF_BR;");
   w.line("const uint q_tile = gl_WorkGroupID.x / pc.n_splits;");
-  w.line("const uint q0 = (CAUSAL ? q_tiles - 1u - q_tile : q_tile) * PF_BR;");
+  w.line("const uint q0 = (PF_LONGEST_FIRST ? q_tiles - 1u - q_tile : q_tile) * PF_BR;");
   w.line("const uint rows = min(PF_BR, pc.q_len - q0);");
-  w.line("const uint pos0 = pc.kv_len - pc.q_len + q0;  // position of the tile's first row");
-  w.line("const uint limit = CAUSAL ? min(pc.kv_len, pos0 + rows) : pc.kv_len;");
-  w.line("const uint kv_begin = min(split * pc.kv_chunk, limit);");
-  w.line("const uint kv_end = min(split * pc.kv_chunk + pc.kv_chunk, limit);");
+  w.line("const uint pos0 = fa_query_pos(batch, q0), pos_hi = pos0 + rows - 1u;  // the rows' positions");
+  // Only the keys the rows can see are visited; split s takes the s-th chunk of them. Tiles start at
+  // multiples of PF_BC, the grid a mask's block map is made on.
+  w.line("const uvec4 keys = fa_keys(batch, q_head0, pos0, pos_hi);");
+  w.line("const uint kv_first = keys.x / PF_BC * PF_BC;");
+  w.line("const uint kv_begin = min(kv_first + split * pc.kv_chunk, keys.y);");
+  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
   if (v.coopMat) {
     emitCoopMat(v, w);
     return;
@@ -186,9 +206,12 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
     w.line("for (uint e = 0u; e < PF_DPL; ++e) partial_o[prow * HEAD_DIM + lane + e * SUBGROUP_SIZE] = st.o[r][e];");
     w.line("if (lane == 0u) partial_ml[prow] = vec2(st.m[r], st.l[r]);");
   } else {
-    w.line("const float inv = st.l[r] > 0.0 ? 1.0 / st.l[r] : 0.0;");
+    w.line("const float scale = fa_norm_scale(st.m[r], st.l[r], batch, q_head0);");
     w.line("const uint at = o_base + (q0 + row) * pc.o_stride_s + lane;");
-    w.line("for (uint e = 0u; e < PF_DPL; ++e) o[at + e * SUBGROUP_SIZE] = OUT_T(OUT_CLAMP(st.o[r][e] * inv));");
+    w.open("for (uint e = 0u; e < PF_DPL; ++e)");
+    w.line("const uint d = lane + e * SUBGROUP_SIZE;");
+    w.line("o[at + e * SUBGROUP_SIZE] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[r][e] * scale, batch, q_head0, pos0 + row, d)));");
+    w.close();
   }
   w.close();
 }

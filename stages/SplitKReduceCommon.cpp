@@ -1,9 +1,12 @@
 #include "stages/SplitKReduceCommon.h"
 
+#include "stages/AttentionHooks.h"
 #include "stages/FlashDecodeCommon.h"
 #include "stages/HeadLayoutStage.h"
 
 namespace foundry::splitk_detail {
+
+std::set<std::string> hookPoints() { return attentionHookNames(HookPhase::Output); }
 
 void declareReduce(KernelInterface& k, std::uint32_t headDim, DType dtype) {
   k.buffer("partial_o", DType::F32, Access::ReadOnly).buffer("partial_ml", DType::F32, Access::ReadOnly, "vec2");
@@ -13,6 +16,8 @@ void declareReduce(KernelInterface& k, std::uint32_t headDim, DType dtype) {
   k.constant("HEAD_DIM", headDim);
   decode_detail::declareOutputMacros(k, dtype, "OUT");
   k.snippet("flashattention/splitk_reduce.glsl");
+  // The partials' merge is where the output's hooks (sinks, epilogue) run.
+  hostAttentionHooks(k, hookPoints());
 }
 
 }  // namespace foundry::splitk_detail

@@ -1,9 +1,14 @@
 #pragma once
 // Declarations the two Split-K reduce stages share.
+#include <set>
+#include <string>
+
 #include "foundry/KernelInterface.h"
 
 namespace foundry::splitk_detail {
 
 void declareReduce(KernelInterface& k, std::uint32_t headDim, DType dtype);
+/// The hook points a reduce kernel hosts: the output's.
+std::set<std::string> hookPoints();
 
 }  // namespace foundry::splitk_detail

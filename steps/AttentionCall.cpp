@@ -1,6 +1,7 @@
 #include "steps/AttentionCall.h"
 
 #include <array>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -114,6 +115,15 @@ AttentionProblem describeCall(const AttentionCall& c) {
   }
   if (c.rope && !p.decode()) {
     throw UserError("rope", "fused RoPE is a decode feature (q_len 1); rotate prefill queries with RopeStep");
+  }
+  if (!std::isfinite(p.scale) || p.scale < 0.0f) {
+    throw UserError("scale", fmt::format("softmax scale {} must be finite and positive (0: 1/sqrt(head_dim))", p.scale));
+  }
+  p.modifiers = c.modifiers;
+  const ModifierCall mc = p.modifierCall();
+  for (const auto& m : p.modifiers) {
+    if (!m) throw UserError("modifiers", "a modifier is null");
+    m->validate(mc);
   }
   return p;
 }

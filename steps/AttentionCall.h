@@ -22,13 +22,15 @@ struct AttentionCall {
   Tensor v;  ///< [B, Hkv, capacity, D] KV cache
   Tensor o;  ///< like q, in its own layout
   std::uint32_t kvLen = 0;  ///< valid rows of the caches, the new tokens included
-  bool causal = true;
+  bool causal = true;       ///< the bottom-right causal mask, first of the modifiers
   float scale = 0.0f;       ///< 0: 1/sqrt(D)
   std::optional<FusedRope> rope;
+  Modifiers modifiers;      ///< windows, ALiBi, soft-caps, sinks, lengths, masks, a user's own; in order
 };
 
-/// Checks the tensors against each other and returns the problem they describe. Every failure is a
-/// UserError naming the tensor, the field and the values (head_dim support is checked by the step).
+/// Checks the tensors against each other, and each modifier against the call, and returns the problem
+/// they describe. Every failure is a UserError naming the tensor, the field and the values (head_dim
+/// support is checked by the step).
 AttentionProblem describeCall(const AttentionCall& call);
 
 /// Sets the shape and stride push constants every attention kernel declares.

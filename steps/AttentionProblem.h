@@ -8,6 +8,7 @@
 
 #include "foundry/DType.h"
 #include "foundry/Tensor.h"
+#include "stages/AttentionModifier.h"
 
 namespace foundry {
 
@@ -25,19 +26,38 @@ struct Llama3Scaling {
   double originalMaxPosition = 8192.0;
 };
 
+/// YaRN frequency scaling as Hugging Face computes it (rope_type "yarn": gpt-oss, Qwen's long
+/// context): frequencies blended between interpolated and extrapolated by a ramp over the dimensions
+/// whose wavelengths lie between beta_fast and beta_slow rotations of the original context, and the
+/// rotated part of q and k scaled by an attention factor.
+struct YarnScaling {
+  double factor = 1.0;
+  double originalMaxPosition = 4096.0;
+  double betaFast = 32.0;
+  double betaSlow = 1.0;
+  bool truncate = true;                     ///< round the ramp's ends to whole dimensions
+  std::optional<double> attentionFactor;    ///< default: mscale ratio, or 0.1 ln(factor) + 1
+  std::optional<double> mscale, mscaleAllDim;
+};
+
 struct RopeSpec {
   RopePairing pairing = RopePairing::RotateHalf;
   std::uint32_t rotaryDims = 0;  ///< 0 means all of head_dim; fewer for partial rotary (Pythia)
   double theta = 10000.0;
   std::optional<Llama3Scaling> llama3;
+  std::optional<YarnScaling> yarn;
 
   /// Inverse frequencies, rotaryDims / 2 of them, computed in double (scaling applied).
   std::vector<double> inverseFrequencies(std::uint32_t headDim) const;
+  /// What the rotated dimensions of q and k are multiplied by (YaRN's attention factor; else 1).
+  double attentionScale() const;
   std::uint32_t dims(std::uint32_t headDim) const { return rotaryDims ? rotaryDims : headDim; }
 };
 
-/// One attention call: O = softmax(scale * Q K^T + causal mask) V, per batch and query head, with
-/// query head h reading KV head h / (n_heads / n_kv_heads). Query i sits at position kv_len - q_len + i.
+/// One attention call: O = softmax(scale * Q K^T, through the modifiers) V, per batch and query head,
+/// with query head h reading KV head h / (n_heads / n_kv_heads). Query i sits at position
+/// kv_len - q_len + i (per-sequence lengths move it to the sequence's own end). `causal` is the
+/// bottom-right causal modifier, first in the chain; `modifiers` follow in order.
 struct AttentionProblem {
   std::uint32_t batch = 1;
   std::uint32_t nHeads = 1;
@@ -51,8 +71,15 @@ struct AttentionProblem {
   Layout oLayout = Layout::HeadMajor;
   bool causal = true;
   float scale = 0.0f;  ///< 0 means 1/sqrt(head_dim)
+  Modifiers modifiers; ///< after the causal mask, in chain order
 
   std::uint32_t group() const { return nKvHeads ? nHeads / nKvHeads : 0; }
+  /// The causal modifier (when `causal`) and then `modifiers`: the chain the CPU reference runs.
+  Modifiers allModifiers() const;
+  /// allModifiers() without those that change nothing for this call (causal at q_len 1): what the
+  /// kernels are built with.
+  Modifiers activeModifiers() const;
+  ModifierCall modifierCall() const;
   std::uint32_t queryOffset() const { return kvLen - qLen; }
   float softmaxScale() const;
   bool decode() const { return qLen == 1; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "foundry/Error.h"
 
@@ -30,31 +31,44 @@ void checkProblem(const AttentionProblem& p, std::span<const float> q, std::span
   }
 }
 
+// The logit of query (b, h, i) and key j through the score modifiers, or nothing where a mask hides it.
+std::optional<double> logit(const AttentionProblem& p, const ModifierChain& chain, std::span<const float> q,
+                            std::span<const float> k, const HookAt& at, std::uint32_t i) {
+  if (!chain.visible(at)) return std::nullopt;
+  const float* qi = q.data() + qIndex(p, p.qLayout, at.b, at.h, i);
+  const float* kj = k.data() + kvIndex(p, at.b, at.h / p.group(), at.k);
+  double s = 0;
+  for (std::size_t d = 0; d < p.headDim; ++d) s += static_cast<double>(qi[d]) * kj[d];
+  return chain.score(s * p.softmaxScale(), at);
+}
+
 // Writes the attention output of one row into `o` (head_dim values), using `scores` as scratch.
-void attendRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k, std::span<const float> v,
-               std::uint32_t b, std::uint32_t h, std::uint32_t i, std::vector<double>& scores, double* o) {
+void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<const float> q, std::span<const float> k,
+               std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i, std::vector<double>& scores,
+               double* o) {
   const std::size_t D = p.headDim;
-  const std::uint32_t kvh = h / p.group();
-  const float* qi = q.data() + qIndex(p, p.qLayout, b, h, i);
-  const std::uint32_t limit = p.causal ? p.queryOffset() + i + 1 : p.kvLen;
-  const double scale = p.softmaxScale();
-  scores.resize(limit);
-  double m = -std::numeric_limits<double>::infinity();
-  for (std::uint32_t j = 0; j < limit; ++j) {
-    const float* kj = k.data() + kvIndex(p, b, kvh, j);
-    double s = 0;
-    for (std::size_t d = 0; d < D; ++d) s += static_cast<double>(qi[d]) * kj[d];
-    scores[j] = s * scale;
-    m = std::max(m, scores[j]);
+  const std::uint32_t n = chain.kvLength(b, p.kvLen), offset = n - p.qLen;
+  const std::uint32_t pos = offset + i;
+  const double hidden = -std::numeric_limits<double>::infinity();
+  scores.assign(n, hidden);
+  double m = hidden;
+  for (std::uint32_t j = 0; j < n; ++j) {
+    if (auto s = logit(p, chain, q, k, {b, h, pos, j, offset}, i)) m = std::max(m, scores[j] = *s);
   }
-  double l = 0;
-  for (std::uint32_t j = 0; j < limit; ++j) l += (scores[j] = std::exp(scores[j] - m));
+  const std::optional<double> sink = chain.sink(b, h);
+  if (sink) m = std::max(m, *sink);
   for (std::size_t d = 0; d < D; ++d) o[d] = 0.0;
-  for (std::uint32_t j = 0; j < limit; ++j) {
-    const float* vj = v.data() + kvIndex(p, b, kvh, j);
-    const double w = scores[j] / l;
-    for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
+  if (m != hidden) {
+    double l = sink ? std::exp(*sink - m) : 0.0;
+    for (std::uint32_t j = 0; j < n; ++j) l += (scores[j] = scores[j] == hidden ? 0.0 : std::exp(scores[j] - m));
+    for (std::uint32_t j = 0; j < n; ++j) {
+      if (scores[j] == 0.0) continue;
+      const float* vj = v.data() + kvIndex(p, b, h / p.group(), j);
+      const double w = scores[j] / l;
+      for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
+    }
   }
+  for (std::size_t d = 0; d < D; ++d) o[d] = chain.epilogue(o[d], b, h, pos, static_cast<std::uint32_t>(d));
 }
 
 }  // namespace
@@ -62,12 +76,14 @@ void attendRow(const AttentionProblem& p, std::span<const float> q, std::span<co
 std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
                                  std::span<const float> v) {
   checkProblem(p, q, k, v);
+  const Modifiers mods = p.allModifiers();
+  const ModifierChain chain{mods};
   std::vector<double> out(q.size(), 0.0);
   std::vector<double> scores;
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nHeads; ++h) {
       for (std::uint32_t i = 0; i < p.qLen; ++i) {
-        attendRow(p, q, k, v, b, h, i, scores, out.data() + qIndex(p, p.oLayout, b, h, i));
+        attendRow(p, chain, q, k, v, b, h, i, scores, out.data() + qIndex(p, p.oLayout, b, h, i));
       }
     }
   }
@@ -77,21 +93,42 @@ std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const floa
 std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
                                     std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i) {
   checkProblem(p, q, k, v);
+  const Modifiers mods = p.allModifiers();
+  const ModifierChain chain{mods};
   std::vector<double> out(p.headDim), scores;
-  attendRow(p, q, k, v, b, h, i, scores, out.data());
+  attendRow(p, chain, q, k, v, b, h, i, scores, out.data());
   return out;
+}
+
+double maxAbsLogit(const AttentionProblem& p, std::span<const float> q, std::span<const float> k) {
+  checkProblem(p, q, k, k);
+  const Modifiers mods = p.allModifiers();
+  const ModifierChain chain{mods};
+  double best = 0;
+  for (std::uint32_t b = 0; b < p.batch; ++b) {
+    const std::uint32_t n = chain.kvLength(b, p.kvLen), offset = n - p.qLen;
+    for (std::uint32_t h = 0; h < p.nHeads; ++h) {
+      for (std::uint32_t i = 0; i < p.qLen; ++i) {
+        for (std::uint32_t j = 0; j < n; ++j) {
+          if (auto s = logit(p, chain, q, k, {b, h, offset + i, j, offset}, i)) best = std::max(best, std::abs(*s));
+        }
+      }
+    }
+  }
+  return best;
 }
 
 void cpuRope(const RopeSpec& spec, std::uint32_t headDim, std::span<float> x,
              const std::vector<std::uint32_t>& positionOfVector) {
   const auto inv = spec.inverseFrequencies(headDim);
+  const double scale = spec.attentionScale();
   const std::uint32_t rot = spec.dims(headDim);
   const std::uint32_t half = rot / 2;
   for (std::size_t vec = 0; vec < positionOfVector.size(); ++vec) {
     float* e = x.data() + vec * headDim;
     for (std::uint32_t f = 0; f < half; ++f) {
       const double angle = static_cast<double>(positionOfVector[vec]) * inv[f];
-      const double c = std::cos(angle), s = std::sin(angle);
+      const double c = std::cos(angle) * scale, s = std::sin(angle) * scale;
       const std::uint32_t i = spec.pairing == RopePairing::RotateHalf ? f : 2 * f;
       const std::uint32_t j = spec.pairing == RopePairing::RotateHalf ? f + half : 2 * f + 1;
       const double a = e[i], b = e[j];

@@ -9,13 +9,18 @@
 namespace foundry {
 
 /// Packed host tensors in the layouts the problem names: q in qLayout, k/v as [B, Hkv, capacity, D].
-/// Returns O in oLayout. Only the first kv_len rows of each cache are read.
+/// Returns O in oLayout. Only the first kv_len rows of each cache are read (a sequence's own length
+/// with per-sequence lengths). The problem's modifiers run through their own float64 hooks: masks,
+/// score changes, sinks in the denominator, epilogues; a row that sees nothing gives 0.
 std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
                                  std::span<const float> v);
 
 /// One output row (batch b, query head h, token i) of cpuAttention, for spot checks of large shapes.
 std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
                                     std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i);
+
+/// The largest |logit| (scaled, through the score modifiers) over the visible (query, key) pairs.
+double maxAbsLogit(const AttentionProblem& p, std::span<const float> q, std::span<const float> k);
 
 /// Rotates `x` in place: `x` is a sequence of head vectors of `headDim` elements; vector i sits at
 /// position `positionOfVector[i]`. Dimensions past the rotary dims pass through.

@@ -18,7 +18,10 @@
 #include "stages/RopeStage.h"
 #include "stages/SdpaPrefillSplitKPartStage.h"
 #include "stages/SdpaPrefillSplitKReduceStage.h"
+#include "stages/SdpaPrefillCommon.h"
 #include "stages/SdpaPrefillStage.h"
+#include "stages/SplitKReduceCommon.h"
+#include "stages/FlashDecodeCommon.h"
 #include "steps/CpuReference.h"
 #include "steps/SdpaReferenceStep.h"
 
@@ -71,26 +74,46 @@ std::shared_ptr<const KernelSource> FlashAttentionStep::kernel(const std::string
   return it->second;
 }
 
-std::vector<std::shared_ptr<const KernelSource>> FlashAttentionStep::buildKernels(const AttentionProblem& p,
-                                                                                  const AttentionPlan& plan,
-                                                                                  bool fusedRope,
-                                                                                  const RopeSpec* rope) {
+std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const AttentionProblem& p,
+                                                                       const AttentionPlan& plan, bool fusedRope,
+                                                                       const RopeSpec* rope) {
   const std::uint32_t sg = device_.subgroupSize();
-  std::vector<std::shared_ptr<const KernelSource>> out;
+  const Modifiers mods = p.activeModifiers();
+  std::vector<Built> out;
   auto notes = [&](KernelBuilder& b) {
     for (const auto& d : plan.decisions) b.note(d.what, fmt::format("{} ({})", d.value, d.reason));
   };
+  // The reduce kernel merges Split-K partials and runs the output's hooks.
+  auto reduce = [&](const std::string& what, auto stage) {
+    KernelModifiers rm = modifiersFor(mods, splitk_detail::hookPoints(), device_);
+    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}", what, p.headDim, dtypeName(p.dtype), rm.key), [&] {
+      KernelBuilder b(device_, snippets_);
+      b.workgroup(plan.reduceWorkgroup);
+      rm.addTo(b);
+      b.add(stage);
+      return b.build();
+    });
+    out.push_back({std::move(source), std::move(rm)});
+  };
+  // Each kernel takes the hooks it hosts; a hook that none of them hosts is refused before building.
+  std::set<std::string> hosted = plan.decode ? decode_detail::hookPoints(plan.decodeVariant)
+                                             : prefill_detail::hookPoints(plan.prefillVariant);
+  if (plan.reduceKernel()) hosted.merge(splitk_detail::hookPoints());
+  requireHosted(mods, hosted, device_,
+                plan.decode ? "decode_" + plan.decodeVariant.key() : "prefill_" + plan.prefillVariant.key());
   if (plan.decode) {
     const DecodeVariant& v = plan.decodeVariant;
+    KernelModifiers km = modifiersFor(mods, decode_detail::hookPoints(v), device_);
     std::string key = "decode_" + v.key();
     RopeStageParams rp;
     if (fusedRope) {
       rp = {p.headDim, rope->dims(p.headDim), rope->pairing == RopePairing::Interleaved, p.dtype, v.heads};
       key += fmt::format("_rope{}_{}", rp.rotaryDims, rp.interleaved);
     }
-    out.push_back(kernel(key, [&] {
+    auto source = kernel(key + km.key, [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
+      km.addTo(b);
       if (fusedRope) {
         b.emplace<RopeStage>(RopeStage::Mode::SharedQuery, rp).emplace<FlashDecodeFusedStage>(v);
       } else {
@@ -98,34 +121,24 @@ std::vector<std::shared_ptr<const KernelSource>> FlashAttentionStep::buildKernel
       }
       notes(b);
       return b.build();
-    }));
-    if (plan.reduceKernel()) {
-      out.push_back(kernel(fmt::format("decode_reduce_D{}_{}", p.headDim, dtypeName(p.dtype)), [&] {
-        return KernelBuilder(device_, snippets_)
-            .workgroup(plan.reduceWorkgroup)
-            .emplace<FlashDecodeSplitKReduceStage>(p.headDim, p.dtype)
-            .build();
-      }));
-    }
+    });
+    out.push_back({std::move(source), std::move(km)});
+    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.headDim, p.dtype));
     return out;
   }
   const PrefillVariant& v = plan.prefillVariant;
-  out.push_back(kernel("prefill_" + v.key(), [&] {
+  KernelModifiers km = modifiersFor(mods, prefill_detail::hookPoints(v), device_);
+  auto source = kernel("prefill_" + v.key() + km.key, [&] {
     KernelBuilder b(device_, snippets_);
     b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Prefill, 1);
+    km.addTo(b);
     if (v.split) b.emplace<SdpaPrefillSplitKPartStage>(v);
     else b.emplace<SdpaPrefillStage>(v);
     notes(b);
     return b.build();
-  }));
-  if (v.split) {
-    out.push_back(kernel(fmt::format("prefill_reduce_D{}_{}", p.headDim, dtypeName(p.dtype)), [&] {
-      return KernelBuilder(device_, snippets_)
-          .workgroup(plan.reduceWorkgroup)
-          .emplace<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype)
-          .build();
-    }));
-  }
+  });
+  out.push_back({std::move(source), std::move(km)});
+  if (v.split) reduce("prefill", std::make_shared<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype));
   return out;
 }
 
@@ -134,7 +147,7 @@ std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& ca
   const AttentionPlan plan = Selector::plan(p, device_, options_);
   std::vector<KernelSource> out;
   for (const auto& k : buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr)) {
-    out.push_back(*k);
+    out.push_back(*k.source);
   }
   return out;
 }
@@ -145,14 +158,21 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
   record.plan = Selector::plan(p, device_, options_);
   const AttentionPlan& plan = record.plan;
   const auto kernels = buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr);
+  for (const auto& m : p.activeModifiers()) record.modifiers.push_back(m->describe());
   if (options_.debugSdpa || options_.debugSdpaVerbose) {
     spdlog::info("attention {} on '{}': {}", p.describe(), device_.name(), plan.describe());
+  }
+  const ModifierCall mcall = p.modifierCall();
+  auto cached = [this](const std::string& key, const std::function<KernelSource()>& build) { return kernel(key, build); };
+  for (auto& name : recordModifierPasses(ctx, kernels[0].modifiers, mcall, plan.tile, cached, device_, snippets_)) {
+    record.kernels.push_back(std::move(name));
   }
 
   Arguments args;
   setShapeArguments(args, p, call);
   args.bind("k_cache", call.k).bind("v_cache", call.v);
   args.set("qk_scale", static_cast<float>(p.softmaxScale() * std::numbers::log2e)).set("kv_chunk", plan.kvChunk);
+  kernels[0].modifiers.bind(args, mcall, ctx.workspace, plan.tile);
   const bool split = plan.splits > 1;
   Tensor partialO, partialMl;
   if (split) {
@@ -169,20 +189,22 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
   }
   if (call.rope) {
     args.bind("rope_inv_freq", call.rope->invFreq).set("rope_pos0", call.rope->position);
+    args.set("rope_scale", static_cast<float>(call.rope->spec.attentionScale()));
   }
   args.bind("q", call.q);
   if (options_.debugSdpaVerbose) {
-    spdlog::info("  {} grid {}x{}x{}, kv_chunk {}, splits {}", kernels[0]->name, plan.grid.x, plan.grid.y, plan.grid.z,
-                 plan.kvChunk, plan.splits);
+    spdlog::info("  {} grid {}x{}x{}, kv_chunk {}, splits {}", kernels[0].source->name, plan.grid.x, plan.grid.y,
+                 plan.grid.z, plan.kvChunk, plan.splits);
   }
-  ctx.dispatcher.dispatch(*kernels[0], args, plan.grid);
-  record.kernels.push_back(kernels[0]->name);
+  ctx.dispatcher.dispatch(*kernels[0].source, args, plan.grid);
+  record.kernels.push_back(kernels[0].source->name);
   if (plan.reduceKernel()) {
     Arguments reduce;
     setShapeArguments(reduce, p, call);
     reduce.bind("partial_o", partialO).bind("partial_ml", partialMl).bind("o", call.o).set("n_splits", plan.splits);
-    ctx.dispatcher.dispatch(*kernels[1], reduce, plan.reduceGrid);
-    record.kernels.push_back(kernels[1]->name);
+    kernels[1].modifiers.bind(reduce, mcall, ctx.workspace, TileShape{});
+    ctx.dispatcher.dispatch(*kernels[1].source, reduce, plan.reduceGrid);
+    record.kernels.push_back(kernels[1].source->name);
   }
   if (options_.sdpaDebugOnlineCompare) compareOnline(ctx, call, p);
   return record;

@@ -14,6 +14,7 @@
 #include "foundry/RuntimeOptions.h"
 #include "foundry/SnippetLibrary.h"
 #include "steps/AttentionCall.h"
+#include "steps/ModifierKernels.h"
 #include "steps/Selector.h"
 #include "steps/StepContext.h"
 
@@ -25,7 +26,8 @@ inline constexpr std::uint32_t kFlashHeadDims[] = {64, 128};
 /// What a recorded call used, for reports.
 struct StepRecord {
   AttentionPlan plan;
-  std::vector<std::string> kernels;
+  std::vector<std::string> kernels;    ///< in the order recorded (modifier passes first)
+  std::vector<std::string> modifiers;  ///< each active modifier's description
 };
 
 class FlashAttentionStep {
@@ -43,9 +45,14 @@ class FlashAttentionStep {
   std::vector<KernelSource> kernelsFor(const AttentionCall& call);
 
  private:
+  /// A kernel with the modifiers it takes.
+  struct Built {
+    std::shared_ptr<const KernelSource> source;
+    KernelModifiers modifiers;
+  };
   std::shared_ptr<const KernelSource> kernel(const std::string& key, const std::function<KernelSource()>& build);
-  std::vector<std::shared_ptr<const KernelSource>> buildKernels(const AttentionProblem& p, const AttentionPlan& plan,
-                                                                bool fusedRope, const RopeSpec* rope);
+  std::vector<Built> buildKernels(const AttentionProblem& p, const AttentionPlan& plan, bool fusedRope,
+                                  const RopeSpec* rope);
   void compareOnline(StepContext& ctx, const AttentionCall& call, const AttentionProblem& p);
 
   const DeviceInfo& device_;

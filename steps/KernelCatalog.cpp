@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "steps/FlashAttentionStep.h"
 #include "steps/RopeStep.h"
 #include "steps/SdpaReferenceStep.h"
@@ -11,7 +13,8 @@ namespace foundry {
 
 namespace {
 
-AttentionCall shapeCall(const AttentionLayout& l, std::uint32_t batch, std::uint32_t qLen, std::uint32_t kvLen) {
+AttentionCall shapeCall(const AttentionLayout& l, const Modifiers& mods, std::uint32_t batch, std::uint32_t qLen,
+                        std::uint32_t kvLen) {
   AttentionProblem p;
   p.batch = batch;
   p.nHeads = l.nHeads;
@@ -26,6 +29,8 @@ AttentionCall shapeCall(const AttentionLayout& l, std::uint32_t batch, std::uint
   c.k = Tensor::describe("k_cache", l.dtype, p.kvDims(), Layout::KvCache);
   c.v = Tensor::describe("v_cache", l.dtype, p.kvDims(), Layout::KvCache);
   c.kvLen = kvLen;
+  c.scale = l.scale;
+  c.modifiers = mods;
   return c;
 }
 
@@ -42,24 +47,31 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
     }
   };
   FlashAttentionStep flash(device, snippets, options);
-  const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);
-  add("decode", flash.kernelsFor(shapeCall(layout, 1, 1, 256)));
   RuntimeOptions split = options;
   split.faDecodeSplitK = split.faDecodeSplitK.value_or(4);
-  add("decode split-k", FlashAttentionStep(device, snippets, split).kernelsFor(shapeCall(layout, 1, 1, longKv)));
-  AttentionCall fused = shapeCall(layout, 1, 1, 256);
-  const std::uint32_t rotary = layout.rope.dims(layout.headDim);
-  fused.rope = FusedRope{layout.rope, Tensor::describe("rope_inv_freq", DType::F32, {rotary / 2}), 255};
-  add("rope->decode", flash.kernelsFor(fused));
-  add("prefill", flash.kernelsFor(shapeCall(layout, 1, 512, 512)));
   RuntimeOptions prefillSplit = options;
   prefillSplit.faPrefillSplitK = prefillSplit.faPrefillSplitK.value_or(4);
   prefillSplit.disableFaPrefillSplitK = false;
-  add("prefill split-k", FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, 1, 16, longKv)));
-  const AttentionCall prompt = shapeCall(layout, 1, 128, 128);
-  add("rope", {RopeStep(device, snippets).kernelFor(prompt.q, layout.rope)});
+  const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);
+  for (const auto& [layers, mods] : layout.modifierSets) {
+    const std::string of = layers.empty() ? std::string() : fmt::format(" ({})", layers);
+    add("decode" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 1, 256)));
+    add("decode split-k" + of,
+        FlashAttentionStep(device, snippets, split).kernelsFor(shapeCall(layout, mods, 1, 1, longKv)));
+    if (layout.rope) {
+      AttentionCall fused = shapeCall(layout, mods, 1, 1, 256);
+      const std::uint32_t rotary = layout.rope->dims(layout.headDim);
+      fused.rope = FusedRope{*layout.rope, Tensor::describe("rope_inv_freq", DType::F32, {rotary / 2}), 255};
+      add("rope->decode" + of, flash.kernelsFor(fused));
+    }
+    add("prefill" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 512, 512)));
+    add("prefill split-k" + of,
+        FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, mods, 1, 16, longKv)));
+    add("reference" + of, SdpaReferenceStep(device, snippets).kernelsFor(shapeCall(layout, mods, 1, 128, 128)));
+  }
+  const AttentionCall prompt = shapeCall(layout, {}, 1, 128, 128);
+  if (layout.rope) add("rope", {RopeStep(device, snippets).kernelFor(prompt.q, *layout.rope)});
   add("kv append", {KvAppendStep(device, snippets).kernelFor(layout.headDim, layout.dtype, layout.rope)});
-  add("reference", SdpaReferenceStep(device, snippets).kernelsFor(prompt));
   return out;
 }
 

@@ -18,12 +18,16 @@ struct AttentionLayout {
   std::uint32_t nKvHeads = 8;
   std::uint32_t headDim = 128;
   DType dtype = DType::F16;
-  RopeSpec rope;
+  std::optional<RopeSpec> rope = RopeSpec{};  ///< none: no RoPE kernels, no fused RoPE decode
   std::uint32_t maxContext = 8192;
+  float scale = 0.0f;                         ///< the softmax scale (0: 1/sqrt(head_dim))
+  /// The distinct modifier lists of the layers, each named (e.g. "layers 0, 2"); one empty list
+  /// when the model has none.
+  std::vector<std::pair<std::string, Modifiers>> modifierSets = {{"", {}}};
 };
 
 struct CatalogEntry {
-  std::string role;  ///< "decode", "decode split-k", "rope->decode", "prefill", ...
+  std::string role;  ///< "decode", "decode split-k", "rope->decode", "prefill", ... (and the layers they serve)
   KernelSource kernel;
 };
 

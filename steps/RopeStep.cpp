@@ -94,6 +94,7 @@ void RopeStep::run(StepContext& ctx, const Tensor& x, const Tensor& invFreq, con
   const KernelSource& k = kernelFor(x, spec);
   Arguments a;
   a.bind("x", x).bind("rope_inv_freq", invFreq).set("rope_pos0", pos0);
+  a.set("rope_scale", static_cast<float>(spec.attentionScale()));
   a.set("x_stride_b", r.sb).set("x_stride_h", r.sh).set("x_stride_s", r.ss);
   ctx.dispatcher.dispatch(k, a, {r.tokens, r.heads, r.batch});
 }
@@ -135,7 +136,10 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
   a.set("k_stride_b", std::uint32_t(kCache.stride(0))).set("k_stride_h", std::uint32_t(kCache.stride(1)));
   a.set("v_stride_b", std::uint32_t(vCache.stride(0))).set("v_stride_h", std::uint32_t(vCache.stride(1)));
   a.set("cache_pos0", cachePos);
-  if (rope) a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
+  if (rope) {
+    a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
+    a.set("rope_scale", static_cast<float>(rope->spec.attentionScale()));
+  }
   if (k.tokens) ctx.dispatcher.dispatch(kernel, a, {k.tokens, k.heads, k.batch});
 }
 

@@ -37,16 +37,29 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
 }
 
 const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProblem& p) {
-  const ReferenceParams params{p.headDim, p.dtype, p.causal, std::max(kWorkgroup, device_.subgroupSize())};
-  const std::string key = fmt::format("{}_{}_{}", p.headDim, dtypeName(p.dtype), p.causal);
+  const ReferenceParams params{p.headDim, p.dtype, std::max(kWorkgroup, device_.subgroupSize())};
+  const Modifiers mods = p.activeModifiers();
+  std::set<std::string> hosted = ReferenceScoresStage::hookPoints();
+  hosted.merge(ReferenceSoftmaxStage::hookPoints());
+  hosted.merge(ReferencePvStage::hookPoints());
+  requireHosted(mods, hosted, device_, "reference");
+  Kernels k;
+  k.scoresMods = modifiersFor(mods, ReferenceScoresStage::hookPoints(), device_);
+  k.softmaxMods = modifiersFor(mods, ReferenceSoftmaxStage::hookPoints(), device_);
+  k.pvMods = modifiersFor(mods, ReferencePvStage::hookPoints(), device_);
+  const std::string key = fmt::format("{}_{}{}{}{}", p.headDim, dtypeName(p.dtype), k.scoresMods.key, k.softmaxMods.key,
+                                      k.pvMods.key);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  auto build = [&](StagePtr stage) {
-    return std::make_shared<const KernelSource>(
-        KernelBuilder(device_, snippets_).workgroup(params.workgroup).add(std::move(stage)).build());
+  auto build = [&](const KernelModifiers& m, StagePtr stage) {
+    KernelBuilder b(device_, snippets_);
+    b.workgroup(params.workgroup);
+    m.addTo(b);
+    return std::make_shared<const KernelSource>(b.add(std::move(stage)).build());
   };
-  Kernels k{build(std::make_shared<ReferenceScoresStage>(params)), build(std::make_shared<ReferenceSoftmaxStage>(params)),
-            build(std::make_shared<ReferencePvStage>(params))};
+  k.scores = build(k.scoresMods, std::make_shared<ReferenceScoresStage>(params));
+  k.softmax = build(k.softmaxMods, std::make_shared<ReferenceSoftmaxStage>(params));
+  k.pv = build(k.pvMods, std::make_shared<ReferencePvStage>(params));
   return cache_.emplace(key, std::move(k)).first->second;
 }
 
@@ -60,18 +73,23 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   const auto& k = kernels(p);
   const std::uint32_t wg = std::max(kWorkgroup, device_.subgroupSize());
   const Tensor scores = ctx.workspace.scratch("reference_scores", DType::F32, {p.batch, p.nHeads, p.qLen, p.kvLen});
+  const ModifierCall mcall = p.modifierCall();
   Arguments base;
   setShapeArguments(base, p, call);
   Arguments a = base;
   a.bind("q", call.q).bind("k_cache", call.k).bind("scores", scores).set("scale", p.softmaxScale());
+  k.scoresMods.bind(a, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.scores, a, {(p.kvLen + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   Arguments s = base;
   s.bind("scores", scores);
+  k.softmaxMods.bind(s, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.softmax, s, {p.qLen, p.nHeads, p.batch});
   Arguments v = base;
   v.bind("scores", scores).bind("v_cache", call.v).bind("o", call.o);
+  k.pvMods.bind(v, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.pv, v, {(p.headDim + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   StepRecord r;
+  for (const auto& m : p.activeModifiers()) r.modifiers.push_back(m->describe());
   r.plan.decisions.push_back({"path", "materialised", "SdpaReferenceStep was chosen explicitly"});
   r.plan.scratchBytes = scratchBytes(p);
   r.kernels = {k.scores->name, k.softmax->name, k.pv->name};

@@ -11,6 +11,7 @@
 #include "foundry/SnippetLibrary.h"
 #include "steps/AttentionCall.h"
 #include "steps/FlashAttentionStep.h"
+#include "steps/ModifierKernels.h"
 #include "steps/StepContext.h"
 
 namespace foundry {
@@ -28,6 +29,7 @@ class SdpaReferenceStep {
  private:
   struct Kernels {
     std::shared_ptr<const KernelSource> scores, softmax, pv;
+    KernelModifiers scoresMods, softmaxMods, pvMods;
   };
   const Kernels& kernels(const AttentionProblem& p);
 

@@ -150,10 +150,13 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                                 device.maxSharedMemoryBytes(), halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
   }
 
-  // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys.
+  // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys. The
+  // splits divide the keys the query can see (a window's, not the whole cache).
   const std::uint32_t base = p.batch * (p.nHeads / v.heads);
   const std::uint32_t granule = v.keyGranule(sg);
   const std::uint32_t minChunk = std::max<std::uint32_t>(256, granule);
+  const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, 1, 1);
+  const std::string over = keys < p.kvLen ? fmt::format("; over the {} visible keys of {}", keys, p.kvLen) : "";
   std::uint32_t wanted = 1;
   std::string reason;
   if (o.faDecodeSplitK) {
@@ -163,12 +166,12 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     // One wave of workgroups, one per compute unit, never a partial extra one (the H200 sweeps,
     // docs/performance.md: a second wave, full or partial, was never faster).
     const std::uint32_t fill = std::max<std::uint32_t>(1, device.computeUnits() / base);
-    wanted = std::max<std::uint32_t>(1, std::min(fill, p.kvLen / minChunk));
-    reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split", base,
-                         device.computeUnits(), minChunk);
+    wanted = std::max<std::uint32_t>(1, std::min(fill, keys / minChunk));
+    reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split{}", base,
+                         device.computeUnits(), minChunk, over);
   }
   wanted = capSplitsToScratch(p, device, wanted);
-  Selector::splitKeys(p.kvLen, wanted, granule, plan.splits, plan.kvChunk);
+  Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
   // Long ranges per workgroup: 16-byte loads, 8 steps in flight (the H200, docs/performance.md: 2.6%
   // faster at 8192 keys per workgroup, 1.3% at 4096; 1-7% slower at 2048 and fewer, where the longer
   // pipeline takes longer to fill). The register check is the variant's own.
@@ -177,7 +180,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   if (plan.kvChunk >= kWideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth && !v.scalar &&
       p.dtype == DType::F16 && device.kind() != DeviceKind::Cpu && wide.unusableReason(sg).empty()) {
     v = wide;
-    Selector::splitKeys(p.kvLen, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
+    Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
     for (auto& d : why) {
       if (d.what != "vector width" && d.what != "unroll") continue;
       d.value = std::to_string(wide.unroll);
@@ -216,7 +219,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   const std::uint32_t sg = device.subgroupSize();
   v.headDim = p.headDim;
   v.dtype = p.dtype;
-  v.causal = p.causal;
+  // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
+  // the tail of the grid.
+  v.longestFirst = p.causal;
   v.halfTiles = device.fp16Arithmetic();
 
   const bool coopAvailable = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && p.dtype == DType::F16;
@@ -308,6 +313,8 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
 
   const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
   const std::uint32_t base = qTiles * p.nHeads * p.batch;
+  plan.tile = {v.rowsPerWorkgroup(), v.keysPerTile};
+  const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, v.rowsPerWorkgroup(), v.keysPerTile);
   std::uint32_t wanted = 1;
   std::string reason;
   if (o.disableFaPrefillSplitK) {
@@ -317,13 +324,14 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     reason = "FOUNDRY_FA_PREFILL_SPLIT_K";
   } else if (base < device.computeUnits()) {
     // Few query tiles: split the keys so the device fills, keeping at least 4 tiles per split.
-    wanted = std::max<std::uint32_t>(1, std::min(ceilDiv(2ull * device.computeUnits(), base), p.kvLen / (4 * v.keysPerTile)));
-    reason = fmt::format("{} workgroups for {} compute units", base, device.computeUnits());
+    wanted = std::max<std::uint32_t>(1, std::min(ceilDiv(2ull * device.computeUnits(), base), keys / (4 * v.keysPerTile)));
+    reason = fmt::format("{} workgroups for {} compute units{}", base, device.computeUnits(),
+                         keys < p.kvLen ? fmt::format("; over the {} keys a query tile can see", keys) : "");
   } else {
     reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits());
   }
   wanted = capSplitsToScratch(p, device, wanted);
-  Selector::splitKeys(p.kvLen, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
+  Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
   plan.grid = {qTiles * plan.splits, p.nHeads, p.batch};
@@ -346,6 +354,28 @@ std::uint32_t Selector::decodeHeadsPerWorkgroup(std::uint32_t group) {
     if (group % h == 0) return h;
   }
   return 1;
+}
+
+std::uint32_t Selector::visibleKeys(const AttentionProblem& p, std::uint32_t rows, std::uint32_t align) {
+  const Modifiers mods = p.activeModifiers();
+  const ModifierChain chain{mods};
+  const std::uint32_t heads = chain.rangeDependsOnHead() ? p.nHeads : 1;
+  std::uint32_t widest = 0;
+  for (std::uint32_t b = 0; b < p.batch; ++b) {
+    const std::uint32_t n = chain.kvLength(b, p.kvLen), offset = n - p.qLen;
+    for (std::uint32_t i0 = 0; i0 < p.qLen; i0 += rows) {
+      const std::uint32_t qLo = offset + i0, qHi = offset + std::min(i0 + rows, p.qLen) - 1;
+      // A decode workgroup serves several heads: a head-dependent range counts as their union.
+      std::uint32_t lo = KeyRange::kEnd, hi = 0;
+      for (std::uint32_t h = 0; h < heads; ++h) {
+        const KeyRange r = chain.keyRange({b, h, qLo, qHi, offset}).within(n);
+        if (r.anyHi > r.anyLo) lo = std::min(lo, r.anyLo), hi = std::max(hi, r.anyHi);
+      }
+      const std::uint32_t first = lo / align * align;
+      widest = std::max(widest, hi > first ? hi - first : 0u);
+    }
+  }
+  return std::max<std::uint32_t>(widest, 1);
 }
 
 void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,

@@ -31,6 +31,8 @@ struct AttentionPlan {
   Grid reduceGrid;                ///< the Split-K reduce kernel, when reduceKernel()
   std::uint32_t reduceWorkgroup = 64;
   std::uint64_t scratchBytes = 0; ///< Split-K partials (and arrival counters)
+  TileShape tile;                 ///< the prefill kernel's (query rows, keys) per tile; 0 x 0 for decode
+  std::uint32_t visibleKeys = 0;  ///< the most keys one workgroup's rows can see (what splits divide)
   std::vector<Decision> decisions;
 
   /// Whether a separate reduce kernel merges the Split-K partials (not when decode merges them in
@@ -47,6 +49,9 @@ class Selector {
 
   /// Query heads one decode workgroup serves: the largest divisor of the GQA group up to 8.
   static std::uint32_t decodeHeadsPerWorkgroup(std::uint32_t group);
+  /// The most keys the query rows of one workgroup (`rows` consecutive queries) can see under the
+  /// problem's modifiers, from the start of its `align`-aligned first tile: what Split-K divides.
+  static std::uint32_t visibleKeys(const AttentionProblem& problem, std::uint32_t rows, std::uint32_t align);
   /// Splits of `kvLen` keys into chunks that are multiples of `granule`, with no empty trailing split.
   static void splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
                         std::uint32_t& chunk);

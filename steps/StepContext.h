@@ -1,7 +1,7 @@
 #pragma once
 // What a step records into: a dispatcher and a workspace, and for debug comparisons a runtime.
 #include "foundry/Dispatcher.h"
-#include "steps/Workspace.h"
+#include "foundry/Workspace.h"
 
 namespace foundry {
 

@@ -9,6 +9,8 @@
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/cli/Commands.h"
 #include "foundry/cli/Table.h"
+#include <fmt/ranges.h>
+#include "runner/LayerModifiers.h"
 #include "runner/ModelConfig.h"
 #include "steps/KernelCatalog.h"
 
@@ -44,7 +46,15 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       if (!a->config.empty()) {
         // The kernels a run of this config builds: its layout, and its tuning under --set.
         const ModelConfig c = loadModelConfig(a->config);
-        a->layout = {c.nHeads, c.nKvHeads, c.headDim, c.run.dtype, c.rope, c.maxContext};
+        a->layout = {c.nHeads, c.nKvHeads, c.headDim, c.run.dtype, c.rope, c.maxContext,
+                     static_cast<float>(c.softmaxScale), {}};
+        // One set of kernels per distinct list of layer modifiers.
+        for (const auto& set : distinctLayerModifiers(c)) {
+          const std::string layers = fmt::format("layer{} {}", set.layers.size() > 1 ? "s" : "", fmt::join(set.layers, ","));
+          a->layout.modifierSets.emplace_back(
+              fmt::format("{}: {}", set.layers.size() == c.layers ? "all layers" : layers, describeModifiers(set.modifiers)),
+              layerModifiers(c, set.layers.front(), describeHeadTensor));
+        }
         options.applyTuning(c.tuning, "/tuning");
       } else {
         const auto dtype = parseDType(a->dtype);

@@ -64,6 +64,7 @@ std::string_view safetensorsDTypeName(DType dtype) {
     case DType::F16: return "F16";
     case DType::F32: return "F32";
     case DType::BF16: return "BF16";
+    case DType::U32: return "U32";
   }
   return "?";
 }

@@ -1,4 +1,4 @@
-//! requires: flashattention/common.glsl
+//! requires: flashattention/common.glsl flashattention/hooks_keys.glsl
 // Flash decoding, scalar variant: no subgroup operations, for devices without them. Keys go in
 // blocks of WORKGROUP_SIZE: each invocation scores one key for every head (a whole row of K), the
 // block's max and weights go through shared memory, then each invocation accumulates the outputs it
@@ -8,7 +8,9 @@
 const uint DECODE_OUTPUTS = DECODE_HEADS * HEAD_DIM;
 const uint DECODE_OWNED = (DECODE_OUTPUTS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
-void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale) {
+// Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
+void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale, uint b, uint h0,
+                         uint q_pos, uvec4 keys) {
   const uint tid = gl_LocalInvocationIndex;
   float acc_o[DECODE_OWNED];
   [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) acc_o[i] = 0.0;
@@ -25,7 +27,8 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
       if (valid) {
         for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * float(k_cache[k_base + key * HEAD_DIM + d]);
       }
-      block_s[h * WORKGROUP_SIZE + tid] = valid ? acc * qk_scale : NEG_BIG;
+      const bool seen = valid && fa_key_counts(keys, b, h0 + h, q_pos, key);
+      block_s[h * WORKGROUP_SIZE + tid] = seen ? fa_score_log2(acc * qk_scale, b, h0 + h, q_pos, key) : NEG_BIG;
     }
     barrier();
     if (tid < DECODE_HEADS) {

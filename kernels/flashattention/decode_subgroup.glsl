@@ -1,4 +1,4 @@
-//! requires: flashattention/common.glsl
+//! requires: flashattention/common.glsl flashattention/hooks_keys.glsl
 // Flash decoding, subgroup variant. One workgroup serves DECODE_HEADS query heads that share one KV
 // head, over keys [kv_begin, kv_end). Each subgroup takes DECODE_KEYS_PER_WARP keys per step, one
 // key per cluster of DECODE_LANES_PER_KEY lanes. A lane holds DECODE_ELEMS dimensions of q, of each key
@@ -72,7 +72,9 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint k_base,
   }
 }
 
-void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale) {
+// Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
+void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale, uint b, uint h0,
+                           uint q_pos, uvec4 keys) {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   const uint cluster = lane / DECODE_LANES_PER_KEY;
@@ -120,14 +122,23 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
         [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] += subgroupShuffleXor(s[u][h], off);
       }
     }
+    // Masks and score hooks, per head, on the reduced scores (every lane of a cluster holds its key's).
+    bool seen[DECODE_UNROLL][DECODE_HEADS];
+    [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+      const uint key = base + u * DECODE_KEYS_PER_WARP + cluster;
+      [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+        seen[u][h] = valid[u] && fa_key_counts(keys, b, h0 + h, q_pos, key);
+        if (FA_SCORE_HOOKED && seen[u][h]) s[u][h] = fa_score_log2(s[u][h], b, h0 + h, q_pos, key);
+      }
+    }
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
       float m_new = m[h];
-      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = valid[u] ? max(m_new, s[u][h]) : m_new;
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = seen[u][h] ? max(m_new, s[u][h]) : m_new;
       const float alpha = exp2(m[h] - m_new);
       float p_sum = 0.0;
       [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] *= alpha;
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-        const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
+        const float p = seen[u][h] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
         [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
       }

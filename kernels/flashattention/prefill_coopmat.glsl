@@ -1,14 +1,15 @@
-//! requires: flashattention/common.glsl
+//! requires: flashattention/common.glsl flashattention/hooks_keys.glsl
 // Prefill attention on NV cooperative matrices (tensor cores), f16 in, f32 accumulate. A workgroup
 // takes PF_BR = 16 * PF_WARPS query rows of one head; each subgroup owns 16 rows.
 // Per K tile of PF_BC keys (double-buffered in shared memory as uvec4, rows skewed by 16 bytes):
 //   S = Q K^T            one 16x16 accumulator per 16 keys; Q stays in registers as A fragments
-//   row max              S goes to shared memory; two lanes scan each row (GL_NV_cooperative_matrix
-//                        has no row reductions, and which invocation holds which element is the
-//                        implementation's choice)
-//   P = exp2(S - m)      computed on the accumulators in registers: the row and column of every
-//                        element are read from "index" matrices loaded once from a shared matrix of
-//                        row (column) numbers, which has the accumulators' layout by construction
+//   row max              S goes to shared memory; two lanes scan each row, apply the masks and score
+//                        hooks there (where every element's row and key are known) and write the
+//                        result back (GL_NV_cooperative_matrix has no row reductions, and which
+//                        invocation holds which element is the implementation's choice)
+//   P = exp2(S - m)      on the reloaded scores in registers: each element's row is read from an
+//                        "index" matrix loaded once from a shared matrix of row numbers, which has
+//                        the accumulators' layout by construction
 //   L += P 1, O += P V   row sums by one more MMA against a matrix of ones, so l lives in an
 //                        accumulator with O's layout and O / L needs no cross-lane work
 // Rescaling O and L by alpha per row uses the same row-index matrix.
@@ -55,11 +56,9 @@ void pf_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
 }
 
 #if !CM_QUAD
-// A 16x16 f32 matrix whose every element holds its row (or column) number, in the accumulators' layout.
-F32MAT cm_index_matrix(uint sg, bool rows) {
-  for (uint i = gl_SubgroupInvocationID; i < 256u; i += SUBGROUP_SIZE) {
-    s_tile[sg * CM_S + i] = floatBitsToUint(float(rows ? i / 16u : i % 16u));
-  }
+// A 16x16 f32 matrix whose every element holds its row number, in the accumulators' layout.
+F32MAT cm_row_index_matrix(uint sg) {
+  for (uint i = gl_SubgroupInvocationID; i < 256u; i += SUBGROUP_SIZE) s_tile[sg * CM_S + i] = floatBitsToUint(float(i / 16u));
   subgroupMemoryBarrierShared();
   subgroupBarrier();
   F32MAT m;
@@ -99,7 +98,7 @@ void cm_init(inout CmState st) {
 }
 
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool masked, bool causal,
+void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uint pos_hi, uvec4 keys,
              float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
@@ -110,8 +109,9 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool 
     s[n] = cm_scores(st.q, stage, n);
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
-      const bool valid = !masked || (key < kv_end && (!causal || key <= pos0 + sg * 16u + CM_ROW_OF[e] + lane_row));
-      s[n][e] = valid ? s[n][e] * qk_scale : NEG_BIG;
+      const uint pos = min(pos0 + sg * 16u + CM_ROW_OF[e] + lane_row, pos_hi);  // rows past the end repeat the last
+      const bool valid = !masked || (key < kv_end && fa_key_visible(keys, b, h, pos, key));
+      s[n][e] = valid ? fa_score_log2(s[n][e] * qk_scale, b, h, pos, key) : NEG_BIG;
       mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[n][e]);
     }
   }
@@ -155,24 +155,22 @@ struct CmState {
   F16MAT q[CM_D];  // this subgroup's 16 query rows as A fragments
   F32MAT o[CM_D];
   F32MAT l;        // every column holds the row's sum
-  F32MAT row_idx;  // each element's row and column number
-  F32MAT col_idx;
+  F32MAT row_idx;  // each element's row number
 };
 
 void cm_init(inout CmState st) {
   const uint sg = gl_SubgroupID;
-  st.row_idx = cm_index_matrix(sg, true);
-  st.col_idx = cm_index_matrix(sg, false);
+  st.row_idx = cm_row_index_matrix(sg);
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd] = F32MAT(0.0);
   st.l = F32MAT(0.0);
   if (gl_SubgroupInvocationID < 16u) row_m[sg * 16u + gl_SubgroupInvocationID] = NEG_BIG;
 }
 
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool masked, bool causal,
+void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uint pos_hi, uvec4 keys,
              float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const F32MAT row_idx = st.row_idx, col_idx = st.col_idx;
+  const F32MAT row_idx = st.row_idx;
   F32MAT s[CM_N];
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     s[n] = cm_scores(st.q, stage, n);
@@ -182,13 +180,17 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   subgroupBarrier();
   // Row max: lanes 2r and 2r+1 scan halves of row r.
   const uint r = lane >> 1u, half_cols = PF_BC / 2u, c0 = (lane & 1u) * half_cols;
-  const uint pos = pos0 + sg * 16u + r;
+  const uint pos = min(pos0 + sg * 16u + r, pos_hi);  // rows past the end repeat the last
   float row_max = NEG_BIG;
+  // The scores through the masks and score hooks, written back for the exponentials below.
   if (lane < 32u) {
     [[unroll]] for (uint c = c0; c < c0 + half_cols; ++c) {
       const uint key = t + c;
-      const bool valid = !masked || (key < kv_end && (!causal || key <= pos));
-      if (valid) row_max = max(row_max, uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * qk_scale);
+      const bool valid = !masked || (key < kv_end && fa_key_visible(keys, b, h, pos, key));
+      const float x = valid ? fa_score_log2(uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * qk_scale, b, h, pos, key)
+                            : NEG_BIG;
+      s_tile[sg * CM_S + r * PF_BC + c] = floatBitsToUint(x);
+      row_max = max(row_max, x);
     }
   }
   row_max = max(row_max, subgroupShuffleXor(row_max, 1u));
@@ -207,13 +209,14 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, uint pos0, bool 
     st.l[i] *= alpha;
     [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) st.o[dd][i] *= alpha;
   }
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
   const F16MAT ones = F16MAT(1.0);
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
+    coopMatLoadNV(s[n], s_tile, sg * CM_S + n * 16u, PF_BC, false);  // the masked, modified scores
     [[unroll]] for (uint i = 0u; i < s[n].length(); ++i) {
-      const uint row = uint(row_idx[i]);
-      const uint key = t + n * 16u + uint(col_idx[i]);
-      const bool valid = !masked || (key < kv_end && (!causal || key <= pos0 + sg * 16u + row));
-      s[n][i] = valid ? exp2(s[n][i] * qk_scale - row_m[sg * 16u + row]) : 0.0;
+      const float x = s[n][i];
+      s[n][i] = x > 0.5 * NEG_BIG ? exp2(x - row_m[sg * 16u + uint(row_idx[i])]) : 0.0;
     }
     const F16MAT p = F16MAT(s[n]);
     st.l = coopMatMulAddNV(p, ones, st.l);

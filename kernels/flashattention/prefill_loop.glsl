@@ -8,23 +8,39 @@
 // wide tile twice over may not fit in shared memory) the next tile is fetched once every subgroup is
 // done reading this one: holding it in registers across the products instead took the H200's D128
 // cooperative-matrix kernel from 203 to 255 registers and was no faster (docs/performance.md).
-void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint pos0, bool causal,
-                  float qk_scale) {
-  if (kv_begin >= kv_end) return;
+//
+// The block's rows sit at positions pos0 .. pos_hi of sequence b, query head h; `keys` is their
+// fa_keys. Tiles that a tile-visibility hook rules out are stepped over before any of their K/V is
+// loaded.
+//
+// The first tile at or after t that may hold a visible key (kv_end if none).
+uint pf_next_tile(uint t, uint kv_end, uint b, uint h, uint pos0, uint pos_hi) {
+  if (FA_TILE_VISIBLE_HOOKED) {
+    while (t < kv_end && !fa_tile_visible(b, h, pos0, pos_hi, t, min(t + PF_BC, kv_end))) t += PF_BC;
+  }
+  return t;
+}
+
+void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint b, uint h, uint pos0,
+                  uint pos_hi, uvec4 keys, float qk_scale) {
+  uint t = pf_next_tile(kv_begin, kv_end, b, h, pos0, pos_hi);
+  if (t >= kv_end) return;
   const uint kv_last = kv_end - 1u;
   PF_KV_T kr[PF_KV_LOADS], vr[PF_KV_LOADS];
-  pf_fetch_kv(kv_begin, kv_last, k_base, v_base, kr, vr);
+  pf_fetch_kv(t, kv_last, k_base, v_base, kr, vr);
   pf_store_kv(0u, kr, vr);
   barrier();
   uint stage = 0u;
-  for (uint t = kv_begin; t < kv_end; t += PF_BC) {
-    const bool has_next = t + PF_BC < kv_end;
+  while (t < kv_end) {
+    const uint next = pf_next_tile(t + PF_BC, kv_end, b, h, pos0, pos_hi);
+    const bool has_next = next < kv_end;
 #if PF_STAGES == 2
-    if (has_next) pf_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
+    if (has_next) pf_fetch_kv(next, kv_last, k_base, v_base, kr, vr);
 #endif
-    // Element masks only where the tile crosses the diagonal or the end of the range.
-    const bool masked = t + PF_BC > kv_end || (causal && t + PF_BC - 1u > pos0);
-    pf_tile(st, stage, t, kv_end, pos0, masked, causal, qk_scale);
+    // Element masks only where the tile is not surely visible to every row (it crosses the diagonal,
+    // a window's edge, the end of the range, or a mask without a range).
+    const bool masked = t + PF_BC > kv_end || !fa_keys_all_visible(keys, t, t + PF_BC);
+    pf_tile(st, stage, t, kv_end, masked, b, h, pos0, pos_hi, keys, qk_scale);
 #if PF_STAGES == 2
     if (has_next) pf_store_kv(stage ^ 1u, kr, vr);
     barrier();
@@ -32,10 +48,11 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, ui
 #else
     barrier();
     if (has_next) {
-      pf_fetch_kv(t + PF_BC, kv_last, k_base, v_base, kr, vr);
+      pf_fetch_kv(next, kv_last, k_base, v_base, kr, vr);
       pf_store_kv(0u, kr, vr);
       barrier();
     }
 #endif
+    t = next;
   }
 }

@@ -1,11 +1,11 @@
-//! requires: flashattention/common.glsl flashattention/prefill_tiles.glsl
+//! requires: flashattention/common.glsl flashattention/hooks_keys.glsl flashattention/prefill_tiles.glsl
 // Prefill attention, subgroup variant (every device). A workgroup takes PF_BR = PF_WARPS * PF_ROWS
 // query rows of one head; each subgroup owns PF_ROWS rows. For each K tile of PF_BC keys:
 //   S = Q K^T: lane c scores keys c, c + SG, ... (PF_KPL of them) for each of its subgroup's rows;
 //   online softmax: row max and sum with subgroup reductions; P goes to shared memory;
 //   O += P V: lane owns dimensions lane, lane + SG, ... (PF_DPL of them), so V reads are conflict-free.
-// Causal: tiles past the last row's position are never visited, and element masks are applied only on
-// tiles that cross the diagonal (or the end of the split).
+// Masks (the hook points): tiles outside the block's key range are never visited, and element masks
+// are applied only on tiles that are not surely visible to every row (prefill_loop.glsl).
 
 struct PfState {
   float o[PF_ROWS][PF_DPL];
@@ -13,7 +13,8 @@ struct PfState {
   float l[PF_ROWS];
 };
 
-void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool masked, bool causal, float qk_scale) {
+void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uint pos_hi, uvec4 keys,
+             float qk_scale) {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   float s[PF_ROWS][PF_KPL];
@@ -30,12 +31,12 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, uint pos0, bool 
   }
   float alpha[PF_ROWS];
   [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
-    const uint pos = pos0 + sg * PF_ROWS + r;  // this row's position among the keys
+    const uint pos = min(pos0 + sg * PF_ROWS + r, pos_hi);  // rows past the query's end repeat its last
     float row_max = NEG_BIG;
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const uint key = t + lane + j * SUBGROUP_SIZE;
-      const bool valid = !masked || (key < kv_end && (!causal || key <= pos));
-      s[r][j] = valid ? s[r][j] * qk_scale : NEG_BIG;
+      const bool valid = !masked || (key < kv_end && fa_key_visible(keys, b, h, pos, key));
+      s[r][j] = valid ? fa_score_log2(s[r][j] * qk_scale, b, h, pos, key) : NEG_BIG;
       row_max = max(row_max, s[r][j]);
     }
     const float m_new = max(st.m[r], subgroupMax(row_max));

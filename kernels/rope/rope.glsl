@@ -6,10 +6,11 @@
 // ROPE_DIMS: rotated dimensions (the rest pass through); ROPE_INTERLEAVED: 1 pairs (2f, 2f+1) as in
 // GPT-J, 0 pairs (f, f + ROPE_DIMS/2) as in Llama and NeoX.
 
+// pc.rope_scale multiplies the rotated dimensions (YaRN's attention factor; 1 otherwise).
 vec2 rope_cos_sin(uint pos, uint f) {
   const float turns = fract(float(pos) * rope_inv_freq[f]);
   const float angle = (turns > 0.5 ? turns - 1.0 : turns) * 6.283185307179586;
-  return vec2(cos(angle), sin(angle));
+  return vec2(cos(angle), sin(angle)) * pc.rope_scale;
 }
 
 // For dimension d < ROPE_DIMS: its frequency index, its partner, and whether d is the pair's first.

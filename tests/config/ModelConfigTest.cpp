@@ -1,6 +1,7 @@
 // The model configs in configs/, the loader's rules (every rejected input names its JSON pointer),
 // the schema kept equal to the loader, and command-line overrides.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -64,6 +65,12 @@ json fullConfig() {
   c["attention"]["rope"]["scaling"] = {{"type", "llama3"},           {"factor", 8.0},
                                        {"low_freq_factor", 1.0},     {"high_freq_factor", 4.0},
                                        {"original_max_position", 2048}};
+  c["attention"]["query_pre_attn_scalar"] = 144;
+  c["attention"]["modifiers"] = json::parse(R"([
+    {"type": "sliding_window", "window": 1024, "layers": {"every": 2, "offset": 1}},
+    {"type": "soft_cap", "cap": 30.0, "layers": [0, 3]},
+    {"type": "sinks"}
+  ])");
   c["run"]["layers"] = 2;
   c["run"]["seed"] = 7;
   c["run"]["check"] = false;
@@ -78,11 +85,17 @@ constexpr const char* kOrigin = "base.json";
 
 TEST(ModelConfig, EveryShippedConfigLoads) {
   const auto files = shippedConfigs();
-  ASSERT_GE(files.size(), 6u) << "configs/ should hold the six model layouts";
+  ASSERT_GE(files.size(), 10u) << "configs/ should hold the ten model layouts";
   std::set<std::string> names;
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());
     ModelConfig c;
+    if (f.filename() == "gemma-2-9b.json") {
+      // Valid, but head_dim 256 is beyond the fused kernels for now: unsupported, naming the field.
+      EXPECT_THAT([&] { loadModelConfig(f); },
+                  ::testing::ThrowsMessage<UnsupportedError>(HasSubstr("/attention/head_dim: head_dim 256")));
+      continue;
+    }
     ASSERT_NO_THROW(c = loadModelConfig(f));
     EXPECT_FALSE(c.source.empty());
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
@@ -112,6 +125,8 @@ TEST(ModelConfig, ShippedConfigsMatchThePublishedModels) {
       {"mistral-7b-v0.3.json", "mistralai/Mistral-7B-v0.3", 32, 32, 8, 128, 32768, 1e6, 0, false},
       {"tinyllama-1.1b.json", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", 22, 32, 4, 64, 2048, 1e4, 0, false},
       {"pythia-1.4b.json", "EleutherAI/pythia-1.4b", 24, 16, 16, 128, 2048, 1e4, 32, false},
+      {"mistral-7b-v0.1.json", "mistralai/Mistral-7B-v0.1", 32, 32, 8, 128, 32768, 1e4, 0, false},
+      {"gpt-oss-20b.json", "openai/gpt-oss-20b", 24, 64, 8, 64, 131072, 150000.0, 0, false},
   };
   for (const auto& m : models) {
     SCOPED_TRACE(m.file);
@@ -122,24 +137,100 @@ TEST(ModelConfig, ShippedConfigsMatchThePublishedModels) {
     EXPECT_EQ(c.nKvHeads, m.nKvHeads);
     EXPECT_EQ(c.headDim, m.headDim);
     EXPECT_EQ(c.maxContext, m.maxContext);
-    EXPECT_EQ(c.rope.theta, m.theta);
-    EXPECT_EQ(c.rope.rotaryDims, m.rotaryDims);
-    EXPECT_EQ(c.rope.pairing, RopePairing::RotateHalf);
-    ASSERT_EQ(c.rope.llama3.has_value(), m.llama3);
+    EXPECT_EQ(c.rope->theta, m.theta);
+    EXPECT_EQ(c.rope->rotaryDims, m.rotaryDims);
+    EXPECT_EQ(c.rope->pairing, RopePairing::RotateHalf);
+    ASSERT_EQ(c.rope->llama3.has_value(), m.llama3);
     if (m.llama3) {
-      EXPECT_EQ(c.rope.llama3->factor, 8.0);
-      EXPECT_EQ(c.rope.llama3->lowFreqFactor, 1.0);
-      EXPECT_EQ(c.rope.llama3->highFreqFactor, 4.0);
-      EXPECT_EQ(c.rope.llama3->originalMaxPosition, 8192.0);
+      EXPECT_EQ(c.rope->llama3->factor, 8.0);
+      EXPECT_EQ(c.rope->llama3->lowFreqFactor, 1.0);
+      EXPECT_EQ(c.rope->llama3->highFreqFactor, 4.0);
+      EXPECT_EQ(c.rope->llama3->originalMaxPosition, 8192.0);
     }
   }
 }
 
+// The modifiers, scales and rope scalings of the configs that use them, from each published config.
+TEST(ModelConfig, ShippedModifiersMatchThePublishedModels) {
+  using K = ModifierConfig::Kind;
+  const ModelConfig oss = loadModelConfig(kConfigDir / "gpt-oss-20b.json");
+  // layer_types alternate sliding_attention (even layers), full_attention; sinks on every layer.
+  ASSERT_EQ(oss.modifiersOf(0).size(), 2u);
+  EXPECT_EQ(oss.modifiersOf(0)[0].kind, K::SlidingWindow);
+  EXPECT_EQ(oss.modifiersOf(0)[0].left, 127u);
+  EXPECT_EQ(oss.modifiersOf(0)[0].right, 0u);
+  EXPECT_EQ(oss.modifiersOf(0)[1].kind, K::Sinks);
+  ASSERT_EQ(oss.modifiersOf(1).size(), 1u);
+  EXPECT_EQ(oss.modifiersOf(1)[0].kind, K::Sinks);
+  EXPECT_EQ(oss.modifiersOf(22).size(), 2u);
+  ASSERT_TRUE(oss.rope && oss.rope->yarn);
+  EXPECT_EQ(oss.rope->yarn->factor, 32.0);
+  EXPECT_EQ(oss.rope->yarn->originalMaxPosition, 4096.0);
+  EXPECT_EQ(oss.rope->yarn->betaFast, 32.0);
+  EXPECT_EQ(oss.rope->yarn->betaSlow, 1.0);
+  EXPECT_FALSE(oss.rope->yarn->truncate);
+  EXPECT_NEAR(oss.rope->attentionScale(), 0.1 * std::log(32.0) + 1.0, 1e-12);
+
+  const ModelConfig mistral = loadModelConfig(kConfigDir / "mistral-7b-v0.1.json");
+  for (std::uint32_t l : {0u, 17u, 31u}) {
+    ASSERT_EQ(mistral.modifiersOf(l).size(), 1u);
+    EXPECT_EQ(mistral.modifiersOf(l)[0].left, 4095u);
+  }
+  const ModelConfig mpt = loadModelConfig(kConfigDir / "mpt-7b.json");
+  EXPECT_FALSE(mpt.rope.has_value()) << "MPT has no rotary embedding";
+  EXPECT_EQ(mpt.nHeads, 32u);
+  EXPECT_EQ(mpt.nKvHeads, 32u);
+  EXPECT_EQ(mpt.headDim, 128u);
+  EXPECT_EQ(mpt.maxContext, 2048u);
+  ASSERT_EQ(mpt.modifiersOf(5).size(), 1u);
+  EXPECT_EQ(mpt.modifiersOf(5)[0].kind, K::Alibi);
+
+  // Gemma 2 parses in full before head_dim 256 is refused.
+  const json gemma = json::parse(readText(kConfigDir / "gemma-2-9b.json"));
+  EXPECT_EQ(gemma["attention"]["query_pre_attn_scalar"], 256);
+  EXPECT_EQ(gemma["attention"]["modifiers"][0]["cap"], 50.0);
+  json gemma128 = gemma;
+  gemma128["attention"]["head_dim"] = 128;  // as the head-dim issue will allow
+  const ModelConfig g = parseModelConfig(gemma128.dump(), "gemma-2-9b.json");
+  EXPECT_DOUBLE_EQ(g.softmaxScale, 1.0 / 16.0);
+  EXPECT_EQ(g.modifiersOf(0).size(), 2u);
+  EXPECT_EQ(g.modifiersOf(1).size(), 1u);
+  EXPECT_EQ(g.modifiersOf(1)[0].kind, K::SoftCap);
+  EXPECT_EQ(g.modifiersOf(0)[1].left, 4095u);
+}
+
+TEST(ModelConfig, YarnFrequenciesFollowHuggingFace) {
+  // transformers' _compute_yarn_parameters for dim 64, base 150000, factor 32, 4096 original
+  // positions, beta 32 / 1, truncate false: the ramp runs from dimension 8.09 to 17.40 of 32.
+  RopeSpec spec;
+  spec.theta = 150000.0;
+  spec.yarn = YarnScaling{32.0, 4096.0, 32.0, 1.0, false, std::nullopt, std::nullopt, std::nullopt};
+  const auto f = spec.inverseFrequencies(64);
+  ASSERT_EQ(f.size(), 32u);
+  const double pi = 3.14159265358979323846;
+  auto plain = [](int i) { return std::pow(150000.0, -2.0 * i / 64); };
+  const double low = 64 * std::log(4096 / (32 * 2 * pi)) / (2 * std::log(150000.0));
+  const double high = 64 * std::log(4096 / (1 * 2 * pi)) / (2 * std::log(150000.0));
+  EXPECT_NEAR(low, 8.09278, 1e-4);
+  for (int i = 0; i < 32; ++i) {
+    const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+    EXPECT_NEAR(f[i], plain(i) / 32 * ramp + plain(i) * (1 - ramp), 1e-15 * plain(i)) << i;
+  }
+  EXPECT_DOUBLE_EQ(f[0], plain(0));         // high frequencies keep theirs
+  EXPECT_DOUBLE_EQ(f[31], plain(31) / 32);  // low ones are interpolated
+  spec.yarn->attentionFactor = 1.5;
+  EXPECT_EQ(spec.attentionScale(), 1.5);
+  spec.yarn->attentionFactor.reset();
+  spec.yarn->mscale = 1.0;
+  spec.yarn->mscaleAllDim = 0.5;
+  EXPECT_NEAR(spec.attentionScale(), (0.1 * std::log(32.0) + 1) / (0.05 * std::log(32.0) + 1), 1e-12);
+}
+
 TEST(ModelConfig, OptionalFieldsAndDefaults) {
   const ModelConfig base = parseModelConfig(baseConfig().dump(), kOrigin);
-  EXPECT_EQ(base.rope.rotaryDims, 0u);
-  EXPECT_EQ(base.rope.dims(base.headDim), 128u);
-  EXPECT_FALSE(base.rope.llama3.has_value());
+  EXPECT_EQ(base.rope->rotaryDims, 0u);
+  EXPECT_EQ(base.rope->dims(base.headDim), 128u);
+  EXPECT_FALSE(base.rope->llama3.has_value());
   EXPECT_EQ(base.run.layers, 32u) << "run.layers defaults to all layers";
   EXPECT_EQ(base.run.seed, 1u);
   EXPECT_TRUE(base.run.check);
@@ -149,9 +240,9 @@ TEST(ModelConfig, OptionalFieldsAndDefaults) {
   EXPECT_EQ(base.group(), 4u);
 
   const ModelConfig full = parseModelConfig(fullConfig().dump(), kOrigin);
-  EXPECT_EQ(full.rope.rotaryDims, 64u);
-  ASSERT_TRUE(full.rope.llama3.has_value());
-  EXPECT_EQ(full.rope.llama3->originalMaxPosition, 2048.0);
+  EXPECT_EQ(full.rope->rotaryDims, 64u);
+  ASSERT_TRUE(full.rope->llama3.has_value());
+  EXPECT_EQ(full.rope->llama3->originalMaxPosition, 2048.0);
   EXPECT_EQ(full.run.layers, 2u);
   EXPECT_EQ(full.run.seed, 7u);
   EXPECT_FALSE(full.run.check);
@@ -164,7 +255,7 @@ TEST(ModelConfig, OptionalFieldsAndDefaults) {
   interleavedF32["run"]["seed"] = 18446744073709551615ull;
   interleavedF32["run"]["decode_tokens"] = 0;  // a prefill-only run
   const ModelConfig c = parseModelConfig(interleavedF32.dump(), kOrigin);
-  EXPECT_EQ(c.rope.pairing, RopePairing::Interleaved);
+  EXPECT_EQ(c.rope->pairing, RopePairing::Interleaved);
   EXPECT_EQ(c.run.dtype, DType::F32);
   EXPECT_EQ(c.run.seed, 18446744073709551615ull);
   EXPECT_EQ(c.run.decodeTokens, 0u);
@@ -260,8 +351,7 @@ const BadConfig kBadConfigs[] = {
     {"MissingAttention", erase("/attention"), ErrorKind::User, "/attention", "missing required key"},
     {"MissingRun", erase("/run"), ErrorKind::User, "/run", "missing required key"},
     {"MissingNHeads", erase("/attention/n_heads"), ErrorKind::User, "/attention/n_heads",
-     "required here: layers, n_heads, n_kv_heads, head_dim, max_context, rope"},
-    {"MissingRope", erase("/attention/rope"), ErrorKind::User, "/attention/rope", "missing required key"},
+     "required here: layers, n_heads, n_kv_heads, head_dim, max_context"},
     {"MissingTheta", erase("/attention/rope/theta"), ErrorKind::User, "/attention/rope/theta", "missing"},
     {"MissingPairing", erase("/attention/rope/pairing"), ErrorKind::User, "/attention/rope/pairing", "missing"},
     {"MissingScalingFactor", eraseFromFull("/attention/rope/scaling/factor"), ErrorKind::User,
@@ -378,9 +468,9 @@ const BadConfig kBadConfigs[] = {
      ErrorKind::User, "/attention/rope/scaling/original_max_position", "expected an integer"},
     {"ScalingTypeUnknown", with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "llama4"; }, fullConfig()),
      ErrorKind::User, "/attention/rope/scaling/type", "expected \"llama3\", found \"llama4\""},
-    {"ScalingTypeYarnIsUnsupported",
-     with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "yarn"; }, fullConfig()), ErrorKind::Unsupported,
-     "/attention/rope/scaling/type", "rope scaling \"yarn\" is not supported; supported: llama3"},
+    {"ScalingTypeLongropeIsUnsupported",
+     with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "longrope"; }, fullConfig()),
+     ErrorKind::Unsupported, "/attention/rope/scaling/type", "rope scaling \"longrope\" is not supported; supported: llama3"},
     // Supported or not.
     {"HeadDim96IsUnsupported", set("/attention/head_dim", 96), ErrorKind::Unsupported, "/attention/head_dim",
      "head_dim 96 is not supported by the fused attention kernels; supported: 64, 128"},
@@ -406,6 +496,54 @@ const BadConfig kBadConfigs[] = {
      "/tuning/fa_decode_warps", "expected a string, number or boolean"},
     {"TuningKeyIsEscaped", set("/tuning/fa~1decode", 4), ErrorKind::User, "/tuning/fa~1decode",
      "unknown tuning key \"fa/decode\""},
+    // Rope scalings: YaRN has its own object, and one scaling per rope.
+    {"YarnAsScalingType", with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "yarn"; }, fullConfig()),
+     ErrorKind::User, "/attention/rope/scaling/type", "YaRN goes in /attention/rope/yarn"},
+    {"YarnAndLlama3Together",
+     with([](json& c) { c["attention"]["rope"]["yarn"] = {{"factor", 4.0}, {"original_max_position", 1024}}; },
+          fullConfig()),
+     ErrorKind::User, "/attention/rope/yarn", "one frequency scaling"},
+    {"YarnMissingFactor", set("/attention/rope/yarn", {{"original_max_position", 1024}}), ErrorKind::User,
+     "/attention/rope/yarn/factor", "missing required key"},
+    {"YarnBetasReversed",
+     set("/attention/rope/yarn", {{"factor", 4.0}, {"original_max_position", 1024}, {"beta_fast", 1}, {"beta_slow", 32}}),
+     ErrorKind::User, "/attention/rope/yarn/beta_fast", "must be greater than beta_slow"},
+    {"YarnOriginalBeyondContext", set("/attention/rope/yarn", {{"factor", 4.0}, {"original_max_position", 8192}}),
+     ErrorKind::User, "/attention/rope/yarn/original_max_position", "cannot exceed max_context (4096)"},
+    {"QueryPreAttnScalarZero", set("/attention/query_pre_attn_scalar", 0), ErrorKind::User,
+     "/attention/query_pre_attn_scalar", "greater than 0"},
+    // Modifiers: their type, their keys, per-head lengths, layer patterns, one of a type per layer.
+    {"ModifiersNotAnArray", set("/attention/modifiers", json::object()), ErrorKind::User, "/attention/modifiers",
+     "expected an array of modifiers"},
+    {"ModifierUnknownType", set("/attention/modifiers", json::parse(R"([{"type": "rotary"}])")), ErrorKind::User,
+     "/attention/modifiers/0/type", "unknown modifier type \"rotary\"; accepted: sliding_window, soft_cap, alibi, sinks"},
+    {"ModifierWithoutType", set("/attention/modifiers", json::parse(R"([{"cap": 3}])")), ErrorKind::User,
+     "/attention/modifiers/0/type", "each modifier is an object with a \"type\""},
+    {"ModifierForeignKey", set("/attention/modifiers", json::parse(R"([{"type": "soft_cap", "cap": 3, "window": 4}])")),
+     ErrorKind::User, "/attention/modifiers/0/window", "unknown key \"window\"; accepted: type, layers, cap"},
+    {"WindowAndExtentsTogether",
+     set("/attention/modifiers", json::parse(R"([{"type": "sliding_window", "window": 4, "left": 3}])")),
+     ErrorKind::User, "/attention/modifiers/0/window", "either \"window\""},
+    {"WindowZero", set("/attention/modifiers", json::parse(R"([{"type": "sliding_window", "window": 0}])")),
+     ErrorKind::User, "/attention/modifiers/0/window", "expected an integer from 1"},
+    {"SoftCapNegative", set("/attention/modifiers", json::parse(R"([{"type": "soft_cap", "cap": -1}])")),
+     ErrorKind::User, "/attention/modifiers/0/cap", "greater than 0"},
+    {"SinksForTooFewHeads", set("/attention/modifiers", json::parse(R"([{"type": "sinks", "values": [1, 2]}])")),
+     ErrorKind::User, "/attention/modifiers/0/values", "one value per query head (32), found 2"},
+    {"AlibiSlopeIsString", set("/attention/modifiers", json::parse(R"([{"type": "alibi", "slopes": ["a"]}])")),
+     ErrorKind::User, "/attention/modifiers/0/slopes/0", "expected a number"},
+    {"LayerBeyondTheModel", set("/attention/modifiers", json::parse(R"([{"type": "sinks", "layers": [1, 32]}])")),
+     ErrorKind::User, "/attention/modifiers/0/layers/1", "layer 32 does not exist: Base has layers 0 to 31"},
+    {"LayerPatternOffsetTooLarge",
+     set("/attention/modifiers", json::parse(R"([{"type": "sinks", "layers": {"every": 2, "offset": 2}}])")),
+     ErrorKind::User, "/attention/modifiers/0/layers/offset", "expected an integer from 0 to 1"},
+    {"LayerPatternUnknownKey",
+     set("/attention/modifiers", json::parse(R"([{"type": "sinks", "layers": {"every": 2, "start": 1}}])")),
+     ErrorKind::User, "/attention/modifiers/0/layers/start", "unknown key"},
+    {"TwoSinksOnOneLayer",
+     set("/attention/modifiers",
+         json::parse(R"([{"type": "sinks", "layers": {"every": 2}}, {"type": "sinks", "layers": [3, 4]}])")),
+     ErrorKind::User, "/attention/modifiers/1", "modifiers 0 and 1 are both sinks on layer 4"},
 };
 
 class RejectedConfig : public ::testing::TestWithParam<BadConfig> {};
@@ -570,8 +708,8 @@ TEST(ModelConfigSchema, PropertiesAndRequiredFieldsMatchTheLoader) {
   schemaObjects(schema, "", objects);
   std::set<std::string> pointers;
   for (const auto& [p, node] : objects) pointers.insert(p);
-  EXPECT_EQ(pointers, (std::set<std::string>{"", "/attention", "/attention/rope", "/attention/rope/scaling", "/run",
-                                             "/tuning"}));
+  EXPECT_EQ(pointers, (std::set<std::string>{"", "/attention", "/attention/rope", "/attention/rope/scaling",
+                                             "/attention/rope/yarn", "/run", "/tuning"}));
 
   for (const auto& [pointer, node] : objects) {
     SCOPED_TRACE("schema object at '" + pointer + "'");

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
@@ -22,9 +24,10 @@ class KernelCacheTest : public ::testing::Test {
   test::TempDir dir;
 
   KernelSource kernel(float variant = 0) const {
-    // `variant` changes the text, so tests can make distinct kernels.
+    // `variant` changes the kernel's name and so its text: tests can make distinct kernels.
     return KernelBuilder(*device, SnippetLibrary::embedded())
         .workgroup(64)
+        .name(fmt::format("cache_test_{}", variant))
         .note("variant", std::to_string(variant))
         .add(std::make_shared<test::LoadStage>(DType::F32, 64))
         .add(std::make_shared<test::ScaleStage>(64))
@@ -50,6 +53,37 @@ TEST_F(KernelCacheTest, SecondBuildOfTheSameKernelDoesNotCompile) {
   EXPECT_EQ(*a, *b);
   cache->spirv(kernel(1));
   EXPECT_EQ(cache->compiler().compileCount(), 2u);
+}
+
+TEST_F(KernelCacheTest, DecisionNotesStayOutOfTheCompiledText) {
+  // Notes explain a kernel in its dump; kernels that differ only in them are one kernel.
+  auto build = [&](const std::string& reason) {
+    return KernelBuilder(*device, SnippetLibrary::embedded())
+        .workgroup(64)
+        .note("warps", reason)
+        .add(std::make_shared<test::LoadStage>(DType::F32, 64))
+        .add(std::make_shared<test::ScaleStage>(64))
+        .add(std::make_shared<test::StoreStage>(DType::F32))
+        .build();
+  };
+  const KernelSource a = build("default"), b = build("FOUNDRY_FA_DECODE_WARPS");
+  EXPECT_EQ(a.glsl, b.glsl);
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_NE(a.notes, b.notes);
+  auto cache = freshCache();
+  cache->spirv(a);
+  cache->spirv(b);
+  EXPECT_EQ(cache->compiler().compileCount(), 1u);
+}
+
+TEST_F(KernelCacheTest, TheCompilersOwnVersionsAreInTheKey) {
+  // A newer glslang or SPIRV-Tools may compile the same text differently.
+  const ShaderCompiler compiler;
+  const std::string& id = compiler.identity();
+  EXPECT_THAT(id, ::testing::HasSubstr("glslang "));
+  EXPECT_THAT(id, ::testing::HasSubstr("shaderc "));
+  EXPECT_THAT(id, ::testing::HasSubstr("spirv-tools "));
+  EXPECT_THAT(id, ::testing::ContainsRegex("glslang [0-9]+\\.[0-9]+\\.[0-9]+"));
 }
 
 TEST_F(KernelCacheTest, DiskCacheSurvivesARestart) {

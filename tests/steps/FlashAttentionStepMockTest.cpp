@@ -198,7 +198,7 @@ TEST_F(StepMockTest, TokenMajorQueriesPassTheirStridesAsPushConstants) {
   // The coopmat prefill kernel is not asserted here: use f32, which takes the subgroup variant.
   s.dtype = DType::F32;
   EXPECT_CALL(dispatcher,
-              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
                        AllOf(PushU32("q_stride_b", 64 * 8 * 128), PushU32("q_stride_h", 128),
                              PushU32("q_stride_s", 8 * 128), PushU32("o_stride_s", 8 * 128),
                              PushU32("k_stride_h", 64 * 128), PushU32("n_kv_heads", 2), PushU32("n_splits", 1)),
@@ -238,7 +238,7 @@ TEST_F(StepMockTest, LavapipePrefillRecordsTheSubgroupKernel) {
   pretend("lavapipe");
   const KernelSource* recorded = nullptr;
   // 64 rows in tiles of 2 subgroups x 4 rows: 8 tiles x 8 heads = 64 workgroups, no split.
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
                                    AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 128), PushU32("q_len", 64),
                                          Binds("o", "out"), LacksBinding("partial_o")),
                                    (Grid{8, 8, 1})))
@@ -259,7 +259,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
   // 1024 keys (16 keys per tile).
   {
     InSequence inOrder;
-    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillSplitKPartStage")),
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillSplitKPartStage")),
                                      AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 1024),
                                            Binds("partial_o", "splitk_partial_o"),
                                            Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
@@ -279,7 +279,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
 TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
   pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}));
   EXPECT_CALL(dispatcher,
-              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
                        AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 4096), Binds("o", "out")), (Grid{1, 1, 1})));
   const StepRecord record = run(test::shapeCall(prefillShape(1, 1, 8, 4096)));
   EXPECT_EQ(record.kernels.size(), 1u);
@@ -308,7 +308,7 @@ TEST_F(StepMockTest, SmallGpuWithoutFp16RecordsKernelsWithNoHalfValuesInSharedMe
               dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")), noHalfShared), _,
                        (Grid{1, 8, 1})));
   run(test::shapeCall(decodeShape(1, 32, 8, 128)));
-  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "SdpaPrefillStage")),
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
                                          KernelNamed(HasSubstr("_f32tiles")), noHalfShared),
                                    _, _));
   run(test::shapeCall(prefillShape(8, 8, 256, 256, 64)));

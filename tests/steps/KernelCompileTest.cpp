@@ -22,6 +22,7 @@
 #include "stages/HeadLayoutStage.h"
 #include "stages/KvAppendStage.h"
 #include "stages/ReferenceStages.h"
+#include "stages/modifiers/CausalStage.h"
 #include "stages/RopeStage.h"
 #include "stages/SdpaPrefillSplitKPartStage.h"
 #include "stages/SdpaPrefillSplitKReduceStage.h"
@@ -227,7 +228,8 @@ TEST_P(KernelCompile, DecodeVariants) {
 // ---- prefill (subgroup variant) -------------------------------------------------------------------
 
 TEST_P(KernelCompile, PrefillSubgroupVariants) {
-  // Axes: head_dim, dtype, f16 tiles, warps, rows per warp, keys per tile, stages, causal, split.
+  // Axes: head_dim, dtype, f16 tiles, warps, rows per warp, keys per tile, stages, longest tiles first,
+  // split.
   std::vector<std::uint32_t> keys;
   for (std::uint32_t k = sg; k <= 64; k *= 2) keys.push_back(k);
   const std::vector<std::uint32_t> dims = {64, 128}, warps = {1, 2, 4, 8}, rows = {1, 2, 4, 8};
@@ -246,7 +248,7 @@ TEST_P(KernelCompile, PrefillSubgroupVariants) {
     v.rowsPerWarp = rows[x[4]];
     v.keysPerTile = keys[x[5]];
     v.stages = x[6] + 1;
-    v.causal = x[7] == 1;
+    v.longestFirst = x[7] == 1;
     v.split = x[8] == 1;
     if (v.dtype == DType::F32 && v.halfTiles) return;  // f32 inputs are staged as f32
     if (!v.unusableReason(sg).empty()) return;
@@ -322,13 +324,20 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
       buildAndCompile(fmt::format("kv append D{} {}", d, dt), [&] {
         return builder().workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, std::nullopt).build();
       });
+      // Without modifiers, and with the causal mask hooked into the scores kernel.
       for (const bool causal : {false, true}) {
-        const ReferenceParams p{d, t, causal, auxWorkgroup()};
+        const ReferenceParams p{d, t, auxWorkgroup()};
+        auto chain = [&](StagePtr stage) {
+          KernelBuilder b = builder();
+          b.workgroup(p.workgroup);
+          if (causal) b.emplace<CausalStage>();
+          return b.add(std::move(stage)).build();
+        };
         buildAndCompile(fmt::format("reference scores D{} {} causal={}", d, dt, causal),
-                        [&] { return builder().workgroup(p.workgroup).emplace<ReferenceScoresStage>(p).build(); });
-        buildAndCompile(fmt::format("reference softmax D{} {} causal={}", d, dt, causal),
+                        [&] { return chain(std::make_shared<ReferenceScoresStage>(p)); });
+        buildAndCompile(fmt::format("reference softmax D{} {}", d, dt),
                         [&] { return builder().workgroup(p.workgroup).emplace<ReferenceSoftmaxStage>(p).build(); });
-        buildAndCompile(fmt::format("reference pv D{} {} causal={}", d, dt, causal),
+        buildAndCompile(fmt::format("reference pv D{} {}", d, dt),
                         [&] { return builder().workgroup(p.workgroup).emplace<ReferencePvStage>(p).build(); });
       }
     }
@@ -387,9 +396,9 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
   std::set<std::string> kinds;
   for (const auto& n : names) kinds.insert(n.substr(0, n.find("__")));
   EXPECT_THAT(kinds, ::testing::IsSupersetOf({"HeadLayout_FlashDecode", "HeadLayout_Rope_FlashDecodeFused",
-                                              "FlashDecodeSplitKReduce", "HeadLayout_SdpaPrefill",
-                                              "HeadLayout_SdpaPrefillSplitKPart", "SdpaPrefillSplitKReduce",
-                                              "ReferenceScores", "ReferenceSoftmax", "ReferencePv"}));
+                                              "FlashDecodeSplitKReduce", "HeadLayout_Causal_SdpaPrefill",
+                                              "HeadLayout_Causal_SdpaPrefillSplitKPart", "SdpaPrefillSplitKReduce",
+                                              "Causal_ReferenceScores", "ReferenceSoftmax", "ReferencePv"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"), presetName);

@@ -11,7 +11,7 @@
 
 #include "foundry/Runtime.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "steps/Workspace.h"
+#include "foundry/Workspace.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 

@@ -7,6 +7,13 @@
 #include <fmt/format.h>
 
 #include "foundry/Runtime.h"
+#include "stages/modifiers/AlibiStage.h"
+#include "stages/modifiers/CausalStage.h"
+#include "stages/modifiers/KeyLengthsStage.h"
+#include "stages/modifiers/MaskStage.h"
+#include "stages/modifiers/SinksStage.h"
+#include "stages/modifiers/SlidingWindowStage.h"
+#include "stages/modifiers/SoftCapStage.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "steps/RopeStep.h"
 #include "steps/SdpaReferenceStep.h"
@@ -49,12 +56,52 @@ AttentionCase attentionCase(std::uint32_t batch, std::uint32_t heads, std::uint3
 }
 
 std::string AttentionCase::name() const {
-  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}_{}_{}{}{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
+  std::string mods;
+  for (const auto& m : modifiers) mods += fmt::format("_{}", m.name());
+  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}_{}_{}{}{}{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
                      dtypeName(dtype), qLayout == Layout::TokenMajor ? "qtok" : "qhead",
                      oLayout == Layout::TokenMajor ? "_otok" : "", causal ? "" : "_full",
                      magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "",
                      scale != 0.0f ? fmt::format("_scale{}", static_cast<int>(1.0f / scale)) : "",
-                     pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()));
+                     pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()), mods);
+}
+
+std::string ModifierSpec::name() const {
+  auto extent = [](std::uint32_t e) { return e >= SlidingWindowStage::kMaxExtent ? std::string("inf") : std::to_string(e); };
+  switch (kind) {
+    case Kind::TopLeftCausal: return "tlcausal";
+    case Kind::Window: return fmt::format("win{}_{}", extent(left), extent(right));
+    case Kind::Alibi: return values.empty() ? "alibi" : "alibigiven";
+    case Kind::SoftCap: return fmt::format("cap{}", static_cast<int>(value));
+    case Kind::Sinks: return fmt::format("sinks{}", values.size());
+    case Kind::KeyLengths: {
+      std::string s = "lens";
+      for (auto l : lengths) s += fmt::format("_{}", l);
+      return s;
+    }
+    case Kind::AddMask: return fmt::format("addmask{}{}", broadcast ? "bc" : "", maskType == DType::F32 ? "f32" : "");
+    case Kind::BitMask: return fmt::format("bitmask{}", broadcast ? "bc" : "");
+    case Kind::Custom: return label;
+  }
+  return "?";
+}
+
+ModifierSpec topLeftCausal() { return {.kind = ModifierSpec::Kind::TopLeftCausal}; }
+ModifierSpec window(std::uint32_t left, std::uint32_t right) {
+  return {.kind = ModifierSpec::Kind::Window, .left = left, .right = right};
+}
+ModifierSpec alibi(std::vector<double> slopes) { return {.kind = ModifierSpec::Kind::Alibi, .values = std::move(slopes)}; }
+ModifierSpec softCap(double cap) { return {.kind = ModifierSpec::Kind::SoftCap, .value = cap}; }
+ModifierSpec sinks(std::vector<double> logits) { return {.kind = ModifierSpec::Kind::Sinks, .values = std::move(logits)}; }
+ModifierSpec keyLengths(std::vector<std::uint32_t> lengths) {
+  return {.kind = ModifierSpec::Kind::KeyLengths, .lengths = std::move(lengths)};
+}
+ModifierSpec additiveMask(bool broadcast, DType type) {
+  return {.kind = ModifierSpec::Kind::AddMask, .broadcast = broadcast, .maskType = type};
+}
+ModifierSpec bitMask(bool broadcast) { return {.kind = ModifierSpec::Kind::BitMask, .broadcast = broadcast}; }
+ModifierSpec custom(std::string label, std::function<ModifierPtr(Runtime&, const AttentionProblem&)> make) {
+  return {.kind = ModifierSpec::Kind::Custom, .label = std::move(label), .make = std::move(make)};
 }
 
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name(); }
@@ -74,6 +121,88 @@ struct Inputs {
   std::vector<float> q, k, v;  // as the device holds them (rounded to the dtype)
 };
 
+PerHeadValues perHead(Runtime& rt, const std::string& name, std::vector<double> cycle, std::uint32_t heads) {
+  PerHeadValues out;
+  for (std::uint32_t h = 0; h < heads; ++h) out.values.push_back(cycle[h % cycle.size()]);
+  out.tensor = rt.allocate(name, DType::F32, {heads});
+  rt.upload(out.tensor, std::vector<float>(out.values.begin(), out.values.end()));
+  return out;
+}
+
+// Whether mask element (b, h, i, k) of a case's drawn mask is visible; `u` is a uniform draw for it.
+bool drawnVisible(std::uint32_t i, std::uint32_t k, float u) { return i != 0 && !(k >= 16 && k < 48) && u > 0.25f; }
+
+ModifierPtr makeMask(Runtime& rt, const AttentionCase& c, const ModifierSpec& m) {
+  const std::uint32_t mb = m.broadcast ? 1 : c.batch, mh = m.broadcast ? 1 : c.heads;
+  const std::size_t rows = std::size_t(mb) * mh * c.qLen;
+  const auto u = randomVector(rows * c.kvLen, c.seed * 5 + 11, 0.0f, 1.0f);
+  if (m.kind == ModifierSpec::Kind::BitMask) {
+    const std::uint32_t words = (c.kvLen + 31) / 32 + 1;  // one spare word: rows longer than needed
+    std::vector<std::uint32_t> bits(rows * words, 0u);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::uint32_t k = 0; k < c.kvLen; ++k) {
+        if (drawnVisible(r % c.qLen, k, u[r * c.kvLen + k])) bits[r * words + k / 32] |= 1u << (k % 32);
+      }
+    }
+    const Tensor t = rt.allocate("mask_bits", DType::U32, {mb, mh, c.qLen, words});
+    rt.upload(t, std::span<const std::uint32_t>(bits));
+    return MaskStage::bits(t, bits);
+  }
+  const std::uint32_t cols = c.kvLen + 3;  // rows longer than kv_len
+  std::vector<float> add(rows * cols, 0.0f);
+  const auto values = randomVector(rows * cols, c.seed * 5 + 12, -1.5f, 1.5f);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::uint32_t k = 0; k < cols; ++k) {
+      const bool visible = k < c.kvLen ? drawnVisible(r % c.qLen, k, u[r * c.kvLen + k]) : false;
+      // Hidden keys alternate between -inf and f16's lowest, both of which hide.
+      add[r * cols + k] = visible ? values[r * cols + k] : ((r + k) % 2 ? -INFINITY : -kHalfMax);
+    }
+  }
+  add = decodeElements(encodeElements(add, m.maskType), m.maskType);
+  const Tensor t = rt.allocate("mask_add", m.maskType, {mb, mh, c.qLen, cols});
+  rt.upload(t, add);
+  return MaskStage::additive(t, add);
+}
+
+Modifiers makeModifiers(Runtime& rt, const AttentionCase& c) {
+  Modifiers out;
+  const AttentionProblem p = c.problem();
+  for (const auto& m : c.modifiers) {
+    switch (m.kind) {
+      case ModifierSpec::Kind::TopLeftCausal:
+        out.push_back(std::make_shared<CausalStage>(CausalStage::Align::TopLeft));
+        break;
+      case ModifierSpec::Kind::Window: out.push_back(std::make_shared<SlidingWindowStage>(m.left, m.right)); break;
+      case ModifierSpec::Kind::Alibi:
+        out.push_back(std::make_shared<AlibiStage>(
+            perHead(rt, "alibi_slopes", m.values.empty() ? AlibiStage::alibiSlopes(c.heads) : m.values, c.heads)));
+        break;
+      case ModifierSpec::Kind::SoftCap: out.push_back(std::make_shared<SoftCapStage>(m.value)); break;
+      case ModifierSpec::Kind::Sinks:
+        out.push_back(std::make_shared<SinksStage>(perHead(rt, "attn_sinks", m.values, c.heads)));
+        break;
+      case ModifierSpec::Kind::KeyLengths: {
+        const Tensor t = rt.allocate("kv_lengths", DType::U32, {c.batch});
+        rt.upload(t, std::span<const std::uint32_t>(m.lengths));
+        out.push_back(std::make_shared<KeyLengthsStage>(t, m.lengths));
+        break;
+      }
+      case ModifierSpec::Kind::AddMask:
+      case ModifierSpec::Kind::BitMask: out.push_back(makeMask(rt, c, m)); break;
+      case ModifierSpec::Kind::Custom: out.push_back(m.make(rt, p)); break;
+    }
+  }
+  return out;
+}
+
+// The keys sequence b holds: its own length with per-sequence lengths.
+std::uint32_t keysOf(const AttentionCase& c, std::uint32_t b) {
+  for (const auto& m : c.modifiers) {
+    if (m.kind == ModifierSpec::Kind::KeyLengths) return m.lengths.at(b);
+  }
+  return c.kvLen;
+}
+
 std::vector<float> rounded(std::vector<float> x, DType dtype) { return decodeElements(encodeElements(x, dtype), dtype); }
 
 Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
@@ -84,11 +213,11 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   in.q = rounded(randomVector(qn, c.seed * 3 + 1, -c.magnitude, c.magnitude), c.dtype);
   in.k = rounded(randomVector(kvn, c.seed * 3 + 2, -c.magnitude, c.magnitude), c.dtype);
   in.v = rounded(randomVector(kvn, c.seed * 3 + 3, -1.0f, 1.0f), c.dtype);
-  // Rows past kv_len hold NaN: any kernel that reads them poisons its output.
+  // Rows past each sequence's keys hold NaN: any kernel that reads them poisons its output.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
-      for (std::uint32_t s = p.kvLen; s < p.kvCapacity; ++s) {
+      for (std::uint32_t s = keysOf(c, b); s < p.kvCapacity; ++s) {
         for (std::uint32_t d = 0; d < p.headDim; ++d) {
           in.k[kvIndex(p, b, h, s) + d] = nan;
           in.v[kvIndex(p, b, h, s) + d] = nan;
@@ -115,28 +244,8 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   in.call.kvLen = p.kvLen;
   in.call.causal = c.causal;
   in.call.scale = c.scale;
+  in.call.modifiers = makeModifiers(rt, c);
   return in;
-}
-
-// Largest |scale * q.k| over the (query, key) pairs the mask leaves visible.
-double maxAbsLogit(const AttentionProblem& p, const std::vector<float>& q, const std::vector<float>& k) {
-  double best = 0;
-  const double scale = p.softmaxScale();
-  for (std::uint32_t b = 0; b < p.batch; ++b) {
-    for (std::uint32_t h = 0; h < p.nHeads; ++h) {
-      for (std::uint32_t i = 0; i < p.qLen; ++i) {
-        const float* qi = q.data() + qIndex(p, p.qLayout, b, h, i);
-        const std::uint32_t limit = p.causal ? p.queryOffset() + i + 1 : p.kvLen;
-        for (std::uint32_t j = 0; j < limit; ++j) {
-          const float* kj = k.data() + kvIndex(p, b, h / p.group(), j);
-          double s = 0;
-          for (std::uint32_t d = 0; d < p.headDim; ++d) s += double(qi[d]) * kj[d];
-          best = std::max(best, std::abs(s * scale));
-        }
-      }
-    }
-  }
-  return best;
 }
 
 AttentionResult finish(Runtime& rt, const AttentionCase& c, Inputs& in, StepRecord record,
@@ -144,14 +253,19 @@ AttentionResult finish(Runtime& rt, const AttentionCase& c, Inputs& in, StepReco
   AttentionResult r;
   r.record = std::move(record);
   r.got = rt.download(in.call.o);
-  r.want = cpuAttention(c.problem(), qForReference, in.k, in.v);
+  AttentionProblem p = c.problem();
+  p.modifiers = in.call.modifiers;
+  r.want = cpuAttention(p, qForReference, in.k, in.v);
   r.error = compareOutputs(r.got, r.want);
-  r.maxAbsLogit = maxAbsLogit(c.problem(), qForReference, in.k);
+  r.maxAbsLogit = maxAbsLogit(p, qForReference, in.k);
   return r;
 }
 
+// Decode queries rotated at their sequence's last position (vector i of [B, H or 1, ...] is batch i / H).
 std::vector<float> ropedQuery(const AttentionCase& c, const RopeSpec& rope, std::vector<float> q) {
-  cpuRope(rope, c.headDim, q, std::vector<std::uint32_t>(q.size() / c.headDim, c.kvLen - 1));
+  std::vector<std::uint32_t> pos(q.size() / c.headDim);
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = keysOf(c, static_cast<std::uint32_t>(i / c.heads)) - 1;
+  cpuRope(rope, c.headDim, q, pos);
   return q;
 }
 

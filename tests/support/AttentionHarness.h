@@ -2,6 +2,7 @@
 // Runs attention steps on the test device against the CPU float64 reference: fresh random inputs
 // (never zeros), outputs poisoned with NaN, KV cache rows past kv_len poisoned with NaN so a kernel
 // that reads them shows it.
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -13,6 +14,10 @@
 #include "steps/AttentionProblem.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
+
+namespace foundry {
+class Runtime;
+}
 
 namespace foundry::test {
 
@@ -29,6 +34,33 @@ struct InputPoke {
   float value = 0.0f;
 };
 
+/// A modifier a case runs with, as data: the harness makes the modifier (and uploads its tensors) on
+/// the test runtime. Masks are drawn from the case's seed: about a quarter of the elements hidden,
+/// query row 0 hidden entirely, and keys [16, 48) hidden for every row (whole tiles to skip).
+struct ModifierSpec {
+  enum class Kind { TopLeftCausal, Window, Alibi, SoftCap, Sinks, KeyLengths, AddMask, BitMask, Custom };
+  Kind kind = Kind::Window;
+  std::uint32_t left = 0, right = 0;  ///< Window
+  double value = 0;                   ///< SoftCap: the cap
+  std::vector<double> values;         ///< Sinks: logits per head, repeated; Alibi: slopes (empty: BLOOM's)
+  std::vector<std::uint32_t> lengths; ///< KeyLengths, one per sequence
+  bool broadcast = false;             ///< masks: one [1, 1, q_len, kv] mask for every sequence and head
+  DType maskType = DType::F16;        ///< AddMask: f16 or f32
+  std::string label;                  ///< Custom: its name in the case's name
+  std::function<ModifierPtr(Runtime&, const AttentionProblem&)> make;  ///< Custom
+
+  std::string name() const;
+};
+ModifierSpec topLeftCausal();
+ModifierSpec window(std::uint32_t left, std::uint32_t right = 0);
+ModifierSpec alibi(std::vector<double> slopes = {});
+ModifierSpec softCap(double cap);
+ModifierSpec sinks(std::vector<double> logits);
+ModifierSpec keyLengths(std::vector<std::uint32_t> lengths);
+ModifierSpec additiveMask(bool broadcast = false, DType type = DType::F16);
+ModifierSpec bitMask(bool broadcast = false);
+ModifierSpec custom(std::string label, std::function<ModifierPtr(Runtime&, const AttentionProblem&)> make);
+
 struct AttentionCase {
   std::uint32_t batch = 1;
   std::uint32_t heads = 4;
@@ -44,7 +76,9 @@ struct AttentionCase {
   std::uint32_t seed = 1;
   float scale = 0.0f;                ///< softmax scale; 0: 1/sqrt(head_dim)
   std::vector<InputPoke> pokes;      ///< applied after the inputs are drawn, before upload
+  std::vector<ModifierSpec> modifiers;  ///< after the causal mask, in order
 
+  /// The shape (the modifiers' tensors exist only once the harness made them).
   AttentionProblem problem() const;
   /// A gtest-safe name from the shape: "b1_h8_hkv2_q7_kv45_D128_f16_qtok_otok".
   std::string name() const;

@@ -1,4 +1,4 @@
-#include "steps/Workspace.h"
+#include "foundry/Workspace.h"
 
 #include "foundry/Runtime.h"
 #include "foundry/vk/Buffer.h"

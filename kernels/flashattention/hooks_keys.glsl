@@ -1,0 +1,43 @@
+//! requires: flashattention/hooks.glsl
+// The key loop's side of the hook points.
+
+// The keys query positions [q_lo, q_hi] of (b, h) may see (.xy) and surely see (.zw), within the
+// sequence; an empty range is [x, x).
+uvec4 fa_keys(uint b, uint h, uint q_lo, uint q_hi) {
+  const uint n = fa_kv_len(b);
+  uvec4 r = fa_range_meet(fa_key_range(b, h, q_lo, q_hi), uvec4(0u, n, 0u, n));
+  r.y = max(r.y, r.x);
+  r.w = max(r.w, r.z);
+  return r;
+}
+
+// A log2-domain score through the score hooks.
+float fa_score_log2(float s, uint b, uint h, uint q, uint k) {
+  return FA_SCORE_HOOKED ? fa_score(s * LN2, b, h, q, k) * LOG2E : s;
+}
+
+// Whether key k counts for query position q of a block whose keys are `keys` (fa_keys).
+bool fa_key_visible(uvec4 keys, uint b, uint h, uint q, uint k) {
+  return k >= keys.x && k < keys.y && fa_visible(b, h, q, k);
+}
+
+// Whether every key of [k_lo, k_hi) counts for every query of a block whose keys are `keys`: no
+// element mask is needed there (every mask says through fa_key_range which keys it surely leaves).
+bool fa_keys_all_visible(uvec4 keys, uint k_lo, uint k_hi) { return k_lo >= keys.z && k_hi <= keys.w; }
+
+// fa_keys over heads h0 .. h0 + n - 1 (a decode workgroup's): the keys any of them may see, and the
+// keys all of them surely see.
+uvec4 fa_keys_heads(uint b, uint h0, uint n, uint q_lo, uint q_hi) {
+  uvec4 r = fa_keys(b, h0, q_lo, q_hi);
+  for (uint h = 1u; h < n; ++h) {
+    const uvec4 x = fa_keys(b, h0 + h, q_lo, q_hi);
+    r = uvec4(min(r.x, x.x), max(r.y, x.y), max(r.z, x.z), min(r.w, x.w));
+  }
+  return r;
+}
+
+// Whether key k (inside the block's range) counts for query position q of head h: only masks that do
+// not surely leave it visible are asked. The caller has checked k against the range.
+bool fa_key_counts(uvec4 keys, uint b, uint h, uint q, uint k) {
+  return !FA_VISIBLE_HOOKED || (k >= keys.z && k < keys.w) || fa_visible(b, h, q, k);
+}
