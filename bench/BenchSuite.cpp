@@ -14,6 +14,10 @@
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "stages/CeilingStages.h"
+#include "stages/modifiers/AlibiStage.h"
+#include "stages/modifiers/SinksStage.h"
+#include "stages/modifiers/SlidingWindowStage.h"
+#include "stages/modifiers/SoftCapStage.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
 #include "steps/Selector.h"
@@ -21,15 +25,34 @@
 namespace foundry::bench {
 
 std::string Shape::name() const {
-  if (kind == "decode") return fmt::format("decode B{} D{} kv{}", batch, headDim, kvLen);
-  return fmt::format("prefill B{} D{} S{}{}", batch, headDim, qLen, causal ? " causal" : "");
+  std::string mods;
+  for (const auto& m : modifiers) mods += fmt::format(" +{}", m);
+  if (kind == "decode") return fmt::format("decode B{} D{} kv{}{}", batch, headDim, kvLen, mods);
+  return fmt::format("prefill B{} D{} S{}{}{}", batch, headDim, qLen, causal ? " causal" : "", mods);
+}
+
+std::uint32_t Shape::window() const {
+  for (const auto& m : modifiers) {
+    if (m.starts_with("window")) return static_cast<std::uint32_t>(std::stoul(m.substr(6)));
+  }
+  return 0;
 }
 
 double Shape::flops() const {
+  const std::uint32_t w = window();
+  if (w && causal && qLen == kvLen && w < kvLen) {
+    // Query i sees min(i + 1, w) keys.
+    const double pairs = 0.5 * w * (w + 1.0) + double(qLen - w) * w;
+    return 4.0 * batch * heads * pairs * headDim;
+  }
   return 4.0 * batch * heads * qLen * double(kvLen) * headDim * (causal && qLen == kvLen ? 0.5 : 1.0);
 }
 
-double Shape::kvBytes() const { return 2.0 * batch * kvHeads * double(kvLen) * headDim * 2.0; }
+double Shape::kvBytes() const {
+  const std::uint32_t w = window();
+  const double keys = kind == "decode" && w ? std::min(w, kvLen) : kvLen;
+  return 2.0 * batch * kvHeads * keys * headDim * 2.0;
+}
 
 std::vector<Shape> shapesFor(const std::string& suite) {
   std::vector<Shape> out;
@@ -50,8 +73,37 @@ std::vector<Shape> shapesFor(const std::string& suite) {
       for (std::uint32_t s : {512u, 2048u, 8192u}) out.push_back({"prefill", 1, 32, 8, s, s, d, true});
     }
   }
+  if (suite == "modifiers") {
+    // What each modifier costs where it costs most: the same shapes with and without it (a window
+    // as long as the cache does the same work as none, so it shows the masks' own cost).
+    std::vector<Shape> base = {{"decode", 1, 32, 8, 1, 16384, 128, false},
+                               {"decode", 1, 32, 8, 1, 65536, 128, false},
+                               {"decode", 8, 32, 8, 1, 16384, 128, false},
+                               {"prefill", 1, 32, 8, 2048, 2048, 128, true},
+                               {"prefill", 1, 32, 8, 8192, 8192, 128, true}};
+    for (const auto& b : base) {
+      out.push_back(b);
+      for (const std::string& m : {fmt::format("window{}", b.kvLen), std::string("softcap50"), std::string("alibi"),
+                                  std::string("sinks")}) {
+        Shape s = b;
+        s.modifiers = {m};
+        out.push_back(s);
+      }
+    }
+    // A window's speed: causal prefill at 32768 with and without a 4096-key window; decode at 65536
+    // with one against plain decode at 4096.
+    Shape p{"prefill", 1, 32, 8, 32768, 32768, 128, true};
+    out.push_back(p);
+    p.modifiers = {"window4096"};
+    out.push_back(p);
+    out.push_back({"decode", 1, 32, 8, 1, 4096, 128, false});
+    Shape d{"decode", 1, 32, 8, 1, 65536, 128, false};
+    d.modifiers = {"window4096"};
+    out.push_back(d);
+    return out;
+  }
   if (out.empty() && suite != "ceilings") {
-    throw UserError("--suite", fmt::format("'{}'; accepted: decode, prefill, ceilings, all, smoke", suite));
+    throw UserError("--suite", fmt::format("'{}'; accepted: decode, prefill, modifiers, ceilings, all, smoke", suite));
   }
   return out;
 }
@@ -188,6 +240,26 @@ Prepared Runner::prepare(const Shape& s) {
   p.headDim = s.headDim;
   p.dtype = DType::F16;
   p.causal = s.causal;
+  for (const auto& m : s.modifiers) {
+    auto perHead = [&](const std::string& name, std::vector<double> values) {
+      PerHeadValues v;
+      v.values = std::move(values);
+      v.tensor = rt_.allocate(name, DType::F32, {p.nHeads});
+      rt_.upload(v.tensor, std::vector<float>(v.values.begin(), v.values.end()));
+      return v;
+    };
+    if (m.starts_with("window")) {
+      p.modifiers.push_back(SlidingWindowStage::fromModelWindow(s.window()));
+    } else if (m.starts_with("softcap")) {
+      p.modifiers.push_back(std::make_shared<SoftCapStage>(std::stod(m.substr(7))));
+    } else if (m == "alibi") {
+      p.modifiers.push_back(std::make_shared<AlibiStage>(perHead("alibi_slopes", AlibiStage::alibiSlopes(p.nHeads))));
+    } else if (m == "sinks") {
+      std::vector<double> logits;
+      for (std::uint32_t h = 0; h < p.nHeads; ++h) logits.push_back(-2.0 + 0.25 * h);
+      p.modifiers.push_back(std::make_shared<SinksStage>(perHead("attn_sinks", logits)));
+    }
+  }
   pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
   pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
   pr.v = randomValues(pr.k.size(), 13);
@@ -205,6 +277,7 @@ Prepared Runner::prepare(const Shape& s) {
     rt_.upload(call.v, pr.v);
     call.kvLen = p.kvLen;
     call.causal = p.causal;
+    call.modifiers = p.modifiers;
   }
   return pr;
 }
@@ -285,8 +358,29 @@ Shape parseShape(const std::string& text) {
       throw UserError("--shape", fmt::format("'{}': field {} must be a positive integer", text, i + 1));
     }
   };
+  std::vector<std::string> mods;
+  if (!f.empty()) {
+    // The last field carries the modifiers: "128+window4096+sinks".
+    std::string& last = f.back();
+    for (std::size_t plus = last.find('+'); plus != std::string::npos; plus = last.find('+')) {
+      const std::size_t next = last.find('+', plus + 1);
+      mods.push_back(last.substr(plus + 1, next == std::string::npos ? std::string::npos : next - plus - 1));
+      last.erase(plus, next == std::string::npos ? std::string::npos : next - plus);
+    }
+  }
+  for (const auto& m : mods) {
+    const bool sized = (m.starts_with("window") && m.size() > 6 &&
+                        m.find_first_not_of("0123456789", 6) == std::string::npos && std::stoul(m.substr(6)) > 0 &&
+                        m.size() < 15) ||
+                       (m.starts_with("softcap") && m.size() > 7 &&
+                        m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0);
+    if (!sized && m != "alibi" && m != "sinks") {
+      throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks", text, m));
+    }
+  }
   if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {
-    throw UserError("--shape", fmt::format("'{}'; accepted: decode:B:Hq:Hkv:kv:D or prefill:B:Hq:Hkv:S:D", text));
+    throw UserError("--shape", fmt::format("'{}'; accepted: decode:B:Hq:Hkv:kv:D or prefill:B:Hq:Hkv:S:D, each "
+                                           "optionally followed by +window<W>, +softcap<C>, +alibi, +sinks", text));
   }
   Shape s;
   s.kind = f[0];
@@ -297,6 +391,7 @@ Shape parseShape(const std::string& text) {
   s.qLen = s.kind == "decode" ? 1 : s.kvLen;
   s.headDim = num(5);
   s.causal = s.kind == "prefill";
+  s.modifiers = mods;
   return s;
 }
 
@@ -374,7 +469,7 @@ nlohmann::json toJson(const Result& r) {
           {"Skv", r.shape.kvLen},       {"D", r.shape.headDim},        {"causal", r.shape.causal},
           {"us", r.medianUs},           {"min_us", r.minUs},           {"tflops", r.tflops},
           {"kv_gbs", r.kvGBs},          {"pct_ceiling", r.percentOfCeiling}, {"rel_error", r.relError},
-          {"variant", r.variant},
+          {"variant", r.variant},       {"modifiers", r.shape.modifiers},
           {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
           {"plan", r.plan},             {"statistics", r.statistics}};
 }

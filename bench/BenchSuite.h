@@ -22,9 +22,13 @@ struct Shape {
   std::string kind;  ///< "decode" or "prefill"
   std::uint32_t batch = 1, heads = 32, kvHeads = 8, qLen = 1, kvLen = 1024, headDim = 128;
   bool causal = true;
+  /// Modifiers after the causal mask: "window<W>" (Hugging Face's sliding_window), "softcap<C>",
+  /// "alibi", "sinks".
+  std::vector<std::string> modifiers;
   std::string name() const;
-  double flops() const;        ///< causal prefill counts half, as torch_sdpa.py does
-  double kvBytes() const;      ///< K and V bytes read (f16)
+  double flops() const;        ///< of the visible (query, key) pairs: causal prefill counts half, as torch_sdpa.py does
+  double kvBytes() const;      ///< K and V bytes read (f16): a window's keys only
+  std::uint32_t window() const;  ///< the window's size, or 0
 };
 
 struct Options {
@@ -61,8 +65,11 @@ struct Result {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> statistics;  ///< per kernel, from the driver
 };
 
+/// decode, prefill, all, smoke, or modifiers: each modifier on the decode and prefill shapes it
+/// costs most on, beside the same shape without it, and the sliding-window speed shapes.
 std::vector<Shape> shapesFor(const std::string& suite);
-/// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal).
+/// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal), each optionally followed by
+/// modifiers: "+window4096+sinks".
 Shape parseShape(const std::string& text);
 
 /// One shape's inputs on the device: copies to rotate over, and the host values for the check.

@@ -7,6 +7,9 @@
 #                                        # writes the side-by-side table into docs/performance.md
 #   bash bench/h200.sh sweep SHAPE...    # on the device: every forced variant of these shapes
 #   bash bench/h200.sh merge SHAPE...    # on the device: Split-K factors x merge modes, twice
+#   bash bench/h200.sh modifiers         # on the device: the modifier parity suites (cooperative
+#                                        # matrices included), replays of gpt-oss-20b, MPT-7B and a
+#                                        # Gemma-2 layout against PyTorch, and the modifier timings
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh.
 #
@@ -88,6 +91,36 @@ case "${1:-}" in
           grep -v '^ ' | tee -a "$out/merge.txt"
       done
     done
+    ;;
+  modifiers)
+    # Attention modifiers. First the whole attention suite on this GPU, the modifier parity suites
+    # with it: the cooperative-matrix variants run only here.
+    on_device
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    status=0
+    .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
+      { status=1; echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; }
+    tail -3 "$out/attention-tests.log"
+    # Replays against PyTorch's own math (masks, soft-cap and ALiBi on the scores, sinks as a dropped
+    # softmax column): gpt-oss-20b (a 128-key window on even layers, sinks, YaRN) past its window,
+    # MPT-7B (ALiBi, no RoPE), and Gemma 2's soft-cap, window and scale at head_dim 128.
+    {
+      replay() {  # name config replay-flags...
+        local name=$1 cfg=$2
+        shift 2
+        python3 bench/replay_torch.py "$cfg" --out "/tmp/replay-$name" "$@" &&
+          foundry run "/tmp/replay-$name/config.json" --dtype f16 --check \
+            --inputs "/tmp/replay-$name/inputs.safetensors" --expect "/tmp/replay-$name/expect.safetensors" \
+            "${@:1:6}" || { status=1; echo "replay $name: FAILED"; }
+      }
+      replay gpt-oss configs/gpt-oss-20b.json --layers 2 --prompt-len 300 --decode-tokens 8
+      replay mpt configs/mpt-7b.json --layers 2 --prompt-len 64 --decode-tokens 8
+      replay gemma2-d128 configs/gemma-2-9b.json --layers 2 --prompt-len 160 --decode-tokens 8 --head-dim 128 --window 64
+    } 2>&1 | tee "$out/modifier-replay.txt"
+    grep -q FAILED "$out/modifier-replay.txt" && status=1
+    foundry bench --suite modifiers --json "$out/modifiers.json" 2>&1 | tee "$out/modifiers.txt" || status=1
+    python3 bench/modifier_table.py "$out/modifiers.json" | tee "$out/modifiers.md"
+    exit $status
     ;;
   report)
     dir=${2:?usage: bench/h200.sh report DIR}

@@ -22,12 +22,12 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
     std::vector<std::string> only;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--suite", a->options.suite, "decode, prefill, ceilings, all, smoke")->capture_default_str();
+  cmd->add_option("--suite", a->options.suite, "decode, prefill, modifiers, ceilings, all, smoke")->capture_default_str();
   cmd->add_option("--json", a->json, "Write the results as JSON (atomically)");
   cmd->add_option("--runs", a->options.runs, "Timed runs per shape (median reported)")->capture_default_str();
   cmd->add_option("--warmup", a->options.warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
-  cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D");
+  cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each optionally with +window<W>, +softcap<C>, +alibi, +sinks");
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
   cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
       ->needs("--sweep");

@@ -63,7 +63,7 @@ TEST(Session, FlashNeedsNoScratchProportionalToQueriesTimesKeysTheMaterialisedPa
   const std::uint64_t partialsPerRow = 64 * (c.headDim + 2) * 4;
   EXPECT_LE(flash.scratchBytes, std::uint64_t(c.run.batch) * c.nHeads * 192 * partialsPerRow);
   EXPECT_LT(flash.scratchBytes, scores / 4);
-  EXPECT_EQ(reference.kernels.count("ReferenceScores__D64_f16_causal"), 1u);
+  EXPECT_EQ(reference.kernels.count("Causal_ReferenceScores__bottom_right_D64_f16"), 1u);
 }
 
 }  // namespace

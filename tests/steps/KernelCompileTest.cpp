@@ -22,7 +22,13 @@
 #include "stages/HeadLayoutStage.h"
 #include "stages/KvAppendStage.h"
 #include "stages/ReferenceStages.h"
+#include "stages/modifiers/AlibiStage.h"
 #include "stages/modifiers/CausalStage.h"
+#include "stages/modifiers/KeyLengthsStage.h"
+#include "stages/modifiers/MaskStage.h"
+#include "stages/modifiers/SinksStage.h"
+#include "stages/modifiers/SlidingWindowStage.h"
+#include "stages/modifiers/SoftCapStage.h"
 #include "stages/RopeStage.h"
 #include "stages/SdpaPrefillSplitKPartStage.h"
 #include "stages/SdpaPrefillSplitKReduceStage.h"
@@ -399,6 +405,84 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
                                               "FlashDecodeSplitKReduce", "HeadLayout_Causal_SdpaPrefill",
                                               "HeadLayout_Causal_SdpaPrefillSplitKPart", "SdpaPrefillSplitKReduce",
                                               "Causal_ReferenceScores", "ReferenceSoftmax", "ReferencePv"}));
+}
+
+// ---- modifiers -----------------------------------------------------------------------------------
+
+TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
+  // Shape-only tensors: the kernels are built and compiled, nothing runs. On the h200 preset this
+  // covers the cooperative-matrix prefill with the register and the shared-memory softmax, which
+  // lavapipe cannot run.
+  auto perHead = [](std::uint32_t n) {
+    PerHeadValues v;
+    v.tensor = Tensor::describe("values", DType::F32, {n});
+    v.values.assign(n, 0.5);
+    return v;
+  };
+  const std::uint32_t heads = 8;
+  const std::vector<std::pair<std::string, Modifiers>> sets = {
+      {"window softcap sinks", {std::make_shared<SlidingWindowStage>(100, 0), std::make_shared<SoftCapStage>(30.0),
+                                std::make_shared<SinksStage>(perHead(heads))}},
+      {"alibi lengths", {std::make_shared<AlibiStage>(perHead(heads)),
+                         std::make_shared<KeyLengthsStage>(Tensor::describe("lens", DType::U32, {2}),
+                                                           std::vector<std::uint32_t>{300, 250})}},
+      {"top-left causal additive mask",
+       {std::make_shared<CausalStage>(CausalStage::Align::TopLeft),
+        MaskStage::additive(Tensor::describe("mask", DType::F16, {2, heads, 300, 300}),
+                            std::vector<float>(2 * heads * 300 * 300, 0.0f))}},
+      {"bit mask", {MaskStage::bits(Tensor::describe("mask", DType::U32, {1, 1, 300, 10}),
+                                    std::vector<std::uint32_t>(3000, ~0u))}},
+  };
+  std::vector<RuntimeOptions> knobs = {
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_PREFILL_COOPMAT", "0"},
+                                       {"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}}),
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"},
+                                       {"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
+      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})};
+  if (device->hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+    knobs.push_back(RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
+    knobs.push_back(RuntimeOptions::fromEnvironment(
+        {{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}}));
+    knobs.push_back(RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
+  }
+  std::set<std::string> names;
+  std::size_t coopmat = 0;
+  for (const auto& [what, mods] : sets) {
+    for (const std::uint32_t qLen : {1u, 200u}) {
+      test::CallShape s = test::prefillShape(heads, 2, qLen, 300, 64);
+      s.batch = 2;
+      AttentionCall call = test::shapeCall(s);
+      call.modifiers = mods;
+      // Masks are [.., q_len, ..]: made for this call's.
+      if (what == "top-left causal additive mask") {
+        call.causal = false;
+        call.modifiers.back() = MaskStage::additive(Tensor::describe("mask", DType::F16, {2, heads, qLen, 300}),
+                                                    std::vector<float>(2 * heads * qLen * 300, 0.0f));
+      } else if (what == "bit mask") {
+        call.modifiers.back() = MaskStage::bits(Tensor::describe("mask", DType::U32, {1, 1, qLen, 10}),
+                                                std::vector<std::uint32_t>(qLen * 10, ~0u));
+      }
+      for (const auto& o : knobs) {
+        FlashAttentionStep step(*device, SnippetLibrary::embedded(), o);
+        for (const auto& k : step.kernelsFor(call)) {
+          if (!names.insert(k.name).second) continue;
+          SCOPED_TRACE(what);
+          coopmat += k.usesCoopMat;
+          expectCompiles(k);
+        }
+      }
+      if (qLen > 1) {
+        for (const auto& k : SdpaReferenceStep(*device, SnippetLibrary::embedded()).kernelsFor(call)) {
+          if (names.insert(k.name).second) expectCompiles(k);
+        }
+      }
+    }
+  }
+  EXPECT_GE(names.size(), 30u);
+  if (device->hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+    EXPECT_GE(coopmat, 12u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"), presetName);
