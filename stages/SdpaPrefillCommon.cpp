@@ -184,10 +184,9 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint q0 = (PF_LONGEST_FIRST ? q_tiles - 1u - q_tile : q_tile) * PF_BR;");
   w.line("const uint rows = min(PF_BR, pc.q_len - q0);");
   w.line("const uint pos0 = fa_query_pos(batch, q0), pos_hi = pos0 + rows - 1u;  // the rows' positions");
-  // Only the keys the rows can see are visited; split s takes the s-th chunk of them. Tiles start at
-  // multiples of PF_BC, the grid a mask's block map is made on.
+  // Only the keys the rows can see are visited; split s takes the s-th chunk of them.
   w.line("const uvec4 keys = fa_keys(batch, q_head0, pos0, pos_hi);");
-  w.line("const uint kv_first = keys.x / PF_BC * PF_BC;");
+  w.line("const uint kv_first = pf_first_key(keys);");
   w.line("const uint kv_begin = min(kv_first + split * pc.kv_chunk, keys.y);");
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
   if (v.coopMat) {

@@ -19,6 +19,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
     block_l[tid] = 0.0;
   }
   barrier();  // an empty key range reads these right away
+  const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
   for (uint base = kv_begin; base < kv_end; base += WORKGROUP_SIZE) {
     const uint key = base + tid;
     const bool valid = key < kv_end;
@@ -27,8 +28,8 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
       if (valid) {
         for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * float(k_cache[k_base + key * HEAD_DIM + d]);
       }
-      const bool seen = valid && fa_key_counts(keys, b, h0 + h, q_pos, key);
-      block_s[h * WORKGROUP_SIZE + tid] = seen ? fa_score_log2(acc * qk_scale, b, h0 + h, q_pos, key) : NEG_BIG;
+      const bool seen = valid && (exact || fa_visible(b, h0 + h, q_pos, key));
+      block_s[h * WORKGROUP_SIZE + tid] = seen ? fa_score_log2(acc * fa_logit_scale(qk_scale), b, h0 + h, q_pos, key) : NEG_BIG;
     }
     barrier();
     if (tid < DECODE_HEADS) {

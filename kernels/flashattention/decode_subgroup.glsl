@@ -88,7 +88,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     m[h] = NEG_BIG;
     l[h] = 0.0;
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
-      q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * qk_scale;
+      q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * fa_logit_scale(qk_scale);
       acc_o[h][c] = DVEC(0.0);
     }
   }
@@ -99,6 +99,8 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
   // skipped, so every lane takes part in every shuffle.
   const uint last = kv_end - 1u;
   const uint stride = DECODE_WARPS * DECODE_STEP;
+  // Causal masks, windows and lengths are settled by the range for one query: no key needs asking.
+  const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
   DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS];
   DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS];
   uint base = kv_begin + sg * DECODE_STEP;
@@ -122,23 +124,31 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
         [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] += subgroupShuffleXor(s[u][h], off);
       }
     }
-    // Masks and score hooks, per head, on the reduced scores (every lane of a cluster holds its key's).
-    bool seen[DECODE_UNROLL][DECODE_HEADS];
-    [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-      const uint key = base + u * DECODE_KEYS_PER_WARP + cluster;
-      [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
-        seen[u][h] = valid[u] && fa_key_counts(keys, b, h0 + h, q_pos, key);
-        if (FA_SCORE_HOOKED && seen[u][h]) s[u][h] = fa_score_log2(s[u][h], b, h0 + h, q_pos, key);
+    // Score hooks, then the masks the range does not settle, per head on the reduced scores (every lane
+    // of a cluster holds its key's). A hidden key scores NEG_BIG: once any visible key is seen its
+    // weight is 0, and a row that sees none ends with its maximum at NEG_BIG (fa_norm_scale gives 0).
+    if (FA_SCORE_HOOKED) {
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+        const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
+        [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] = fa_score_log2(s[u][h], b, h0 + h, q_pos, key);
+      }
+    }
+    if (!exact) {
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
+        const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
+        [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+          if (!fa_visible(b, h0 + h, q_pos, key)) s[u][h] = NEG_BIG;
+        }
       }
     }
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
       float m_new = m[h];
-      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = seen[u][h] ? max(m_new, s[u][h]) : m_new;
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = valid[u] ? max(m_new, s[u][h]) : m_new;
       const float alpha = exp2(m[h] - m_new);
       float p_sum = 0.0;
       [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] *= alpha;
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-        const float p = seen[u][h] ? exp2(s[u][h] - m_new) : 0.0;
+        const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
         [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
       }

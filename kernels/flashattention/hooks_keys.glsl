@@ -11,9 +11,14 @@ uvec4 fa_keys(uint b, uint h, uint q_lo, uint q_hi) {
   return r;
 }
 
-// A log2-domain score through the score hooks.
+// What a raw q.k product is multiplied by, given the kernel's log2-domain scale: the log2-domain scale
+// itself, or the natural one where score hooks must see natural logits first (one multiply either
+// way; the product of two uniforms is hoisted).
+float fa_logit_scale(float qk_scale) { return FA_SCORE_HOOKED ? qk_scale * LN2 : qk_scale; }
+
+// A product scaled by fa_logit_scale, through the score hooks, into the kernel's log2 domain.
 float fa_score_log2(float s, uint b, uint h, uint q, uint k) {
-  return FA_SCORE_HOOKED ? fa_score(s * LN2, b, h, q, k) * LOG2E : s;
+  return FA_SCORE_HOOKED ? fa_score(s, b, h, q, k) * LOG2E : s;
 }
 
 // Whether key k counts for query position q of a block whose keys are `keys` (fa_keys).
@@ -36,8 +41,6 @@ uvec4 fa_keys_heads(uint b, uint h0, uint n, uint q_lo, uint q_hi) {
   return r;
 }
 
-// Whether key k (inside the block's range) counts for query position q of head h: only masks that do
-// not surely leave it visible are asked. The caller has checked k against the range.
-bool fa_key_counts(uvec4 keys, uint b, uint h, uint q, uint k) {
-  return !FA_VISIBLE_HOOKED || (k >= keys.z && k < keys.w) || fa_visible(b, h, q, k);
-}
+// Whether every key of [k_lo, k_hi) is settled by the range alone for a single query position: the
+// masks need not be asked there (causal, windows and lengths; not a mask tensor).
+bool fa_keys_exact(uvec4 keys, uint k_lo, uint k_hi) { return !FA_VISIBLE_HOOKED || (k_lo >= keys.z && k_hi <= keys.w); }

@@ -1,4 +1,4 @@
-//! requires: flashattention/common.glsl flashattention/hooks_keys.glsl
+//! requires: flashattention/common.glsl flashattention/prefill_range.glsl
 // Prefill attention on NV cooperative matrices (tensor cores), f16 in, f32 accumulate. A workgroup
 // takes PF_BR = 16 * PF_WARPS query rows of one head; each subgroup owns 16 rows.
 // Per K tile of PF_BC keys (double-buffered in shared memory as uvec4, rows skewed by 16 bytes):
@@ -98,7 +98,7 @@ void cm_init(inout CmState st) {
 }
 
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uint pos_hi, uvec4 keys,
+void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uvec4 keys,
              float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
@@ -109,9 +109,9 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
     s[n] = cm_scores(st.q, stage, n);
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
-      const uint pos = min(pos0 + sg * 16u + CM_ROW_OF[e] + lane_row, pos_hi);  // rows past the end repeat the last
-      const bool valid = !masked || (key < kv_end && fa_key_visible(keys, b, h, pos, key));
-      s[n][e] = valid ? fa_score_log2(s[n][e] * qk_scale, b, h, pos, key) : NEG_BIG;
+      const uint pos = pos0 + sg * 16u + CM_ROW_OF[e] + lane_row;
+      const bool valid = !masked || (key < kv_end && pf_key_in_range(keys, key) && fa_visible(b, h, pos, key));
+      s[n][e] = valid ? fa_score_log2(s[n][e] * fa_logit_scale(qk_scale), b, h, pos, key) : NEG_BIG;
       mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[n][e]);
     }
   }
@@ -167,7 +167,7 @@ void cm_init(inout CmState st) {
 }
 
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + sg*16 + r.
-void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uint pos_hi, uvec4 keys,
+void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uvec4 keys,
              float qk_scale) {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const F32MAT row_idx = st.row_idx;
@@ -180,15 +180,16 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   subgroupBarrier();
   // Row max: lanes 2r and 2r+1 scan halves of row r.
   const uint r = lane >> 1u, half_cols = PF_BC / 2u, c0 = (lane & 1u) * half_cols;
-  const uint pos = min(pos0 + sg * 16u + r, pos_hi);  // rows past the end repeat the last
+  const uint pos = pos0 + sg * 16u + r;
   float row_max = NEG_BIG;
   // The scores through the masks and score hooks, written back for the exponentials below.
   if (lane < 32u) {
     [[unroll]] for (uint c = c0; c < c0 + half_cols; ++c) {
       const uint key = t + c;
-      const bool valid = !masked || (key < kv_end && fa_key_visible(keys, b, h, pos, key));
-      const float x = valid ? fa_score_log2(uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * qk_scale, b, h, pos, key)
-                            : NEG_BIG;
+      const bool valid = !masked || (key < kv_end && pf_key_in_range(keys, key) && fa_visible(b, h, pos, key));
+      const float x =
+          valid ? fa_score_log2(uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * fa_logit_scale(qk_scale), b, h, pos, key)
+                : NEG_BIG;
       s_tile[sg * CM_S + r * PF_BC + c] = floatBitsToUint(x);
       row_max = max(row_max, x);
     }

@@ -10,8 +10,9 @@
 // cooperative-matrix kernel from 203 to 255 registers and was no faster (docs/performance.md).
 //
 // The block's rows sit at positions pos0 .. pos_hi of sequence b, query head h; `keys` is their
-// fa_keys. Tiles that a tile-visibility hook rules out are stepped over before any of their K/V is
-// loaded.
+// fa_keys, and [kv_begin, kv_end) lies inside it. Tiles that a tile-visibility hook rules out are
+// stepped over before any of their K/V is loaded. Rows past the end of the call (in the last query
+// tile) are computed at positions past pos_hi and never stored.
 //
 // The first tile at or after t that may hold a visible key (kv_end if none).
 uint pf_next_tile(uint t, uint kv_end, uint b, uint h, uint pos0, uint pos_hi) {
@@ -40,7 +41,7 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, ui
     // Element masks only where the tile is not surely visible to every row (it crosses the diagonal,
     // a window's edge, the end of the range, or a mask without a range).
     const bool masked = t + PF_BC > kv_end || !fa_keys_all_visible(keys, t, t + PF_BC);
-    pf_tile(st, stage, t, kv_end, masked, b, h, pos0, pos_hi, keys, qk_scale);
+    pf_tile(st, stage, t, kv_end, masked, b, h, pos0, keys, qk_scale);
 #if PF_STAGES == 2
     if (has_next) pf_store_kv(stage ^ 1u, kr, vr);
     barrier();

@@ -1,4 +1,4 @@
-//! requires: flashattention/common.glsl flashattention/hooks_keys.glsl flashattention/prefill_tiles.glsl
+//! requires: flashattention/common.glsl flashattention/prefill_range.glsl flashattention/prefill_tiles.glsl
 // Prefill attention, subgroup variant (every device). A workgroup takes PF_BR = PF_WARPS * PF_ROWS
 // query rows of one head; each subgroup owns PF_ROWS rows. For each K tile of PF_BC keys:
 //   S = Q K^T: lane c scores keys c, c + SG, ... (PF_KPL of them) for each of its subgroup's rows;
@@ -13,7 +13,7 @@ struct PfState {
   float l[PF_ROWS];
 };
 
-void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uint pos_hi, uvec4 keys,
+void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uvec4 keys,
              float qk_scale) {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
@@ -31,12 +31,12 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
   }
   float alpha[PF_ROWS];
   [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
-    const uint pos = min(pos0 + sg * PF_ROWS + r, pos_hi);  // rows past the query's end repeat its last
+    const uint pos = pos0 + sg * PF_ROWS + r;  // this row's position among the keys
     float row_max = NEG_BIG;
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const uint key = t + lane + j * SUBGROUP_SIZE;
-      const bool valid = !masked || (key < kv_end && fa_key_visible(keys, b, h, pos, key));
-      s[r][j] = valid ? fa_score_log2(s[r][j] * qk_scale, b, h, pos, key) : NEG_BIG;
+      const bool valid = !masked || (key < kv_end && pf_key_in_range(keys, key) && fa_visible(b, h, pos, key));
+      s[r][j] = valid ? fa_score_log2(s[r][j] * fa_logit_scale(qk_scale), b, h, pos, key) : NEG_BIG;
       row_max = max(row_max, s[r][j]);
     }
     const float m_new = max(st.m[r], subgroupMax(row_max));

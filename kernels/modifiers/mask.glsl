@@ -2,7 +2,9 @@
 // The mask tensor's hooks. Whole tiles without a visible key are skipped through a block map made
 // by a pass before the attention kernel (MaskBlockMapStage), at the kernel's own tile shape.
 
-uint mask_query_index(uint b, uint q) { return q + pc.q_len - fa_kv_len(b); }
+// Prefill kernels compute rows past the last query (never stored): their positions run past the
+// call's, so the row index is held to the last.
+uint mask_query_index(uint b, uint q) { return min(q + pc.q_len - fa_kv_len(b), pc.q_len - 1u); }
 
 bool mask_visible(uint b, uint h, uint q, uint k) { return mask_element_visible(mask_row(b, h, mask_query_index(b, q)), k); }
 

@@ -10,6 +10,7 @@
 #include "foundry/Error.h"
 #include "steps/FlashAttentionStep.h"
 #include "support/Mocks.h"
+#include "support/StepMockTest.h"
 #include "support/ShapeCall.h"
 
 namespace foundry {
@@ -36,35 +37,7 @@ using ::testing::Not;
 using ::testing::Return;
 using ::testing::StrictMock;
 
-/// A mocked device pretending to be `preset`, a strict mocked dispatcher and a shape-only workspace.
-class StepMockTest : public ::testing::Test {
- protected:
-  void pretend(const std::string& preset, RuntimeOptions options = {}) {
-    step_.reset();
-    device_ = std::make_unique<NiceMock<test::MockDeviceInfo>>(preset);
-    step_ = std::make_unique<FlashAttentionStep>(*device_, SnippetLibrary::embedded(), std::move(options));
-  }
-  NiceMock<test::MockDeviceInfo>& device() { return *device_; }
-  FlashAttentionStep& step() { return *step_; }
-  StepRecord run(const AttentionCall& call) { return step_->run(ctx, call); }
-
-  /// Expects the call to throw E with a message matching `m`, and nothing recorded or allocated.
-  template <typename E, typename M>
-  void expectRefused(const AttentionCall& call, M m) {
-    EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(0);
-    EXPECT_THAT([&] { run(call); }, ::testing::ThrowsMessage<E>(m));
-    EXPECT_THAT(workspace.requests(), IsEmpty());
-    EXPECT_THROW(step_->plan(call), E);
-  }
-
-  StrictMock<test::MockDispatcher> dispatcher;
-  ShapeWorkspace workspace;
-  StepContext ctx{dispatcher, workspace};
-
- private:
-  std::unique_ptr<NiceMock<test::MockDeviceInfo>> device_;
-  std::unique_ptr<FlashAttentionStep> step_;
-};
+using test::StepMockTest;
 
 float log2eOverSqrt(std::uint32_t headDim) {
   return static_cast<float>(std::numbers::log2e / std::sqrt(static_cast<double>(headDim)));

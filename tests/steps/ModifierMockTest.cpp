@@ -16,6 +16,7 @@
 #include "steps/SdpaReferenceStep.h"
 #include "support/Mocks.h"
 #include "support/ShapeCall.h"
+#include "support/StepMockTest.h"
 
 namespace foundry {
 namespace {
@@ -32,28 +33,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::InSequence;
 using ::testing::IsEmpty;
-using ::testing::NiceMock;
-using ::testing::StrictMock;
 
-class ModifierMockTest : public ::testing::Test {
- protected:
-  void pretend(const std::string& preset, RuntimeOptions options = {}) {
-    step_.reset();
-    device_ = std::make_unique<NiceMock<test::MockDeviceInfo>>(preset);
-    step_ = std::make_unique<FlashAttentionStep>(*device_, SnippetLibrary::embedded(), std::move(options));
-  }
-  StepRecord run(const AttentionCall& call) { return step_->run(ctx, call); }
-  FlashAttentionStep& step() { return *step_; }
-  const DeviceInfo& device() { return *device_; }
-
-  StrictMock<test::MockDispatcher> dispatcher;
-  ShapeWorkspace workspace;
-  StepContext ctx{dispatcher, workspace};
-
- private:
-  std::unique_ptr<NiceMock<test::MockDeviceInfo>> device_;
-  std::unique_ptr<FlashAttentionStep> step_;
-};
+using ModifierMockTest = test::StepMockTest;
 
 PerHeadValues sinkValues(std::uint32_t heads) {
   PerHeadValues v;

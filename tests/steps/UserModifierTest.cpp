@@ -93,7 +93,8 @@ TEST(UserModifier, PrefixLmPrefillMatchesTheReference) {
 }
 
 TEST(UserModifier, PrefixLmWithSplitKAndATemperatureComposedWithASoftCap) {
-  AttentionCase c = attentionCase(1, 4, 4, 30, 30, 64, DType::F32, Layout::HeadMajor, Layout::HeadMajor, false);
+  // 300 keys: two splits even of 64-key tiles.
+  AttentionCase c = attentionCase(1, 4, 4, 30, 300, 64, DType::F32, Layout::HeadMajor, Layout::HeadMajor, false);
   c.modifiers = {prefixLm(7), temperature(), softCap(5.0)};
   const AttentionResult r =
       runFlash(c, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
