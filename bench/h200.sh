@@ -7,9 +7,10 @@
 #                                        # writes the side-by-side table into docs/performance.md
 #   bash bench/h200.sh sweep SHAPE...    # on the device: every forced variant of these shapes
 #   bash bench/h200.sh merge SHAPE...    # on the device: Split-K factors x merge modes, twice
-#   bash bench/h200.sh modifiers         # on the device: the modifier parity suites (cooperative
-#                                        # matrices included), replays of gpt-oss-20b, MPT-7B and a
-#                                        # Gemma-2 layout against PyTorch, and the modifier timings
+#   bash bench/h200.sh modifiers         # on the device: the attention suites (cooperative matrices
+#                                        # and every modifier included), the replays, the modifier timings
+#   bash bench/h200.sh replays           # on the device: gpt-oss-20b, MPT-7B and a Gemma-2 layout
+#                                        # against PyTorch's own math
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh.
 #
@@ -101,25 +102,31 @@ case "${1:-}" in
     .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
       { status=1; echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; }
     tail -3 "$out/attention-tests.log"
+    bash "$0" replays || status=1
+    foundry bench --suite modifiers --json "$out/modifiers.json" 2>&1 | tee "$out/modifiers.txt" || status=1
+    python3 bench/modifier_table.py "$out/modifiers.json" | tee "$out/modifiers.md"
+    exit $status
+    ;;
+  replays)
     # Replays against PyTorch's own math (masks, soft-cap and ALiBi on the scores, sinks as a dropped
     # softmax column): gpt-oss-20b (a 128-key window on even layers, sinks, YaRN) past its window,
     # MPT-7B (ALiBi, no RoPE), and Gemma 2's soft-cap, window and scale at head_dim 128.
+    on_device
+    status=0
+    replay() {  # name config layers prompt-len decode-tokens [more replay flags]
+      local name=$1 cfg=$2 run=(--layers "$3" --prompt-len "$4" --decode-tokens "$5")
+      shift 5
+      python3 bench/replay_torch.py "$cfg" --out "/tmp/replay-$name" "${run[@]}" "$@" &&
+        foundry run "/tmp/replay-$name/config.json" --dtype f16 --check "${run[@]}" \
+          --inputs "/tmp/replay-$name/inputs.safetensors" --expect "/tmp/replay-$name/expect.safetensors" ||
+        { status=1; echo "replay $name: FAILED"; }
+    }
     {
-      replay() {  # name config replay-flags...
-        local name=$1 cfg=$2
-        shift 2
-        python3 bench/replay_torch.py "$cfg" --out "/tmp/replay-$name" "$@" &&
-          foundry run "/tmp/replay-$name/config.json" --dtype f16 --check \
-            --inputs "/tmp/replay-$name/inputs.safetensors" --expect "/tmp/replay-$name/expect.safetensors" \
-            "${@:1:6}" || { status=1; echo "replay $name: FAILED"; }
-      }
-      replay gpt-oss configs/gpt-oss-20b.json --layers 2 --prompt-len 300 --decode-tokens 8
-      replay mpt configs/mpt-7b.json --layers 2 --prompt-len 64 --decode-tokens 8
-      replay gemma2-d128 configs/gemma-2-9b.json --layers 2 --prompt-len 160 --decode-tokens 8 --head-dim 128 --window 64
-    } 2>&1 | tee "$out/modifier-replay.txt"
+      replay gpt-oss configs/gpt-oss-20b.json 2 300 8
+      replay mpt configs/mpt-7b.json 2 64 8
+      replay gemma2-d128 configs/gemma-2-9b.json 2 160 8 --head-dim 128 --window 64
+    } 2>&1 | grep -v '^progress' | tee "$out/modifier-replay.txt"
     grep -q FAILED "$out/modifier-replay.txt" && status=1
-    foundry bench --suite modifiers --json "$out/modifiers.json" 2>&1 | tee "$out/modifiers.txt" || status=1
-    python3 bench/modifier_table.py "$out/modifiers.json" | tee "$out/modifiers.md"
     exit $status
     ;;
   report)

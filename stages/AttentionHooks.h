@@ -10,7 +10,9 @@
 //   fa_visible(b, h, q, k)             mask predicate (all must hold)         fallback true
 //   fa_key_range(b, h, q_lo, q_hi)     uvec4(any_lo, any_hi, all_lo, all_hi): keys outside [any_lo,
 //                                      any_hi) are invisible to every query position in [q_lo, q_hi],
-//                                      keys inside [all_lo, all_hi) visible to all of them (met)
+//                                      keys inside [all_lo, all_hi) visible to all of them (met). For
+//                                      q_lo == q_hi the kernels hide every key outside any_lo..any_hi:
+//                                      a mask that is an interval per query needs no fa_visible
 //   fa_tile_visible(b, h, q_lo, q_hi, k_lo, k_hi)
 //                                      false when no key of [k_lo, k_hi) is visible to any query of
 //                                      the block (all; a hint: decode ignores it)

@@ -26,6 +26,21 @@ bool fa_key_visible(uvec4 keys, uint b, uint h, uint q, uint k) {
   return k >= keys.x && k < keys.y && fa_visible(b, h, q, k);
 }
 
+// The keys query position q may see, cut at kv_end, as (first, count). For one query the key ranges
+// are its mask wherever the mask is an interval of keys (causal, windows, lengths): those modifiers
+// hook no fa_visible, and a key's test is one subtraction and one compare.
+uvec2 fa_row_span(uint b, uint h, uint q, uint kv_end) {
+  const uvec4 r = fa_keys(b, h, q, q);
+  const uint hi = min(r.y, kv_end);
+  return uvec2(r.x, hi > r.x ? hi - r.x : 0u);
+}
+
+// Whether key k counts for query position q, whose fa_row_span is `span`; masks that are not
+// intervals (a mask tensor, a user's predicate) are asked inside it.
+bool fa_row_sees(uvec2 span, uint b, uint h, uint q, uint k) {
+  return k - span.x < span.y && (!FA_VISIBLE_HOOKED || fa_visible(b, h, q, k));
+}
+
 // Whether every key of [k_lo, k_hi) counts for every query of a block whose keys are `keys`: no
 // element mask is needed there (every mask says through fa_key_range which keys it surely leaves).
 bool fa_keys_all_visible(uvec4 keys, uint k_lo, uint k_hi) { return k_lo >= keys.z && k_hi <= keys.w; }

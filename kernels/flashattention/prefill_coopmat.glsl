@@ -104,13 +104,17 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
   F32MAT s[CM_N];
   float mx[CM_SLOTS];
-  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) mx[r] = NEG_BIG;
+  uvec2 span[CM_SLOTS];  // the keys each of this lane's rows may see (fa_row_span)
+  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
+    mx[r] = NEG_BIG;
+    span[r] = fa_row_span(b, h, pos0 + sg * 16u + CM_SLOT_ROW[r] + lane_row, kv_end);
+  }
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     s[n] = cm_scores(st.q, stage, n);
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
       const uint pos = pos0 + sg * 16u + CM_ROW_OF[e] + lane_row;
-      const bool valid = !masked || (key < kv_end && pf_key_in_range(keys, key) && fa_visible(b, h, pos, key));
+      const bool valid = !masked || fa_row_sees(span[CM_SLOT_OF[e]], b, h, pos, key);
       s[n][e] = valid ? fa_score_log2(s[n][e] * fa_logit_scale(qk_scale), b, h, pos, key) : NEG_BIG;
       mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[n][e]);
     }
@@ -184,9 +188,10 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   float row_max = NEG_BIG;
   // The scores through the masks and score hooks, written back for the exponentials below.
   if (lane < 32u) {
+    const uvec2 span = fa_row_span(b, h, pos, kv_end);
     [[unroll]] for (uint c = c0; c < c0 + half_cols; ++c) {
       const uint key = t + c;
-      const bool valid = !masked || (key < kv_end && pf_key_in_range(keys, key) && fa_visible(b, h, pos, key));
+      const bool valid = !masked || fa_row_sees(span, b, h, pos, key);
       const float x =
           valid ? fa_score_log2(uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * fa_logit_scale(qk_scale), b, h, pos, key)
                 : NEG_BIG;

@@ -32,10 +32,11 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
   float alpha[PF_ROWS];
   [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
     const uint pos = pos0 + sg * PF_ROWS + r;  // this row's position among the keys
+    const uvec2 span = fa_row_span(b, h, pos, kv_end);
     float row_max = NEG_BIG;
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const uint key = t + lane + j * SUBGROUP_SIZE;
-      const bool valid = !masked || (key < kv_end && pf_key_in_range(keys, key) && fa_visible(b, h, pos, key));
+      const bool valid = !masked || fa_row_sees(span, b, h, pos, key);
       s[r][j] = valid ? fa_score_log2(s[r][j] * fa_logit_scale(qk_scale), b, h, pos, key) : NEG_BIG;
       row_max = max(row_max, s[r][j]);
     }

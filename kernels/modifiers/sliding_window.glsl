@@ -1,8 +1,7 @@
 // A sliding window (stages/modifiers/SlidingWindowStage.h): query position q sees keys
-// [q - window_left, q + window_right], as FlashAttention's window_size = (left, right). Extents are
-// at most 2^31 - 1, so no sum here wraps.
-
-bool window_visible(uint b, uint h, uint q, uint k) { return k + pc.window_left >= q && k <= q + pc.window_right; }
+// [q - window_left, q + window_right], as FlashAttention's window_size = (left, right). A key range:
+// for one query it is exactly the window, so the kernels need no per-key predicate. Extents are at
+// most 2^31 - 1, so no sum here wraps.
 
 uint window_below(uint x, uint by) { return x > by ? x - by : 0u; }
 

@@ -11,7 +11,7 @@ std::string CausalStage::describe() const {
 void CausalStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.snippet("modifiers/causal.glsl").usesPush("q_len");
   const bool br = align_ == Align::BottomRight;
-  k.hook(hook::kVisible, br ? "causal_visible" : "causal_top_left_visible");
+  // An interval of keys per query: the range is the whole mask (fa_row_span), no fa_visible needed.
   k.hook(hook::kKeyRange, br ? "causal_key_range" : "causal_top_left_key_range");
 }
 

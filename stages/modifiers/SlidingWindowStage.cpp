@@ -25,7 +25,8 @@ std::string SlidingWindowStage::describe() const {
 void SlidingWindowStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.snippet("modifiers/sliding_window.glsl");
   k.push("window_left", PushType::U32).push("window_right", PushType::U32);
-  k.hook(hook::kVisible, "window_visible").hook(hook::kKeyRange, "window_key_range");
+  // An interval of keys per query: the range is the whole mask (fa_row_span), no fa_visible needed.
+  k.hook(hook::kKeyRange, "window_key_range");
 }
 
 void SlidingWindowStage::validate(const ModifierCall&) const {}
