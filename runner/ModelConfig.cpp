@@ -494,12 +494,6 @@ bool LayerSelector::matches(std::uint32_t layer) const {
   return layer % every == offset;
 }
 
-std::string LayerSelector::describe() const {
-  if (!list.empty()) return fmt::format("layers {}", fmt::join(list, ", "));
-  if (every == 1) return "all layers";
-  return fmt::format("every {} layers from {}", every, offset);
-}
-
 std::string ModifierConfig::typeName() const {
   switch (kind) {
     case Kind::SlidingWindow: return "sliding_window";

@@ -36,7 +36,6 @@ struct LayerSelector {
   std::uint32_t offset = 0;
   std::vector<std::uint32_t> list;  ///< when non-empty, exactly these layers
   bool matches(std::uint32_t layer) const;
-  std::string describe() const;     ///< "all layers", "every 2nd layer from 0", "layers 1, 5"
 };
 
 /// One attention modifier a model applies, as plain data (what its Hugging Face config says).

@@ -83,8 +83,6 @@ class AttentionModifier : public Stage {
   virtual void bind(Arguments&, const ModifierCall&, Workspace&, TileShape) const {}
   /// Kernels to record before the attention kernels of a call (default none).
   virtual std::vector<ModifierPass> passes(const ModifierCall&, Workspace&, TileShape) const { return {}; }
-  /// Whether a pass or bind() depends on the tile shape (prefill kernels then share it).
-  virtual bool usesTiles() const { return false; }
   /// Whether the modifier changes nothing for this call (a bottom-right causal mask for one query):
   /// kernels are then built without it.
   virtual bool isIdentityFor(const ModifierCall&) const { return false; }

@@ -27,7 +27,6 @@ class MaskStage : public AttentionModifier {
   void validate(const ModifierCall& call) const override;
   void bind(Arguments& args, const ModifierCall& call, Workspace& ws, TileShape tile) const override;
   std::vector<ModifierPass> passes(const ModifierCall& call, Workspace& ws, TileShape tile) const override;
-  bool usesTiles() const override { return true; }
 
   double score(double s, const HookAt& at) const override;
   bool visible(const HookAt& at) const override;
