@@ -263,8 +263,9 @@ Prepared Runner::prepare(const Shape& s) {
   pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
   pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
   pr.v = randomValues(pr.k.size(), 13);
-  // Enough copies that one pass over them exceeds four times the L2.
-  const double setBytes = 2.0 * (pr.q.size() * 2 + pr.k.size() * 2);
+  // Enough copies that one pass over what the calls read exceeds four times the L2 (a windowed
+  // decode reads its window only: sized by the cache, its copies' windows could stay in the L2).
+  const double setBytes = 2.0 * pr.q.size() + s.kvBytes();
   const auto copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
   pr.calls.resize(copies);
   for (auto& call : pr.calls) {

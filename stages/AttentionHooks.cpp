@@ -20,6 +20,9 @@ std::vector<HookPoint> points(HookPhase phase) {
   out.push_back(point(hook::kKvLen, "uint", {b}, HookCompose::Single, "pc.kv_len",
                       "the number of keys of sequence b: one stage sets per-sequence lengths"));
   if (phase != HookPhase::Output) {
+    out.push_back(point(hook::kDistanceBias, "float", {b, h}, HookCompose::Reduce, "0.0",
+                        "the slope of a logit bias linear in the key's distance from the query, added as slope * "
+                        "(k - q) before the score hooks", "hook_x + hook_y"));
     out.push_back(point(hook::kScore, "float", {{"float", "s"}, b, h, q, k}, HookCompose::Chain, "s",
                         "transforms a natural-unit logit"));
     // A mask says which keys it surely leaves visible, so tiles inside skip the element test.
@@ -91,7 +94,7 @@ void hostAttentionHooks(KernelInterface& k, const std::set<std::string>& names) 
   const auto all = [&](std::initializer_list<const char*> want) {
     return std::all_of(want.begin(), want.end(), [&](const char* n) { return names.count(n) > 0; });
   };
-  if (all({hook::kScore, hook::kVisible, hook::kKeyRange})) k.snippet("flashattention/hooks_keys.glsl");
+  if (all({hook::kDistanceBias, hook::kScore, hook::kVisible, hook::kKeyRange})) k.snippet("flashattention/hooks_keys.glsl");
   if (all({hook::kSink, hook::kEpilogue})) k.snippet("flashattention/hooks_output.glsl");
 }
 

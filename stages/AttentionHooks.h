@@ -6,6 +6,8 @@
 // kernels/flashattention/hooks.glsl.
 //
 //   fa_kv_len(b)                       keys of sequence b (single)            fallback pc.kv_len
+//   fa_distance_bias(b, h)             slope of a bias slope * (k - q) added  fallback 0.0
+//                                      to each logit before fa_score (sum)
 //   fa_score(s, b, h, q, k)            logit -> logit (chain, in order)       fallback s
 //   fa_visible(b, h, q, k)             mask predicate (all must hold)         fallback true
 //   fa_key_range(b, h, q_lo, q_hi)     uvec4(any_lo, any_hi, all_lo, all_hi): keys outside [any_lo,
@@ -19,6 +21,9 @@
 //   fa_sink(b, h)                      a logit added to the softmax denominator only (single)
 //   fa_epilogue(o, b, h, q, d)         each normalised output element before the store (chain)
 // q is a query's position among the keys: query i of sequence b sits at fa_kv_len(b) - q_len + i.
+// Kernels may call fa_score for keys the masks hide and for keys past fa_kv_len(b) up to the end of a
+// tile (and discard the result: a branch per score costs more), so a score hook that reads memory by
+// key holds the key within the sequence.
 #include <memory>
 #include <set>
 #include <string>
@@ -30,6 +35,7 @@ namespace foundry {
 
 namespace hook {
 inline constexpr const char* kKvLen = "fa_kv_len";
+inline constexpr const char* kDistanceBias = "fa_distance_bias";
 inline constexpr const char* kScore = "fa_score";
 inline constexpr const char* kVisible = "fa_visible";
 inline constexpr const char* kKeyRange = "fa_key_range";
@@ -38,7 +44,7 @@ inline constexpr const char* kSink = "fa_sink";
 inline constexpr const char* kEpilogue = "fa_epilogue";
 }  // namespace hook
 
-/// The points of the key loop (kv_len, score, visible, key_range, tile_visible), of the output
+/// The points of the key loop (kv_len, distance_bias, score, visible, key_range, tile_visible), of the output
 /// (kv_len, sink, epilogue), or both.
 enum class HookPhase { Keys, Output, All };
 

@@ -26,6 +26,7 @@ std::uint32_t ModifierChain::kvLength(std::uint32_t b, std::uint32_t callKvLen) 
 }
 
 double ModifierChain::score(double s, const HookAt& at) const {
+  for (const auto& m : list) s += m->distanceBias(at.b, at.h) * (static_cast<double>(at.k) - static_cast<double>(at.q));
   for (const auto& m : list) s = m->score(s, at);
   return s;
 }

@@ -89,6 +89,10 @@ class AttentionModifier : public Stage {
 
   // The float64 reference of each hook; the defaults leave everything unchanged.
   virtual std::optional<std::uint32_t> kvLength(std::uint32_t /*b*/) const { return std::nullopt; }
+  /// The slope of a logit bias linear in the key's distance from the query: every logit gains
+  /// slope * (k - q) before any score hook runs (ALiBi). Kernels apply it in their own units with one
+  /// fused multiply-add per score, which a score hook cannot get.
+  virtual double distanceBias(std::uint32_t /*b*/, std::uint32_t /*h*/) const { return 0.0; }
   virtual double score(double s, const HookAt& /*at*/) const { return s; }
   virtual bool visible(const HookAt& /*at*/) const { return true; }
   /// The keys of a query block; also what the Selector sizes splits by.

@@ -30,7 +30,7 @@ void emitRowIndices(GlslWriter& w) {
 }  // namespace
 
 std::set<std::string> ReferenceScoresStage::hookPoints() {
-  return {hook::kKvLen, hook::kScore, hook::kVisible, hook::kKeyRange};
+  return {hook::kKvLen, hook::kDistanceBias, hook::kScore, hook::kVisible, hook::kKeyRange};
 }
 std::set<std::string> ReferenceSoftmaxStage::hookPoints() { return {hook::kKvLen, hook::kSink}; }
 std::set<std::string> ReferencePvStage::hookPoints() { return {hook::kKvLen, hook::kEpilogue}; }
@@ -51,7 +51,7 @@ void ReferenceScoresStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("float s = 0.0;");
   w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += float(q[qa + d]) * float(k_cache[ka + d]);");
   w.line("const bool seen = fa_key_visible(fa_keys(batch, head, q_pos, q_pos), batch, head, q_pos, key);");
-  w.line("scores[row * pc.kv_len + key] = seen ? fa_score(s * pc.scale, batch, head, q_pos, key) : NEG_BIG;");
+  w.line("scores[row * pc.kv_len + key] = seen ? fa_score_natural(s * pc.scale, batch, head, q_pos, key) : NEG_BIG;");
   w.close();
 }
 

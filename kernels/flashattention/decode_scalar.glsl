@@ -29,7 +29,8 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
         for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * float(k_cache[k_base + key * HEAD_DIM + d]);
       }
       const bool seen = valid && (exact || fa_visible(b, h0 + h, q_pos, key));
-      block_s[h * WORKGROUP_SIZE + tid] = seen ? fa_score_log2(acc * fa_logit_scale(qk_scale), b, h0 + h, q_pos, key) : NEG_BIG;
+      const float x = fa_score_log2(acc * fa_logit_scale(qk_scale), b, h0 + h, q_pos, key);
+      block_s[h * WORKGROUP_SIZE + tid] = seen ? x : NEG_BIG;
     }
     barrier();
     if (tid < DECODE_HEADS) {

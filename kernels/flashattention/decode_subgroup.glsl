@@ -127,7 +127,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     // Score hooks, then the masks the range does not settle, per head on the reduced scores (every lane
     // of a cluster holds its key's). A hidden key scores NEG_BIG: once any visible key is seen its
     // weight is 0, and a row that sees none ends with its maximum at NEG_BIG (fa_norm_scale gives 0).
-    if (FA_SCORE_HOOKED) {
+    if (FA_SCORE_CHANGED) {
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
         [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] = fa_score_log2(s[u][h], b, h0 + h, q_pos, key);

@@ -11,14 +11,31 @@ uvec4 fa_keys(uint b, uint h, uint q_lo, uint q_hi) {
   return r;
 }
 
+// Whether logits change on their way to the softmax: score hooks, or a distance bias.
+const bool FA_SCORE_CHANGED = FA_SCORE_HOOKED || FA_DISTANCE_BIAS_HOOKED;
+
+// A natural logit of query position q and key k through the distance bias and the score hooks.
+float fa_score_natural(float s, uint b, uint h, uint q, uint k) {
+  if (FA_DISTANCE_BIAS_HOOKED) s += fa_distance_bias(b, h) * (float(k) - float(q));
+  return fa_score(s, b, h, q, k);
+}
+
 // What a raw q.k product is multiplied by, given the kernel's log2-domain scale: the log2-domain scale
 // itself, or the natural one where score hooks must see natural logits first (one multiply either
 // way; the product of two uniforms is hoisted).
 float fa_logit_scale(float qk_scale) { return FA_SCORE_HOOKED ? qk_scale * LN2 : qk_scale; }
 
-// A product scaled by fa_logit_scale, through the score hooks, into the kernel's log2 domain.
+// The distance bias's slope in the log2 domain where a kernel may add it itself, to products scaled
+// by the log2-domain scale (no score hook to see natural logits); 0 otherwise.
+float fa_distance_slope_log2(uint b, uint h) {
+  return FA_DISTANCE_BIAS_HOOKED && !FA_SCORE_HOOKED ? fa_distance_bias(b, h) * LOG2E : 0.0;
+}
+
+// A product scaled by fa_logit_scale, through the distance bias and the score hooks, into the
+// kernel's log2 domain.
 float fa_score_log2(float s, uint b, uint h, uint q, uint k) {
-  return FA_SCORE_HOOKED ? fa_score(s, b, h, q, k) * LOG2E : s;
+  if (FA_SCORE_HOOKED) return fa_score_natural(s, b, h, q, k) * LOG2E;
+  return FA_DISTANCE_BIAS_HOOKED ? s + fa_distance_slope_log2(b, h) * (float(k) - float(q)) : s;
 }
 
 // Whether key k counts for query position q of a block whose keys are `keys` (fa_keys).

@@ -109,13 +109,23 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
     mx[r] = NEG_BIG;
     span[r] = fa_row_span(b, h, pos0 + sg * 16u + CM_SLOT_ROW[r] + lane_row, kv_end);
   }
+  // A distance bias without score hooks is added here, one FMA per score: element e's key - pos is
+  // this lane's (t + lane_col) - (pos0 + sg * 16 + lane_row) plus a constant of n and e. Scores are
+  // computed before the mask selects them: a call inside ?: is a branch per element (GLSL evaluates
+  // one side only), which cost soft-cap 40% of the prefill time on the H200.
+  const float slope = fa_distance_slope_log2(b, h);
+  const float lane_bias = slope * float(int(t + lane_col) - int(pos0 + sg * 16u + lane_row));
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     s[n] = cm_scores(st.q, stage, n);
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const uint key = t + n * 16u + CM_COL_OF[e] + lane_col;
       const uint pos = pos0 + sg * 16u + CM_ROW_OF[e] + lane_row;
       const bool valid = !masked || fa_row_sees(span[CM_SLOT_OF[e]], b, h, pos, key);
-      s[n][e] = valid ? fa_score_log2(s[n][e] * fa_logit_scale(qk_scale), b, h, pos, key) : NEG_BIG;
+      const float bias = fma(slope, float(int(n * 16u + CM_COL_OF[e]) - int(CM_ROW_OF[e])), lane_bias);
+      const float x = FA_SCORE_HOOKED           ? fa_score_log2(s[n][e] * fa_logit_scale(qk_scale), b, h, pos, key)
+                      : FA_DISTANCE_BIAS_HOOKED ? fma(s[n][e], qk_scale, bias)
+                                                : s[n][e] * qk_scale;
+      s[n][e] = valid ? x : NEG_BIG;
       mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[n][e]);
     }
   }
@@ -193,10 +203,10 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
       const uint key = t + c;
       const bool valid = !masked || fa_row_sees(span, b, h, pos, key);
       const float x =
-          valid ? fa_score_log2(uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * fa_logit_scale(qk_scale), b, h, pos, key)
-                : NEG_BIG;
-      s_tile[sg * CM_S + r * PF_BC + c] = floatBitsToUint(x);
-      row_max = max(row_max, x);
+          fa_score_log2(uintBitsToFloat(s_tile[sg * CM_S + r * PF_BC + c]) * fa_logit_scale(qk_scale), b, h, pos, key);
+      const float y = valid ? x : NEG_BIG;
+      s_tile[sg * CM_S + r * PF_BC + c] = floatBitsToUint(y);
+      row_max = max(row_max, y);
     }
   }
   row_max = max(row_max, subgroupShuffleXor(row_max, 1u));

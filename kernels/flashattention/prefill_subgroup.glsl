@@ -37,7 +37,8 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const uint key = t + lane + j * SUBGROUP_SIZE;
       const bool valid = !masked || fa_row_sees(span, b, h, pos, key);
-      s[r][j] = valid ? fa_score_log2(s[r][j] * fa_logit_scale(qk_scale), b, h, pos, key) : NEG_BIG;
+      const float x = fa_score_log2(s[r][j] * fa_logit_scale(qk_scale), b, h, pos, key);
+      s[r][j] = valid ? x : NEG_BIG;
       row_max = max(row_max, s[r][j]);
     }
     const float m_new = max(st.m[r], subgroupMax(row_max));

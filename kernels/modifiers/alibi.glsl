@@ -1,4 +1,4 @@
 // ALiBi (stages/modifiers/AlibiStage.h): each head's logits fall linearly with the distance between
-// key and query, s + slope_h * (k - q). Positions below 2^24 are exact in f32.
+// key and query, s + slope_h * (k - q); the kernels apply the slope (flashattention/hooks_keys.glsl).
 
-float alibi_score(float s, uint b, uint h, uint q, uint k) { return s + alibi_slopes[h] * (float(k) - float(q)); }
+float alibi_slope(uint b, uint h) { return alibi_slopes[h]; }

@@ -9,8 +9,10 @@ uint mask_query_index(uint b, uint q) { return min(q + pc.q_len - fa_kv_len(b), 
 bool mask_visible(uint b, uint h, uint q, uint k) { return mask_element_visible(mask_row(b, h, mask_query_index(b, q)), k); }
 
 #if !MASK_BITS
+// Kernels score hidden keys too, up to the end of a tile past the last key (the results are
+// discarded): the key is held to the row.
 float mask_score(float s, uint b, uint h, uint q, uint k) {
-  const float m = mask_element(mask_row(b, h, mask_query_index(b, q)), k);
+  const float m = mask_element(mask_row(b, h, mask_query_index(b, q)), min(k, fa_kv_len(b) - 1u));
   return m > -HALF_MAX ? s + m : s;
 }
 #endif

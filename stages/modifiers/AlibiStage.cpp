@@ -25,15 +25,11 @@ std::string AlibiStage::describe() const {
 
 void AlibiStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.buffer("alibi_slopes", DType::F32, Access::ReadOnly).snippet("modifiers/alibi.glsl");
-  k.hook(hook::kScore, "alibi_score");
+  k.hook(hook::kDistanceBias, "alibi_slope");
 }
 
 void AlibiStage::bind(Arguments& args, const ModifierCall&, Workspace&, TileShape) const {
   args.bind("alibi_slopes", slopes_.tensor);
-}
-
-double AlibiStage::score(double s, const HookAt& at) const {
-  return s + slopes_.at(at.h) * (static_cast<double>(at.k) - static_cast<double>(at.q));
 }
 
 }  // namespace foundry

@@ -20,7 +20,7 @@ class AlibiStage : public AttentionModifier {
   void validate(const ModifierCall& call) const override { slopes_.check(call, "alibi_slopes"); }
   void bind(Arguments& args, const ModifierCall& call, Workspace& ws, TileShape tile) const override;
 
-  double score(double s, const HookAt& at) const override;
+  double distanceBias(std::uint32_t /*b*/, std::uint32_t h) const override { return slopes_.at(h); }
 
  private:
   PerHeadValues slopes_;

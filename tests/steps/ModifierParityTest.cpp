@@ -7,12 +7,16 @@
 // materialised reference path. Then the edges: windows smaller than a tile and larger than the
 // cache, fully masked rows (0, never NaN), soft-caps of logits near 1e4, sinks far below and above
 // every logit, ALiBi over 8 and 12 heads.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
+#include "stages/modifiers/AlibiStage.h"
 #include "stages/modifiers/SlidingWindowStage.h"
+#include "stages/modifiers/SoftCapStage.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -186,6 +190,13 @@ std::vector<ModCase> edges() {
   AttentionCase ag = a12;
   ag.modifiers = {alibi({0.5, 0.25, 0.125})};
   add(ag, "alibi_given_slopes");
+  // A distance bias with a score hook listed before it: the bias comes first all the same (a cap of
+  // 5 against distances up to 80 tells the two orders apart).
+  AttentionCase as = attentionCase(1, 8, 2, 23, 80, 64, DType::F32);
+  as.modifiers = {softCap(5.0), alibi()};
+  add(as, "softcap_then_alibi");
+  as.qLen = 1;
+  add(as, "decode_softcap_then_alibi");
   return out;
 }
 
@@ -200,6 +211,14 @@ TEST_P(ModifierEdges, MatchesTheCpuReference) {
 std::string edgeName(const ::testing::TestParamInfo<ModCase>& info) { return info.param.variant; }
 
 INSTANTIATE_TEST_SUITE_P(Edges, ModifierEdges, ::testing::ValuesIn(edges()), edgeName);
+
+TEST(ModifierEdgeFacts, TheDistanceBiasPrecedesEveryScoreHook) {
+  PerHeadValues slopes;
+  slopes.values = {0.5};
+  const Modifiers list = {std::make_shared<SoftCapStage>(5.0), std::make_shared<AlibiStage>(slopes)};
+  const HookAt at{.b = 0, .h = 0, .q = 90, .k = 10, .offset = 0};
+  EXPECT_NEAR(ModifierChain{list}.score(1.0, at), 5.0 * std::tanh((1.0 - 40.0) / 5.0), 1e-12);
+}
 
 TEST(ModifierEdgeFacts, FullyMaskedRowsAreZeroNotNaN) {
   AttentionCase m = attentionCase(1, 4, 2, 9, 40, 64, DType::F32);
