@@ -15,7 +15,6 @@
 #include "foundry/Error.h"
 #include "foundry/RuntimeOptions.h"
 #include "foundry/io/Json.h"
-#include "steps/FlashAttentionStep.h"  // kFlashHeadDims only: header constants, no link dependency
 
 namespace foundry {
 
@@ -240,14 +239,6 @@ void checkModifiers(const Reader& r, const ModelConfig& c) {
   }
 }
 
-void checkHeadDim(const Reader& r, std::uint32_t headDim) {
-  if (std::find(std::begin(kFlashHeadDims), std::end(kFlashHeadDims), headDim) == std::end(kFlashHeadDims)) {
-    r.unsupported("/attention/head_dim",
-                  fmt::format("head_dim {} is not supported by the fused attention kernels; supported: {}", headDim,
-                              fmt::join(kFlashHeadDims, ", ")));
-  }
-}
-
 // The rules that tie fields together; run after parsing and again after command-line overrides.
 void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& names, bool promptOverridden,
                     bool decodeOverridden) {
@@ -293,7 +284,6 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
     r.fail(field, fmt::format("prompt_len + decode_tokens = {} + {} = {} exceeds max_context ({}) of {}",
                               c.run.promptLen, c.run.decodeTokens, c.totalTokens(), c.maxContext, c.name));
   }
-  checkHeadDim(r, c.headDim);
 }
 
 RopeSpec readRope(const Reader& r, const json& rope) {

@@ -109,8 +109,11 @@ class Session {
     if (!c_.rope) return std::nullopt;
     return KvAppendStep::Rope{*c_.rope, ropeTable_, pos0};
   }
+  AttentionCall attentionCall(const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                              std::optional<std::uint32_t> fusedRopePosition) const;
   void attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                  std::optional<std::uint32_t> fusedRopePosition);
+  void planEveryCall() const;
   void record(const SubmitResult& r, PhaseReport& phase);
   void loadInputs();
   void checkOutputs(RunReport& report);
@@ -148,8 +151,8 @@ void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint
              {groups});
 }
 
-void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
-                        std::optional<std::uint32_t> fusedRopePosition) {
+AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                                     std::optional<std::uint32_t> fusedRopePosition) const {
   AttentionCall call;
   call.q = q;
   call.k = kCache_[layer];
@@ -158,15 +161,33 @@ void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, con
   call.kvLen = kvLen;
   call.scale = static_cast<float>(c_.softmaxScale);
   call.modifiers = modifiers_[layer];
+  if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash) {
+    call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
+  }
+  return call;
+}
+
+void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                        std::optional<std::uint32_t> fusedRopePosition) {
+  const AttentionCall call = attentionCall(q, layer, o, kvLen, fusedRopePosition);
   StepContext ctx{d, workspace_, &rt_};
-  const bool rotate = fusedRopePosition && c_.rope;
   if (req_.path == AttentionPath::Reference) {
-    if (rotate) rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
+    if (fusedRopePosition && c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
     reference_.run(ctx, call);
     return;
   }
-  if (rotate) call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
   flash_.run(ctx, call);
+}
+
+// Every layer's prefill and first decode call planned before anything is recorded: a shape the
+// device cannot run fails here, not after the first layers' work.
+void Session::planEveryCall() const {
+  if (req_.path != AttentionPath::Flash) return;
+  const LayerInputs& in = inputs_[0];
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    flash_.plan(attentionCall(tokenView(in.q, 0, P_), l, tokenView(out_[0], 0, P_), P_, std::nullopt));
+    if (N_ > 0) flash_.plan(attentionCall(tokenView(in.q, P_, 1), l, tokenView(out_[0], P_, 1), P_ + 1, P_));
+  }
 }
 
 void Session::record(const SubmitResult& r, PhaseReport& phase) {
@@ -287,6 +308,7 @@ RunReport Session::run() {
   }
   const std::uint64_t qRow = std::uint64_t(B_) * c_.nHeads * c_.headDim;
   const std::uint64_t kvRow = std::uint64_t(B_) * c_.nKvHeads * c_.headDim;
+  planEveryCall();
   auto dispatcher = rt_.dispatcher();
 
   // Prefill: every layer in one submission.

@@ -35,14 +35,11 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (keysPerTile % subgroupSize != 0) {
     return fmt::format("keys per tile {} is not a multiple of the subgroup size {}", keysPerTile, subgroupSize);
   }
-  if (headDim % subgroupSize != 0) {
-    return fmt::format("head_dim {} is not a multiple of the subgroup size {}", headDim, subgroupSize);
-  }
   if ((keysPerTile * headDim) % workgroupSize(subgroupSize) != 0) {
     return fmt::format("a {}x{} tile does not split evenly over {} invocations", keysPerTile, headDim,
                        workgroupSize(subgroupSize));
   }
-  const std::uint32_t regs = rowsPerWarp * (keysPerTile / subgroupSize + headDim / subgroupSize);
+  const std::uint32_t regs = rowsPerWarp * (keysPerTile / subgroupSize + dimsPerLane(subgroupSize));
   if (regs > 192) return fmt::format("{} rows per warp need too many registers", rowsPerWarp);
   return {};
 }

@@ -22,6 +22,9 @@ struct PrefillVariant {
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
+  /// Subgroup variant: output dimensions each lane owns (lane, lane + SG, ...); the last may run
+  /// past head_dim where head_dim is not a multiple of the subgroup size.
+  std::uint32_t dimsPerLane(std::uint32_t subgroupSize) const { return (headDim + subgroupSize - 1) / subgroupSize; }
   bool tilesAreHalf() const { return dtype == DType::F16 && halfTiles; }
   std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
   std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word

@@ -21,7 +21,7 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   const std::uint32_t esize = v.tileBytes();
   k.define("TILE_T", tile).define("PF_STAGES", std::to_string(v.stages));
   k.constant("PF_WARPS", v.warps).constant("PF_ROWS", v.rowsPerWarp).constant("PF_BR", v.rowsPerWorkgroup());
-  k.constant("PF_BC", v.keysPerTile).constant("PF_KPL", v.keysPerTile / sg).constant("PF_DPL", v.headDim / sg);
+  k.constant("PF_BC", v.keysPerTile).constant("PF_KPL", v.keysPerTile / sg).constant("PF_DPL", v.dimsPerLane(sg));
   k.constant("PF_PAD", v.padElements());
   k.shared("q_tile", tile, v.rowsPerWorkgroup() * row, esize);
   k.shared("k_tile", tile, v.stages * v.keysPerTile * row, esize);
@@ -202,14 +202,16 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("if (row >= rows) break;");
   if (v.split) {
     emitPartialRow(w, "row");
-    w.line("for (uint e = 0u; e < PF_DPL; ++e) partial_o[prow * HEAD_DIM + lane + e * SUBGROUP_SIZE] = st.o[r][e];");
+    w.open("for (uint e = 0u; e < PF_DPL; ++e)");
+    w.line("if (pf_lane_dim(e) < HEAD_DIM) partial_o[prow * HEAD_DIM + pf_lane_dim(e)] = st.o[r][e];");
+    w.close();
     w.line("if (lane == 0u) partial_ml[prow] = vec2(st.m[r], st.l[r]);");
   } else {
     w.line("const float scale = fa_norm_scale(st.m[r], st.l[r], batch, q_head0);");
-    w.line("const uint at = o_base + (q0 + row) * pc.o_stride_s + lane;");
     w.open("for (uint e = 0u; e < PF_DPL; ++e)");
-    w.line("const uint d = lane + e * SUBGROUP_SIZE;");
-    w.line("o[at + e * SUBGROUP_SIZE] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[r][e] * scale, batch, q_head0, pos0 + row, d)));");
+    w.line("const uint d = pf_lane_dim(e);");
+    w.line("if (d >= HEAD_DIM) break;");
+    w.line("o[o_base + (q0 + row) * pc.o_stride_s + d] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[r][e] * scale, batch, q_head0, pos0 + row, d)));");
     w.close();
   }
   w.close();

@@ -39,11 +39,6 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
         options_.disableFa ? "FOUNDRY_DISABLE_FA" : "FOUNDRY_SDPA_FORCE_MATERIALIZED"));
   }
   const AttentionProblem p = describeCall(call);
-  if (std::find(std::begin(kFlashHeadDims), std::end(kFlashHeadDims), p.headDim) == std::end(kFlashHeadDims)) {
-    throw UnsupportedError(fmt::format("head_dim {} is not supported by FlashAttentionStep (supported: {}); "
-                                       "SdpaReferenceStep handles any head_dim",
-                                       p.headDim, fmt::join(kFlashHeadDims, ", ")));
-  }
   if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
   if (p.dtype == DType::F16 && !device_.storage16Bit()) {
     throw UnsupportedError(fmt::format("device '{}' cannot store 16-bit values in buffers; use f32", device_.name()));

@@ -20,9 +20,6 @@
 
 namespace foundry {
 
-/// Head dims the fused kernels are built for.
-inline constexpr std::uint32_t kFlashHeadDims[] = {64, 128};
-
 /// What a recorded call used, for reports.
 struct StepRecord {
   AttentionPlan plan;

@@ -1,6 +1,7 @@
 #include "steps/Selector.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -49,24 +50,52 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                  o.faDecodeScalar ? "FOUNDRY_FA_DECODE_SCALAR=1"
                                   : (v.scalar ? "the device has no subgroup shuffles" : "subgroup shuffles available")});
 
-  if (o.faDecodeVectorWidth) {
-    v.vecWidth = *o.faDecodeVectorWidth;
-    why.push_back({"vector width", std::to_string(v.vecWidth), "FOUNDRY_FA_DECODE_VEC"});
-  } else {
-    v.vecWidth = v.scalar ? 1 : 4;
-    why.push_back({"vector width", std::to_string(v.vecWidth), v.scalar ? "scalar loads" : "8-byte K/V loads"});
+  // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
+  // divide head_dim, preferring 8-byte loads, then about 8 elements per lane (few enough registers,
+  // few enough shuffles per key). A knob fixes its side of the choice.
+  v.vecWidth = o.faDecodeVectorWidth.value_or(v.scalar ? 1 : 4);
+  if (o.faDecodeKeysPerWarp) v.keysPerWarp = *o.faDecodeKeysPerWarp;
+  if (!v.scalar && !(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth)) {
+    std::optional<DecodeVariant> best;
+    auto distance = [&](const DecodeVariant& x) {
+      const std::uint32_t e = x.elemsPerLane(sg);
+      return e > 8 ? e - 8 : 8 - e;
+    };
+    for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
+      if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
+      const std::vector<std::uint32_t> widths =
+          o.faDecodeVectorWidth ? std::vector<std::uint32_t>{*o.faDecodeVectorWidth} : std::vector<std::uint32_t>{4, 2, 1};
+      for (std::uint32_t vec : widths) {
+        DecodeVariant c = v;
+        c.keysPerWarp = kpw;
+        c.vecWidth = vec;
+        c.unroll = 1;
+        if (!c.unusableReason(sg).empty()) continue;
+        if (!best || c.vecWidth > best->vecWidth || (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) best = c;
+      }
+    }
+    if (best) {
+      v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth;
+    } else if (!o.faDecodeKeysPerWarp && !o.faDecodeVectorWidth) {
+      // No split of head_dim over the subgroup leaves q, o and a K/V row in registers: the scalar
+      // variant keeps q in shared memory and takes any head_dim.
+      v.scalar = true;
+      v.vecWidth = 1;
+      for (auto& d : why) {
+        if (d.what != "variant") continue;
+        d.value = "scalar";
+        d.reason = fmt::format("no split of head_dim {} over a subgroup of {} fits in registers", p.headDim, sg);
+      }
+    }
   }
-
-  if (o.faDecodeKeysPerWarp) {
-    v.keysPerWarp = *o.faDecodeKeysPerWarp;
-    why.push_back({"keys per warp", std::to_string(v.keysPerWarp), "FOUNDRY_FA_DECODE_KEYS_PER_WARP"});
-  } else {
-    // About 8 elements per lane: few enough registers, few enough shuffles per key.
-    v.keysPerWarp = std::clamp<std::uint32_t>(8 * sg / p.headDim, 1, sg);
-    while (v.keysPerWarp > 1 && v.elemsPerLane(sg) % v.vecWidth != 0) v.keysPerWarp /= 2;
-    why.push_back({"keys per warp", std::to_string(v.keysPerWarp),
-                   fmt::format("{} elements of each key per lane with subgroup size {}", v.elemsPerLane(sg), sg)});
-  }
+  why.push_back({"vector width", std::to_string(v.vecWidth),
+                 o.faDecodeVectorWidth ? "FOUNDRY_FA_DECODE_VEC"
+                 : v.scalar            ? "scalar loads"
+                                       : fmt::format("{}-byte K/V loads", v.vecWidth * dtypeBytes(p.dtype))});
+  why.push_back({"keys per warp", std::to_string(v.keysPerWarp),
+                 o.faDecodeKeysPerWarp ? std::string("FOUNDRY_FA_DECODE_KEYS_PER_WARP")
+                                       : fmt::format("{} elements of each key per lane with subgroup size {}",
+                                                     v.elemsPerLane(sg), sg)});
 
   if (o.faDecodeUnroll) {
     v.unroll = *o.faDecodeUnroll;
@@ -140,6 +169,24 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
       d.reason = fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
                              partialStorageName(v.partial), device.maxSharedMemoryBytes());
     }
+  }
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && v.heads > 1 && !o.faDecodeWarps) {
+    // Wide heads: fewer query heads per workgroup (each then reads its K/V head itself).
+    while (v.heads > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+      do --v.heads; while (p.group() % v.heads != 0);
+    }
+    for (auto& d : why) {
+      if (d.what != "heads per workgroup") continue;
+      d.value = std::to_string(v.heads);
+      d.reason = fmt::format("the q and partial rows of head_dim {} for more heads would not fit in {} bytes of shared "
+                             "memory", p.headDim, device.maxSharedMemoryBytes());
+    }
+  }
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && !o.faDecodeWarps) {
+    throw UnsupportedError(fmt::format("decode of head_dim {} needs {} bytes of shared memory with one head and {} "
+                                       "subgroup(s) per workgroup; device '{}' has {}; SdpaReferenceStep handles this "
+                                       "shape", p.headDim, v.sharedBytes(sg), v.warps, device.name(),
+                                       device.maxSharedMemoryBytes()));
   }
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
     const bool halfHelps = v.partial == PartialStorage::Float && device.fp16Arithmetic() && p.dtype == DType::F16;
@@ -224,18 +271,24 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   v.longestFirst = p.causal;
   v.halfTiles = device.fp16Arithmetic();
 
-  const bool coopAvailable = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && p.dtype == DType::F16;
+  const bool coopDevice = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32});
+  const bool coopAvailable = coopDevice && p.dtype == DType::F16 && p.headDim % 16 == 0;
   if (o.faPrefillCoopMat == Force::On && !coopAvailable) {
     throw UnsupportedError(fmt::format(
-        "FOUNDRY_FA_PREFILL_COOPMAT=1 but device '{}' {}; set it to auto or 0", device.name(),
-        p.dtype != DType::F16 ? "takes cooperative matrices in f16 only and the inputs are " + std::string(dtypeName(p.dtype))
-                              : "has no 16x16x16 f16 cooperative matrices with f32 accumulation"));
+        "FOUNDRY_FA_PREFILL_COOPMAT=1 but {}; set it to auto or 0",
+        !coopDevice ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name())
+        : p.dtype != DType::F16
+            ? fmt::format("device '{}' takes cooperative matrices in f16 only and the inputs are {}", device.name(),
+                          dtypeName(p.dtype))
+            : fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)));
   }
   v.coopMat = coopAvailable && o.faPrefillCoopMat != Force::Off;
   why.push_back({"variant", v.coopMat ? "coopmat" : "subgroup",
                  o.faPrefillCoopMat != Force::Auto ? "FOUNDRY_FA_PREFILL_COOPMAT"
-                 : v.coopMat ? "the device has 16x16x16 f16 cooperative matrices"
-                             : "no cooperative matrices for these inputs on this device"});
+                 : v.coopMat   ? "the device has 16x16x16 f16 cooperative matrices"
+                 : coopDevice && p.dtype == DType::F16
+                     ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
+                     : "no cooperative matrices for these inputs on this device"});
 
   if (!v.coopMat && !device.subgroupArithmetic()) {
     // prefill_subgroup.glsl reduces rows with subgroupMax/subgroupAdd; there is no scalar prefill.
@@ -269,43 +322,75 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     rejectKnob("FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
                fmt::format("1..{}", device.maxWorkgroupInvocations() / sg));
   }
-  // Shrink the tile, then drop double buffering, until the staging fits in shared memory.
-  v.stages = 2;
-  while (v.sharedBytes(sg) > device.maxSharedMemoryBytes() || !v.unusableReason(sg).empty()) {
-    // Cooperative-matrix tiles keep their width (more products per softmax) and give up double
-    // buffering first; the subgroup variant narrows its tile first.
-    if (v.coopMat && v.stages == 2) {
-      v.stages = 1;
-    } else if (!o.faPrefillKeysPerTile && v.keysPerTile > sg && v.keysPerTile > 16 &&
-               (v.keysPerTile / 2) % (v.coopMat ? 16 : sg) == 0) {
-      v.keysPerTile /= 2;
-    } else if (v.stages == 2) {
-      v.stages = 1;
-    } else if (v.rowsPerWarp > 1 && !v.coopMat) {
-      v.rowsPerWarp /= 2;
-    } else {
-      const std::string unusable = v.unusableReason(sg);
-      const std::string detail = !unusable.empty() ? unusable
-                                                : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
-                                                              v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
-                                                              v.sharedBytes(sg));
-      if (o.faPrefillKeysPerTile) {
-        rejectKnob("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
-                   fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory",
-                               v.coopMat ? 16 : std::max<std::uint32_t>(16, sg), device.maxSharedMemoryBytes()));
+  // The first tile, in order of preference, that is usable and fits in shared memory. Cooperative-
+  // matrix tiles keep their width (more products per softmax) and give up double buffering first,
+  // then narrow, then take fewer subgroups (a smaller query tile, fewer invocations to share the
+  // loads); the subgroup variant narrows its tile first, then gives up double buffering, then rows.
+  std::vector<PrefillVariant> order;
+  const std::uint32_t narrowest = v.coopMat ? 16 : std::max<std::uint32_t>(16, sg);
+  auto widths = [&] {
+    std::vector<std::uint32_t> out{v.keysPerTile};
+    if (o.faPrefillKeysPerTile) return out;
+    while (out.back() / 2 >= narrowest && (out.back() / 2) % (v.coopMat ? 16 : sg) == 0) out.push_back(out.back() / 2);
+    return out;
+  }();
+  if (v.coopMat) {
+    for (std::uint32_t w = v.warps; w >= 1; w /= 2) {
+      for (std::uint32_t kpt : widths) {
+        for (std::uint32_t st : {2u, 1u}) {
+          PrefillVariant c = v;
+          c.warps = w, c.keysPerTile = kpt, c.stages = st;
+          order.push_back(c);
+        }
       }
-      if (o.faPrefillWarps) {
-        throw UserError("FOUNDRY_FA_PREFILL_WARPS",
-                        fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
-                                    v.warps, device.name(), device.maxSharedMemoryBytes(), detail));
+      if (o.faPrefillWarps) break;
+    }
+  } else {
+    for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) {
+      for (std::uint32_t st : {2u, 1u}) {
+        for (std::uint32_t kpt : widths) {
+          PrefillVariant c = v;
+          c.rowsPerWarp = rows, c.keysPerTile = kpt, c.stages = st;
+          order.push_back(c);
+        }
       }
-      // Not a knob's fault: this head_dim's K/V tiles need more shared memory than the device has.
-      throw UnsupportedError(fmt::format("no prefill tile for head_dim {} with {} tiles fits device '{}' ({} bytes of "
-                                         "shared memory): {}; SdpaReferenceStep handles this shape",
-                                         p.headDim, v.tilesAreHalf() ? "f16" : "f32", device.name(),
-                                         device.maxSharedMemoryBytes(), detail));
     }
   }
+  const auto fits = std::find_if(order.begin(), order.end(), [&](const PrefillVariant& c) {
+    return c.sharedBytes(sg) <= device.maxSharedMemoryBytes() && c.unusableReason(sg).empty();
+  });
+  if (fits == order.end()) {
+    v = order.back();
+    const std::string unusable = v.unusableReason(sg);
+    const std::string detail = !unusable.empty() ? unusable
+                                              : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
+                                                            v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
+                                                            v.sharedBytes(sg));
+    if (o.faPrefillKeysPerTile) {
+      rejectKnob("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
+                 fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowest,
+                             device.maxSharedMemoryBytes()));
+    }
+    if (o.faPrefillWarps) {
+      throw UserError("FOUNDRY_FA_PREFILL_WARPS",
+                      fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
+                                  v.warps, device.name(), device.maxSharedMemoryBytes(), detail));
+    }
+    // Not a knob's fault: this head_dim's K/V tiles need more shared memory than the device has.
+    throw UnsupportedError(fmt::format("no prefill tile for head_dim {} with {} tiles fits device '{}' ({} bytes of "
+                                       "shared memory): {}; SdpaReferenceStep handles this shape",
+                                       p.headDim, v.tilesAreHalf() ? "f16" : "f32", device.name(),
+                                       device.maxSharedMemoryBytes(), detail));
+  }
+  if (fits->warps != v.warps) {
+    for (auto& d : why) {
+      if (d.what != "warps") continue;
+      d.value = std::to_string(fits->warps);
+      d.reason = fmt::format("fewer subgroups than {}: the query tile and the K/V loads must fit the staging for "
+                             "head_dim {}", v.warps, p.headDim);
+    }
+  }
+  v = *fits;
   why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),
                  fmt::format("{}{} bytes of shared memory of {}",
                              o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "", v.sharedBytes(sg),

@@ -7,6 +7,13 @@
 // Masks (the hook points): tiles outside the block's key range are never visited, and element masks
 // are applied only on tiles that are not surely visible to every row (prefill_loop.glsl).
 
+// Output dimension e of this lane. Where HEAD_DIM is not a multiple of the subgroup size the last
+// one runs past it: the lane reads the row's padding or the next row (held within v_tile) and its
+// result is never stored.
+uint pf_lane_dim(uint e) { return gl_SubgroupInvocationID + e * SUBGROUP_SIZE; }
+const bool PF_DIM_TAIL = HEAD_DIM % SUBGROUP_SIZE != 0u;
+uint pf_v_at(uint i) { return PF_DIM_TAIL ? min(i, PF_STAGES * PF_TILE - 1u) : i; }
+
 struct PfState {
   float o[PF_ROWS][PF_DPL];
   float m[PF_ROWS];
@@ -59,7 +66,7 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
   }
   for (uint c = 0u; c < PF_BC; ++c) {
     float vd[PF_DPL];
-    [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) vd[e] = float(v_tile[stage * PF_TILE + c * PF_ROW + lane + e * SUBGROUP_SIZE]);
+    [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) vd[e] = float(v_tile[pf_v_at(stage * PF_TILE + c * PF_ROW + pf_lane_dim(e))]);
     [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
       const float p = p_tile[(sg * PF_ROWS + r) * PF_BC + c];
       [[unroll]] for (uint e = 0u; e < PF_DPL; ++e) st.o[r][e] += p * vd[e];

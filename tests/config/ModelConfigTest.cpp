@@ -90,12 +90,6 @@ TEST(ModelConfig, EveryShippedConfigLoads) {
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());
     ModelConfig c;
-    if (f.filename() == "gemma-2-9b.json") {
-      // Valid, but head_dim 256 is beyond the fused kernels for now: unsupported, naming the field.
-      EXPECT_THAT([&] { loadModelConfig(f); },
-                  ::testing::ThrowsMessage<UnsupportedError>(HasSubstr("/attention/head_dim: head_dim 256")));
-      continue;
-    }
     ASSERT_NO_THROW(c = loadModelConfig(f));
     EXPECT_FALSE(c.source.empty());
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate name " << c.name;
@@ -185,13 +179,12 @@ TEST(ModelConfig, ShippedModifiersMatchThePublishedModels) {
   ASSERT_EQ(mpt.modifiersOf(5).size(), 1u);
   EXPECT_EQ(mpt.modifiersOf(5)[0].kind, K::Alibi);
 
-  // Gemma 2 parses in full before head_dim 256 is refused.
+  // Gemma 2: head_dim 256, and a softmax scale from query_pre_attn_scalar.
   const json gemma = json::parse(readText(kConfigDir / "gemma-2-9b.json"));
   EXPECT_EQ(gemma["attention"]["query_pre_attn_scalar"], 256);
   EXPECT_EQ(gemma["attention"]["modifiers"][0]["cap"], 50.0);
-  json gemma128 = gemma;
-  gemma128["attention"]["head_dim"] = 128;  // as the head-dim issue will allow
-  const ModelConfig g = parseModelConfig(gemma128.dump(), "gemma-2-9b.json");
+  const ModelConfig g = parseModelConfig(gemma.dump(), "gemma-2-9b.json");
+  EXPECT_EQ(g.headDim, 256u);
   EXPECT_DOUBLE_EQ(g.softmaxScale, 1.0 / 16.0);
   EXPECT_EQ(g.modifiersOf(0).size(), 2u);
   EXPECT_EQ(g.modifiersOf(1).size(), 1u);
@@ -472,10 +465,6 @@ const BadConfig kBadConfigs[] = {
      with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "longrope"; }, fullConfig()),
      ErrorKind::Unsupported, "/attention/rope/scaling/type", "rope scaling \"longrope\" is not supported; supported: llama3"},
     // Supported or not.
-    {"HeadDim96IsUnsupported", set("/attention/head_dim", 96), ErrorKind::Unsupported, "/attention/head_dim",
-     "head_dim 96 is not supported by the fused attention kernels; supported: 64, 128"},
-    {"HeadDim256IsUnsupported", set("/attention/head_dim", 256), ErrorKind::Unsupported, "/attention/head_dim",
-     "head_dim 256"},
     {"DTypeBf16IsUnsupported", set("/run/dtype", "bf16"), ErrorKind::Unsupported, "/run/dtype",
      "bf16 runs are not supported yet"},
     {"DTypeUnknown", set("/run/dtype", "f8"), ErrorKind::User, "/run/dtype",

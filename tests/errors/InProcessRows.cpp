@@ -60,6 +60,13 @@ std::function<void(const InProcessContext&)> attention(test::CallShape shape) {
   };
 }
 
+std::function<void(const InProcessContext&)> attentionPlan(test::CallShape shape) {
+  return [shape](const InProcessContext&) {
+    const auto device = makePresetDevice("lavapipe");
+    FlashAttentionStep(*device, SnippetLibrary::embedded(), RuntimeOptions()).plan(test::shapeCall(shape));
+  };
+}
+
 std::function<void(const InProcessContext&)> attentionCall(std::function<AttentionCall()> make) {
   return [make](const InProcessContext&) {
     const auto device = makePresetDevice("lavapipe");
@@ -162,14 +169,6 @@ std::vector<InProcessRow> inProcessRows() {
        .field = "/run/decode_tokens",
        .fragment = "prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)",
        .action = configWith("/run/prompt_len", 4090),
-       .mentions = kConfigFile},
-      {.id = "ConfigHeadDim96",
-       .area = "config",
-       .input = "an unsupported head_dim",
-       .via = "loadModelConfig",
-       .kind = ErrorKind::Unsupported,
-       .fragment = "/attention/head_dim: head_dim 96 is not supported by the fused attention kernels",
-       .action = configWith("/attention/head_dim", 96),
        .mentions = kConfigFile},
       {.id = "ConfigDTypeBf16",
        .area = "config",
@@ -365,13 +364,13 @@ std::vector<InProcessRow> inProcessRows() {
        .fragment = "q_len 65 exceeds kv_len 64",
        .action = attention({.qLen = 65, .kvLen = 64}),
        .cliPending = kStoppedAtConfig},
-      {.id = "CallHeadDim96",
+      {.id = "CallHeadDim1024",
        .area = "attention call",
-       .input = "an unsupported head_dim",
-       .via = "FlashAttentionStep::validate",
+       .input = "a head_dim whose prefill tiles do not fit the device",
+       .via = "FlashAttentionStep::plan",
        .kind = ErrorKind::Unsupported,
-       .fragment = "head_dim 96 is not supported by FlashAttentionStep",
-       .action = attention({.headDim = 96})},
+       .fragment = "no prefill tile for head_dim 1024 with f16 tiles fits device",
+       .action = attentionPlan({.qLen = 64, .kvLen = 64, .headDim = 1024})},
       {.id = "CallBf16",
        .area = "attention call",
        .input = "an unsupported dtype",

@@ -145,9 +145,8 @@ std::vector<CliRow> runCommandRows() {
                  "/attention/n_kv_heads: n_heads (32) must be a multiple of n_kv_heads (5)"),
       configWith("RunConfigBeyondMaxContext", "prompt + decode tokens beyond max_context", "/run/prompt_len", 4090, 2,
                  "/run/decode_tokens: prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)"),
-      configWith("RunConfigHeadDim96", "an unsupported head_dim", "/attention/head_dim", 96, 3,
-                 "/attention/head_dim: head_dim 96 is not supported by the fused attention kernels; supported: 64, "
-                 "128 (in {tmp}/model.json)"),
+      configWith("RunConfigHeadDim1024", "a head_dim whose prefill tiles do not fit the device", "/attention/head_dim",
+                 1024, 3, "no prefill tile for head_dim 1024 with f16 tiles fits device"),
       configWith("RunConfigDTypeBf16", "an unsupported dtype", "/run/dtype", "bf16", 3,
                  "/run/dtype: bf16 runs are not supported yet; use \"f16\" or \"f32\""),
       configWith("RunConfigTuningInvalid", "an invalid knob value in `tuning`", "/tuning/fa_decode_warps", 3, 2,
