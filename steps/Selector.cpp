@@ -29,6 +29,13 @@ std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& de
   throw UserError(knob, fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
 }
 
+// Replaces the value and reason of an earlier decision that a later constraint changed.
+void revise(std::vector<Decision>& why, const std::string& what, std::string value, std::string reason) {
+  for (auto& d : why) {
+    if (d.what == what) d.value = value, d.reason = reason;
+  }
+}
+
 // Keys per decode workgroup from which the wide variant (16-byte loads, unroll 8) is chosen.
 constexpr std::uint32_t kWideDecodeKeys = 4096;
 
@@ -61,10 +68,10 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
       const std::uint32_t e = x.elemsPerLane(sg);
       return e > 8 ? e - 8 : 8 - e;
     };
+    const std::vector<std::uint32_t> widths =
+        o.faDecodeVectorWidth ? std::vector<std::uint32_t>{*o.faDecodeVectorWidth} : std::vector<std::uint32_t>{4, 2, 1};
     for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
       if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
-      const std::vector<std::uint32_t> widths =
-          o.faDecodeVectorWidth ? std::vector<std::uint32_t>{*o.faDecodeVectorWidth} : std::vector<std::uint32_t>{4, 2, 1};
       for (std::uint32_t vec : widths) {
         DecodeVariant c = v;
         c.keysPerWarp = kpw;
@@ -81,11 +88,8 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
       // variant keeps q in shared memory and takes any head_dim.
       v.scalar = true;
       v.vecWidth = 1;
-      for (auto& d : why) {
-        if (d.what != "variant") continue;
-        d.value = "scalar";
-        d.reason = fmt::format("no split of head_dim {} over a subgroup of {} fits in registers", p.headDim, sg);
-      }
+      revise(why, "variant", "scalar",
+             fmt::format("no split of head_dim {} over a subgroup of {} fits in registers", p.headDim, sg));
     }
   }
   why.push_back({"vector width", std::to_string(v.vecWidth),
@@ -163,24 +167,18 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   if (!o.faDecodeWarps && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
     // Each subgroup keeps its own partial rows: fewer subgroups fit where half partials cannot help.
     while (v.warps > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) v.warps /= 2;
-    for (auto& d : why) {
-      if (d.what != "warps") continue;
-      d.value = std::to_string(v.warps);
-      d.reason = fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
-                             partialStorageName(v.partial), device.maxSharedMemoryBytes());
-    }
+    revise(why, "warps", std::to_string(v.warps),
+           fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
+                       partialStorageName(v.partial), device.maxSharedMemoryBytes()));
   }
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && v.heads > 1 && !o.faDecodeWarps) {
     // Wide heads: fewer query heads per workgroup (each then reads its K/V head itself).
     while (v.heads > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
       do --v.heads; while (p.group() % v.heads != 0);
     }
-    for (auto& d : why) {
-      if (d.what != "heads per workgroup") continue;
-      d.value = std::to_string(v.heads);
-      d.reason = fmt::format("the q and partial rows of head_dim {} for more heads would not fit in {} bytes of shared "
-                             "memory", p.headDim, device.maxSharedMemoryBytes());
-    }
+    revise(why, "heads per workgroup", std::to_string(v.heads),
+           fmt::format("the q and partial rows of head_dim {} for more heads would not fit in {} bytes of shared memory",
+                       p.headDim, device.maxSharedMemoryBytes()));
   }
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && !o.faDecodeWarps) {
     throw UnsupportedError(fmt::format("decode of head_dim {} needs {} bytes of shared memory with one head and {} "
@@ -228,11 +226,10 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
       p.dtype == DType::F16 && device.kind() != DeviceKind::Cpu && wide.unusableReason(sg).empty()) {
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
-    for (auto& d : why) {
-      if (d.what != "vector width" && d.what != "unroll") continue;
-      d.value = std::to_string(wide.unroll);
-      d.reason = fmt::format("at least {} keys per workgroup: 16-byte loads, 8 steps in flight", kWideDecodeKeys);
-    }
+    const std::string reason8 = fmt::format("at least {} keys per workgroup: 16-byte loads, 8 steps in flight",
+                                            kWideDecodeKeys);
+    revise(why, "vector width", std::to_string(wide.vecWidth), reason8);
+    revise(why, "unroll", std::to_string(wide.unroll), reason8);
   }
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
@@ -271,24 +268,22 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   v.longestFirst = p.causal;
   v.halfTiles = device.fp16Arithmetic();
 
-  const bool coopDevice = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32});
-  const bool coopAvailable = coopDevice && p.dtype == DType::F16 && p.headDim % 16 == 0;
-  if (o.faPrefillCoopMat == Force::On && !coopAvailable) {
-    throw UnsupportedError(fmt::format(
-        "FOUNDRY_FA_PREFILL_COOPMAT=1 but {}; set it to auto or 0",
-        !coopDevice ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name())
-        : p.dtype != DType::F16
-            ? fmt::format("device '{}' takes cooperative matrices in f16 only and the inputs are {}", device.name(),
-                          dtypeName(p.dtype))
-            : fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)));
+  // Why the cooperative-matrix variant cannot take this call, or empty.
+  const std::string noCoop =
+      !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
+          ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name())
+      : p.dtype != DType::F16 ? fmt::format("device '{}' takes cooperative matrices in f16 only and the inputs are {}",
+                                            device.name(), dtypeName(p.dtype))
+      : p.headDim % 16 != 0   ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
+                              : std::string();
+  if (o.faPrefillCoopMat == Force::On && !noCoop.empty()) {
+    throw UnsupportedError(fmt::format("FOUNDRY_FA_PREFILL_COOPMAT=1 but {}; set it to auto or 0", noCoop));
   }
-  v.coopMat = coopAvailable && o.faPrefillCoopMat != Force::Off;
+  v.coopMat = noCoop.empty() && o.faPrefillCoopMat != Force::Off;
   why.push_back({"variant", v.coopMat ? "coopmat" : "subgroup",
-                 o.faPrefillCoopMat != Force::Auto ? "FOUNDRY_FA_PREFILL_COOPMAT"
-                 : v.coopMat   ? "the device has 16x16x16 f16 cooperative matrices"
-                 : coopDevice && p.dtype == DType::F16
-                     ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
-                     : "no cooperative matrices for these inputs on this device"});
+                 o.faPrefillCoopMat != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_COOPMAT")
+                 : v.coopMat                       ? std::string("the device has 16x16x16 f16 cooperative matrices")
+                                                   : noCoop});
 
   if (!v.coopMat && !device.subgroupArithmetic()) {
     // prefill_subgroup.glsl reduces rows with subgroupMax/subgroupAdd; there is no scalar prefill.
@@ -383,12 +378,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                                        device.maxSharedMemoryBytes(), detail));
   }
   if (fits->warps != v.warps) {
-    for (auto& d : why) {
-      if (d.what != "warps") continue;
-      d.value = std::to_string(fits->warps);
-      d.reason = fmt::format("fewer subgroups than {}: the query tile and the K/V loads must fit the staging for "
-                             "head_dim {}", v.warps, p.headDim);
-    }
+    revise(why, "warps", std::to_string(fits->warps),
+           fmt::format("fewer subgroups than {}: the query tile and the K/V loads must fit the staging for head_dim {}",
+                       v.warps, p.headDim));
   }
   v = *fits;
   why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),

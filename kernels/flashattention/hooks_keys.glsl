@@ -14,9 +14,12 @@ uvec4 fa_keys(uint b, uint h, uint q_lo, uint q_hi) {
 // Whether logits change on their way to the softmax: score hooks, or a distance bias.
 const bool FA_SCORE_CHANGED = FA_SCORE_HOOKED || FA_DISTANCE_BIAS_HOOKED;
 
+// What the distance bias's slope multiplies: k - q, exact in f32 for positions below 2^24.
+float fa_key_distance(uint q, uint k) { return float(k) - float(q); }
+
 // A natural logit of query position q and key k through the distance bias and the score hooks.
 float fa_score_natural(float s, uint b, uint h, uint q, uint k) {
-  if (FA_DISTANCE_BIAS_HOOKED) s += fa_distance_bias(b, h) * (float(k) - float(q));
+  if (FA_DISTANCE_BIAS_HOOKED) s += fa_distance_bias(b, h) * fa_key_distance(q, k);
   return fa_score(s, b, h, q, k);
 }
 
@@ -35,7 +38,7 @@ float fa_distance_slope_log2(uint b, uint h) {
 // kernel's log2 domain.
 float fa_score_log2(float s, uint b, uint h, uint q, uint k) {
   if (FA_SCORE_HOOKED) return fa_score_natural(s, b, h, q, k) * LOG2E;
-  return FA_DISTANCE_BIAS_HOOKED ? s + fa_distance_slope_log2(b, h) * (float(k) - float(q)) : s;
+  return FA_DISTANCE_BIAS_HOOKED ? s + fa_distance_slope_log2(b, h) * fa_key_distance(q, k) : s;
 }
 
 // Whether key k counts for query position q of a block whose keys are `keys` (fa_keys).

@@ -262,7 +262,7 @@ TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
       .WillByDefault(Return(std::vector<CoopMatShape>{{16, 8, 16, DType::F16, DType::F32}}));
   const AttentionPlan plan = planFor(device, prefillShape(32, 8, 256, 256, 128));
   EXPECT_FALSE(plan.prefillVariant.coopMat);
-  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("no cooperative matrices")));
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("has no 16x16x16 f16 cooperative matrices")));
 }
 
 TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
@@ -295,7 +295,7 @@ TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
   EXPECT_EQ(v.keysPerTile, 16u);
   EXPECT_EQ(v.stages, 2u);
   EXPECT_LE(v.sharedBytes(8), 32768u);
-  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("no cooperative matrices")));
+  EXPECT_THAT(plan, HasDecision("variant", HasSubstr("has no 16x16x16 f16 cooperative matrices")));
   const Split want = prefillRule(4096, 2, 1, 16);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.splits, 4u);
