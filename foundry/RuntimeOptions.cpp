@@ -112,7 +112,7 @@ const std::vector<Knob>& knobs() {
       forceKnob<&RuntimeOptions::faPrefillRegisterSoftmax>(
           "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
           "cooperative-matrix prefill: softmax in registers (needs the probed quad layout) or through shared memory"),
-      uintKnob<&RuntimeOptions::faPrefillKeysPerTile>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "auto, 16, 32, 64, 128", 16,
+      uintKnob<&RuntimeOptions::faPrefillKeysPerTile>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "auto, 4, 8, 16, 32, 64, 128", 4,
                                                        128, true, "keys per prefill K/V tile in shared memory"),
       uintKnob<&RuntimeOptions::faDecodeWarps>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                "subgroups per decode workgroup"),

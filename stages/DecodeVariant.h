@@ -9,7 +9,9 @@
 namespace foundry {
 
 struct DecodeVariant {
-  std::uint32_t headDim = 128;
+  std::uint32_t headDim = 128;       ///< of q and k
+  std::uint32_t valueDim = 0;        ///< of v and out; 0: headDim
+  std::uint32_t valueRow = 0;        ///< elements between V rows; 0: packed
   DType dtype = DType::F16;          ///< q, k, v and out
   std::uint32_t heads = 1;           ///< query heads per workgroup (all share one KV head)
   std::uint32_t warps = 4;           ///< subgroups per workgroup
@@ -26,6 +28,9 @@ struct DecodeVariant {
   /// Lanes that share one key (subgroup size / keys per warp) and elements each lane holds.
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
   std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return headDim / lanesPerKey(subgroupSize); }
+  std::uint32_t valueElemsPerLane(std::uint32_t subgroupSize) const { return vDim() / lanesPerKey(subgroupSize); }
+  std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
+  std::uint32_t vRow() const { return valueRow ? valueRow : vDim(); }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
   /// Keys a workgroup takes per iteration: Split-K chunks are multiples of this.
   std::uint32_t keyGranule(std::uint32_t subgroupSize) const {

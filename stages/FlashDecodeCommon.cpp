@@ -78,10 +78,11 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
 
   const std::uint32_t parts = v.scalar ? 1 : v.warps;
   k.constant("HEAD_DIM", v.headDim).constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
+  k.constant("VALUE_DIM", v.vDim()).constant("V_ROW", v.vRow());
   const bool halfPartial = v.partial == PartialStorage::Half;
   k.define("PART_T", halfPartial ? "float16_t" : "float");
   k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");
-  k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.headDim, halfPartial ? 2 : 4);
+  k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.vDim(), halfPartial ? 2 : 4);
   k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
   if (writesOutput) declareOutputMacros(k, v.dtype, "OUT");
   if (v.scalar) {
@@ -92,6 +93,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp).constant("DECODE_UNROLL", v.unroll);
     k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize()));
     k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize()));
+    k.constant("DECODE_ELEMS_V", v.valueElemsPerLane(device.subgroupSize()));
     // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
     const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
     k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));
@@ -123,8 +125,8 @@ void emitLastArrivalMerge(GlslWriter& w) {
   w.line("barrier();");
   w.open("if (merge_here[0] != 0u)");
   w.line("memoryBarrierBuffer();");
-  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
-  w.line("const uint h = i / HEAD_DIM, d = i % HEAD_DIM;");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
   w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
   w.line("float o_merged, m_merged, l_merged;");
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
@@ -146,13 +148,13 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
   w.line("{}(kv_begin, kv_end, k_base, v_base, pc.qk_scale, batch, q_head0, q_pos, keys);",
          v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
   w.line("barrier();");
-  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
-  w.line("const uint h = i / HEAD_DIM, d = i % HEAD_DIM;");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
   w.line("float o_unnorm, m_all, l_all;");
   w.line("decode_combine(h, d, o_unnorm, m_all, l_all);");
   if (v.split) {
     w.line("const uint row = (batch * pc.n_heads + q_head0 + h) * pc.n_splits + gl_WorkGroupID.x;");
-    w.line("partial_o[row * HEAD_DIM + d] = o_unnorm;");
+    w.line("partial_o[row * VALUE_DIM + d] = o_unnorm;");
     w.line("if (d == 0u) partial_ml[row] = vec2(m_all, l_all);");
   } else {
     w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_unnorm, m_all, l_all, batch, q_head0 + h, "

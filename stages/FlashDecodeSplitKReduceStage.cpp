@@ -13,7 +13,7 @@ void FlashDecodeSplitKReduceStage::declare(KernelInterface& k, const DeviceInfo&
 void FlashDecodeSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint head = gl_WorkGroupID.x, batch = gl_WorkGroupID.z;");
   w.line("const uint row0 = (batch * pc.n_heads + head) * pc.n_splits;");
-  w.open("for (uint d = gl_LocalInvocationIndex; d < HEAD_DIM; d += WORKGROUP_SIZE)");
+  w.open("for (uint d = gl_LocalInvocationIndex; d < VALUE_DIM; d += WORKGROUP_SIZE)");
   w.line("float o_merged, m_merged, l_merged;");
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
   w.line("const float out_d = fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, 0u), d);");

@@ -32,14 +32,15 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     }
     return {};
   }
-  if (keysPerTile % subgroupSize != 0) {
-    return fmt::format("keys per tile {} is not a multiple of the subgroup size {}", keysPerTile, subgroupSize);
+  if (keysPerTile == 0 || (keysPerTile % subgroupSize != 0 && subgroupSize % keysPerTile != 0)) {
+    return fmt::format("keys per tile {} neither is a multiple of nor divides the subgroup size {}", keysPerTile,
+                       subgroupSize);
   }
   if ((keysPerTile * headDim) % workgroupSize(subgroupSize) != 0) {
     return fmt::format("a {}x{} tile does not split evenly over {} invocations", keysPerTile, headDim,
                        workgroupSize(subgroupSize));
   }
-  const std::uint32_t regs = rowsPerWarp * (keysPerTile / subgroupSize + dimsPerLane(subgroupSize));
+  const std::uint32_t regs = rowsPerWarp * (keysPerLane(subgroupSize) + dimsPerLane(subgroupSize));
   if (regs > 192) return fmt::format("{} rows per warp need too many registers", rowsPerWarp);
   return {};
 }

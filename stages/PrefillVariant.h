@@ -25,6 +25,11 @@ struct PrefillVariant {
   /// Subgroup variant: output dimensions each lane owns (lane, lane + SG, ...); the last may run
   /// past head_dim where head_dim is not a multiple of the subgroup size.
   std::uint32_t dimsPerLane(std::uint32_t subgroupSize) const { return (headDim + subgroupSize - 1) / subgroupSize; }
+  /// Subgroup variant: keys each lane scores per tile (lane, lane + SG, ...). A tile narrower than
+  /// the subgroup (wide f32 rows on a device with little shared memory) leaves the last lanes idle.
+  std::uint32_t keysPerLane(std::uint32_t subgroupSize) const {
+    return keysPerTile >= subgroupSize ? keysPerTile / subgroupSize : 1;
+  }
   bool tilesAreHalf() const { return dtype == DType::F16 && halfTiles; }
   std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
   std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word

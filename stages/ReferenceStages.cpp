@@ -12,12 +12,17 @@ namespace {
 
 void declareCommon(const ReferenceParams& p, KernelInterface& k, const std::set<std::string>& hooks) {
   HeadLayoutStage::declareShapeFields(k);
-  k.constant("HEAD_DIM", p.headDim);
+  k.constant("HEAD_DIM", p.headDim).constant("VALUE_DIM", p.valueDim).constant("V_ROW", p.valueRow);
   k.snippet("softmax/reference.glsl");
   hostAttentionHooks(k, hooks);
 }
 
-std::string keyOf(const ReferenceParams& p) { return fmt::format("D{}_{}", p.headDim, dtypeName(p.dtype)); }
+std::string keyOf(const ReferenceParams& p) {
+  const std::string values = p.valueDim == p.headDim && p.valueRow == p.valueDim ? ""
+                             : p.valueRow == p.valueDim ? fmt::format("v{}", p.valueDim)
+                                                        : fmt::format("v{}r{}", p.valueDim, p.valueRow);
+  return fmt::format("D{}{}_{}", p.headDim, values, dtypeName(p.dtype));
+}
 
 // Grid y is the token, grid z is batch * n_heads + head.
 void emitRowIndices(GlslWriter& w) {
@@ -95,12 +100,12 @@ void ReferencePvStage::declare(KernelInterface& k, const DeviceInfo&) const {
 void ReferencePvStage::emit(GlslWriter& w, const DeviceInfo&) const {
   emitRowIndices(w);
   w.line("const uint d = gl_GlobalInvocationID.x;");
-  w.open("if (d < HEAD_DIM)");
+  w.open("if (d < VALUE_DIM)");
   w.line("const uint va = batch * pc.v_stride_b + kv_head * pc.v_stride_h + d;");
   w.line("float acc = 0.0;");
   // Only the sequence's own keys: rows past them are not its values (0 * NaN would still be NaN).
   w.line("const uint keys = fa_kv_len(batch);");
-  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * float(v_cache[va + j * HEAD_DIM]);");
+  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * float(v_cache[va + j * V_ROW]);");
   w.line("const float out_d = fa_epilogue(acc, batch, head, fa_query_pos(batch, token), d);");
   w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_T(OUT_CLAMP(out_d));");
   w.close();

@@ -15,6 +15,8 @@ namespace foundry {
 
 struct ReferenceParams {
   std::uint32_t headDim = 128;
+  std::uint32_t valueDim = 128;  ///< of v and o
+  std::uint32_t valueRow = 128;  ///< elements between V rows
   DType dtype = DType::F16;
   std::uint32_t workgroup = 64;  ///< a power of two; the softmax reduces over it
 };

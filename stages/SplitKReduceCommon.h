@@ -7,7 +7,7 @@
 
 namespace foundry::splitk_detail {
 
-void declareReduce(KernelInterface& k, std::uint32_t headDim, DType dtype);
+void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype);
 /// The hook points a reduce kernel hosts: the output's.
 std::set<std::string> hookPoints();
 

@@ -85,23 +85,29 @@ AttentionProblem describeCall(const AttentionCall& c) {
   if (p.batch == 0 || p.qLen == 0 || p.nHeads == 0 || p.nKvHeads == 0 || p.headDim == 0) {
     throw UserError("q", fmt::format("empty attention: {}", p.describe()));
   }
-  if (c.k.dims != c.v.dims) {
-    throw UserError("v", fmt::format("k is [{}] but v is [{}]; the caches must match", fmt::join(c.k.dims, ", "),
-                                     fmt::join(c.v.dims, ", ")));
+  if (c.k.dim(0) != c.v.dim(0) || c.k.dim(1) != c.v.dim(1) || c.k.dim(2) != c.v.dim(2) || c.v.dim(3) == 0) {
+    throw UserError("v", fmt::format("k is [{}] but v is [{}]; the caches must match in batch, n_kv_heads and "
+                                     "capacity (the value dim may differ from head_dim)",
+                                     fmt::join(c.k.dims, ", "), fmt::join(c.v.dims, ", ")));
   }
+  p.valueDim = static_cast<std::uint32_t>(c.v.dim(3));
+  p.valueRow = static_cast<std::uint32_t>(c.v.stride(2));
   if (c.k.dim(0) != p.batch || c.k.dim(3) != p.headDim) {
     throw UserError("k", fmt::format("k is [{}] but q has batch {} and head_dim {}", fmt::join(c.k.dims, ", "), p.batch,
                                      p.headDim));
   }
-  for (const auto* t : {&c.k, &c.v}) {
-    if (t->stride(2) != p.headDim) {
-      throw UserError(t == &c.k ? "k" : "v", fmt::format("cache rows must be packed: stride of dim 2 is {}, expected {}",
-                                                         t->stride(2), p.headDim));
-    }
+  if (c.k.stride(2) != p.headDim) {
+    throw UserError("k", fmt::format("cache rows must be packed: stride of dim 2 is {}, expected {}", c.k.stride(2),
+                                     p.headDim));
   }
-  if (c.o.dims != p.qDims(c.o.layout)) {
-    throw UserError("o", fmt::format("o is [{}] but a {} output for q needs [{}]", fmt::join(c.o.dims, ", "),
-                                     layoutName(c.o.layout), fmt::join(p.qDims(c.o.layout), ", ")));
+  // V rows may sit inside wider rows (a view of a shared latent cache), head and batch on whole rows.
+  if (p.valueRow < p.valueDim || c.v.stride(1) % p.valueRow != 0 || c.v.stride(0) % p.valueRow != 0) {
+    throw UserError("v", fmt::format("v rows must be at least value_dim {} apart, with head and batch strides on whole "
+                                     "rows: strides are [{}]", p.valueDim, fmt::join(c.v.strides, ", ")));
+  }
+  if (c.o.dims != p.oDims(c.o.layout)) {
+    throw UserError("o", fmt::format("o is [{}] but a {} output for q and v needs [{}]", fmt::join(c.o.dims, ", "),
+                                     layoutName(c.o.layout), fmt::join(p.oDims(c.o.layout), ", ")));
   }
   if (p.nHeads % p.nKvHeads != 0) {
     throw UserError("n_heads", fmt::format("n_heads {} is not divisible by n_kv_heads {}", p.nHeads, p.nKvHeads));

@@ -91,9 +91,12 @@ float AttentionProblem::softmaxScale() const {
 std::string AttentionProblem::describe() const {
   std::string mods;
   for (const auto& m : modifiers) mods += "; " + m->describe();
-  return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={} D={} {} q:{} o:{}{}{}", batch, nHeads, nKvHeads,
-                     qLen, kvLen, kvCapacity, headDim, dtypeName(dtype), layoutName(qLayout), layoutName(oLayout),
-                     causal ? " causal" : "", mods);
+  const std::string values = plainValues() ? ""
+                             : vRow() == vDim() ? fmt::format(" Dv={}", vDim())
+                                                : fmt::format(" Dv={} (rows of {})", vDim(), vRow());
+  return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={} D={}{} {} q:{} o:{}{}{}", batch, nHeads,
+                     nKvHeads, qLen, kvLen, kvCapacity, headDim, values, dtypeName(dtype), layoutName(qLayout),
+                     layoutName(oLayout), causal ? " causal" : "", mods);
 }
 
 std::vector<std::int64_t> AttentionProblem::qDims(Layout layout) const {
@@ -101,6 +104,14 @@ std::vector<std::int64_t> AttentionProblem::qDims(Layout layout) const {
   return {batch, nHeads, qLen, headDim};
 }
 
+std::vector<std::int64_t> AttentionProblem::oDims(Layout layout) const {
+  auto dims = qDims(layout);
+  dims.back() = vDim();
+  return dims;
+}
+
 std::vector<std::int64_t> AttentionProblem::kvDims() const { return {batch, nKvHeads, kvCapacity, headDim}; }
+
+std::vector<std::int64_t> AttentionProblem::vDims() const { return {batch, nKvHeads, kvCapacity, vDim()}; }
 
 }  // namespace foundry

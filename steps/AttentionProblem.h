@@ -65,15 +65,21 @@ struct AttentionProblem {
   std::uint32_t qLen = 1;
   std::uint32_t kvLen = 1;
   std::uint32_t kvCapacity = 1;
-  std::uint32_t headDim = 128;
+  std::uint32_t headDim = 128;   ///< of q and k
   DType dtype = DType::F16;
   Layout qLayout = Layout::HeadMajor;  ///< HeadMajor or TokenMajor; O uses oLayout
   Layout oLayout = Layout::HeadMajor;
   bool causal = true;
   float scale = 0.0f;  ///< 0 means 1/sqrt(head_dim)
   Modifiers modifiers; ///< after the causal mask, in chain order
+  std::uint32_t valueDim = 0;    ///< of v and o; 0: head_dim (DeepSeek's MLA decode: 512 against 576)
+  std::uint32_t valueRow = 0;    ///< elements from one V row to the next; 0: packed (value_dim)
 
   std::uint32_t group() const { return nKvHeads ? nHeads / nKvHeads : 0; }
+  std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
+  std::uint32_t vRow() const { return valueRow ? valueRow : vDim(); }
+  /// V and O as q and k: packed rows of one width (what the prefill and append kernels take).
+  bool plainValues() const { return vDim() == headDim && vRow() == vDim(); }
   /// The causal modifier (when `causal`) and then `modifiers`: the chain the CPU reference runs.
   Modifiers allModifiers() const;
   /// allModifiers() without those that change nothing for this call (causal at q_len 1): what the
@@ -85,9 +91,11 @@ struct AttentionProblem {
   bool decode() const { return qLen == 1; }
   std::string describe() const;
 
-  /// Q/O dims for a layout: [B, H, S, D] head-major or [B, S, H, D] token-major.
+  /// Q dims for a layout: [B, H, S, D] head-major or [B, S, H, D] token-major; O's with value_dim.
   std::vector<std::int64_t> qDims(Layout layout) const;
+  std::vector<std::int64_t> oDims(Layout layout) const;
   std::vector<std::int64_t> kvDims() const;  ///< [B, Hkv, capacity, D]
+  std::vector<std::int64_t> vDims() const;   ///< [B, Hkv, capacity, value_dim]
 };
 
 }  // namespace foundry

@@ -9,14 +9,35 @@
 
 namespace foundry {
 
+namespace {
+
+std::size_t rowIndex(const AttentionProblem& p, Layout layout, std::uint32_t b, std::uint32_t h, std::uint32_t s,
+                     std::size_t width) {
+  if (layout == Layout::TokenMajor) return ((static_cast<std::size_t>(b) * p.qLen + s) * p.nHeads + h) * width;
+  return ((static_cast<std::size_t>(b) * p.nHeads + h) * p.qLen + s) * width;
+}
+
+std::size_t cacheIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s,
+                       std::size_t width) {
+  return ((static_cast<std::size_t>(b) * p.nKvHeads + kvh) * p.kvCapacity + s) * width;
+}
+
+}  // namespace
+
 std::size_t qIndex(const AttentionProblem& p, Layout layout, std::uint32_t b, std::uint32_t h, std::uint32_t s) {
-  const std::size_t D = p.headDim;
-  if (layout == Layout::TokenMajor) return ((static_cast<std::size_t>(b) * p.qLen + s) * p.nHeads + h) * D;
-  return ((static_cast<std::size_t>(b) * p.nHeads + h) * p.qLen + s) * D;
+  return rowIndex(p, layout, b, h, s, p.headDim);
+}
+
+std::size_t oIndex(const AttentionProblem& p, Layout layout, std::uint32_t b, std::uint32_t h, std::uint32_t s) {
+  return rowIndex(p, layout, b, h, s, p.vDim());
 }
 
 std::size_t kvIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s) {
-  return ((static_cast<std::size_t>(b) * p.nKvHeads + kvh) * p.kvCapacity + s) * p.headDim;
+  return cacheIndex(p, b, kvh, s, p.headDim);
+}
+
+std::size_t vIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s) {
+  return cacheIndex(p, b, kvh, s, p.vDim());
 }
 
 namespace {
@@ -24,8 +45,9 @@ namespace {
 void checkProblem(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
                   std::span<const float> v) {
   const std::size_t qCount = static_cast<std::size_t>(p.batch) * p.nHeads * p.qLen * p.headDim;
-  const std::size_t kvCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
-  if (q.size() != qCount || k.size() != kvCount || v.size() != kvCount || p.nKvHeads == 0 ||
+  const std::size_t kCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
+  const std::size_t vCount = kCount / p.headDim * p.vDim();
+  if (q.size() != qCount || k.size() != kCount || v.size() != vCount || p.nKvHeads == 0 ||
       p.nHeads % p.nKvHeads != 0 || p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
     throw InternalError("cpuAttention: inconsistent problem " + p.describe());
   }
@@ -42,11 +64,11 @@ std::optional<double> logit(const AttentionProblem& p, const ModifierChain& chai
   return chain.score(s * p.softmaxScale(), at);
 }
 
-// Writes the attention output of one row into `o` (head_dim values), using `scores` as scratch.
+// Writes the attention output of one row into `o` (value_dim values), using `scores` as scratch.
 void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<const float> q, std::span<const float> k,
                std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i, std::vector<double>& scores,
                double* o) {
-  const std::size_t D = p.headDim;
+  const std::size_t D = p.vDim();
   const std::uint32_t n = chain.kvLength(b, p.kvLen), offset = n - p.qLen;
   const std::uint32_t pos = offset + i;
   const double hidden = -std::numeric_limits<double>::infinity();
@@ -63,7 +85,7 @@ void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<
     for (std::uint32_t j = 0; j < n; ++j) l += (scores[j] = scores[j] == hidden ? 0.0 : std::exp(scores[j] - m));
     for (std::uint32_t j = 0; j < n; ++j) {
       if (scores[j] == 0.0) continue;
-      const float* vj = v.data() + kvIndex(p, b, h / p.group(), j);
+      const float* vj = v.data() + vIndex(p, b, h / p.group(), j);
       const double w = scores[j] / l;
       for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
     }
@@ -78,12 +100,12 @@ std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const floa
   checkProblem(p, q, k, v);
   const Modifiers mods = p.allModifiers();
   const ModifierChain chain{mods};
-  std::vector<double> out(q.size(), 0.0);
+  std::vector<double> out(q.size() / p.headDim * p.vDim(), 0.0);
   std::vector<double> scores;
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nHeads; ++h) {
       for (std::uint32_t i = 0; i < p.qLen; ++i) {
-        attendRow(p, chain, q, k, v, b, h, i, scores, out.data() + qIndex(p, p.oLayout, b, h, i));
+        attendRow(p, chain, q, k, v, b, h, i, scores, out.data() + oIndex(p, p.oLayout, b, h, i));
       }
     }
   }
@@ -95,13 +117,15 @@ std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const f
   checkProblem(p, q, k, v);
   const Modifiers mods = p.allModifiers();
   const ModifierChain chain{mods};
-  std::vector<double> out(p.headDim), scores;
+  std::vector<double> out(p.vDim()), scores;
   attendRow(p, chain, q, k, v, b, h, i, scores, out.data());
   return out;
 }
 
 double maxAbsLogit(const AttentionProblem& p, std::span<const float> q, std::span<const float> k) {
-  checkProblem(p, q, k, k);
+  AttentionProblem keysOnly = p;
+  keysOnly.valueDim = keysOnly.valueRow = 0;
+  checkProblem(keysOnly, q, k, k);
   const Modifiers mods = p.allModifiers();
   const ModifierChain chain{mods};
   double best = 0;

@@ -81,7 +81,7 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
   // The reduce kernel merges Split-K partials and runs the output's hooks.
   auto reduce = [&](const std::string& what, auto stage) {
     KernelModifiers rm = modifiersFor(mods, splitk_detail::hookPoints(), device_);
-    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}", what, p.headDim, dtypeName(p.dtype), rm.key), [&] {
+    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}", what, p.vDim(), dtypeName(p.dtype), rm.key), [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(plan.reduceWorkgroup);
       rm.addTo(b);
@@ -118,7 +118,7 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
       return b.build();
     });
     out.push_back({std::move(source), std::move(km)});
-    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.headDim, p.dtype));
+    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.vDim(), p.dtype));
     return out;
   }
   const PrefillVariant& v = plan.prefillVariant;
@@ -171,7 +171,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
   const bool split = plan.splits > 1;
   Tensor partialO, partialMl;
   if (split) {
-    partialO = ctx.workspace.scratch("splitk_partial_o", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, p.headDim});
+    partialO = ctx.workspace.scratch("splitk_partial_o", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, p.vDim()});
     partialMl = ctx.workspace.scratch("splitk_partial_ml", DType::F32, {p.batch, p.nHeads, p.qLen, plan.splits, 2});
     args.bind("partial_o", partialO).bind("partial_ml", partialMl).set("n_splits", plan.splits);
   } else if (!plan.decode) {

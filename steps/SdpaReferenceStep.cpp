@@ -37,7 +37,7 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
 }
 
 const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProblem& p) {
-  const ReferenceParams params{p.headDim, p.dtype, std::max(kWorkgroup, device_.subgroupSize())};
+  const ReferenceParams params{p.headDim, p.vDim(), p.vRow(), p.dtype, std::max(kWorkgroup, device_.subgroupSize())};
   const Modifiers mods = p.activeModifiers();
   std::set<std::string> hosted = ReferenceScoresStage::hookPoints();
   hosted.merge(ReferenceSoftmaxStage::hookPoints());
@@ -47,8 +47,8 @@ const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProb
   k.scoresMods = modifiersFor(mods, ReferenceScoresStage::hookPoints(), device_);
   k.softmaxMods = modifiersFor(mods, ReferenceSoftmaxStage::hookPoints(), device_);
   k.pvMods = modifiersFor(mods, ReferencePvStage::hookPoints(), device_);
-  const std::string key = fmt::format("{}_{}{}{}{}", p.headDim, dtypeName(p.dtype), k.scoresMods.key, k.softmaxMods.key,
-                                      k.pvMods.key);
+  const std::string key = fmt::format("{}_{}_{}_{}{}{}{}", p.headDim, p.vDim(), p.vRow(), dtypeName(p.dtype),
+                                      k.scoresMods.key, k.softmaxMods.key, k.pvMods.key);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   auto build = [&](const KernelModifiers& m, StagePtr stage) {
@@ -87,7 +87,7 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   Arguments v = base;
   v.bind("scores", scores).bind("v_cache", call.v).bind("o", call.o);
   k.pvMods.bind(v, mcall, ctx.workspace, TileShape{});
-  ctx.dispatcher.dispatch(*k.pv, v, {(p.headDim + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
+  ctx.dispatcher.dispatch(*k.pv, v, {(p.vDim() + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   StepRecord r;
   for (const auto& m : p.activeModifiers()) r.modifiers.push_back(m->describe());
   r.plan.decisions.push_back({"path", "materialised", "SdpaReferenceStep was chosen explicitly"});

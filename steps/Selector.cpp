@@ -16,7 +16,7 @@ std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) { return static_cast<std
 
 std::uint64_t partialBytes(const AttentionProblem& p, std::uint32_t splits) {
   const std::uint64_t rows = std::uint64_t(p.batch) * p.nHeads * p.qLen * splits;
-  return rows * p.headDim * 4 + rows * 8;
+  return rows * p.vDim() * 4 + rows * 8;
 }
 
 // Keeps the Split-K scratch within what one storage buffer can bind.
@@ -46,6 +46,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   auto& why = plan.decisions;
   const std::uint32_t sg = device.subgroupSize();
   v.headDim = p.headDim;
+  if (!p.plainValues()) v.valueDim = p.vDim(), v.valueRow = p.vRow();
   v.dtype = p.dtype;
   v.heads = Selector::decodeHeadsPerWorkgroup(p.group());
   why.push_back({"heads per workgroup", std::to_string(v.heads),
@@ -151,21 +152,27 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                                                             "arithmetic; accepted on this device: auto, float",
                                                             device.name()));
   }
+  if (o.faDecodeTgOut == PartialStorage::Half && v.scalar) {
+    throw UserError("FOUNDRY_FA_DECODE_TG_OUT", "half cannot be used here: the scalar decode variant accumulates its "
+                                                "outputs in float partials; accepted with it: auto, float");
+  }
   if (o.faDecodeTgOut) {
     v.partial = *o.faDecodeTgOut;
     why.push_back({"partial storage", std::string(partialStorageName(v.partial)), "FOUNDRY_FA_DECODE_TG_OUT"});
   } else {
     v.partial = PartialStorage::Float;
     // Half partials only for f16 inputs: for f32 they would cost f32 attention its accuracy.
-    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && device.fp16Arithmetic() && p.dtype == DType::F16) {
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && device.fp16Arithmetic() && p.dtype == DType::F16 &&
+        !v.scalar) {
       v.partial = PartialStorage::Half;
     }
     why.push_back({"partial storage", std::string(partialStorageName(v.partial)),
                    v.partial == PartialStorage::Float ? "float partials fit in shared memory"
                                                       : "float partials would not fit in shared memory"});
   }
-  if (!o.faDecodeWarps && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+  if (!o.faDecodeWarps && !v.scalar && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
     // Each subgroup keeps its own partial rows: fewer subgroups fit where half partials cannot help.
+    // (The scalar variant keeps one partial for the workgroup: fewer heads are what helps there.)
     while (v.warps > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) v.warps /= 2;
     revise(why, "warps", std::to_string(v.warps),
            fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
@@ -187,7 +194,8 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                                        device.maxSharedMemoryBytes()));
   }
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
-    const bool halfHelps = v.partial == PartialStorage::Float && device.fp16Arithmetic() && p.dtype == DType::F16;
+    const bool halfHelps =
+        v.partial == PartialStorage::Float && device.fp16Arithmetic() && p.dtype == DType::F16 && !v.scalar;
     throw UserError("FOUNDRY_FA_DECODE_WARPS",
                     fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
                                 "memory; device '{}' has {}. Use fewer warps{}",
@@ -256,6 +264,11 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
 }
 
 AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
+  if (!p.plainValues()) {
+    throw UnsupportedError(fmt::format("prefill takes V rows like K's (value_dim {} packed); this call has value_dim {} "
+                                       "in rows of {}: the decode kernels (q_len 1) and SdpaReferenceStep take it",
+                                       p.headDim, p.vDim(), p.vRow()));
+  }
   AttentionPlan plan;
   plan.decode = false;
   auto& v = plan.prefillVariant;
@@ -320,15 +333,18 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   // The first tile, in order of preference, that is usable and fits in shared memory. Cooperative-
   // matrix tiles keep their width (more products per softmax) and give up double buffering first,
   // then narrow, then take fewer subgroups (a smaller query tile, fewer invocations to share the
-  // loads); the subgroup variant narrows its tile first, then gives up double buffering, then rows.
+  // loads); the subgroup variant narrows its tile first, then gives up double buffering, then rows,
+  // and last takes tiles narrower than the subgroup (idle lanes in the scores, but wide f32 rows fit).
   std::vector<PrefillVariant> order;
   const std::uint32_t narrowest = v.coopMat ? 16 : std::max<std::uint32_t>(16, sg);
-  auto widths = [&] {
-    std::vector<std::uint32_t> out{v.keysPerTile};
-    if (o.faPrefillKeysPerTile) return out;
-    while (out.back() / 2 >= narrowest && (out.back() / 2) % (v.coopMat ? 16 : sg) == 0) out.push_back(out.back() / 2);
+  const std::uint32_t narrowestAtAll = v.coopMat ? 16 : 4;
+  auto halvings = [&](std::uint32_t from, std::uint32_t to) {
+    std::vector<std::uint32_t> out;
+    if (o.faPrefillKeysPerTile) return from == v.keysPerTile ? std::vector<std::uint32_t>{from} : out;
+    for (std::uint32_t w = from; w >= to; w /= 2) out.push_back(w);
     return out;
-  }();
+  };
+  const std::vector<std::uint32_t> widths = halvings(v.keysPerTile, narrowest);
   if (v.coopMat) {
     for (std::uint32_t w = v.warps; w >= 1; w /= 2) {
       for (std::uint32_t kpt : widths) {
@@ -341,13 +357,20 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
       if (o.faPrefillWarps) break;
     }
   } else {
+    auto add = [&](std::uint32_t rows, std::uint32_t st, std::uint32_t kpt) {
+      PrefillVariant c = v;
+      c.rowsPerWarp = rows, c.keysPerTile = kpt, c.stages = st;
+      order.push_back(c);
+    };
     for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) {
       for (std::uint32_t st : {2u, 1u}) {
-        for (std::uint32_t kpt : widths) {
-          PrefillVariant c = v;
-          c.rowsPerWarp = rows, c.keysPerTile = kpt, c.stages = st;
-          order.push_back(c);
-        }
+        for (std::uint32_t kpt : widths) add(rows, st, kpt);
+      }
+    }
+    // Below the subgroup's width the share of idle lanes matters most: the widest such tile first.
+    for (std::uint32_t kpt : halvings(std::min(v.keysPerTile, narrowest) / 2, narrowestAtAll)) {
+      for (std::uint32_t st : {2u, 1u}) {
+        for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) add(rows, st, kpt);
       }
     }
   }
@@ -363,7 +386,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                                                             v.sharedBytes(sg));
     if (o.faPrefillKeysPerTile) {
       rejectKnob("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
-                 fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowest,
+                 fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowestAtAll,
                              device.maxSharedMemoryBytes()));
     }
     if (o.faPrefillWarps) {

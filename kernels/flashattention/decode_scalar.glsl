@@ -4,16 +4,18 @@
 // block's max and weights go through shared memory, then each invocation accumulates the outputs it
 // owns from V rows (consecutive invocations own consecutive dimensions, so V reads coalesce).
 // Writes the same per-"subgroup" partials as the subgroup variant, with one partial for the workgroup.
+// The outputs accumulate in that partial, part_o (float), rather than in registers: an invocation
+// owns DECODE_HEADS * VALUE_DIM / WORKGROUP_SIZE of them, hundreds for wide heads, and each is read
+// and written once per block of WORKGROUP_SIZE keys. K rows hold HEAD_DIM elements; V rows VALUE_DIM
+// elements, V_ROW apart.
 
-const uint DECODE_OUTPUTS = DECODE_HEADS * HEAD_DIM;
-const uint DECODE_OWNED = (DECODE_OUTPUTS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+const uint DECODE_OUTPUTS = DECODE_HEADS * VALUE_DIM;
 
 // Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
 void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale, uint b, uint h0,
                          uint q_pos, uvec4 keys) {
   const uint tid = gl_LocalInvocationIndex;
-  float acc_o[DECODE_OWNED];
-  [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) acc_o[i] = 0.0;
+  for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) part_o[idx] = 0.0;
   if (tid < DECODE_HEADS) {
     block_m[tid] = NEG_BIG;
     block_l[tid] = 0.0;
@@ -51,22 +53,17 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
       block_l[tid] = block_l[tid] * block_alpha[tid] + sum;
     }
     const uint count = min(WORKGROUP_SIZE, kv_end - base);
-    [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) {
-      const uint idx = tid + i * WORKGROUP_SIZE;
-      if (idx >= DECODE_OUTPUTS) break;
-      const uint h = idx / HEAD_DIM, d = idx % HEAD_DIM;
-      float acc = acc_o[i] * block_alpha[h];
-      for (uint j = 0u; j < count; ++j) acc += block_s[h * WORKGROUP_SIZE + j] * float(v_cache[v_base + (base + j) * HEAD_DIM + d]);
-      acc_o[i] = acc;
+    for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) {
+      const uint h = idx / VALUE_DIM, d = idx % VALUE_DIM;
+      float acc = part_o[idx] * block_alpha[h];
+      for (uint j = 0u; j < count; ++j) acc += block_s[h * WORKGROUP_SIZE + j] * float(v_cache[v_base + (base + j) * V_ROW + d]);
+      part_o[idx] = acc;
     }
     barrier();
   }
-  [[unroll]] for (uint i = 0u; i < DECODE_OWNED; ++i) {
-    const uint idx = tid + i * WORKGROUP_SIZE;
-    if (idx >= DECODE_OUTPUTS) break;
-    const uint h = idx / HEAD_DIM;
-    const float l = block_l[h];
-    part_o[idx] = PART_T(PART_CLAMP(l > 0.0 ? acc_o[i] / l : 0.0));
+  for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) {
+    const float l = block_l[idx / VALUE_DIM];
+    part_o[idx] = l > 0.0 ? part_o[idx] / l : 0.0;
   }
   if (tid < DECODE_HEADS) {
     part_m[tid] = block_m[tid];

@@ -1,11 +1,13 @@
 //! requires: flashattention/common.glsl flashattention/hooks_keys.glsl
 // Flash decoding, subgroup variant. One workgroup serves DECODE_HEADS query heads that share one KV
 // head, over keys [kv_begin, kv_end). Each subgroup takes DECODE_KEYS_PER_WARP keys per step, one
-// key per cluster of DECODE_LANES_PER_KEY lanes. A lane holds DECODE_ELEMS dimensions of q, of each key
-// and of o, in DECODE_VEC-wide chunks; one load brings DECODE_PAIR adjacent chunks, and loads are
-// interleaved across the cluster, so each load instruction of a cluster reads one contiguous segment
-// of the key's row, and consecutive clusters read consecutive rows. Scores are reduced across the cluster with xor shuffles; the online softmax runs per cluster;
-// clusters merge at the end, then subgroups merge through shared memory.
+// key per cluster of DECODE_LANES_PER_KEY lanes. A lane holds DECODE_ELEMS dimensions of q and of each
+// key, and DECODE_ELEMS_V of each value row and of o (VALUE_DIM may differ from HEAD_DIM), in
+// DECODE_VEC-wide chunks; one load brings DECODE_PAIR adjacent chunks, and loads are interleaved across
+// the cluster, so each load instruction of a cluster reads one contiguous segment of the row, and
+// consecutive clusters read consecutive rows. Scores are reduced across the cluster with xor
+// shuffles; the online softmax runs per cluster; clusters merge at the end, then subgroups merge
+// through shared memory.
 
 #if DECODE_VEC == 4
 #define DVEC vec4
@@ -16,7 +18,9 @@
 #endif
 
 const uint DECODE_CHUNKS = DECODE_ELEMS / DECODE_VEC;
-const uint DECODE_LOADS = DECODE_CHUNKS / DECODE_PAIR;  // K (and V) loads per key and lane
+const uint DECODE_LOADS = DECODE_CHUNKS / DECODE_PAIR;  // K loads per key and lane
+const uint DECODE_CHUNKS_V = DECODE_ELEMS_V / DECODE_VEC;
+const uint DECODE_LOADS_V = DECODE_CHUNKS_V / DECODE_PAIR;
 const uint DECODE_LOAD_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC * DECODE_PAIR;
 const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
@@ -39,16 +43,16 @@ DVEC decode_q(uint i) {
 }
 
 // Stores this subgroup's normalised partial output, its max and its sum in shared memory.
-void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], float m, float l) {
+void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
-  [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+  [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) {
     const uint d = decode_dim(c, lik);
     const DVEC v = acc_o[c] * inv;
     [[unroll]] for (uint t = 0u; t < DECODE_VEC; ++t) {
 #if DECODE_VEC == 1
-      part_o[(sg * DECODE_HEADS + h) * HEAD_DIM + d + t] = PART_T(PART_CLAMP(v));
+      part_o[(sg * DECODE_HEADS + h) * VALUE_DIM + d + t] = PART_T(PART_CLAMP(v));
 #else
-      part_o[(sg * DECODE_HEADS + h) * HEAD_DIM + d + t] = PART_T(PART_CLAMP(v[t]));
+      part_o[(sg * DECODE_HEADS + h) * VALUE_DIM + d + t] = PART_T(PART_CLAMP(v[t]));
 #endif
     }
   }
@@ -61,13 +65,14 @@ void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS], 
 // The K/V rows of one iteration: keys base + u * DECODE_KEYS_PER_WARP + cluster (past the end: the
 // last valid row, masked later).
 void decode_load_step(uint base, uint cluster, uint lik, uint last, uint k_base, uint v_base,
-                      out DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS], out DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS]) {
+                      out DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS], out DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS_V]) {
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-    const uint row = min(base + u * DECODE_KEYS_PER_WARP + cluster, last) * HEAD_DIM;
+    const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
     [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
-      const uint d = decode_dim(j * DECODE_PAIR, lik);
-      kr[u][j] = DECODE_LOAD(k_cache[(k_base + row + d) / (DECODE_VEC * DECODE_PAIR)]);
-      vr[u][j] = DECODE_LOAD(v_cache[(v_base + row + d) / (DECODE_VEC * DECODE_PAIR)]);
+      kr[u][j] = DECODE_LOAD(k_cache[(k_base + key * HEAD_DIM + decode_dim(j * DECODE_PAIR, lik)) / (DECODE_VEC * DECODE_PAIR)]);
+    }
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
+      vr[u][j] = DECODE_LOAD(v_cache[(v_base + key * V_ROW + decode_dim(j * DECODE_PAIR, lik)) / (DECODE_VEC * DECODE_PAIR)]);
     }
   }
 }
@@ -81,7 +86,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
   const uint lik = lane % DECODE_LANES_PER_KEY;
 
   DVEC q[DECODE_HEADS][DECODE_CHUNKS];
-  DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS];
+  DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS_V];
   float m[DECODE_HEADS];
   float l[DECODE_HEADS];
   [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
@@ -89,8 +94,8 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
     l[h] = 0.0;
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
       q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * fa_logit_scale(qk_scale);
-      acc_o[h][c] = DVEC(0.0);
     }
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] = DVEC(0.0);
   }
 
   // Each iteration a subgroup takes DECODE_UNROLL blocks of DECODE_KEYS_PER_WARP consecutive keys, and
@@ -102,12 +107,12 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
   // Causal masks, windows and lengths are settled by the range for one query: no key needs asking.
   const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
   DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS];
-  DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS];
+  DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS_V];
   uint base = kv_begin + sg * DECODE_STEP;
   if (base < kv_end) decode_load_step(base, cluster, lik, last, k_base, v_base, kr, vr);
   for (; base < kv_end; base += stride) {
     DECODE_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
-    DECODE_RAW next_v[DECODE_UNROLL][DECODE_LOADS];
+    DECODE_RAW next_v[DECODE_UNROLL][DECODE_LOADS_V];
     if (base + stride < kv_end) decode_load_step(base + stride, cluster, lik, last, k_base, v_base, next_k, next_v);
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
@@ -146,11 +151,11 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = valid[u] ? max(m_new, s[u][h]) : m_new;
       const float alpha = exp2(m[h] - m_new);
       float p_sum = 0.0;
-      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] *= alpha;
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] *= alpha;
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;
@@ -167,7 +172,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
       float m_new, w_self, w_other;
       merge_weights(m[h], m_other, m_new, w_self, w_other);
       l[h] = l[h] * w_self + l_other * w_other;
-      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc_o[h][c] = acc_o[h][c] * w_self + subgroupShuffleXor(acc_o[h][c], off) * w_other;
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] = acc_o[h][c] * w_self + subgroupShuffleXor(acc_o[h][c], off) * w_other;
       m[h] = m_new;
     }
   }

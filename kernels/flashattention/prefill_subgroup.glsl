@@ -1,7 +1,8 @@
 //! requires: flashattention/common.glsl flashattention/prefill_range.glsl flashattention/prefill_tiles.glsl
 // Prefill attention, subgroup variant (every device). A workgroup takes PF_BR = PF_WARPS * PF_ROWS
 // query rows of one head; each subgroup owns PF_ROWS rows. For each K tile of PF_BC keys:
-//   S = Q K^T: lane c scores keys c, c + SG, ... (PF_KPL of them) for each of its subgroup's rows;
+//   S = Q K^T: lane c scores keys c, c + SG, ... (PF_KPL of them) for each of its subgroup's rows
+//   (a tile narrower than the subgroup, PF_BC < SG, leaves lanes PF_BC.. idle here);
 //   online softmax: row max and sum with subgroup reductions; P goes to shared memory;
 //   O += P V: lane owns dimensions lane, lane + SG, ... (PF_DPL of them), so V reads are conflict-free.
 // Masks (the hook points): tiles outside the block's key range are never visited, and element masks
@@ -13,6 +14,11 @@
 uint pf_lane_dim(uint e) { return gl_SubgroupInvocationID + e * SUBGROUP_SIZE; }
 const bool PF_DIM_TAIL = HEAD_DIM % SUBGROUP_SIZE != 0u;
 uint pf_v_at(uint i) { return PF_DIM_TAIL ? min(i, PF_STAGES * PF_TILE - 1u) : i; }
+// Key column j of this lane within the tile; lanes past a narrow tile read its last key and score
+// nothing.
+const bool PF_KEY_TAIL = PF_BC < SUBGROUP_SIZE;
+uint pf_lane_key(uint j) { return PF_KEY_TAIL ? min(gl_SubgroupInvocationID, PF_BC - 1u) : gl_SubgroupInvocationID + j * SUBGROUP_SIZE; }
+bool pf_lane_scores() { return !PF_KEY_TAIL || gl_SubgroupInvocationID < PF_BC; }
 
 struct PfState {
   float o[PF_ROWS][PF_DPL];
@@ -22,7 +28,6 @@ struct PfState {
 
 void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uvec4 keys,
              float qk_scale) {
-  const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   float s[PF_ROWS][PF_KPL];
   [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
@@ -30,7 +35,7 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
   }
   for (uint d = 0u; d < HEAD_DIM; ++d) {
     float kd[PF_KPL];
-    [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) kd[j] = float(k_tile[stage * PF_TILE + (lane + j * SUBGROUP_SIZE) * PF_ROW + d]);
+    [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) kd[j] = float(k_tile[stage * PF_TILE + pf_lane_key(j) * PF_ROW + d]);
     [[unroll]] for (uint r = 0u; r < PF_ROWS; ++r) {
       const float qd = float(q_tile[(sg * PF_ROWS + r) * PF_ROW + d]);
       [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) s[r][j] += qd * kd[j];
@@ -42,8 +47,8 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
     const uvec2 span = fa_row_span(b, h, pos, kv_end);
     float row_max = NEG_BIG;
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
-      const uint key = t + lane + j * SUBGROUP_SIZE;
-      const bool valid = !masked || fa_row_sees(span, b, h, pos, key);
+      const uint key = t + pf_lane_key(j);
+      const bool valid = pf_lane_scores() && (!masked || fa_row_sees(span, b, h, pos, key));
       const float x = fa_score_log2(s[r][j] * fa_logit_scale(qk_scale), b, h, pos, key);
       s[r][j] = valid ? x : NEG_BIG;
       row_max = max(row_max, s[r][j]);
@@ -54,7 +59,7 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
       const float p = s[r][j] > 0.5 * NEG_BIG ? exp2(s[r][j] - m_new) : 0.0;
       row_sum += p;
-      p_tile[(sg * PF_ROWS + r) * PF_BC + lane + j * SUBGROUP_SIZE] = p;
+      if (pf_lane_scores()) p_tile[(sg * PF_ROWS + r) * PF_BC + pf_lane_key(j)] = p;
     }
     st.l[r] = st.l[r] * alpha[r] + subgroupAdd(row_sum);
     st.m[r] = m_new;

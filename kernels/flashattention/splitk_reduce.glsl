@@ -12,6 +12,6 @@ void splitk_merge(uint row0, uint n_splits, uint d, out float o, out float m, ou
     const vec2 ml = partial_ml[row0 + s];
     const float w = exp2(ml.x - m);
     l += ml.y * w;
-    o += partial_o[(row0 + s) * HEAD_DIM + d] * w;
+    o += partial_o[(row0 + s) * VALUE_DIM + d] * w;
   }
 }

@@ -42,11 +42,15 @@ CliRow configRow(std::string id, std::string input, std::string text, int exitCo
           .fragment = std::move(fragment)};
 }
 /// The base config with `pointer` set to `value`.
+CliRow configWith(std::string id, std::string input, const std::vector<std::pair<std::string, json>>& values,
+                  int exitCode, std::string fragment) {
+  json c = baseConfig();
+  for (const auto& [pointer, value] : values) c[json::json_pointer(pointer)] = value;
+  return configRow(std::move(id), std::move(input), c.dump(2), exitCode, std::move(fragment));
+}
 CliRow configWith(std::string id, std::string input, const std::string& pointer, json value, int exitCode,
                   std::string fragment) {
-  json c = baseConfig();
-  c[json::json_pointer(pointer)] = std::move(value);
-  return configRow(std::move(id), std::move(input), c.dump(2), exitCode, std::move(fragment));
+  return configWith(std::move(id), std::move(input), {{pointer, std::move(value)}}, exitCode, std::move(fragment));
 }
 
 // ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down.
@@ -145,8 +149,9 @@ std::vector<CliRow> runCommandRows() {
                  "/attention/n_kv_heads: n_heads (32) must be a multiple of n_kv_heads (5)"),
       configWith("RunConfigBeyondMaxContext", "prompt + decode tokens beyond max_context", "/run/prompt_len", 4090, 2,
                  "/run/decode_tokens: prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)"),
-      configWith("RunConfigHeadDim1024", "a head_dim whose prefill tiles do not fit the device", "/attention/head_dim",
-                 1024, 3, "no prefill tile for head_dim 1024 with f16 tiles fits device"),
+      configWith("RunConfigHeadDim1024F32", "an f32 head_dim whose prefill tiles do not fit the device",
+                 {{"/attention/head_dim", 1024}, {"/run/dtype", "f32"}}, 3,
+                 "no prefill tile for head_dim 1024 with f32 tiles fits device"),
       configWith("RunConfigDTypeBf16", "an unsupported dtype", "/run/dtype", "bf16", 3,
                  "/run/dtype: bf16 runs are not supported yet; use \"f16\" or \"f32\""),
       configWith("RunConfigTuningInvalid", "an invalid knob value in `tuning`", "/tuning/fa_decode_warps", 3, 2,

@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{C, Knobs().scalar().warps(2)},
         // Partials kept in half or float in shared memory.
         VariantCase{A, Knobs().half()}, VariantCase{B, Knobs().half().keys(2)}, VariantCase{C, Knobs().half().warps(8)},
-        VariantCase{C, Knobs().floatPartials().warps(2)}, VariantCase{A, Knobs().scalar().half()},
+        VariantCase{C, Knobs().floatPartials().warps(2)}, VariantCase{A, Knobs().scalar().floatPartials()},
         // Split-K off and on.
         VariantCase{A, Knobs().splitK(1), 1}, VariantCase{A, Knobs().splitK(3), 3}, VariantCase{A, Knobs().splitK(5), 5},
         VariantCase{B, Knobs().splitK(3).scalar(), 3}, VariantCase{B, Knobs().splitK(5).keys(4).vec(2), 5},

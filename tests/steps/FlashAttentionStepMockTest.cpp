@@ -304,10 +304,12 @@ TEST_F(StepMockTest, ForceMaterializedIsAnErrorPointingAtTheReferenceStepAndReco
 }
 
 TEST_F(StepMockTest, HeadDimsBeyondTheDeviceAreUnsupportedBeforeAnyDispatch) {
-  // A 1024-dim K/V tile of the narrowest prefill shape does not fit lavapipe's 32 KiB of shared
-  // memory: unsupported, naming head_dim and the path that takes it.
+  // An f32 K/V tile of 1024 dims in the narrowest prefill shape (4 keys) does not fit lavapipe's
+  // 32 KiB of shared memory: unsupported, naming head_dim and the path that takes it.
   pretend("lavapipe");
-  expectRefused<UnsupportedError>(test::shapeCall(prefillShape(8, 8, 64, 128, 1024)),
+  CallShape wide = prefillShape(8, 8, 64, 128, 1024);
+  wide.dtype = DType::F32;
+  expectRefused<UnsupportedError>(test::shapeCall(wide),
                                   AllOf(HasSubstr("head_dim 1024"), HasSubstr("shared memory"), HasSubstr("SdpaReferenceStep")));
 }
 

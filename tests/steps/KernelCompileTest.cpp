@@ -332,7 +332,7 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
       });
       // Without modifiers, and with the causal mask hooked into the scores kernel.
       for (const bool causal : {false, true}) {
-        const ReferenceParams p{d, t, auxWorkgroup()};
+        const ReferenceParams p{d, d, d, t, auxWorkgroup()};
         auto chain = [&](StagePtr stage) {
           KernelBuilder b = builder();
           b.workgroup(p.workgroup);

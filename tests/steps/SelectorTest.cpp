@@ -496,7 +496,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
         Bad{"FOUNDRY_FA_DECODE_TG_OUT", "double", "auto, float, half"},
         Bad{"FOUNDRY_FA_PREFILL_WARPS", "16", "auto, 1, 2, 4, 8"},
         Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..64"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
-        Bad{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "48", "auto, 16, 32, 64, 128"},
+        Bad{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "48", "auto, 4, 8, 16, 32, 64, 128"},
         Bad{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "sometimes", "0, 1"},
         Bad{"FOUNDRY_DISABLE_FA", "2", "0, 1, true, false"}}) {
     try {
@@ -622,19 +622,19 @@ TEST(Selector, SmallGpuServesAGroupOf8WithFewerWarpsInsteadOfFailing) {
 }
 
 TEST(Selector, APrefillTileNoDeviceSharedMemoryHoldsIsUnsupportedNotAKnobError) {
-  // Sixteen keys (one subgroup) of 128 f32 values for K and V are 16,512 bytes: no tile fits 16 KiB.
+  // Four keys (the narrowest tile) of 1024 f32 values for K and V are 32,800 bytes: no tile fits 16 KiB.
   NiceMock<MockDeviceInfo> device("small");
   try {
-    planFor(device, prefillShape(8, 8, 256, 256, 128));
-    FAIL() << "a D128 prefill tile was planned in 16 KiB";
+    planFor(device, prefillShape(8, 8, 256, 256, 1024));
+    FAIL() << "a D1024 prefill tile was planned in 16 KiB";
   } catch (const UnsupportedError& e) {
-    EXPECT_THAT(e.what(), AllOf(HasSubstr("head_dim 128"), HasSubstr("16384"), HasSubstr("SdpaReferenceStep")));
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("head_dim 1024"), HasSubstr("16384"), HasSubstr("SdpaReferenceStep")));
     EXPECT_THAT(std::string(e.what()), ::testing::Not(::testing::EndsWith(": ")));
   }
   // With the warps knob set the same failure names the knob.
   EXPECT_THAT(
       [&] {
-        planFor(device, prefillShape(8, 8, 256, 256, 128),
+        planFor(device, prefillShape(8, 8, 256, 256, 1024),
                 RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "1"}}));
       },
       ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_WARPS")));

@@ -30,6 +30,8 @@ AttentionProblem AttentionCase::problem() const {
   p.kvLen = kvLen;
   p.kvCapacity = kvLen + 5;
   p.headDim = headDim;
+  p.valueDim = valueDim;
+  p.valueRow = valuesInKeys ? headDim : 0;
   p.dtype = dtype;
   p.qLayout = qLayout;
   p.oLayout = oLayout;
@@ -58,7 +60,8 @@ AttentionCase attentionCase(std::uint32_t batch, std::uint32_t heads, std::uint3
 std::string AttentionCase::name() const {
   std::string mods;
   for (const auto& m : modifiers) mods += fmt::format("_{}", m.name());
-  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}_{}_{}{}{}{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim,
+  const std::string values = valueDim ? fmt::format("v{}{}", valueDim, valuesInKeys ? "latent" : "") : "";
+  return fmt::format("b{}_h{}_hkv{}_q{}_kv{}_D{}{}_{}_{}{}{}{}{}{}{}", batch, heads, kvHeads, qLen, kvLen, headDim, values,
                      dtypeName(dtype), qLayout == Layout::TokenMajor ? "qtok" : "qhead",
                      oLayout == Layout::TokenMajor ? "_otok" : "", causal ? "" : "_full",
                      magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "",
@@ -210,36 +213,46 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   Inputs in;
   const std::size_t qn = std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim;
   const std::size_t kvn = std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
+  const std::size_t vn = kvn / p.headDim * p.vDim();
   in.q = rounded(randomVector(qn, c.seed * 3 + 1, -c.magnitude, c.magnitude), c.dtype);
   in.k = rounded(randomVector(kvn, c.seed * 3 + 2, -c.magnitude, c.magnitude), c.dtype);
-  in.v = rounded(randomVector(kvn, c.seed * 3 + 3, -1.0f, 1.0f), c.dtype);
+  in.v = rounded(randomVector(vn, c.seed * 3 + 3, -1.0f, 1.0f), c.dtype);
   // Rows past each sequence's keys hold NaN: any kernel that reads them poisons its output.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
       for (std::uint32_t s = keysOf(c, b); s < p.kvCapacity; ++s) {
-        for (std::uint32_t d = 0; d < p.headDim; ++d) {
-          in.k[kvIndex(p, b, h, s) + d] = nan;
-          in.v[kvIndex(p, b, h, s) + d] = nan;
-        }
+        for (std::uint32_t d = 0; d < p.headDim; ++d) in.k[kvIndex(p, b, h, s) + d] = nan;
+        for (std::uint32_t d = 0; d < p.vDim(); ++d) in.v[vIndex(p, b, h, s) + d] = nan;
       }
     }
   }
   for (const auto& poke : c.pokes) {
     std::vector<float>& x = poke.operand == Operand::Q ? in.q : (poke.operand == Operand::K ? in.k : in.v);
-    const std::size_t row = poke.operand == Operand::Q ? qIndex(p, c.qLayout, poke.batch, poke.head, poke.token)
-                                                       : kvIndex(p, poke.batch, poke.head, poke.token);
-    for (std::uint32_t d = 0; d < p.headDim; ++d) {
+    const std::size_t row = poke.operand == Operand::Q   ? qIndex(p, c.qLayout, poke.batch, poke.head, poke.token)
+                            : poke.operand == Operand::K ? kvIndex(p, poke.batch, poke.head, poke.token)
+                                                         : vIndex(p, poke.batch, poke.head, poke.token);
+    for (std::uint32_t d = 0; d < (poke.operand == Operand::V ? p.vDim() : p.headDim); ++d) {
       if (!poke.dim || *poke.dim == d) x.at(row + d) = poke.value;
     }
   }
   in.call.q = rt.allocate("q", c.dtype, p.qDims(c.qLayout), c.qLayout);
   in.call.k = rt.allocate("k_cache", c.dtype, p.kvDims(), Layout::KvCache);
-  in.call.v = rt.allocate("v_cache", c.dtype, p.kvDims(), Layout::KvCache);
-  in.call.o = rt.allocate("o", c.dtype, p.qDims(c.oLayout), c.oLayout);
+  in.call.o = rt.allocate("o", c.dtype, p.oDims(c.oLayout), c.oLayout);
   rt.upload(in.call.q, in.q);
   rt.upload(in.call.k, in.k);
-  rt.upload(in.call.v, in.v);
+  if (c.valuesInKeys) {
+    // The values are the keys' leading columns, read in place: what the CPU sees is that slice.
+    in.call.v = in.call.k;
+    in.call.v.name = "v_in_k_cache";
+    in.call.v.dims[3] = p.vDim();
+    for (std::size_t r = 0; r < vn / p.vDim(); ++r) {
+      std::copy_n(in.k.begin() + r * p.headDim, p.vDim(), in.v.begin() + r * p.vDim());
+    }
+  } else {
+    in.call.v = rt.allocate("v_cache", c.dtype, p.vDims(), Layout::KvCache);
+    rt.upload(in.call.v, in.v);
+  }
   rt.poison(in.call.o);
   in.call.kvLen = p.kvLen;
   in.call.causal = c.causal;

@@ -68,6 +68,8 @@ struct AttentionCase {
   std::uint32_t qLen = 1;
   std::uint32_t kvLen = 64;
   std::uint32_t headDim = 64;
+  std::uint32_t valueDim = 0;        ///< of v and o; 0: headDim
+  bool valuesInKeys = false;         ///< v is a view of k's leading valueDim columns (MLA's latent)
   DType dtype = DType::F16;
   Layout qLayout = Layout::HeadMajor;
   Layout oLayout = Layout::HeadMajor;
