@@ -85,7 +85,7 @@ constexpr const char* kOrigin = "base.json";
 
 TEST(ModelConfig, EveryShippedConfigLoads) {
   const auto files = shippedConfigs();
-  ASSERT_GE(files.size(), 10u) << "configs/ should hold the ten model layouts";
+  ASSERT_GE(files.size(), 12u) << "configs/ should hold the twelve model layouts";
   std::set<std::string> names;
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());
@@ -121,6 +121,8 @@ TEST(ModelConfig, ShippedConfigsMatchThePublishedModels) {
       {"pythia-1.4b.json", "EleutherAI/pythia-1.4b", 24, 16, 16, 128, 2048, 1e4, 32, false},
       {"mistral-7b-v0.1.json", "mistralai/Mistral-7B-v0.1", 32, 32, 8, 128, 32768, 1e4, 0, false},
       {"gpt-oss-20b.json", "openai/gpt-oss-20b", 24, 64, 8, 64, 131072, 150000.0, 0, false},
+      {"phi-3-mini-4k.json", "microsoft/Phi-3-mini-4k-instruct", 32, 32, 32, 96, 4096, 1e4, 0, false},
+      {"phi-2.json", "microsoft/phi-2", 32, 32, 32, 80, 2048, 1e4, 32, false},  // partial_rotary_factor 0.4
   };
   for (const auto& m : models) {
     SCOPED_TRACE(m.file);
@@ -170,6 +172,15 @@ TEST(ModelConfig, ShippedModifiersMatchThePublishedModels) {
     ASSERT_EQ(mistral.modifiersOf(l).size(), 1u);
     EXPECT_EQ(mistral.modifiersOf(l)[0].left, 4095u);
   }
+  // Phi-3-mini-4k: sliding_window 2047 on every layer, as transformers masks it (q - 2047 < k <= q).
+  const ModelConfig phi3 = loadModelConfig(kConfigDir / "phi-3-mini-4k.json");
+  for (std::uint32_t l : {0u, 31u}) {
+    ASSERT_EQ(phi3.modifiersOf(l).size(), 1u);
+    EXPECT_EQ(phi3.modifiersOf(l)[0].kind, K::SlidingWindow);
+    EXPECT_EQ(phi3.modifiersOf(l)[0].left, 2046u);
+    EXPECT_EQ(phi3.modifiersOf(l)[0].right, 0u);
+  }
+  EXPECT_TRUE(loadModelConfig(kConfigDir / "phi-2.json").modifiersOf(0).empty());
   const ModelConfig mpt = loadModelConfig(kConfigDir / "mpt-7b.json");
   EXPECT_FALSE(mpt.rope.has_value()) << "MPT has no rotary embedding";
   EXPECT_EQ(mpt.nHeads, 32u);
