@@ -164,14 +164,14 @@ double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& r
 Ceilings Runner::measureCeilings() {
   Ceilings c;
   const DeviceInfo& dev = rt_.info();
-  const std::uint32_t sg = dev.subgroupSize();
+  const std::uint32_t sg = dev.subgroupSize;
   {
     // The largest power-of-two buffer up to 1 GiB the device binds in one descriptor.
     std::uint64_t bytes = 1ull << 30;
-    while (bytes > dev.maxStorageBufferRange() || bytes > dev.maxAllocationBytes() / 2) bytes >>= 1;
+    while (bytes > dev.maxStorageBufferRange || bytes > dev.maxAllocationBytes / 2) bytes >>= 1;
     const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
     data.buffer->fill(0x3c003c00u);
-    const std::uint32_t groups = std::max<std::uint32_t>(dev.computeUnits() * 8, 8);
+    const std::uint32_t groups = std::max<std::uint32_t>(dev.computeUnits * 8, 8);
     const Tensor sink = rt_.allocate("sink", DType::F32, {groups});
     const KernelSource k = rt_.builder().workgroup(std::max(256u, sg)).emplace<ReadStreamStage>().build();
     std::vector<double> samples;
@@ -196,7 +196,7 @@ Ceilings Runner::measureCeilings() {
         1, samples);
   }
   if (dev.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
-    const std::uint32_t groups = dev.computeUnits() * 4, warps = 4, iterations = 4096;
+    const std::uint32_t groups = dev.computeUnits * 4, warps = 4, iterations = 4096;
     const std::vector<float> ones(512, 1.0f / 64.0f);
     const Tensor operands = rt_.allocate("operands", DType::F16, {512});
     rt_.upload(operands, ones);
@@ -400,7 +400,7 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
                                                                   const DeviceInfo& device) {
   std::vector<std::pair<std::string, RuntimeOptions>> out;
   out.emplace_back("auto", base);
-  const std::uint32_t sg = device.subgroupSize();
+  const std::uint32_t sg = device.subgroupSize;
   if (s.kind == "decode") {
     for (std::uint32_t warps : {2u, 4u, 8u}) {
       for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
@@ -440,7 +440,7 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
       if (!coop) continue;
       o.faPrefillCoopMat = Force::On;
       for (Force reg : {Force::Off, Force::On}) {
-        if (reg == Force::On && !device.coopMatLayout().quad()) continue;
+        if (reg == Force::On && !device.coopMatLayout.quad()) continue;
         o.faPrefillRegisterSoftmax = reg;
         out.emplace_back(fmt::format("w{} coopmat {} softmax", warps, reg == Force::On ? "register" : "shared"), o);
       }

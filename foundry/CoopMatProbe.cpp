@@ -57,11 +57,11 @@ CoopMatLayout quadLayoutFrom(const CoopMatProbeResult& probe) {
 }
 
 KernelSource coopMatProbeKernel(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets) {
-  return KernelBuilder(device, std::move(snippets)).workgroup(device.subgroupSize()).emplace<CoopMatProbeStage>().build();
+  return KernelBuilder(device, std::move(snippets)).workgroup(device.subgroupSize).emplace<CoopMatProbeStage>().build();
 }
 
 CoopMatProbeResult runCoopMatProbe(Runtime& rt) {
-  const std::uint32_t sg = rt.info().subgroupSize();
+  const std::uint32_t sg = rt.info().subgroupSize;
   const KernelSource k = coopMatProbeKernel(rt.info(), rt.snippets());
   const Tensor out = rt.allocate("coopmat_probe", DType::F32, {sg * kMaxElements + 1});
   out.buffer->fill(0xffffffffu);

@@ -1,10 +1,11 @@
 #pragma once
-// What the planning code may know about a device. Implemented by the Vulkan device and by presets
-// ("h200", "lavapipe", ...) so tests and `--pretend` can plan for a device that is not there.
+// What the planning code may know about a device, as a plain value: filled from Vulkan queries by the
+// device, from a preset ("h200", "lavapipe", ...) by tests and `--pretend`, and written out and read
+// back as a string so any device, real or not, can be pretended to be.
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "foundry/DType.h"
@@ -13,9 +14,17 @@ namespace foundry {
 
 enum class Vendor { Nvidia, Amd, Intel, Apple, Arm, Qualcomm, Mesa, Other };
 enum class DeviceKind { Discrete, Integrated, Virtual, Cpu, Other };
+/// The architecture a device belongs to, as far as tuning cares.
+enum class DeviceFamily { Hopper, Ada, Rdna3, Arc, Apple, Lavapipe, Other };
 
 std::string_view vendorName(Vendor vendor);
 std::string_view deviceKindName(DeviceKind kind);
+std::string_view deviceFamilyName(DeviceFamily family);
+
+/// The family of a device from what its driver reports: the vendor (from the PCI vendor id) and the
+/// device name, e.g. "NVIDIA H200" -> Hopper, "NVIDIA GeForce RTX 4090" -> Ada, "AMD Radeon RX 7900 XTX
+/// (RADV NAVI31)" -> Rdna3, "Intel(R) Arc(tm) A770 Graphics" -> Arc, "llvmpipe (...)" -> Lavapipe.
+DeviceFamily deviceFamilyFor(Vendor vendor, std::string_view deviceName);
 
 /// One cooperative-matrix shape the device multiplies natively: A is MxK, B is KxN, C is MxN.
 struct CoopMatShape {
@@ -38,13 +47,16 @@ struct CoopMatLayout {
 
 /// The layout NVIDIA's mma.m16n8k16 accumulators have (two 16x8 halves side by side).
 CoopMatLayout nvidiaQuadLayout();
+/// The shapes NVIDIA drivers offer through GL_NV_cooperative_matrix (f16 inputs).
+std::vector<CoopMatShape> nvidiaCoopMatShapes();
 
-/// Capabilities as plain data. Presets and the Vulkan device both fill one of these.
-struct DeviceCaps {
+/// A device's capabilities. The Selector, the KernelBuilder and Steps plan against one of these.
+struct DeviceInfo {
   std::string name;
   Vendor vendor = Vendor::Other;
   DeviceKind kind = DeviceKind::Other;
-  std::uint32_t subgroupSize = 32;
+  DeviceFamily family = DeviceFamily::Other;
+  std::uint32_t subgroupSize = 32;  ///< what a pipeline gets without asking for a size
   std::uint32_t minSubgroupSize = 32;
   std::uint32_t maxSubgroupSize = 32;
   bool subgroupSizeControl = false;
@@ -64,73 +76,37 @@ struct DeviceCaps {
   std::array<std::uint8_t, 16> uuid{};
   std::uint32_t driverVersion = 0;
   std::string driverName;
-};
-
-/// The interface the Selector, the KernelBuilder and Steps plan against. Virtual so GMock can fake it.
-class DeviceInfo {
- public:
-  virtual ~DeviceInfo() = default;
-  virtual std::string name() const = 0;
-  virtual Vendor vendor() const = 0;
-  virtual DeviceKind kind() const = 0;
-  virtual std::uint32_t subgroupSize() const = 0;
-  virtual bool subgroupArithmetic() const = 0;
-  virtual bool subgroupShuffle() const = 0;
-  virtual std::uint32_t maxSharedMemoryBytes() const = 0;
-  virtual std::uint64_t maxStorageBufferRange() const = 0;
-  virtual std::uint64_t maxAllocationBytes() const = 0;
-  virtual std::uint64_t deviceMemoryBytes() const = 0;
-  virtual std::uint32_t maxWorkgroupInvocations() const = 0;
-  virtual std::uint32_t maxPushConstantBytes() const = 0;
-  virtual bool fp16Arithmetic() const = 0;
-  virtual bool storage16Bit() const = 0;
-  virtual std::vector<CoopMatShape> coopMatShapes() const = 0;
-  virtual CoopMatLayout coopMatLayout() const = 0;
-  virtual std::uint32_t computeUnits() const = 0;
-  virtual std::array<std::uint8_t, 16> uuid() const = 0;
-  virtual std::uint32_t driverVersion() const = 0;
 
   /// True when the device multiplies `shape` natively.
   bool hasCoopMat(const CoopMatShape& shape) const;
-  /// All of the above as plain data.
-  DeviceCaps snapshot() const;
+  bool operator==(const DeviceInfo&) const = default;
+  /// Every field as a device string (below) that parseDevicePreset reads back to an equal value.
+  std::string toString() const;
 };
 
-/// A DeviceInfo that answers from a DeviceCaps value.
-class StaticDeviceInfo : public DeviceInfo {
- public:
-  explicit StaticDeviceInfo(DeviceCaps caps) : caps_(std::move(caps)) {}
-  const DeviceCaps& caps() const { return caps_; }
-
-  std::string name() const override { return caps_.name; }
-  Vendor vendor() const override { return caps_.vendor; }
-  DeviceKind kind() const override { return caps_.kind; }
-  std::uint32_t subgroupSize() const override { return caps_.subgroupSize; }
-  bool subgroupArithmetic() const override { return caps_.subgroupArithmetic; }
-  bool subgroupShuffle() const override { return caps_.subgroupShuffle; }
-  std::uint32_t maxSharedMemoryBytes() const override { return caps_.maxSharedMemoryBytes; }
-  std::uint64_t maxStorageBufferRange() const override { return caps_.maxStorageBufferRange; }
-  std::uint64_t maxAllocationBytes() const override { return caps_.maxAllocationBytes; }
-  std::uint64_t deviceMemoryBytes() const override { return caps_.deviceMemoryBytes; }
-  std::uint32_t maxWorkgroupInvocations() const override { return caps_.maxWorkgroupInvocations; }
-  std::uint32_t maxPushConstantBytes() const override { return caps_.maxPushConstantBytes; }
-  bool fp16Arithmetic() const override { return caps_.fp16Arithmetic; }
-  bool storage16Bit() const override { return caps_.storage16Bit; }
-  std::vector<CoopMatShape> coopMatShapes() const override { return caps_.coopMatShapes; }
-  CoopMatLayout coopMatLayout() const override { return caps_.coopMatLayout; }
-  std::uint32_t computeUnits() const override { return caps_.computeUnits; }
-  std::array<std::uint8_t, 16> uuid() const override { return caps_.uuid; }
-  std::uint32_t driverVersion() const override { return caps_.driverVersion; }
-
- protected:
-  DeviceCaps caps_;
-};
-
-/// Builds capabilities from a descriptive string: a preset name ("h200", "h100", "lavapipe",
-/// "small", "amd-rdna3"), optionally followed by overrides, e.g. "h200,subgroup=64,shared=32768,
-/// coopmat=0,cus=8". Unknown presets or keys are a UserError naming them and the accepted values.
-DeviceCaps parseDevicePreset(const std::string& text);
-std::unique_ptr<DeviceInfo> makePresetDevice(const std::string& text);
+/// Reads a device string: a base, then key=value overrides applied in order, separated by commas:
+///
+///   device   := base ("," key "=" value)*
+///   base     := a preset name (devicePresetNames()) | "custom" (DeviceInfo's defaults)
+///   text     := "..." with \" and \\ escaped | bare text without , or "
+///
+///   name=text  driver=text  vendor=nvidia|amd|intel|apple|arm|qualcomm|mesa|other
+///   kind=discrete|integrated|virtual|cpu|other  family=hopper|ada|rdna3|arc|apple|lavapipe|other
+///   subgroup=N (sets the default, min and max size)  subgroup-min=N  subgroup-max=N
+///   subgroup-control=0|1  subgroup-arithmetic=0|1  subgroup-shuffle=0|1
+///   shared=N (bytes)  storage=N (max storage buffer range)  alloc=N  memory=N  invocations=N  push=N
+///   fp16=0|1  storage16=0|1  cus=N  driver-version=N  uuid=32 hex digits
+///   coopmat=0|none (no shapes, no layout) | 1 (NVIDIA's shapes and quad layout, if there were none) |
+///           MxNxK:input:accumulator joined by + (exactly these shapes), e.g. 16x16x16:f16:f32+16x8x16:f16:f16
+///   layout=none | nvidia-quad | rowOf/colOf, each a list of numbers joined by . (e.g. 0.0.8/0.1.0)
+///   quad=0|1 (the NVIDIA quad layout where there are shapes, else none)
+///
+/// e.g. "h200,subgroup=64,shared=32768,coopmat=0,cus=8". toString() writes "custom" and every key but
+/// quad. An unknown preset, key or value is a UserError naming it and what is accepted.
+DeviceInfo parseDevicePreset(const std::string& text);
+/// The presets: h200, h100, ada, lavapipe, small, amd-rdna3, amd-rdna3-wave32, intel-arc, apple-m.
 std::vector<std::string> devicePresetNames();
+/// One preset by name, without overrides.
+DeviceInfo devicePreset(const std::string& name);
 
 }  // namespace foundry

@@ -525,9 +525,9 @@ KernelSource KernelBuilder::build() const {
   checkUses(m, kernel, ifaces, src.stages);
 
   for (const auto& s : m.shared) {
-    if (s.decl.elementBytes == 2 && !device_.fp16Arithmetic()) {
+    if (s.decl.elementBytes == 2 && !device_.fp16Arithmetic) {
       throw UnsupportedError(fmt::format("kernel {}: stage {} keeps f16 values in shared memory ('{}'), but device '{}' "
-                                         "has no fp16 arithmetic", kernel, s.stage, s.decl.name, device_.name()));
+                                         "has no fp16 arithmetic", kernel, s.stage, s.decl.name, device_.name));
     }
   }
 
@@ -539,20 +539,20 @@ KernelSource KernelBuilder::build() const {
     sharedBytes += bytes;
     sharedParts.push_back(fmt::format("{}.{} {} B", s.stage, s.decl.name, bytes));
   }
-  if (sharedBytes > device_.maxSharedMemoryBytes()) {
+  if (sharedBytes > device_.maxSharedMemoryBytes) {
     throw UnsupportedError(fmt::format("kernel {} needs {} bytes of shared memory ({}) but device '{}' allows {}",
-                                       kernel, sharedBytes, fmt::join(sharedParts, ", "), device_.name(),
-                                       device_.maxSharedMemoryBytes()));
+                                       kernel, sharedBytes, fmt::join(sharedParts, ", "), device_.name,
+                                       device_.maxSharedMemoryBytes));
   }
   const std::uint32_t invocations = workgroup_[0] * workgroup_[1] * workgroup_[2];
-  if (invocations == 0 || invocations > device_.maxWorkgroupInvocations()) {
+  if (invocations == 0 || invocations > device_.maxWorkgroupInvocations) {
     throw UnsupportedError(fmt::format("kernel {} uses a workgroup of {}x{}x{} invocations; device '{}' allows 1..{}",
-                                       kernel, workgroup_[0], workgroup_[1], workgroup_[2], device_.name(),
-                                       device_.maxWorkgroupInvocations()));
+                                       kernel, workgroup_[0], workgroup_[1], workgroup_[2], device_.name,
+                                       device_.maxWorkgroupInvocations));
   }
-  if (invocations % device_.subgroupSize() != 0) {
+  if (invocations % device_.subgroupSize != 0) {
     throw UnsupportedError(fmt::format("kernel {}: workgroup of {} invocations is not a multiple of the subgroup size {}",
-                                       kernel, invocations, device_.subgroupSize()));
+                                       kernel, invocations, device_.subgroupSize));
   }
 
   // Numbering: bindings in first-declaration order, push constants at std430 offsets.
@@ -570,16 +570,16 @@ KernelSource KernelBuilder::build() const {
     offset += pushTypeSize(p.decl.type);
   }
   src.layout.pushBytes = m.push.empty() ? 0 : (offset + maxAlign - 1) / maxAlign * maxAlign;
-  if (src.layout.pushBytes > device_.maxPushConstantBytes()) {
+  if (src.layout.pushBytes > device_.maxPushConstantBytes) {
     std::vector<std::string> fields;
     for (const auto& p : m.push) fields.push_back(fmt::format("{}.{}", p.stage, p.decl.name));
     throw UnsupportedError(fmt::format("kernel {} needs {} bytes of push constants ({}) but device '{}' allows {}",
-                                       kernel, src.layout.pushBytes, fmt::join(fields, ", "), device_.name(),
-                                       device_.maxPushConstantBytes()));
+                                       kernel, src.layout.pushBytes, fmt::join(fields, ", "), device_.name,
+                                       device_.maxPushConstantBytes));
   }
   src.layout.sharedBytes = sharedBytes;
   src.layout.workgroup = workgroup_;
-  src.layout.subgroupSize = device_.subgroupSize();
+  src.layout.subgroupSize = device_.subgroupSize;
 
   // Emission.
   GlslWriter w(kernel + ".comp");
@@ -601,13 +601,13 @@ KernelSource KernelBuilder::build() const {
   for (std::size_t i = 0; i < src.stages.size(); ++i) {
     if (!src.stageKeys[i].empty()) w.line("//   {}: {}", src.stages[i], src.stageKeys[i]);
   }
-  w.line("// Generated for: {} (subgroup {}, shared memory {} B)", device_.name(), device_.subgroupSize(),
-         device_.maxSharedMemoryBytes());
+  w.line("// Generated for: {} (subgroup {}, shared memory {} B)", device_.name, device_.subgroupSize,
+         device_.maxSharedMemoryBytes);
   w.blank();
   w.line("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;", workgroup_[0], workgroup_[1],
          workgroup_[2]);
   w.blank();
-  w.line("const uint SUBGROUP_SIZE = {}u;", device_.subgroupSize());
+  w.line("const uint SUBGROUP_SIZE = {}u;", device_.subgroupSize);
   w.line("const uint WORKGROUP_SIZE = {}u;", invocations);
   for (const auto& c : m.defines) w.line("#define {} {}  // {}", c.decl.name, c.decl.value, c.stage);
   for (const auto& c : m.constants) w.line("const {} {} = {};  // {}", c.decl.type, c.decl.name, c.decl.value, c.stage);

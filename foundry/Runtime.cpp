@@ -47,7 +47,8 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
     } catch (const Error& e) {
       spdlog::warn("cooperative-matrix layout probe failed ({}); prefill takes the portable route", e.what());
     }
-    spdlog::debug("cooperative-matrix accumulator layout: {}", device_->coopMatLayout().quad() ? "quad" : "unknown");
+    spdlog::debug("cooperative-matrix accumulator layout: {}",
+                  device_->info().coopMatLayout.quad() ? "quad" : "unknown");
   }
 }
 

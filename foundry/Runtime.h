@@ -29,14 +29,14 @@ class Runtime {
 
   const RuntimeOptions& options() const { return options_; }
   VulkanDevice& device() { return *device_; }
-  const DeviceInfo& info() const { return *device_; }
+  const DeviceInfo& info() const { return device_->info(); }
   std::shared_ptr<const SnippetLibrary> snippets() const { return snippets_; }
   KernelCache& kernels() { return *kernels_; }
   PipelineCache& pipelines() { return *pipelines_; }
   const DiskCache& diskCache() const { return *disk_; }
 
   /// A builder for this device and this runtime's snippets.
-  KernelBuilder builder() const { return KernelBuilder(*device_, snippets_); }
+  KernelBuilder builder() const { return KernelBuilder(device_->info(), snippets_); }
   /// A new dispatcher recording on this device.
   std::unique_ptr<VulkanDispatcher> dispatcher();
 

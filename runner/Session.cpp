@@ -266,8 +266,8 @@ RunReport Session::run() {
   checkFilesBeforeRunning();
   RunReport report;
   report.model = c_.name;
-  report.device = rt_.info().name();
-  report.driver = rt_.device().caps().driverName;
+  report.device = rt_.info().name;
+  report.driver = rt_.info().driverName;
   report.path = req_.path == AttentionPath::Flash ? "flash" : "reference";
   report.run = c_.run;
   report.nHeads = c_.nHeads;
@@ -279,7 +279,7 @@ RunReport Session::run() {
   const std::uint64_t compiles0 = kc.compiles(), memory0 = kc.memoryHits(), disk0 = kc.diskHits();
   const std::uint64_t pipelines0 = rt_.pipelines().created();
 
-  fillKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize())).emplace<RandomFillStage>(dtype_).build();
+  fillKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize)).emplace<RandomFillStage>(dtype_).build();
   if (c_.rope) ropeTable_ = makeRopeTable(rt_, *c_.rope, c_.headDim);
   for (std::uint32_t l = 0; l < L_; ++l) {
     modifiers_.push_back(layerModifiers(c_, l, [&](const std::string& name, const std::vector<double>& values) {
@@ -429,7 +429,7 @@ void Session::checkOutputs(RunReport& report) {
     }
     // The same layer's prefill through the materialised path, on the device.
     if (req_.path == AttentionPath::Flash && SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_,
-                                                                              D, dtype_}) <= rt_.info().maxStorageBufferRange()) {
+                                                                              D, dtype_}) <= rt_.info().maxStorageBufferRange) {
       const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});
       const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, D});
       rt_.upload(qr, hostInput(l, 0));

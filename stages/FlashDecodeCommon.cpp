@@ -51,7 +51,7 @@ std::set<std::string> hookPoints(const DecodeVariant& v) {
 }
 
 void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device) {
-  const std::string reason = v.unusableReason(device.subgroupSize());
+  const std::string reason = v.unusableReason(device.subgroupSize);
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "decode variant {}: {}", v.key(), reason);
   const std::uint32_t vec = v.scalar ? 1 : v.vecWidth;
   k.buffer("k_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
@@ -86,14 +86,14 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
   if (writesOutput) declareOutputMacros(k, v.dtype, "OUT");
   if (v.scalar) {
-    k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize()), 4);
+    k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize), 4);
     k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
     k.snippet("flashattention/decode_scalar.glsl");
   } else {
     k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp).constant("DECODE_UNROLL", v.unroll);
-    k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize()));
-    k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize()));
-    k.constant("DECODE_ELEMS_V", v.valueElemsPerLane(device.subgroupSize()));
+    k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize));
+    k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize));
+    k.constant("DECODE_ELEMS_V", v.valueElemsPerLane(device.subgroupSize));
     // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
     const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
     k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));

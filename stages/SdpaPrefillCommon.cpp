@@ -15,7 +15,7 @@ namespace foundry::prefill_detail {
 namespace {
 
 void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
-  const std::uint32_t sg = device.subgroupSize();
+  const std::uint32_t sg = device.subgroupSize;
   const std::uint32_t row = v.headDim + v.padElements();
   const std::string tile = v.tilesAreHalf() ? "float16_t" : "float";
   const std::uint32_t esize = v.tileBytes();
@@ -44,7 +44,7 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
   k.shared("kv_tile", "uvec4", 2 * v.stages * v.keysPerTile * row4, 16);
   if (v.quadSoftmax) {
     // The rows and columns each lane's accumulator elements hold, from the device's probe.
-    const CoopMatLayout layout = device.coopMatLayout();
+    const CoopMatLayout layout = device.coopMatLayout;
     FOUNDRY_CHECK_INTERNAL(layout.quad(), "quad softmax planned for a device without the quad layout");
     std::vector<std::uint32_t> rows(layout.rowOf.begin(), layout.rowOf.end()), cols(layout.colOf.begin(), layout.colOf.end());
     std::vector<std::uint32_t> slotRows, slots;
@@ -91,7 +91,7 @@ std::set<std::string> hookPoints(const PrefillVariant& v) {
 }
 
 void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
-  const std::string reason = v.unusableReason(device.subgroupSize());
+  const std::string reason = v.unusableReason(device.subgroupSize);
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "prefill variant {}: {}", v.key(), reason);
   // The cooperative-matrix variant moves f16 in 16-byte pieces.
   const std::string view = v.coopMat ? "uvec4" : std::string(glslScalarType(v.dtype));

@@ -40,8 +40,8 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
   }
   const AttentionProblem p = describeCall(call);
   if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
-  if (p.dtype == DType::F16 && !device_.storage16Bit()) {
-    throw UnsupportedError(fmt::format("device '{}' cannot store 16-bit values in buffers; use f32", device_.name()));
+  if (p.dtype == DType::F16 && !device_.storage16Bit) {
+    throw UnsupportedError(fmt::format("device '{}' cannot store 16-bit values in buffers; use f32", device_.name));
   }
   if (call.rope) {
     const auto& r = call.rope->spec;
@@ -72,7 +72,7 @@ std::shared_ptr<const KernelSource> FlashAttentionStep::kernel(const std::string
 std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const AttentionProblem& p,
                                                                        const AttentionPlan& plan, bool fusedRope,
                                                                        const RopeSpec* rope) {
-  const std::uint32_t sg = device_.subgroupSize();
+  const std::uint32_t sg = device_.subgroupSize;
   const Modifiers mods = p.activeModifiers();
   std::vector<Built> out;
   auto notes = [&](KernelBuilder& b) {
@@ -155,7 +155,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
   const auto kernels = buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr);
   for (const auto& m : p.activeModifiers()) record.modifiers.push_back(m->describe());
   if (options_.debugSdpa || options_.debugSdpaVerbose) {
-    spdlog::info("attention {} on '{}': {}", p.describe(), device_.name(), plan.describe());
+    spdlog::info("attention {} on '{}': {}", p.describe(), device_.name, plan.describe());
   }
   const ModifierCall mcall = p.modifierCall();
   auto cached = [this](const std::string& key, const std::function<KernelSource()>& build) { return kernel(key, build); };

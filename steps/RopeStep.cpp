@@ -17,7 +17,7 @@ namespace {
 
 constexpr std::uint32_t kWorkgroup = 64;
 
-std::uint32_t workgroupFor(const DeviceInfo& d) { return std::max(kWorkgroup, d.subgroupSize()); }
+std::uint32_t workgroupFor(const DeviceInfo& d) { return std::max(kWorkgroup, d.subgroupSize); }
 
 /// (batch, heads, tokens, head_dim) and their strides for a head-major or token-major tensor.
 struct Rows {

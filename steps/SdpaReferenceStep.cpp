@@ -24,10 +24,10 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
   if (call.rope) throw UserError("rope", "SdpaReferenceStep takes rotated queries; apply RopeStep first");
   if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
   const std::uint64_t bytes = scratchBytes(p);
-  if (bytes > device_.maxStorageBufferRange()) {
+  if (bytes > device_.maxStorageBufferRange) {
     throw UnsupportedError(fmt::format("the materialised scores of {} need {} bytes; device '{}' binds at most {} per "
                                        "buffer. Use FlashAttentionStep, which needs no such scratch",
-                                       p.describe(), bytes, device_.name(), device_.maxStorageBufferRange()));
+                                       p.describe(), bytes, device_.name, device_.maxStorageBufferRange));
   }
   if (p.qLen > 65535 || std::uint64_t(p.batch) * p.nHeads > 65535) {
     throw UnsupportedError(fmt::format("SdpaReferenceStep grids are limited to 65535 tokens and batch*heads: {}",
@@ -37,7 +37,7 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
 }
 
 const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProblem& p) {
-  const ReferenceParams params{p.headDim, p.vDim(), p.vRow(), p.dtype, std::max(kWorkgroup, device_.subgroupSize())};
+  const ReferenceParams params{p.headDim, p.vDim(), p.vRow(), p.dtype, std::max(kWorkgroup, device_.subgroupSize)};
   const Modifiers mods = p.activeModifiers();
   std::set<std::string> hosted = ReferenceScoresStage::hookPoints();
   hosted.merge(ReferenceSoftmaxStage::hookPoints());
@@ -71,7 +71,7 @@ std::vector<KernelSource> SdpaReferenceStep::kernelsFor(const AttentionCall& cal
 StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   const AttentionProblem p = validate(call);
   const auto& k = kernels(p);
-  const std::uint32_t wg = std::max(kWorkgroup, device_.subgroupSize());
+  const std::uint32_t wg = std::max(kWorkgroup, device_.subgroupSize);
   const Tensor scores = ctx.workspace.scratch("reference_scores", DType::F32, {p.batch, p.nHeads, p.qLen, p.kvLen});
   const ModifierCall mcall = p.modifierCall();
   Arguments base;

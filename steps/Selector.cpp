@@ -21,7 +21,7 @@ std::uint64_t partialBytes(const AttentionProblem& p, std::uint32_t splits) {
 
 // Keeps the Split-K scratch within what one storage buffer can bind.
 std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& device, std::uint32_t splits) {
-  while (splits > 1 && partialBytes(p, splits) > device.maxStorageBufferRange()) --splits;
+  while (splits > 1 && partialBytes(p, splits) > device.maxStorageBufferRange) --splits;
   return splits;
 }
 
@@ -44,7 +44,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   plan.decode = true;
   auto& v = plan.decodeVariant;
   auto& why = plan.decisions;
-  const std::uint32_t sg = device.subgroupSize();
+  const std::uint32_t sg = device.subgroupSize;
   v.headDim = p.headDim;
   if (!p.plainValues()) v.valueDim = p.vDim(), v.valueRow = p.vRow();
   v.dtype = p.dtype;
@@ -53,7 +53,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                  fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads", p.group(),
                              v.heads)});
 
-  v.scalar = o.faDecodeScalar || !device.subgroupShuffle();
+  v.scalar = o.faDecodeScalar || !device.subgroupShuffle;
   why.push_back({"variant", v.scalar ? "scalar" : "subgroup",
                  o.faDecodeScalar ? "FOUNDRY_FA_DECODE_SCALAR=1"
                                   : (v.scalar ? "the device has no subgroup shuffles" : "subgroup shuffles available")});
@@ -107,7 +107,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     why.push_back({"unroll", std::to_string(v.unroll), "FOUNDRY_FA_DECODE_UNROLL"});
   } else if (!v.scalar) {
     // Loads in flight are what a memory-bound kernel needs; a CPU driver gains nothing from them.
-    v.unroll = device.kind() == DeviceKind::Cpu ? 1 : 4;
+    v.unroll = device.kind == DeviceKind::Cpu ? 1 : 4;
     while (v.unroll > 1 && !v.unusableReason(sg).empty()) v.unroll /= 2;
     why.push_back({"unroll", std::to_string(v.unroll),
                    v.unroll > 1 ? "more K/V rows in flight per lane" : "no gain from more loads in flight here"});
@@ -117,15 +117,15 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
   } else {
     // The H200 sweep (docs/performance.md): 8 subgroups of 32 beat 4 at every shape it timed.
-    const std::uint32_t wanted = sg >= 32 && device.kind() != DeviceKind::Cpu ? 8 : 4;
-    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, device.maxWorkgroupInvocations() / sg));
+    const std::uint32_t wanted = sg >= 32 && device.kind != DeviceKind::Cpu ? 8 : 4;
+    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, device.maxWorkgroupInvocations / sg));
     why.push_back({"warps", std::to_string(v.warps),
                    fmt::format("{} subgroups keep enough loads in flight per workgroup", v.warps)});
   }
-  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations()) {
+  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
     rejectKnob("FOUNDRY_FA_DECODE_WARPS", v.warps,
-               fmt::format("{} invocations exceed the device's {}", v.workgroupSize(sg), device.maxWorkgroupInvocations()),
-               fmt::format("1..{}", device.maxWorkgroupInvocations() / sg));
+               fmt::format("{} invocations exceed the device's {}", v.workgroupSize(sg), device.maxWorkgroupInvocations),
+               fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
   }
   if (!v.scalar) {
     if (const std::string reason = v.unusableReason(sg); !reason.empty()) {
@@ -147,10 +147,10 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     }
   }
 
-  if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic()) {
+  if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic) {
     throw UserError("FOUNDRY_FA_DECODE_TG_OUT", fmt::format("half cannot be used here: device '{}' has no fp16 "
                                                             "arithmetic; accepted on this device: auto, float",
-                                                            device.name()));
+                                                            device.name));
   }
   if (o.faDecodeTgOut == PartialStorage::Half && v.scalar) {
     throw UserError("FOUNDRY_FA_DECODE_TG_OUT", "half cannot be used here: the scalar decode variant accumulates its "
@@ -162,7 +162,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   } else {
     v.partial = PartialStorage::Float;
     // Half partials only for f16 inputs: for f32 they would cost f32 attention its accuracy.
-    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && device.fp16Arithmetic() && p.dtype == DType::F16 &&
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && device.fp16Arithmetic && p.dtype == DType::F16 &&
         !v.scalar) {
       v.partial = PartialStorage::Half;
     }
@@ -170,37 +170,37 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                    v.partial == PartialStorage::Float ? "float partials fit in shared memory"
                                                       : "float partials would not fit in shared memory"});
   }
-  if (!o.faDecodeWarps && !v.scalar && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+  if (!o.faDecodeWarps && !v.scalar && v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
     // Each subgroup keeps its own partial rows: fewer subgroups fit where half partials cannot help.
     // (The scalar variant keeps one partial for the workgroup: fewer heads are what helps there.)
-    while (v.warps > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) v.warps /= 2;
+    while (v.warps > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes) v.warps /= 2;
     revise(why, "warps", std::to_string(v.warps),
            fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
-                       partialStorageName(v.partial), device.maxSharedMemoryBytes()));
+                       partialStorageName(v.partial), device.maxSharedMemoryBytes));
   }
-  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && v.heads > 1 && !o.faDecodeWarps) {
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && v.heads > 1 && !o.faDecodeWarps) {
     // Wide heads: fewer query heads per workgroup (each then reads its K/V head itself).
-    while (v.heads > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+    while (v.heads > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
       do --v.heads; while (p.group() % v.heads != 0);
     }
     revise(why, "heads per workgroup", std::to_string(v.heads),
            fmt::format("the q and partial rows of head_dim {} for more heads would not fit in {} bytes of shared memory",
-                       p.headDim, device.maxSharedMemoryBytes()));
+                       p.headDim, device.maxSharedMemoryBytes));
   }
-  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes() && !o.faDecodeWarps) {
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && !o.faDecodeWarps) {
     throw UnsupportedError(fmt::format("decode of head_dim {} needs {} bytes of shared memory with one head and {} "
                                        "subgroup(s) per workgroup; device '{}' has {}; SdpaReferenceStep handles this "
-                                       "shape", p.headDim, v.sharedBytes(sg), v.warps, device.name(),
-                                       device.maxSharedMemoryBytes()));
+                                       "shape", p.headDim, v.sharedBytes(sg), v.warps, device.name,
+                                       device.maxSharedMemoryBytes));
   }
-  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes()) {
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
     const bool halfHelps =
-        v.partial == PartialStorage::Float && device.fp16Arithmetic() && p.dtype == DType::F16 && !v.scalar;
+        v.partial == PartialStorage::Float && device.fp16Arithmetic && p.dtype == DType::F16 && !v.scalar;
     throw UserError("FOUNDRY_FA_DECODE_WARPS",
                     fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
                                 "memory; device '{}' has {}. Use fewer warps{}",
-                                v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name(),
-                                device.maxSharedMemoryBytes(), halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
+                                v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name,
+                                device.maxSharedMemoryBytes, halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
   }
 
   // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys. The
@@ -218,10 +218,10 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   } else {
     // One wave of workgroups, one per compute unit, never a partial extra one (the H200 sweeps,
     // docs/performance.md: a second wave, full or partial, was never faster).
-    const std::uint32_t fill = std::max<std::uint32_t>(1, device.computeUnits() / base);
+    const std::uint32_t fill = std::max<std::uint32_t>(1, device.computeUnits / base);
     wanted = std::max<std::uint32_t>(1, std::min(fill, keys / minChunk));
     reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split{}", base,
-                         device.computeUnits(), minChunk, over);
+                         device.computeUnits, minChunk, over);
   }
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
@@ -231,7 +231,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   DecodeVariant wide = v;
   wide.vecWidth = wide.unroll = 8;
   if (plan.kvChunk >= kWideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth && !v.scalar &&
-      p.dtype == DType::F16 && device.kind() != DeviceKind::Cpu && wide.unusableReason(sg).empty()) {
+      p.dtype == DType::F16 && device.kind != DeviceKind::Cpu && wide.unusableReason(sg).empty()) {
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
     const std::string reason8 = fmt::format("at least {} keys per workgroup: 16-byte loads, 8 steps in flight",
@@ -246,14 +246,14 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     // (a device-wide fence and an atomic) holds its compute unit a little longer: a loss once later
     // workgroups wait for that unit (the H200 sweep, docs/performance.md).
     const std::uint64_t workgroups = std::uint64_t(plan.splits) * base;
-    const bool oneWave = workgroups <= device.computeUnits();
+    const bool oneWave = workgroups <= device.computeUnits;
     v.fusedReduce = o.faDecodeFusedReduce == Force::On || (o.faDecodeFusedReduce == Force::Auto && oneWave);
     why.push_back({"split-k merge", v.fusedReduce ? "last workgroup" : "reduce kernel",
                    o.faDecodeFusedReduce != Force::Auto ? std::string("FOUNDRY_FA_DECODE_FUSED_REDUCE")
                    : oneWave ? fmt::format("{} workgroups in one wave: the last of each head group merges, one dispatch",
                                            workgroups)
                              : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
-                                           device.computeUnits())});
+                                           device.computeUnits)});
   }
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
@@ -273,20 +273,20 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   plan.decode = false;
   auto& v = plan.prefillVariant;
   auto& why = plan.decisions;
-  const std::uint32_t sg = device.subgroupSize();
+  const std::uint32_t sg = device.subgroupSize;
   v.headDim = p.headDim;
   v.dtype = p.dtype;
   // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
   // the tail of the grid.
   v.longestFirst = p.causal;
-  v.halfTiles = device.fp16Arithmetic();
+  v.halfTiles = device.fp16Arithmetic;
 
   // Why the cooperative-matrix variant cannot take this call, or empty.
   const std::string noCoop =
       !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
-          ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name())
+          ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name)
       : p.dtype != DType::F16 ? fmt::format("device '{}' takes cooperative matrices in f16 only and the inputs are {}",
-                                            device.name(), dtypeName(p.dtype))
+                                            device.name, dtypeName(p.dtype))
       : p.headDim % 16 != 0   ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
                               : std::string();
   if (o.faPrefillCoopMat == Force::On && !noCoop.empty()) {
@@ -298,21 +298,21 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                  : v.coopMat                       ? std::string("the device has 16x16x16 f16 cooperative matrices")
                                                    : noCoop});
 
-  if (!v.coopMat && !device.subgroupArithmetic()) {
+  if (!v.coopMat && !device.subgroupArithmetic) {
     // prefill_subgroup.glsl reduces rows with subgroupMax/subgroupAdd; there is no scalar prefill.
     throw UnsupportedError(fmt::format("device '{}' has no subgroup arithmetic, which the subgroup prefill variant "
                                        "needs; SdpaReferenceStep handles prefill on this device",
-                                       device.name()));
+                                       device.name));
   }
   if (v.coopMat) {
     v.rowsPerWarp = 16;
     // 8 subgroups (128 query rows) beat 4 by a quarter on the H200 with the register softmax.
-    v.warps = o.faPrefillWarps.value_or(device.coopMatLayout().quad() && o.faPrefillRegisterSoftmax != Force::Off ? 8 : 4);
-    v.quadSoftmax = device.coopMatLayout().quad() && o.faPrefillRegisterSoftmax != Force::Off;
-    if (o.faPrefillRegisterSoftmax == Force::On && !device.coopMatLayout().quad()) {
+    v.warps = o.faPrefillWarps.value_or(device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off ? 8 : 4);
+    v.quadSoftmax = device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off;
+    if (o.faPrefillRegisterSoftmax == Force::On && !device.coopMatLayout.quad()) {
       throw UserError("FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
                       fmt::format("1 cannot be used here: device '{}' did not show the quad accumulator layout; "
-                                  "accepted on this device: auto, 0", device.name()));
+                                  "accepted on this device: auto, 0", device.name));
     }
     v.keysPerTile = v.quadSoftmax ? 64 : (p.headDim > 64 ? 32 : 64);
     why.push_back({"softmax", v.quadSoftmax ? "registers" : "shared memory",
@@ -326,9 +326,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   }
   if (o.faPrefillKeysPerTile) v.keysPerTile = *o.faPrefillKeysPerTile;
   why.push_back({"warps", std::to_string(v.warps), o.faPrefillWarps ? "FOUNDRY_FA_PREFILL_WARPS" : "default"});
-  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations()) {
+  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
     rejectKnob("FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
-               fmt::format("1..{}", device.maxWorkgroupInvocations() / sg));
+               fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
   }
   // The first tile, in order of preference, that is usable and fits in shared memory. Cooperative-
   // matrix tiles keep their width (more products per softmax) and give up double buffering first,
@@ -375,7 +375,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     }
   }
   const auto fits = std::find_if(order.begin(), order.end(), [&](const PrefillVariant& c) {
-    return c.sharedBytes(sg) <= device.maxSharedMemoryBytes() && c.unusableReason(sg).empty();
+    return c.sharedBytes(sg) <= device.maxSharedMemoryBytes && c.unusableReason(sg).empty();
   });
   if (fits == order.end()) {
     v = order.back();
@@ -387,18 +387,18 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     if (o.faPrefillKeysPerTile) {
       rejectKnob("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
                  fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowestAtAll,
-                             device.maxSharedMemoryBytes()));
+                             device.maxSharedMemoryBytes));
     }
     if (o.faPrefillWarps) {
       throw UserError("FOUNDRY_FA_PREFILL_WARPS",
                       fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
-                                  v.warps, device.name(), device.maxSharedMemoryBytes(), detail));
+                                  v.warps, device.name, device.maxSharedMemoryBytes, detail));
     }
     // Not a knob's fault: this head_dim's K/V tiles need more shared memory than the device has.
     throw UnsupportedError(fmt::format("no prefill tile for head_dim {} with {} tiles fits device '{}' ({} bytes of "
                                        "shared memory): {}; SdpaReferenceStep handles this shape",
-                                       p.headDim, v.tilesAreHalf() ? "f16" : "f32", device.name(),
-                                       device.maxSharedMemoryBytes(), detail));
+                                       p.headDim, v.tilesAreHalf() ? "f16" : "f32", device.name,
+                                       device.maxSharedMemoryBytes, detail));
   }
   if (fits->warps != v.warps) {
     revise(why, "warps", std::to_string(fits->warps),
@@ -409,7 +409,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),
                  fmt::format("{}{} bytes of shared memory of {}",
                              o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "", v.sharedBytes(sg),
-                             device.maxSharedMemoryBytes())});
+                             device.maxSharedMemoryBytes)});
 
   const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
   const std::uint32_t base = qTiles * p.nHeads * p.batch;
@@ -422,13 +422,13 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   } else if (o.faPrefillSplitK) {
     wanted = *o.faPrefillSplitK;
     reason = "FOUNDRY_FA_PREFILL_SPLIT_K";
-  } else if (base < device.computeUnits()) {
+  } else if (base < device.computeUnits) {
     // Few query tiles: split the keys so the device fills, keeping at least 4 tiles per split.
-    wanted = std::max<std::uint32_t>(1, std::min(ceilDiv(2ull * device.computeUnits(), base), keys / (4 * v.keysPerTile)));
-    reason = fmt::format("{} workgroups for {} compute units{}", base, device.computeUnits(),
+    wanted = std::max<std::uint32_t>(1, std::min(ceilDiv(2ull * device.computeUnits, base), keys / (4 * v.keysPerTile)));
+    reason = fmt::format("{} workgroups for {} compute units{}", base, device.computeUnits,
                          keys < p.kvLen ? fmt::format("; over the {} keys a query tile can see", keys) : "");
   } else {
-    reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits());
+    reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits);
   }
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);

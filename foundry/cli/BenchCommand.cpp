@@ -42,13 +42,13 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       for (const auto& s : a->shapes) shapes.push_back(bench::parseShape(s));
       if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
       const bench::Ceilings ceilings = runner.measureCeilings();
-      fmt::print("device: {} ({})\n", rt.info().name(), rt.device().caps().driverName);
+      fmt::print("device: {} ({})\n", rt.info().name, rt.info().driverName);
       fmt::print("ceilings: read {:.0f} GB/s, cooperative-matrix f16->f32 {:.0f} TFLOP/s; an empty dispatch {:.1f} us, "
                  "two with a barrier between {:.1f} us\n",
                  ceilings.readGBs, ceilings.mmaTflops, ceilings.emptyDispatchUs, ceilings.dependentPairUs);
       nlohmann::json out;
-      out["device"] = rt.info().name();
-      out["driver"] = rt.device().caps().driverName;
+      out["device"] = rt.info().name;
+      out["driver"] = rt.info().driverName;
       out["ceilings"] = bench::toJson(ceilings);
       out["results"] = nlohmann::json::array();
       Table t({"shape", "us", "TFLOP/s", "K/V GB/s", "% ceiling", "check", "kernels"});

@@ -1,7 +1,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
+#include "foundry/Error.h"
 #include "foundry/Runtime.h"
 #include "foundry/cli/Commands.h"
 #include "foundry/cli/Table.h"
@@ -10,7 +12,7 @@ namespace foundry::cli {
 
 namespace {
 
-std::string coopMatText(const DeviceCaps& c) {
+std::string coopMatText(const DeviceInfo& c) {
   if (c.coopMatShapes.empty()) return "-";
   std::vector<std::string> shapes;
   for (const auto& s : c.coopMatShapes) {
@@ -20,6 +22,19 @@ std::string coopMatText(const DeviceCaps& c) {
 }
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+/// The device as a Runtime sees it: where it has cooperative matrices, the accumulator layout comes from
+/// a probe kernel, so the pretend string plans what a run on it would.
+DeviceInfo runtimeInfo(const PhysicalDeviceEntry& d, RuntimeOptions options) {
+  if (d.info.coopMatShapes.empty()) return d.info;
+  options.device = std::to_string(d.index);
+  try {
+    return Runtime(options).info();
+  } catch (const Error& e) {
+    spdlog::warn("device {}: the cooperative-matrix layout is unknown ({})", d.index, e.what());
+    return d.info;
+  }
+}
 
 }  // namespace
 
@@ -32,14 +47,17 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       const RuntimeOptions options = global.resolve();
       configureLogging(options);
       VulkanInstance instance(options.validation);
+      std::vector<DeviceInfo> infos;
+      for (const auto& d : instance.devices()) infos.push_back(runtimeInfo(d, options));
       if (*json) {
         nlohmann::json out = nlohmann::json::array();
         for (const auto& d : instance.devices()) {
-          const auto& c = d.caps;
+          const auto& c = infos[d.index];
           out.push_back({{"index", d.index},
                          {"name", c.name},
                          {"type", deviceKindName(c.kind)},
                          {"vendor", vendorName(c.vendor)},
+                         {"family", deviceFamilyName(c.family)},
                          {"driver", c.driverName},
                          {"subgroup_size", c.subgroupSize},
                          {"shared_memory_bytes", c.maxSharedMemoryBytes},
@@ -48,16 +66,18 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                          {"storage_16bit", c.storage16Bit},
                          {"cooperative_matrix", coopMatText(c)},
                          {"compute_units", c.computeUnits},
-                         {"memory_bytes", c.deviceMemoryBytes}});
+                         {"memory_bytes", c.deviceMemoryBytes},
+                         {"pretend", c.toString()}});
         }
         fmt::print("{}\n", out.dump(2));
         return 0;
       }
-      Table t({"#", "name", "type", "driver", "subgroup", "shared", "max buffer", "fp16", "coopmat (f32 acc)", "CUs",
-               "memory"});
+      Table t({"#", "name", "type", "family", "driver", "subgroup", "shared", "max buffer", "fp16",
+               "coopmat (f32 acc)", "CUs", "memory"});
       for (const auto& d : instance.devices()) {
-        const auto& c = d.caps;
-        t.row({std::to_string(d.index), c.name, std::string(deviceKindName(c.kind)), c.driverName,
+        const auto& c = infos[d.index];
+        t.row({std::to_string(d.index), c.name, std::string(deviceKindName(c.kind)),
+               std::string(deviceFamilyName(c.family)), c.driverName,
                fmt::format("{}{}", c.subgroupSize,
                            c.minSubgroupSize != c.maxSubgroupSize
                                ? fmt::format(" ({}..{})", c.minSubgroupSize, c.maxSubgroupSize)
@@ -67,6 +87,8 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                mib(c.deviceMemoryBytes)});
       }
       fmt::print("{}", t.str());
+      // What `foundry kernels --pretend` takes to plan for this device elsewhere.
+      for (const auto& d : instance.devices()) fmt::print("#{} pretend: {}\n", d.index, infos[d.index].toString());
       return 0;
     };
   });

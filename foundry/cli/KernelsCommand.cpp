@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -29,7 +30,9 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory");
-  cmd->add_option("--pretend", a->pretend, "Plan for a device preset instead of opening one (h200, lavapipe, small, ...)");
+  cmd->add_option("--pretend", a->pretend,
+                  "Plan for a device instead of opening one: a preset (h200, lavapipe, ...) with key=value "
+                  "overrides, or the `pretend` string `foundry devices` prints");
   cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc, through the disk cache (FOUNDRY_CACHE_DIR)");
   cmd->add_flag("--stats", a->stats, "Create each pipeline on the device and print what the driver reports about it");
   auto* config = cmd->add_option("--config", a->config,
@@ -64,11 +67,11 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       }
       global.applyTo(options);
       configureLogging(options);
-      std::unique_ptr<DeviceInfo> pretend;
+      std::optional<DeviceInfo> pretend;
       std::unique_ptr<Runtime> runtime;
       if (!a->pretend.empty()) {
         if (a->stats) throw UserError("--stats", "needs a real device; drop --pretend");
-        pretend = makePresetDevice(a->pretend);
+        pretend = parseDevicePreset(a->pretend);
       } else {
         runtime = std::make_unique<Runtime>(options);
       }

@@ -81,7 +81,7 @@ constexpr VkAccessFlags kShaderAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SH
 
 Buffer::Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name)
     : device_(device), name_(std::move(name)), size_(std::max<std::uint64_t>(bytes, 4)) {
-  const auto& caps = device.caps();
+  const auto& caps = device.info();
   if (size_ > caps.maxAllocationBytes) {
     throw DeviceError(fmt::format("allocating {} bytes ({}) for '{}' exceeds the device's largest allocation of {} ({})",
                                   size_, humanBytes(size_), name_, caps.maxAllocationBytes,

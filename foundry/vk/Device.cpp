@@ -17,7 +17,7 @@ const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std
   const auto& devices = instance.devices();
   if (selector.empty()) {
     for (const auto& d : devices) {
-      if (d.caps.kind == DeviceKind::Discrete) return d;
+      if (d.info.kind == DeviceKind::Discrete) return d;
     }
     return devices.front();
   }
@@ -26,9 +26,9 @@ const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std
   const bool numeric = ec == std::errc() && ptr == selector.data() + selector.size();
   std::string available;
   for (const auto& d : devices) {
-    available += fmt::format("{}{}: {}", available.empty() ? "" : ", ", d.index, d.caps.name);
+    available += fmt::format("{}{}: {}", available.empty() ? "" : ", ", d.index, d.info.name);
     if (numeric && d.index == index) return d;
-    if (!numeric && d.caps.name.find(selector) != std::string::npos) return d;
+    if (!numeric && d.info.name.find(selector) != std::string::npos) return d;
   }
   throw UserError("FOUNDRY_DEVICE", fmt::format("'{}' matches no Vulkan device; available: {}", selector, available));
 }
@@ -38,8 +38,9 @@ bool has(const std::vector<std::string>& v, const char* s) { return std::find(v.
 }  // namespace
 
 VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector)
-    : StaticDeviceInfo(selectEntry(*instance, selector).caps), instance_(std::move(instance)) {
+    : instance_(std::move(instance)) {
   const PhysicalDeviceEntry& entry = selectEntry(*instance_, selector);
+  info_ = entry.info;
   physical_ = entry.handle;
   index_ = entry.index;
   const auto exts = deviceExtensions(physical_);
@@ -64,7 +65,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
       found = true;
     }
   }
-  if (!found) throw UnsupportedError(fmt::format("device '{}' has no compute queue", caps().name));
+  if (!found) throw UnsupportedError(fmt::format("device '{}' has no compute queue", info_.name));
 
   // Features: ask for what Foundry uses, where the device has it.
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -150,8 +151,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
     vkDestroyDevice(device_, nullptr);
     throw;
   }
-  spdlog::debug("Vulkan device {}: {} ({}), subgroup {}, shared {} B, coopmat shapes {}", index_, caps().name,
-                caps().driverName, caps().subgroupSize, caps().maxSharedMemoryBytes, caps().coopMatShapes.size());
+  spdlog::debug("Vulkan device {}: {} ({}), subgroup {}, shared {} B, coopmat shapes {}", index_, info_.name,
+                info_.driverName, info_.subgroupSize, info_.maxSharedMemoryBytes, info_.coopMatShapes.size());
 }
 
 VulkanDevice::~VulkanDevice() {
@@ -178,7 +179,7 @@ std::uint32_t VulkanDevice::memoryType(std::uint32_t typeBits, VkMemoryPropertyF
     }
   }
   if (best < 0) {
-    throw DeviceError(fmt::format("device '{}' has no memory type with flags 0x{:x} for type bits 0x{:x}", caps().name,
+    throw DeviceError(fmt::format("device '{}' has no memory type with flags 0x{:x} for type bits 0x{:x}", info_.name,
                                   required, typeBits));
   }
   return static_cast<std::uint32_t>(best);

@@ -1,7 +1,7 @@
 #pragma once
-// A logical Vulkan device with one compute queue. Implements DeviceInfo from the capabilities it read,
-// enables fp16, 16-bit storage, subgroup size control and VK_NV_cooperative_matrix where offered, and
-// keeps the allocation accounting.
+// A logical Vulkan device with one compute queue. Holds the DeviceInfo read from the driver, enables
+// fp16, 16-bit storage, subgroup size control and VK_NV_cooperative_matrix where offered, and keeps the
+// allocation accounting.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -24,15 +24,17 @@ struct MemoryStats {
   std::uint64_t allocations = 0;
 };
 
-class VulkanDevice : public StaticDeviceInfo {
+class VulkanDevice {
  public:
   /// `selector`: empty picks the first discrete GPU, else the first device; a number picks by index;
   /// anything else picks the first device whose name contains it.
   VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector);
-  ~VulkanDevice() override;
+  ~VulkanDevice();
   VulkanDevice(const VulkanDevice&) = delete;
   VulkanDevice& operator=(const VulkanDevice&) = delete;
 
+  /// What the driver reports, with the cooperative-matrix layout the probe found.
+  const DeviceInfo& info() const { return info_; }
   VkDevice handle() const { return device_; }
   VkPhysicalDevice physical() const { return physical_; }
   VkQueue queue() const { return queue_; }
@@ -45,9 +47,9 @@ class VulkanDevice : public StaticDeviceInfo {
   VkDeviceSize storageOffsetAlignment() const { return storageAlignment_; }
   const std::array<std::uint32_t, 3>& maxWorkgroupCount() const { return maxGroups_; }
   bool fullSubgroups() const { return fullSubgroups_; }
-  bool coopMatEnabled() const { return !caps().coopMatShapes.empty(); }
+  bool coopMatEnabled() const { return !info_.coopMatShapes.empty(); }
   /// Records what the layout probe found (Runtime runs it once the compiler is up).
-  void setCoopMatLayout(CoopMatLayout layout) { caps_.coopMatLayout = std::move(layout); }
+  void setCoopMatLayout(CoopMatLayout layout) { info_.coopMatLayout = std::move(layout); }
   /// VK_KHR_pipeline_executable_properties: register counts and the like for each pipeline.
   bool pipelineStatistics() const { return pipelineStatistics_; }
 
@@ -70,6 +72,7 @@ class VulkanDevice : public StaticDeviceInfo {
 
  private:
   std::shared_ptr<VulkanInstance> instance_;
+  DeviceInfo info_;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;

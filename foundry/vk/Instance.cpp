@@ -77,7 +77,7 @@ std::vector<std::string> deviceExtensions(VkPhysicalDevice device) {
   return out;
 }
 
-DeviceCaps queryDeviceCaps(VkInstance instance, VkPhysicalDevice device) {
+DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   const auto exts = deviceExtensions(device);
   VkPhysicalDeviceProperties base{};
   vkGetPhysicalDeviceProperties(device, &base);
@@ -123,10 +123,11 @@ DeviceCaps queryDeviceCaps(VkInstance instance, VkPhysicalDevice device) {
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(device, &mem);
 
-  DeviceCaps c;
+  DeviceInfo c;
   c.name = base.deviceName;
   c.vendor = vendorFromId(base.vendorID);
   c.kind = kindFromType(base.deviceType);
+  c.family = deviceFamilyFor(c.vendor, c.name);
   c.subgroupSize = subgroup.subgroupSize;
   c.minSubgroupSize = c.maxSubgroupSize = subgroup.subgroupSize;
   if (hasSizeControl && fsize.subgroupSizeControl &&
@@ -280,7 +281,7 @@ VulkanInstance::VulkanInstance(bool validation) : validation_(validation) {
                    VK_API_VERSION_MAJOR(p.apiVersion), VK_API_VERSION_MINOR(p.apiVersion));
       continue;
     }
-    devices_.push_back({static_cast<std::uint32_t>(devices_.size()), handles[i], queryDeviceCaps(instance_, handles[i]),
+    devices_.push_back({static_cast<std::uint32_t>(devices_.size()), handles[i], queryDeviceInfo(instance_, handles[i]),
                         p.apiVersion});
   }
   if (devices_.empty()) {

@@ -17,7 +17,7 @@ namespace foundry {
 struct PhysicalDeviceEntry {
   std::uint32_t index = 0;
   VkPhysicalDevice handle = VK_NULL_HANDLE;
-  DeviceCaps caps;
+  DeviceInfo info;
   std::uint32_t apiVersion = 0;
 };
 
@@ -66,6 +66,6 @@ class VulkanInstance {
 std::vector<std::string> deviceExtensions(VkPhysicalDevice device);
 
 /// Reads the capabilities of one physical device.
-DeviceCaps queryDeviceCaps(VkInstance instance, VkPhysicalDevice device);
+DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device);
 
 }  // namespace foundry

@@ -16,7 +16,7 @@ namespace foundry {
 Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSource& source, const Spirv& spirv)
     : device_(device), name_(source.name) {
   const VkDevice d = device.handle();
-  const auto& caps = device.caps();
+  const auto& caps = device.info();
   if (source.layout.subgroupSize < caps.minSubgroupSize || source.layout.subgroupSize > caps.maxSubgroupSize) {
     throw UnsupportedError(fmt::format("kernel {} was generated for subgroup size {} but device '{}' runs {}..{}",
                                        source.name, source.layout.subgroupSize, caps.name, caps.minSubgroupSize,
@@ -131,7 +131,7 @@ PipelineCache::PipelineCache(VulkanDevice& device, std::shared_ptr<KernelCache> 
   std::optional<std::vector<std::byte>> initial;
   if (disk_) initial = disk_->load("pipeline", diskKey());
   if (initial && !headerMatches(*initial, device.physical())) {
-    spdlog::warn("ignoring a saved pipeline cache whose header does not match device '{}'", device.caps().name);
+    spdlog::warn("ignoring a saved pipeline cache whose header does not match device '{}'", device.info().name);
     initial.reset();
   }
   VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -163,7 +163,7 @@ std::string PipelineCache::diskKey() const {
   Hasher h;
   h.field(std::string_view(reinterpret_cast<const char*>(p.pipelineCacheUUID), VK_UUID_SIZE));
   h.field(fmt::format("{:x}:{:x}:{:x}", p.vendorID, p.deviceID, p.driverVersion));
-  const auto uuid = device_.uuid();
+  const auto uuid = device_.info().uuid;
   h.field(std::string_view(reinterpret_cast<const char*>(uuid.data()), uuid.size()));
   return h.hex();
 }

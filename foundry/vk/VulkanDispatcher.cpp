@@ -98,7 +98,7 @@ std::uint32_t VulkanDispatcher::nextQueryPair() {
 
 void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) {
   checkArguments(kernel, args);
-  const auto& caps = device_.caps();
+  const auto& caps = device_.info();
   const std::string field = fmt::format("kernel {}", kernel.name);
 
   // Everything that can fail is checked before anything is recorded.

@@ -55,22 +55,22 @@ std::function<void(const InProcessContext&)> weights(std::string bytes) {
 
 std::function<void(const InProcessContext&)> attention(test::CallShape shape) {
   return [shape](const InProcessContext&) {
-    const auto device = makePresetDevice("lavapipe");
-    FlashAttentionStep(*device, SnippetLibrary::embedded(), RuntimeOptions()).validate(test::shapeCall(shape));
+    const DeviceInfo device = parseDevicePreset("lavapipe");
+    FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).validate(test::shapeCall(shape));
   };
 }
 
 std::function<void(const InProcessContext&)> attentionPlan(test::CallShape shape) {
   return [shape](const InProcessContext&) {
-    const auto device = makePresetDevice("lavapipe");
-    FlashAttentionStep(*device, SnippetLibrary::embedded(), RuntimeOptions()).plan(test::shapeCall(shape));
+    const DeviceInfo device = parseDevicePreset("lavapipe");
+    FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).plan(test::shapeCall(shape));
   };
 }
 
 std::function<void(const InProcessContext&)> attentionCall(std::function<AttentionCall()> make) {
   return [make](const InProcessContext&) {
-    const auto device = makePresetDevice("lavapipe");
-    FlashAttentionStep(*device, SnippetLibrary::embedded(), RuntimeOptions()).validate(make());
+    const DeviceInfo device = parseDevicePreset("lavapipe");
+    FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).validate(make());
   };
 }
 

@@ -22,8 +22,8 @@ TEST(CompileError, QuotesTheFailingSnippetLine) {
             "  float y = x * 2.0;\n"
             "  return y + undefined_symbol;\n"
             "}\n");
-  const auto device = makePresetDevice("lavapipe");
-  const auto src = KernelBuilder(*device, SnippetLibrary::fromDirectory(dir.str()))
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  const auto src = KernelBuilder(device, SnippetLibrary::fromDirectory(dir.str()))
                        .workgroup(8)
                        .add(std::make_shared<test::ScriptedStage>(
                            "HelperStage", [](KernelInterface& k) { k.snippet("broken/helper.glsl"); },
@@ -43,8 +43,8 @@ TEST(CompileError, QuotesTheFailingSnippetLine) {
 }
 
 TEST(CompileError, NamesTheStageWhoseEmittedCodeFails) {
-  const auto device = makePresetDevice("lavapipe");
-  const auto src = KernelBuilder(*device, SnippetLibrary::embedded())
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  const auto src = KernelBuilder(device, SnippetLibrary::embedded())
                        .workgroup(8)
                        .add(std::make_shared<test::ScriptedStage>("GoodStage", [](KernelInterface& k) {
                          k.produces("x", "float");

@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "foundry/CoopMatProbe.h"
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
@@ -11,38 +13,190 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(DeviceInfo, PresetsDescribeTheDevicesTheyName) {
-  const auto h200 = makePresetDevice("h200");
-  EXPECT_EQ(h200->subgroupSize(), 32u);
-  EXPECT_EQ(h200->maxSharedMemoryBytes(), 49152u);
-  EXPECT_EQ(h200->computeUnits(), 132u);
-  EXPECT_TRUE(h200->hasCoopMat({16, 16, 16, DType::F16, DType::F32}));
-  const auto lavapipe = makePresetDevice("lavapipe");
-  EXPECT_EQ(lavapipe->subgroupSize(), 8u);
-  EXPECT_EQ(lavapipe->maxSharedMemoryBytes(), 32768u);
-  EXPECT_EQ(lavapipe->maxStorageBufferRange(), 134217728u);
-  EXPECT_TRUE(lavapipe->coopMatShapes().empty());
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  EXPECT_EQ(h200.subgroupSize, 32u);
+  EXPECT_EQ(h200.maxSharedMemoryBytes, 49152u);
+  EXPECT_EQ(h200.computeUnits, 132u);
+  EXPECT_TRUE(h200.hasCoopMat({16, 16, 16, DType::F16, DType::F32}));
+  EXPECT_TRUE(h200.coopMatLayout.quad());
+  const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
+  EXPECT_EQ(lavapipe.subgroupSize, 8u);
+  EXPECT_EQ(lavapipe.maxSharedMemoryBytes, 32768u);
+  EXPECT_EQ(lavapipe.maxStorageBufferRange, 134217728u);
+  EXPECT_TRUE(lavapipe.coopMatShapes.empty());
+  const DeviceInfo rdna3 = parseDevicePreset("amd-rdna3");
+  EXPECT_EQ(rdna3.subgroupSize, 64u);
+  EXPECT_EQ(rdna3.minSubgroupSize, 32u);
+  EXPECT_EQ(rdna3.maxSubgroupSize, 64u);
+}
+
+TEST(DeviceInfo, NewPresetsDescribeTheirDevices) {
+  const DeviceInfo ada = parseDevicePreset("ada");
+  EXPECT_EQ(ada.vendor, Vendor::Nvidia);
+  EXPECT_EQ(ada.subgroupSize, 32u);
+  EXPECT_EQ(ada.maxSharedMemoryBytes, 49152u);
+  EXPECT_EQ(ada.coopMatShapes, nvidiaCoopMatShapes());
+  EXPECT_EQ(ada.coopMatLayout, nvidiaQuadLayout());
+  EXPECT_EQ(ada.computeUnits, 128u);
+  EXPECT_EQ(ada.deviceMemoryBytes, 24ull << 30);
+
+  DeviceInfo wave32 = parseDevicePreset("amd-rdna3-wave32");
+  EXPECT_EQ(wave32.subgroupSize, 32u);
+  wave32.subgroupSize = 64;
+  wave32.name = parseDevicePreset("amd-rdna3").name;
+  EXPECT_EQ(wave32, parseDevicePreset("amd-rdna3")) << "as amd-rdna3 but for the subgroup size";
+
+  const DeviceInfo arc = parseDevicePreset("intel-arc");
+  EXPECT_EQ(arc.vendor, Vendor::Intel);
+  EXPECT_EQ(arc.subgroupSize, 32u);
+  EXPECT_EQ(arc.minSubgroupSize, 8u);
+  EXPECT_EQ(arc.maxSubgroupSize, 32u);
+  EXPECT_TRUE(arc.subgroupSizeControl);
+  EXPECT_EQ(arc.maxSharedMemoryBytes, 65536u);
+  EXPECT_TRUE(arc.coopMatShapes.empty());
+  EXPECT_EQ(arc.computeUnits, 32u);
+  EXPECT_EQ(arc.deviceMemoryBytes, 16ull << 30);
+
+  const DeviceInfo apple = parseDevicePreset("apple-m");
+  EXPECT_EQ(apple.vendor, Vendor::Apple);
+  EXPECT_EQ(apple.subgroupSize, 32u);
+  EXPECT_EQ(apple.maxSharedMemoryBytes, 32768u);
+  EXPECT_TRUE(apple.coopMatShapes.empty());
+  EXPECT_TRUE(apple.fp16Arithmetic);
+  EXPECT_EQ(apple.maxWorkgroupInvocations, 1024u);
+  EXPECT_EQ(apple.computeUnits, 38u);
+  EXPECT_EQ(apple.deviceMemoryBytes, 32ull << 30);
+}
+
+TEST(DeviceInfo, EveryPresetHasItsFamily) {
+  const std::map<std::string, DeviceFamily> want = {
+      {"h200", DeviceFamily::Hopper},      {"h100", DeviceFamily::Hopper},
+      {"ada", DeviceFamily::Ada},          {"lavapipe", DeviceFamily::Lavapipe},
+      {"small", DeviceFamily::Other},      {"amd-rdna3", DeviceFamily::Rdna3},
+      {"amd-rdna3-wave32", DeviceFamily::Rdna3}, {"intel-arc", DeviceFamily::Arc},
+      {"apple-m", DeviceFamily::Apple}};
+  for (const auto& name : devicePresetNames()) {
+    ASSERT_TRUE(want.count(name)) << name << " is a preset this test does not know";
+    EXPECT_EQ(parseDevicePreset(name).family, want.at(name)) << name;
+  }
+  EXPECT_EQ(devicePresetNames().size(), want.size());
+}
+
+TEST(DeviceInfo, TheFamilyFollowsWhatTheDriverReports) {
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA H100 80GB HBM3"), DeviceFamily::Hopper);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA H200"), DeviceFamily::Hopper);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA GH200 480GB"), DeviceFamily::Hopper);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA GeForce RTX 4090"), DeviceFamily::Ada);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA GeForce RTX 4060 Laptop GPU"), DeviceFamily::Ada);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA L40S"), DeviceFamily::Ada);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA L4"), DeviceFamily::Ada);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA RTX 6000 Ada Generation"), DeviceFamily::Ada);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA GeForce RTX 3090"), DeviceFamily::Other);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB"), DeviceFamily::Other);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Amd, "AMD Radeon RX 7900 XTX (RADV NAVI31)"), DeviceFamily::Rdna3);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Amd, "AMD Radeon Graphics (RADV GFX1103_R1)"), DeviceFamily::Rdna3);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Amd, "AMD Radeon PRO W7900"), DeviceFamily::Rdna3);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Amd, "AMD Radeon RX 6800 XT (RADV NAVI21)"), DeviceFamily::Other);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Intel, "Intel(R) Arc(tm) A770 Graphics (DG2)"), DeviceFamily::Arc);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Intel, "Intel(R) UHD Graphics 770 (ADL-S GT1)"), DeviceFamily::Other);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Apple, "Apple M2 Max"), DeviceFamily::Apple);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Mesa, "llvmpipe (LLVM 15.0.6, 256 bits)"), DeviceFamily::Lavapipe);
+  EXPECT_EQ(deviceFamilyFor(Vendor::Other, "some GPU"), DeviceFamily::Other);
 }
 
 TEST(DeviceInfo, OverridesApplyOnTopOfAPreset) {
-  const auto caps = parseDevicePreset("h200,subgroup=64,shared=32768,coopmat=0,cus=8");
-  EXPECT_EQ(caps.subgroupSize, 64u);
-  EXPECT_EQ(caps.maxSharedMemoryBytes, 32768u);
-  EXPECT_TRUE(caps.coopMatShapes.empty());
-  EXPECT_EQ(caps.computeUnits, 8u);
+  const DeviceInfo d = parseDevicePreset("h200,subgroup=64,shared=32768,coopmat=0,cus=8");
+  EXPECT_EQ(d.subgroupSize, 64u);
+  EXPECT_EQ(d.minSubgroupSize, 64u);
+  EXPECT_EQ(d.maxSubgroupSize, 64u);
+  EXPECT_EQ(d.maxSharedMemoryBytes, 32768u);
+  EXPECT_TRUE(d.coopMatShapes.empty());
+  EXPECT_FALSE(d.coopMatLayout.quad());
+  EXPECT_EQ(d.computeUnits, 8u);
+  EXPECT_FALSE(parseDevicePreset("h200,quad=0").coopMatLayout.quad());
+  EXPECT_TRUE(parseDevicePreset("lavapipe,coopmat=1").coopMatLayout.quad());
+  EXPECT_FALSE(parseDevicePreset("lavapipe,quad=1").coopMatLayout.quad()) << "no shapes, no layout";
+  EXPECT_FALSE(parseDevicePreset("h200,fp16=0").fp16Arithmetic);
+  EXPECT_EQ(parseDevicePreset("lavapipe,storage=200000").maxStorageBufferRange, 200000u);
+  EXPECT_EQ(parseDevicePreset("custom"), DeviceInfo{});
 }
 
-TEST(DeviceInfo, BadPresetsNameWhatIsAccepted) {
-  try {
-    parseDevicePreset("b200");
-    FAIL();
-  } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("b200"));
-    EXPECT_THAT(e.what(), HasSubstr("h200"));
-    EXPECT_THAT(e.what(), HasSubstr("lavapipe"));
+/// Every preset, and presets with overrides, and a device whose text fields need quoting.
+std::vector<DeviceInfo> roundTripCases() {
+  std::vector<DeviceInfo> out;
+  for (const auto& name : devicePresetNames()) out.push_back(parseDevicePreset(name));
+  for (const char* text : {"h200,subgroup=64,shared=32768,coopmat=0,cus=8", "lavapipe,coopmat=1,fp16=0",
+                           "h200,quad=0", "amd-rdna3,subgroup-min=16,storage=12345", "small,coopmat=16x8x8:f16:f16"}) {
+    out.push_back(parseDevicePreset(text));
   }
-  EXPECT_THROW(parseDevicePreset("h200,warp=32"), UserError);
-  EXPECT_THROW(parseDevicePreset("h200,subgroup=24"), UserError);
-  EXPECT_THROW(parseDevicePreset("h200,subgroup"), UserError);
+  DeviceInfo odd = parseDevicePreset("intel-arc");
+  odd.name = "llvmpipe (LLVM 15.0.7, 256 bits) \"quoted\" \\ a=b, c";
+  odd.driverName = "";
+  odd.kind = DeviceKind::Virtual;
+  odd.vendor = Vendor::Qualcomm;
+  odd.subgroupArithmetic = odd.subgroupShuffle = odd.storage16Bit = false;
+  odd.coopMatShapes = {{16, 16, 16, DType::F16, DType::F16}, {8, 8, 32, DType::F32, DType::F32}};
+  odd.coopMatLayout = {{0, 8, 3}, {1}};
+  for (std::size_t i = 0; i < odd.uuid.size(); ++i) odd.uuid[i] = static_cast<std::uint8_t>(i * 17);
+  odd.driverVersion = 0xdeadbeef;
+  odd.maxAllocationBytes = ~0ull;
+  out.push_back(odd);
+  return out;
+}
+
+TEST(DeviceInfo, TheStringFormReadsBackToAnEqualDevice) {
+  for (const DeviceInfo& d : roundTripCases()) {
+    const std::string text = d.toString();
+    SCOPED_TRACE(text);
+    EXPECT_THAT(text, ::testing::StartsWith("custom,name=\""));
+    EXPECT_EQ(parseDevicePreset(text), d);
+    EXPECT_EQ(parseDevicePreset(text).toString(), text);
+  }
+}
+
+TEST(DeviceInfo, EqualitySeesEveryField) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  EXPECT_EQ(h200, parseDevicePreset("h200"));
+  EXPECT_NE(h200, parseDevicePreset("h100"));
+  DeviceInfo other = h200;
+  other.uuid[15] = 1;
+  EXPECT_NE(h200, other);
+  other = h200;
+  other.family = DeviceFamily::Ada;
+  EXPECT_NE(h200, other);
+  other = h200;
+  other.coopMatLayout.colOf.back() = 0;
+  EXPECT_NE(h200, other);
+}
+
+/// The UserError `text` raises; its message must name every fragment.
+void expectRejected(const std::string& text, std::initializer_list<const char*> fragments) {
+  try {
+    parseDevicePreset(text);
+    ADD_FAILURE() << text << " was accepted";
+  } catch (const UserError& e) {
+    for (const char* f : fragments) EXPECT_THAT(e.what(), HasSubstr(f)) << text;
+  }
+}
+
+TEST(DeviceInfo, BadPresetsAndKeysNameWhatIsAccepted) {
+  expectRejected("b200", {"b200", "h200", "lavapipe", "apple-m", "custom"});
+  expectRejected("h200,warp=32", {"warp", "subgroup", "shared", "coopmat", "uuid"});
+  expectRejected("h200,subgroup=24", {"subgroup=24", "power of two"});
+  expectRejected("h200,subgroup", {"subgroup", "key=value"});
+  expectRejected("h200,subgroup=x", {"subgroup='x'", "integer"});
+  expectRejected("h200,shared=99999999999", {"shared=", "4294967295"});
+  expectRejected("h200,vendor=nvidea", {"vendor='nvidea'", "nvidia", "amd", "apple"});
+  expectRejected("h200,kind=gpu", {"kind='gpu'", "discrete", "cpu"});
+  expectRejected("h200,family=blackwell", {"family='blackwell'", "hopper", "rdna3", "lavapipe"});
+  expectRejected("h200,fp16=yes", {"fp16='yes'", "0, 1"});
+  expectRejected("h200,coopmat=16x16:f16:f32", {"coopmat=", "MxNxK:input:accumulator"});
+  expectRejected("h200,coopmat=16x16x16:f16:f64", {"coopmat=", "MxNxK"});
+  expectRejected("h200,layout=quad", {"layout='quad'", "nvidia-quad"});
+  expectRejected("h200,layout=0.300/1", {"layout=", "255"});
+  expectRejected("h200,uuid=1234", {"uuid='1234'", "32 hex digits"});
+  expectRejected("h200,name=\"unclosed", {"never closed"});
+  expectRejected("amd-rdna3,subgroup-max=32", {"subgroup=64", "subgroup-max=32"});
 }
 
 TEST(CoopMatLayout, TheQuadPatternIsRecognisedAndAnythingElseRejected) {

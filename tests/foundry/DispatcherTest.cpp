@@ -90,7 +90,7 @@ TEST_F(DispatcherTest, ChainedDispatchesSeeEarlierWritesAndIndependentOnesNeedNo
 }
 
 TEST_F(DispatcherTest, AllocationBeyondTheDeviceIsADeviceErrorNamingTheSize) {
-  const auto limit = rt.info().maxAllocationBytes();
+  const auto limit = rt.info().maxAllocationBytes;
   try {
     Buffer too_big(rt.device(), limit + 4096, "huge");
     FAIL();
@@ -102,8 +102,8 @@ TEST_F(DispatcherTest, AllocationBeyondTheDeviceIsADeviceErrorNamingTheSize) {
 
 TEST_F(DispatcherTest, TensorsBeyondTheStorageBufferRangeAreRejectedBeforeRecording) {
   const auto src = kernel();
-  const auto range = rt.info().maxStorageBufferRange();
-  if (range >= rt.info().maxAllocationBytes()) GTEST_SKIP() << "the device binds whole allocations";
+  const auto range = rt.info().maxStorageBufferRange;
+  if (range >= rt.info().maxAllocationBytes) GTEST_SKIP() << "the device binds whole allocations";
   const auto big = rt.allocate("big", DType::F32, {static_cast<std::int64_t>(range / 4 + 1024)});
   const auto out = rt.allocate("out", DType::F32, {64});
   auto d = rt.dispatcher();

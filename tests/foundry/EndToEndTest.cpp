@@ -27,7 +27,7 @@ class ThreeStageKernel : public ::testing::TestWithParam<Case> {};
 TEST_P(ThreeStageKernel, MatchesTheHostElementByElement) {
   const Case c = GetParam();
   Runtime& rt = test::runtime();
-  if (c.tile % rt.info().subgroupSize() != 0) GTEST_SKIP() << "a workgroup of " << c.tile << " is below this device's subgroup";
+  if (c.tile % rt.info().subgroupSize != 0) GTEST_SKIP() << "a workgroup of " << c.tile << " is below this device's subgroup";
   const auto src = rt.builder()
                        .workgroup(c.tile)
                        .add(std::make_shared<test::LoadStage>(c.in, c.tile))

@@ -34,8 +34,8 @@ HookPoint singlePoint() {
 
 class HookContractTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DeviceInfo> device = makePresetDevice("lavapipe");
-  KernelBuilder builder() { return KernelBuilder(*device, SnippetLibrary::embedded()).workgroup(64); }
+  DeviceInfo device = parseDevicePreset("lavapipe");
+  KernelBuilder builder() { return KernelBuilder(device, SnippetLibrary::embedded()).workgroup(64); }
   static StagePtr stage(std::string name, ScriptedStage::Declare d, std::string body = {}) {
     return std::make_shared<ScriptedStage>(std::move(name), std::move(d), std::move(body));
   }

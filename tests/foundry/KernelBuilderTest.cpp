@@ -16,8 +16,8 @@ using test::ScriptedStage;
 
 class KernelBuilderTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DeviceInfo> device = makePresetDevice("lavapipe");
-  KernelBuilder builder() { return KernelBuilder(*device, SnippetLibrary::embedded()); }
+  DeviceInfo device = parseDevicePreset("lavapipe");
+  KernelBuilder builder() { return KernelBuilder(device, SnippetLibrary::embedded()); }
   static StagePtr scripted(std::string name, ScriptedStage::Declare d, std::string body = {}) {
     return std::make_shared<ScriptedStage>(std::move(name), std::move(d), std::move(body));
   }
@@ -102,8 +102,8 @@ TEST_F(KernelBuilderTest, RejectsSharedMemoryOverTheDeviceBudgetNamingEachStage)
               ::testing::ThrowsMessage<UnsupportedError>(AllOf(HasSubstr("Big.a 24000 B"), HasSubstr("Bigger.b 16000 B"),
                                                                HasSubstr("40000"), HasSubstr("32768"))));
   // The same chain fits a device with more shared memory.
-  const auto h200 = makePresetDevice("h200");
-  EXPECT_NO_THROW(KernelBuilder(*h200, SnippetLibrary::embedded())
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  EXPECT_NO_THROW(KernelBuilder(h200, SnippetLibrary::embedded())
                       .workgroup(32)
                       .add(scripted("Big", [](KernelInterface& k) { k.shared("a", "float", 6000, 4); }))
                       .add(scripted("Bigger", [](KernelInterface& k) { k.shared("b", "vec4", 1000, 16); }))
@@ -161,7 +161,7 @@ TEST_F(KernelBuilderTest, DeduplicatesSnippetsAndExtensionsAndResolvesRequiremen
   dir.write("b.glsl", "//! requires: base.glsl\nfloat b() { return base() * 2.0; }\n");
   dir.write("base.glsl", "float base() { return 1.0; }\n");
   const auto lib = SnippetLibrary::fromDirectory(dir.str());
-  const auto src = KernelBuilder(*device, lib)
+  const auto src = KernelBuilder(device, lib)
                        .workgroup(8)
                        .add(scripted("A", [](KernelInterface& k) {
                          k.snippet("a.glsl").extension("GL_KHR_shader_subgroup_basic");

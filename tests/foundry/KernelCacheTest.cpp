@@ -20,12 +20,12 @@ namespace {
 
 class KernelCacheTest : public ::testing::Test {
  protected:
-  std::unique_ptr<DeviceInfo> device = makePresetDevice("lavapipe");
+  DeviceInfo device = parseDevicePreset("lavapipe");
   test::TempDir dir;
 
   KernelSource kernel(float variant = 0) const {
     // `variant` changes the kernel's name and so its text: tests can make distinct kernels.
-    return KernelBuilder(*device, SnippetLibrary::embedded())
+    return KernelBuilder(device, SnippetLibrary::embedded())
         .workgroup(64)
         .name(fmt::format("cache_test_{}", variant))
         .note("variant", std::to_string(variant))
@@ -58,7 +58,7 @@ TEST_F(KernelCacheTest, SecondBuildOfTheSameKernelDoesNotCompile) {
 TEST_F(KernelCacheTest, DecisionNotesStayOutOfTheCompiledText) {
   // Notes explain a kernel in its dump; kernels that differ only in them are one kernel.
   auto build = [&](const std::string& reason) {
-    return KernelBuilder(*device, SnippetLibrary::embedded())
+    return KernelBuilder(device, SnippetLibrary::embedded())
         .workgroup(64)
         .note("warps", reason)
         .add(std::make_shared<test::LoadStage>(DType::F32, 64))

@@ -62,7 +62,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 // The tile expectations below were worked out for lavapipe (subgroup 8, 32 KiB of shared memory).
 bool onLavapipeLimits() {
   const DeviceInfo& d = runtime().info();
-  return d.subgroupSize() == 8 && d.maxSharedMemoryBytes() == 32768;
+  return d.subgroupSize == 8 && d.maxSharedMemoryBytes == 32768;
 }
 
 // The split factor a forced `wanted` gives for this kv length and key granule (no empty last split).
@@ -91,7 +91,7 @@ class DecodeVariants : public ::testing::TestWithParam<VariantCase> {};
 TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   const VariantCase& vc = GetParam();
   const RuntimeOptions& o = vc.options;
-  const std::uint32_t sg = runtime().info().subgroupSize();
+  const std::uint32_t sg = runtime().info().subgroupSize;
   AttentionResult r;
   try {
     r = runFlash(vc.shape, o);
@@ -102,7 +102,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     want.heads = Selector::decodeHeadsPerWorkgroup(vc.shape.heads / vc.shape.kvHeads);
     want.keysPerWarp = o.faDecodeKeysPerWarp.value_or(1);
     want.vecWidth = o.faDecodeVectorWidth.value_or(4);
-    want.unroll = o.faDecodeUnroll.value_or(runtime().info().kind() == DeviceKind::Cpu ? 1 : 4);
+    want.unroll = o.faDecodeUnroll.value_or(runtime().info().kind == DeviceKind::Cpu ? 1 : 4);
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
     ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
@@ -132,7 +132,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   EXPECT_EQ(plan.splits, splits) << plan.describe();
   EXPECT_EQ(v.split, splits > 1) << plan.describe();
   // Merged in the last workgroup when forced, or by default where the grid is one wave.
-  const bool oneWave = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z <= runtime().info().computeUnits();
+  const bool oneWave = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z <= runtime().info().computeUnits;
   const bool merged = o.faDecodeFusedReduce == Force::On || (o.faDecodeFusedReduce == Force::Auto && oneWave);
   EXPECT_EQ(v.fusedReduce, splits > 1 && merged) << plan.describe();
   expectKernels(r.record, v.key());
@@ -196,7 +196,7 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   if (o.faPrefillCoopMat == Force::On && !runtime().info().hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     GTEST_SKIP() << "the device has no cooperative matrices";
   }
-  const std::uint32_t sg = runtime().info().subgroupSize();
+  const std::uint32_t sg = runtime().info().subgroupSize;
   if (o.faPrefillKeysPerTile && o.faPrefillCoopMat != Force::On && *o.faPrefillKeysPerTile % sg != 0) {
     // The subgroup variant gives each lane whole keys: a narrower tile is refused by name.
     EXPECT_THAT([&] { runFlash(vc.shape, o); },

@@ -32,9 +32,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::InSequence;
 using ::testing::IsEmpty;
-using ::testing::NiceMock;
 using ::testing::Not;
-using ::testing::Return;
 using ::testing::StrictMock;
 
 using test::StepMockTest;
@@ -145,8 +143,9 @@ TEST_F(StepMockTest, DecodeOnLavapipeIsTheSubgroupVariantWithoutCooperativeMatri
 }
 
 TEST_F(StepMockTest, DecodeWithoutShufflesRecordsTheScalarKernel) {
-  pretend("lavapipe");
-  ON_CALL(device(), subgroupShuffle()).WillByDefault(Return(false));
+  DeviceInfo lavapipe = parseDevicePreset("lavapipe");
+  lavapipe.subgroupShuffle = false;
+  pretend(lavapipe);
   EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
                                          KernelNamed(HasSubstr("_scalar_")),
                                          ::testing::Field(&KernelSource::glsl, Not(HasSubstr("subgroup_shuffle")))),
@@ -323,15 +322,17 @@ TEST_F(StepMockTest, KnobValuesTheDeviceCannotHonourRecordNothing) {
 }
 
 TEST_F(StepMockTest, PrefillWithoutSubgroupArithmeticRecordsNothing) {
-  pretend("lavapipe");
-  ON_CALL(device(), subgroupArithmetic()).WillByDefault(Return(false));
+  DeviceInfo lavapipe = parseDevicePreset("lavapipe");
+  lavapipe.subgroupArithmetic = false;
+  pretend(lavapipe);
   expectRefused<UnsupportedError>(test::shapeCall(prefillShape(8, 8, 64, 128)),
                                   AllOf(HasSubstr("subgroup arithmetic"), HasSubstr("SdpaReferenceStep")));
 }
 
 TEST_F(StepMockTest, F16OnADeviceWithout16BitStorageIsUnsupported) {
-  pretend("h200");
-  ON_CALL(device(), storage16Bit()).WillByDefault(Return(false));
+  DeviceInfo h200 = parseDevicePreset("h200");
+  h200.storage16Bit = false;
+  pretend(h200);
   expectRefused<UnsupportedError>(test::shapeCall(decodeShape(1, 32, 8, 1024)), HasSubstr("use f32"));
 }
 

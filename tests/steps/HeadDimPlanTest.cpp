@@ -44,9 +44,9 @@ std::vector<std::pair<std::string, AttentionCall>> callsFor(std::uint32_t d, DTy
 class HeadDimPlan : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
-  const auto device = makePresetDevice(GetParam());
-  const std::uint32_t sg = device->subgroupSize();
-  FlashAttentionStep step(*device, SnippetLibrary::embedded(), RuntimeOptions());
+  const DeviceInfo device = parseDevicePreset(GetParam());
+  const std::uint32_t sg = device.subgroupSize;
+  FlashAttentionStep step(device, SnippetLibrary::embedded(), RuntimeOptions());
   ShaderCompiler compiler{ShaderCompiler::Optimization::None};
   std::set<std::string> compiled;
   std::set<bool> splits;
@@ -67,17 +67,17 @@ TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
         if (plan.decode) {
           const DecodeVariant& v = plan.decodeVariant;
           EXPECT_EQ(v.headDim, d);
-          EXPECT_LE(v.sharedBytes(sg), device->maxSharedMemoryBytes()) << v.key();
+          EXPECT_LE(v.sharedBytes(sg), device.maxSharedMemoryBytes) << v.key();
           EXPECT_EQ(v.unusableReason(sg), "") << v.key();
-          EXPECT_LE(v.workgroupSize(sg), device->maxWorkgroupInvocations()) << v.key();
+          EXPECT_LE(v.workgroupSize(sg), device.maxWorkgroupInvocations) << v.key();
         } else {
           const PrefillVariant& v = plan.prefillVariant;
           EXPECT_EQ(v.headDim, d);
-          EXPECT_LE(v.sharedBytes(sg), device->maxSharedMemoryBytes()) << v.key();
+          EXPECT_LE(v.sharedBytes(sg), device.maxSharedMemoryBytes) << v.key();
           EXPECT_EQ(v.unusableReason(sg), "") << v.key();
-          EXPECT_LE(v.workgroupSize(sg), device->maxWorkgroupInvocations()) << v.key();
+          EXPECT_LE(v.workgroupSize(sg), device.maxWorkgroupInvocations) << v.key();
           // Cooperative matrices wherever the device has them and the dim is a multiple of 16.
-          const bool coop = device->hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && t == DType::F16 && d % 16 == 0;
+          const bool coop = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && t == DType::F16 && d % 16 == 0;
           EXPECT_EQ(v.coopMat, coop) << v.key();
         }
         std::vector<KernelSource> kernels;

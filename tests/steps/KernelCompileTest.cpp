@@ -119,11 +119,11 @@ std::vector<std::size_t> all(std::size_t n) {
 
 class KernelCompile : public ::testing::TestWithParam<std::string> {
  protected:
-  std::unique_ptr<DeviceInfo> device = makePresetDevice(GetParam());
-  std::uint32_t sg = device->subgroupSize();
+  DeviceInfo device = parseDevicePreset(GetParam());
+  std::uint32_t sg = device.subgroupSize;
   ShaderCompiler compiler{ShaderCompiler::Optimization::None};
 
-  KernelBuilder builder() const { return KernelBuilder(*device, SnippetLibrary::embedded()); }
+  KernelBuilder builder() const { return KernelBuilder(device, SnippetLibrary::embedded()); }
   std::uint32_t auxWorkgroup() const { return std::max<std::uint32_t>(64, sg); }
 
   /// Compiles `src`; a failure is reported with the compiler's quoted message and the kernel name.
@@ -188,9 +188,9 @@ TEST_P(KernelCompile, DecodeVariants) {
     // The scalar variant ignores keys per warp and vector width: keep one of each.
     if (v.scalar && (x[4] != 0 || x[5] != 0)) return;
     if (!v.unusableReason(sg).empty()) return;
-    if (v.workgroupSize(sg) > device->maxWorkgroupInvocations()) return;
-    if (v.sharedBytes(sg) > device->maxSharedMemoryBytes()) return;
-    if (v.partial == PartialStorage::Half && !device->fp16Arithmetic()) return;
+    if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) return;
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) return;
+    if (v.partial == PartialStorage::Half && !device.fp16Arithmetic) return;
     points.push_back(x);
     variants.push_back(v);
   });
@@ -258,8 +258,8 @@ TEST_P(KernelCompile, PrefillSubgroupVariants) {
     v.split = x[8] == 1;
     if (v.dtype == DType::F32 && v.halfTiles) return;  // f32 inputs are staged as f32
     if (!v.unusableReason(sg).empty()) return;
-    if (v.workgroupSize(sg) > device->maxWorkgroupInvocations()) return;
-    if (v.sharedBytes(sg) > device->maxSharedMemoryBytes()) return;
+    if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) return;
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) return;
     points.push_back(x);
     variants.push_back(v);
   });
@@ -356,13 +356,13 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
 TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
   // The Selector's own choices for typical calls, through the steps that record them. Prefill with
   // cooperative matrices is left to its own tests: f16 prefill here takes the subgroup variant.
-  FlashAttentionStep flash(*device, SnippetLibrary::embedded(),
+  FlashAttentionStep flash(device, SnippetLibrary::embedded(),
                            RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
   // Split-K decode merges in its last workgroup by default; the reduce kernel is the knob's choice.
-  FlashAttentionStep separate(*device, SnippetLibrary::embedded(),
+  FlashAttentionStep separate(device, SnippetLibrary::embedded(),
                               RuntimeOptions::fromEnvironment(
                                   {{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
-  SdpaReferenceStep reference(*device, SnippetLibrary::embedded());
+  SdpaReferenceStep reference(device, SnippetLibrary::embedded());
   std::set<std::string> names;
   for (const std::uint32_t d : {64u, 128u}) {
     for (const DType t : {DType::F16, DType::F32}) {
@@ -440,7 +440,7 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
       RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"},
                                        {"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
       RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})};
-  if (device->hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+  if (device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     knobs.push_back(RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
     knobs.push_back(RuntimeOptions::fromEnvironment(
         {{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}}));
@@ -464,7 +464,7 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
                                                 std::vector<std::uint32_t>(qLen * 10, ~0u));
       }
       for (const auto& o : knobs) {
-        FlashAttentionStep step(*device, SnippetLibrary::embedded(), o);
+        FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
         for (const auto& k : step.kernelsFor(call)) {
           if (!names.insert(k.name).second) continue;
           SCOPED_TRACE(what);
@@ -473,14 +473,14 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
         }
       }
       if (qLen > 1) {
-        for (const auto& k : SdpaReferenceStep(*device, SnippetLibrary::embedded()).kernelsFor(call)) {
+        for (const auto& k : SdpaReferenceStep(device, SnippetLibrary::embedded()).kernelsFor(call)) {
           if (names.insert(k.name).second) expectCompiles(k);
         }
       }
     }
   }
   EXPECT_GE(names.size(), 30u);
-  if (device->hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+  if (device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     EXPECT_GE(coopmat, 12u);
   }
 }
@@ -507,16 +507,16 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
     }
   };
   for (const char* preset : {"h200", "h200,quad=0"}) {
-    const auto device = makePresetDevice(preset);
-    compile(coopMatProbeKernel(*device, SnippetLibrary::embedded()));
-    compile(KernelBuilder(*device, SnippetLibrary::embedded()).workgroup(256).emplace<ReadStreamStage>().build());
-    compile(KernelBuilder(*device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
+    const DeviceInfo device = parseDevicePreset(preset);
+    compile(coopMatProbeKernel(device, SnippetLibrary::embedded()));
+    compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(256).emplace<ReadStreamStage>().build());
+    compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
     for (const std::uint32_t d : {64u, 128u}) {
       for (const bool split : {false, true}) {
         RuntimeOptions o;
         o.faPrefillCoopMat = Force::On;
         o.faPrefillSplitK = split ? 3u : 1u;
-        FlashAttentionStep step(*device, SnippetLibrary::embedded(), o);
+        FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
         test::CallShape s;
         s.nHeads = 32;
         s.nKvHeads = 8;
@@ -525,7 +525,7 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
         s.headDim = d;
         const auto plan = step.plan(test::shapeCall(s));
         EXPECT_TRUE(plan.prefillVariant.coopMat);
-        EXPECT_EQ(plan.prefillVariant.quadSoftmax, device->coopMatLayout().quad()) << preset;
+        EXPECT_EQ(plan.prefillVariant.quadSoftmax, device.coopMatLayout.quad()) << preset;
         for (const auto& k : step.kernelsFor(test::shapeCall(s))) compile(k);
       }
     }

@@ -241,7 +241,7 @@ TEST(ModifierEdgeFacts, WindowedDecodeSplitsTheWindowNotTheCache) {
   const AttentionResult r = runFlash(ws, knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}}));
   EXPECT_EQ(r.record.plan.visibleKeys, 301u);
   EXPECT_LE(r.record.plan.kvChunk * r.record.plan.splits, 301u + r.record.plan.decodeVariant.keyGranule(
-                                                                      runtime().info().subgroupSize()) * 3);
+                                                                      runtime().info().subgroupSize) * 3);
   EXPECT_TRUE(matchesReference(ws, r));
 }
 

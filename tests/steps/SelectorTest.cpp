@@ -1,7 +1,7 @@
-// Selector decisions against mocked devices: variants, Split-K factors and grids follow the documented
-// rules, knobs beat heuristics, knob values a device cannot honour are rejected by name, and every
-// decision carries a reason. The expected numbers are derived here from the rules as documented in
-// Selector.cpp, never by asking the Selector.
+// Selector decisions against devices stated as values (a preset with fields overridden): variants,
+// Split-K factors and grids follow the documented rules, knobs beat heuristics, knob values a device
+// cannot honour are rejected by name, and every decision carries a reason. The expected numbers are
+// derived here from the rules as documented in Selector.cpp, never by asking the Selector.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +10,6 @@
 #include "foundry/Error.h"
 #include "steps/FlashAttentionStep.h"
 #include "steps/Selector.h"
-#include "support/Mocks.h"
 #include "support/ShapeCall.h"
 
 namespace foundry {
@@ -19,11 +18,8 @@ namespace {
 using test::CallShape;
 using test::decodeShape;
 using test::prefillShape;
-using test::MockDeviceInfo;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using ::testing::NiceMock;
-using ::testing::Return;
 
 std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) {
   return static_cast<std::uint32_t>((a + b - 1) / b);
@@ -96,7 +92,7 @@ class H200DecodeSplit : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   const DecodeCase& c = GetParam();
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   const AttentionPlan plan = planFor(device, c.shape);
   ASSERT_TRUE(plan.decode);
   const DecodeVariant& v = plan.decodeVariant;
@@ -154,7 +150,7 @@ TEST(Selector, H200LongDecodeSplitsIntoOneWaveOf16Chunks) {
   // The worked example: 8 workgroups without a split on 132 compute units want 132 / 8 = 16 splits
   // (one whole wave, at least 8 splits); 8192 / 16 = 512 keys is a multiple of the granule of
   // 8 warps x 2 keys x unroll 4 = 64.
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
   EXPECT_EQ(plan.splits, 16u);
   EXPECT_EQ(plan.kvChunk, 512u);
@@ -164,21 +160,21 @@ TEST(Selector, H200LongDecodeSplitsIntoOneWaveOf16Chunks) {
 }
 
 TEST(Selector, FewerComputeUnitsMeanFewerSplits) {
-  NiceMock<MockDeviceInfo> device("h200");
-  ON_CALL(device, computeUnits()).WillByDefault(Return(16u));
+  DeviceInfo device = parseDevicePreset("h200");
+  device.computeUnits = 16u;
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
   // 16 / 8 = 2 splits: one wave.
   EXPECT_EQ(plan.splits, 2u);
   EXPECT_EQ(plan.kvChunk, 4096u);
   EXPECT_TRUE(plan.decodeVariant.fusedReduce);
-  ON_CALL(device, computeUnits()).WillByDefault(Return(4u));
+  device.computeUnits = 4u;
   EXPECT_EQ(planFor(device, decodeShape(1, 32, 8, 8192, 128)).splits, 1u);  // 8 workgroups already fill 4
 }
 
 TEST(Selector, SplitKScratchStaysWithinOneStorageBuffer) {
-  NiceMock<MockDeviceInfo> device("h200");
+  DeviceInfo device = parseDevicePreset("h200");
   // 32 query heads x (128 x 4 + 8) bytes per split: 12 splits are 199,680 bytes, 13 would not fit.
-  ON_CALL(device, maxStorageBufferRange()).WillByDefault(Return(200000u));
+  device.maxStorageBufferRange = 200000u;
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 8192, 128));
   const Split want = chunked(8192, 12, 8 * 2 * 4);
   EXPECT_EQ(plan.splits, want.splits);
@@ -187,7 +183,7 @@ TEST(Selector, SplitKScratchStaysWithinOneStorageBuffer) {
 }
 
 TEST(Selector, LavapipeDecodeUsesTheSubgroupVariantSizedForSubgroupsOf8) {
-  NiceMock<MockDeviceInfo> device("lavapipe");
+  const DeviceInfo device = parseDevicePreset("lavapipe");
   const AttentionPlan plan = planFor(device, decodeShape(1, 4, 1, 2048, 128));
   const DecodeVariant& v = plan.decodeVariant;
   EXPECT_FALSE(v.scalar);
@@ -204,8 +200,8 @@ TEST(Selector, LavapipeDecodeUsesTheSubgroupVariantSizedForSubgroupsOf8) {
 }
 
 TEST(Selector, NoSubgroupShufflesMeansTheScalarVariant) {
-  NiceMock<MockDeviceInfo> device("lavapipe");
-  ON_CALL(device, subgroupShuffle()).WillByDefault(Return(false));
+  DeviceInfo device = parseDevicePreset("lavapipe");
+  device.subgroupShuffle = false;
   const AttentionPlan plan = planFor(device, decodeShape(1, 4, 1, 2048, 128));
   EXPECT_TRUE(plan.decodeVariant.scalar);
   EXPECT_EQ(plan.decodeVariant.vecWidth, 1u);
@@ -219,7 +215,7 @@ TEST(Selector, NoSubgroupShufflesMeansTheScalarVariant) {
 // ---- prefill --------------------------------------------------------------------------------------
 
 TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   for (const std::uint32_t d : {64u, 128u}) {
     const AttentionPlan plan = planFor(device, prefillShape(32, 8, 2048, 2048, d));
     ASSERT_FALSE(plan.decode);
@@ -243,30 +239,29 @@ TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
 }
 
 TEST(Selector, PrefillSoftmaxGoesThroughSharedMemoryWithoutTheQuadLayout) {
-  NiceMock<MockDeviceInfo> device("h200,quad=0");
+  const DeviceInfo device = parseDevicePreset("h200,quad=0");
   const AttentionPlan plan = planFor(device, prefillShape(32, 8, 2048, 2048, 128));
   EXPECT_TRUE(plan.prefillVariant.coopMat);
   EXPECT_FALSE(plan.prefillVariant.quadSoftmax);
   EXPECT_THAT(plan, HasDecision("softmax", HasSubstr("layout is unknown")));
   const auto force = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "1"}});
   EXPECT_THROW(planFor(device, prefillShape(32, 8, 2048, 2048, 128), force), UserError);
-  NiceMock<MockDeviceInfo> quad("h200");
+  const DeviceInfo quad = parseDevicePreset("h200");
   const auto off = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}});
   EXPECT_FALSE(planFor(quad, prefillShape(32, 8, 2048, 2048, 128), off).prefillVariant.quadSoftmax);
 }
 
 TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
-  NiceMock<MockDeviceInfo> device("h200");
+  DeviceInfo device = parseDevicePreset("h200");
   EXPECT_FALSE(planFor(device, prefillShape(32, 8, 256, 256, 128, DType::F32)).prefillVariant.coopMat);
-  ON_CALL(device, coopMatShapes())
-      .WillByDefault(Return(std::vector<CoopMatShape>{{16, 8, 16, DType::F16, DType::F32}}));
+  device.coopMatShapes = {{16, 8, 16, DType::F16, DType::F32}};
   const AttentionPlan plan = planFor(device, prefillShape(32, 8, 256, 256, 128));
   EXPECT_FALSE(plan.prefillVariant.coopMat);
   EXPECT_THAT(plan, HasDecision("variant", HasSubstr("has no 16x16x16 f16 cooperative matrices")));
 }
 
 TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   // 1 tile of 128 rows x 8 heads = 8 workgroups for 132 compute units.
   const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128));
   ASSERT_TRUE(plan.prefillVariant.coopMat);
@@ -285,7 +280,7 @@ TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
 }
 
 TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
-  NiceMock<MockDeviceInfo> device("lavapipe");
+  const DeviceInfo device = parseDevicePreset("lavapipe");
   const AttentionPlan plan = planFor(device, prefillShape(1, 1, 8, 4096, 128));
   const PrefillVariant& v = plan.prefillVariant;
   EXPECT_FALSE(v.coopMat);
@@ -305,8 +300,8 @@ TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
 
 TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannotRun) {
   // The subgroup prefill kernel reduces rows with subgroupMax and subgroupAdd; there is no scalar one.
-  NiceMock<MockDeviceInfo> device("lavapipe");
-  ON_CALL(device, subgroupArithmetic()).WillByDefault(Return(false));
+  DeviceInfo device = parseDevicePreset("lavapipe");
+  device.subgroupArithmetic = false;
   EXPECT_THAT([&] { planFor(device, prefillShape(8, 8, 64, 64, 128)); },
               ::testing::ThrowsMessage<UnsupportedError>(
                   AllOf(HasSubstr("subgroup arithmetic"), HasSubstr("SdpaReferenceStep"))));
@@ -315,7 +310,7 @@ TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannot
 }
 
 TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   const auto options = RuntimeOptions::fromEnvironment(
       {{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "8"}});
   const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128), options);
@@ -330,7 +325,7 @@ TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
 // ---- knobs ----------------------------------------------------------------------------------------
 
 TEST(Selector, DecodeKnobsBeatTheHeuristics) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   const CallShape shape = decodeShape(1, 32, 8, 8192, 128);
   const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
                                                         {"FOUNDRY_FA_DECODE_WARPS", "2"},
@@ -363,7 +358,7 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
 }
 
 TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
-  NiceMock<MockDeviceInfo> h200("h200");
+  const DeviceInfo h200 = parseDevicePreset("h200");
   // Batch 8, kv 16384: 2 splits of 8192 keys per workgroup.
   const CallShape longRanges = decodeShape(8, 32, 8, 16384, 128);
   const AttentionPlan wide = planFor(h200, longRanges);
@@ -395,14 +390,14 @@ TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
               ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_VEC"), HasSubstr("f16"),
                                              HasSubstr("accepted on this device: 1, 2, 4"))));
   // A CPU driver keeps one step in flight whatever the length.
-  NiceMock<MockDeviceInfo> lavapipe("lavapipe");
+  const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   const DecodeVariant cpu = planFor(lavapipe, longRanges).decodeVariant;
   EXPECT_EQ(cpu.unroll, 1u);
   EXPECT_NE(cpu.vecWidth, 8u);
 }
 
 TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   // 7 splits of 20 keys would be 3 keys each, but chunks are whole granules of 4 warps x 2 keys
   // (unroll 1): chunks of 8 keys give 3 splits, the last one holding 4 keys.
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 20, 128),
@@ -415,7 +410,7 @@ TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
 }
 
 TEST(Selector, PrefillKnobsBeatTheHeuristics) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
   const auto options = RuntimeOptions::fromEnvironment(
       {{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_PREFILL_WARPS", "2"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}});
@@ -432,7 +427,7 @@ TEST(Selector, PrefillKnobsBeatTheHeuristics) {
 }
 
 TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
-  NiceMock<MockDeviceInfo> h200("h200");
+  const DeviceInfo h200 = parseDevicePreset("h200");
   const CallShape shape = prefillShape(32, 8, 8192, 8192, 128);
   // The default on the H200: 64 keys in one staging buffer (two do not fit in 48 KiB); 32 keys fit twice.
   const AttentionPlan automatic = planFor(h200, shape);
@@ -443,7 +438,7 @@ TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
   EXPECT_EQ(narrow.prefillVariant.stages, 2u);
   EXPECT_THAT(narrow, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
   // 128 keys of D128 f32 tiles do not fit lavapipe's 32 KiB even once: the knob is named, not shrunk.
-  NiceMock<MockDeviceInfo> lavapipe("lavapipe");
+  const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   CallShape f32 = prefillShape(4, 4, 256, 256, 128);
   f32.dtype = DType::F32;
   EXPECT_THAT([&] {
@@ -452,7 +447,7 @@ TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
 }
 
 TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduceKernel) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   const CallShape shape = decodeShape(1, 32, 8, 16384, 128);
   const AttentionPlan merged = planFor(device, shape);
   ASSERT_GT(merged.splits, 1u);
@@ -510,7 +505,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
 }
 
 TEST(Selector, KeysPerWarpBeyondLavapipesSubgroupIsRejectedByName) {
-  NiceMock<MockDeviceInfo> device("lavapipe");
+  const DeviceInfo device = parseDevicePreset("lavapipe");
   const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}});
   try {
     planFor(device, decodeShape(1, 32, 8, 1024, 128), options);
@@ -520,13 +515,13 @@ TEST(Selector, KeysPerWarpBeyondLavapipesSubgroupIsRejectedByName) {
     EXPECT_THAT(e.what(), AllOf(HasSubstr("16"), HasSubstr("subgroup size 8"), HasSubstr("powers of two up to 8")));
   }
   // 8 is fine where subgroups have 32 lanes (16 would need 64 elements of q and o per head per lane).
-  NiceMock<MockDeviceInfo> h200("h200");
+  const DeviceInfo h200 = parseDevicePreset("h200");
   const auto eight = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "8"}});
   EXPECT_EQ(planFor(h200, decodeShape(1, 32, 8, 1024, 128), eight).decodeVariant.keysPerWarp, 8u);
 }
 
 TEST(Selector, KeysPerWarpThatNeedTooManyRegistersAreRejectedByName) {
-  NiceMock<MockDeviceInfo> device("h200");
+  const DeviceInfo device = parseDevicePreset("h200");
   // 32 keys per subgroup of 32 leave 64 elements of each D64 key per lane, for 8 heads: 512 > 256.
   const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "32"}});
   EXPECT_THAT([&] { planFor(device, decodeShape(1, 8, 1, 1024, 64), options); },
@@ -541,21 +536,21 @@ TEST(Selector, KeysPerWarpThatNeedTooManyRegistersAreRejectedByName) {
 }
 
 TEST(Selector, CooperativeMatricesForcedOnWhereThereAreNoneIsUnsupported) {
-  NiceMock<MockDeviceInfo> device("lavapipe");
+  const DeviceInfo device = parseDevicePreset("lavapipe");
   const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}});
   EXPECT_THAT([&] { planFor(device, prefillShape(8, 8, 64, 64, 128), options); },
               ::testing::ThrowsMessage<UnsupportedError>(AllOf(
                   HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"), HasSubstr("llvmpipe (preset)"), HasSubstr("auto or 0"))));
   // On the H200 it is honoured for f16 and refused for f32, naming the dtype.
-  NiceMock<MockDeviceInfo> h200("h200");
+  const DeviceInfo h200 = parseDevicePreset("h200");
   EXPECT_TRUE(planFor(h200, prefillShape(8, 8, 64, 64, 128), options).prefillVariant.coopMat);
   EXPECT_THAT([&] { planFor(h200, prefillShape(8, 8, 64, 64, 128, DType::F32), options); },
               ::testing::ThrowsMessage<UnsupportedError>(HasSubstr("f32")));
 }
 
 TEST(Selector, WarpKnobsBeyondTheWorkgroupLimitAreRejectedByName) {
-  NiceMock<MockDeviceInfo> device("small");
-  ON_CALL(device, maxWorkgroupInvocations()).WillByDefault(Return(64u));
+  DeviceInfo device = parseDevicePreset("small");
+  device.maxWorkgroupInvocations = 64u;
   EXPECT_THAT(
       [&] {
         planFor(device, decodeShape(1, 8, 8, 1024, 64),
@@ -575,8 +570,8 @@ TEST(Selector, WarpKnobsBeyondTheWorkgroupLimitAreRejectedByName) {
 // ---- a small GPU without fp16 arithmetic ----------------------------------------------------------
 
 TEST(Selector, SmallGpuWithoutFp16KeepsFloatPartialsAndFloatTiles) {
-  NiceMock<MockDeviceInfo> device("small");
-  ASSERT_FALSE(device.fp16Arithmetic());
+  const DeviceInfo device = parseDevicePreset("small");
+  ASSERT_FALSE(device.fp16Arithmetic);
   const AttentionPlan decode = planFor(device, decodeShape(1, 32, 8, 4096, 128));
   EXPECT_EQ(decode.decodeVariant.partial, PartialStorage::Float);
   EXPECT_LE(decode.decodeVariant.sharedBytes(16), 16384u);
@@ -598,7 +593,7 @@ TEST(Selector, SmallGpuWithoutFp16KeepsFloatPartialsAndFloatTiles) {
 TEST(Selector, SmallGpuServesAGroupOf8WithFewerWarpsInsteadOfFailing) {
   // Llama-3-70B-like GQA (8 query heads per KV head), D128: 4 subgroups of float partials for 8 heads
   // need 20,736 bytes; the device has 16,384 and cannot keep half partials. Fewer subgroups fit.
-  NiceMock<MockDeviceInfo> device("small");
+  const DeviceInfo device = parseDevicePreset("small");
   const AttentionPlan plan = planFor(device, decodeShape(1, 64, 8, 4096, 128));
   const DecodeVariant& v = plan.decodeVariant;
   EXPECT_EQ(v.heads, 8u);
@@ -623,7 +618,7 @@ TEST(Selector, SmallGpuServesAGroupOf8WithFewerWarpsInsteadOfFailing) {
 
 TEST(Selector, APrefillTileNoDeviceSharedMemoryHoldsIsUnsupportedNotAKnobError) {
   // Four keys (the narrowest tile) of 1024 f32 values for K and V are 32,800 bytes: no tile fits 16 KiB.
-  NiceMock<MockDeviceInfo> device("small");
+  const DeviceInfo device = parseDevicePreset("small");
   try {
     planFor(device, prefillShape(8, 8, 256, 256, 1024));
     FAIL() << "a D1024 prefill tile was planned in 16 KiB";
@@ -640,6 +635,64 @@ TEST(Selector, APrefillTileNoDeviceSharedMemoryHoldsIsUnsupportedNotAKnobError) 
       ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_WARPS")));
 }
 
+TEST(Selector, WideF32RowsTakePrefillTilesNarrowerThanTheSubgroup) {
+  // D256 f32: one subgroup's width of keys (32) for K and V is 65,792 bytes, over the H200's 48 KiB.
+  const DeviceInfo device = parseDevicePreset("h200");
+  CallShape shape = prefillShape(8, 8, 256, 256, 256);
+  shape.dtype = DType::F32;
+  const PrefillVariant v = planFor(device, shape).prefillVariant;
+  EXPECT_FALSE(v.coopMat);
+  EXPECT_EQ(v.keysPerTile, 16u);
+  EXPECT_EQ(v.keysPerLane(32), 1u);
+  EXPECT_LE(v.sharedBytes(32), device.maxSharedMemoryBytes);
+  // Where a subgroup-wide tile fits it is preferred, even single-buffered with fewer rows.
+  shape.headDim = 128;
+  EXPECT_EQ(planFor(device, shape).prefillVariant.keysPerTile, 32u);
+}
+
+TEST(Selector, ValueRowsNarrowerThanKeyRowsPlanInDecodeAndAreRefusedInPrefill) {
+  // DeepSeek's absorbed MLA decode: 16 heads against one latent row of 576, values its first 512.
+  const DeviceInfo device = parseDevicePreset("h200");
+  AttentionProblem p;
+  p.nHeads = 16;
+  p.nKvHeads = 1;
+  p.kvLen = p.kvCapacity = 4096;
+  p.headDim = 576;
+  p.valueDim = 512;
+  p.valueRow = 576;
+  const AttentionPlan plan = Selector::plan(p, device, RuntimeOptions());
+  const DecodeVariant& v = plan.decodeVariant;
+  EXPECT_EQ(v.unusableReason(32), "");
+  EXPECT_EQ(v.vDim(), 512u);
+  EXPECT_EQ(v.vRow(), 576u);
+  EXPECT_EQ(576 % v.lanesPerKey(32), 0u);
+  EXPECT_EQ(512 % v.lanesPerKey(32), 0u);
+  EXPECT_THAT(v.key(), HasSubstr("D576v512r576"));
+  // Split-K partials are value rows: 512 floats and (m, l) per head and split, plus arrival counters.
+  ASSERT_GT(plan.splits, 1u);
+  const std::uint64_t counters = v.fusedReduce ? 4ull * (16 / v.heads) : 0;
+  EXPECT_EQ(plan.scratchBytes, 16ull * plan.splits * (512 * 4 + 8) + counters);
+  p.qLen = 64;
+  EXPECT_THAT([&] { Selector::plan(p, device, RuntimeOptions()); },
+              ::testing::ThrowsMessage<UnsupportedError>(AllOf(HasSubstr("value_dim 512"), HasSubstr("rows of 576"))));
+}
+
+TEST(Selector, TheScalarDecodeKeepsFloatPartials) {
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  EXPECT_THAT(
+      [&] {
+        planFor(device, decodeShape(1, 32, 8, 1024, 128),
+                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
+      },
+      ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"), HasSubstr("scalar"))));
+  // Wide heads shed heads, not subgroups: one partial serves the whole workgroup.
+  const AttentionPlan plan = planFor(device, decodeShape(1, 16, 1, 1024, 576),
+                                     RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
+  EXPECT_EQ(plan.decodeVariant.warps, 4u);
+  EXPECT_LT(plan.decodeVariant.heads, 8u);
+  EXPECT_EQ(plan.decodeVariant.partial, PartialStorage::Float);
+}
+
 // ---- reasons --------------------------------------------------------------------------------------
 
 TEST(Selector, EveryDecisionHasAReason) {
@@ -653,7 +706,7 @@ TEST(Selector, EveryDecisionHasAReason) {
   };
   int planned = 0;
   for (const char* preset : {"h200", "h100", "lavapipe", "small", "amd-rdna3"}) {
-    NiceMock<MockDeviceInfo> device(preset);
+    const DeviceInfo device = parseDevicePreset(preset);
     for (const auto& options : optionSets) {
       for (const std::uint32_t d : {64u, 128u}) {
         for (const DType dtype : {DType::F16, DType::F32}) {

@@ -1,17 +1,12 @@
 #pragma once
-// GMock doubles for the two interfaces the step layer plans and records against, plus matchers for
-// what a mocked dispatcher receives.
-//
-// MockDeviceInfo delegates every capability to a preset ("h200", "lavapipe", "small", with optional
-// overrides such as "h200,cus=8") — GMock's "delegating to a fake" pattern — so a test pretends to be
-// that device and overrides single capabilities with ON_CALL. Use it as NiceMock<MockDeviceInfo>.
+// The GMock double of the dispatcher the step layer records against, plus matchers for what it
+// receives. (A device needs no double: a test builds a DeviceInfo from a preset and sets fields.)
 //
 // MockDispatcher records nothing by itself; its default dispatch action runs checkArguments, as the
 // Vulkan dispatcher does, so a step that binds or sets the wrong fields fails even in a mock test.
 // Use it as StrictMock<MockDispatcher> so an unexpected dispatch is a failure.
 #include <gmock/gmock.h>
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -19,7 +14,6 @@
 #include <variant>
 #include <vector>
 
-#include "foundry/DeviceInfo.h"
 #include "foundry/Dispatcher.h"
 
 namespace foundry {
@@ -45,61 +39,6 @@ inline void PrintTo(const Arguments& a, std::ostream* os) {
 }  // namespace foundry
 
 namespace foundry::test {
-
-class MockDeviceInfo : public DeviceInfo {
- public:
-  explicit MockDeviceInfo(const std::string& preset) : fake_(parseDevicePreset(preset)) { delegateToFake(); }
-
-  MOCK_METHOD(std::string, name, (), (const, override));
-  MOCK_METHOD(Vendor, vendor, (), (const, override));
-  MOCK_METHOD(DeviceKind, kind, (), (const, override));
-  MOCK_METHOD(std::uint32_t, subgroupSize, (), (const, override));
-  MOCK_METHOD(bool, subgroupArithmetic, (), (const, override));
-  MOCK_METHOD(bool, subgroupShuffle, (), (const, override));
-  MOCK_METHOD(std::uint32_t, maxSharedMemoryBytes, (), (const, override));
-  MOCK_METHOD(std::uint64_t, maxStorageBufferRange, (), (const, override));
-  MOCK_METHOD(std::uint64_t, maxAllocationBytes, (), (const, override));
-  MOCK_METHOD(std::uint64_t, deviceMemoryBytes, (), (const, override));
-  MOCK_METHOD(std::uint32_t, maxWorkgroupInvocations, (), (const, override));
-  MOCK_METHOD(std::uint32_t, maxPushConstantBytes, (), (const, override));
-  MOCK_METHOD(bool, fp16Arithmetic, (), (const, override));
-  MOCK_METHOD(bool, storage16Bit, (), (const, override));
-  MOCK_METHOD(std::vector<CoopMatShape>, coopMatShapes, (), (const, override));
-  MOCK_METHOD(CoopMatLayout, coopMatLayout, (), (const, override));
-  MOCK_METHOD(std::uint32_t, computeUnits, (), (const, override));
-  MOCK_METHOD((std::array<std::uint8_t, 16>), uuid, (), (const, override));
-  MOCK_METHOD(std::uint32_t, driverVersion, (), (const, override));
-
-  /// The preset answering every call that a test has not overridden.
-  const StaticDeviceInfo& fake() const { return fake_; }
-
- private:
-  void delegateToFake() {
-    using ::testing::Invoke;
-    const DeviceInfo* f = &fake_;
-    ON_CALL(*this, name()).WillByDefault(Invoke(f, &DeviceInfo::name));
-    ON_CALL(*this, vendor()).WillByDefault(Invoke(f, &DeviceInfo::vendor));
-    ON_CALL(*this, kind()).WillByDefault(Invoke(f, &DeviceInfo::kind));
-    ON_CALL(*this, subgroupSize()).WillByDefault(Invoke(f, &DeviceInfo::subgroupSize));
-    ON_CALL(*this, subgroupArithmetic()).WillByDefault(Invoke(f, &DeviceInfo::subgroupArithmetic));
-    ON_CALL(*this, subgroupShuffle()).WillByDefault(Invoke(f, &DeviceInfo::subgroupShuffle));
-    ON_CALL(*this, maxSharedMemoryBytes()).WillByDefault(Invoke(f, &DeviceInfo::maxSharedMemoryBytes));
-    ON_CALL(*this, maxStorageBufferRange()).WillByDefault(Invoke(f, &DeviceInfo::maxStorageBufferRange));
-    ON_CALL(*this, maxAllocationBytes()).WillByDefault(Invoke(f, &DeviceInfo::maxAllocationBytes));
-    ON_CALL(*this, deviceMemoryBytes()).WillByDefault(Invoke(f, &DeviceInfo::deviceMemoryBytes));
-    ON_CALL(*this, maxWorkgroupInvocations()).WillByDefault(Invoke(f, &DeviceInfo::maxWorkgroupInvocations));
-    ON_CALL(*this, maxPushConstantBytes()).WillByDefault(Invoke(f, &DeviceInfo::maxPushConstantBytes));
-    ON_CALL(*this, fp16Arithmetic()).WillByDefault(Invoke(f, &DeviceInfo::fp16Arithmetic));
-    ON_CALL(*this, storage16Bit()).WillByDefault(Invoke(f, &DeviceInfo::storage16Bit));
-    ON_CALL(*this, coopMatShapes()).WillByDefault(Invoke(f, &DeviceInfo::coopMatShapes));
-    ON_CALL(*this, coopMatLayout()).WillByDefault(Invoke(f, &DeviceInfo::coopMatLayout));
-    ON_CALL(*this, computeUnits()).WillByDefault(Invoke(f, &DeviceInfo::computeUnits));
-    ON_CALL(*this, uuid()).WillByDefault(Invoke(f, &DeviceInfo::uuid));
-    ON_CALL(*this, driverVersion()).WillByDefault(Invoke(f, &DeviceInfo::driverVersion));
-  }
-
-  StaticDeviceInfo fake_;
-};
 
 class MockDispatcher : public Dispatcher {
  public:

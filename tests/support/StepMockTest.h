@@ -1,7 +1,7 @@
 #pragma once
-// The fixture of the step-level GMock suites: a mocked device pretending to be a preset, a strict
-// mocked dispatcher and a shape-only workspace, so a test states a GPU and asserts exactly what a
-// FlashAttentionStep records for a call, with no device and no compilation.
+// The fixture of the step-level GMock suites: a device stated as a value (a preset, with fields a test
+// overrides), a strict mocked dispatcher and a shape-only workspace, so a test states a GPU and asserts
+// exactly what a FlashAttentionStep records for a call, with no device and no compilation.
 #include <memory>
 #include <string>
 
@@ -16,12 +16,16 @@ namespace foundry::test {
 
 class StepMockTest : public ::testing::Test {
  protected:
+  /// Plans for `device` from now on: a device string ("h200", "lavapipe,cus=8") or a value.
   void pretend(const std::string& preset, RuntimeOptions options = {}) {
+    pretend(parseDevicePreset(preset), std::move(options));
+  }
+  void pretend(DeviceInfo device, RuntimeOptions options = {}) {
     step_.reset();
-    device_ = std::make_unique<::testing::NiceMock<MockDeviceInfo>>(preset);
+    device_ = std::make_unique<DeviceInfo>(std::move(device));
     step_ = std::make_unique<FlashAttentionStep>(*device_, SnippetLibrary::embedded(), std::move(options));
   }
-  ::testing::NiceMock<MockDeviceInfo>& device() { return *device_; }
+  const DeviceInfo& device() const { return *device_; }
   FlashAttentionStep& step() { return *step_; }
   StepRecord run(const AttentionCall& call) { return step_->run(ctx, call); }
 
@@ -39,7 +43,7 @@ class StepMockTest : public ::testing::Test {
   StepContext ctx{dispatcher, workspace};
 
  private:
-  std::unique_ptr<::testing::NiceMock<MockDeviceInfo>> device_;
+  std::unique_ptr<DeviceInfo> device_;
   std::unique_ptr<FlashAttentionStep> step_;
 };
 

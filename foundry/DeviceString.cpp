@@ -1,0 +1,288 @@
+// The device string: DeviceInfo::toString and parseDevicePreset, both driven by one table of keys so
+// that every key written is a key read.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <functional>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Error.h"
+
+namespace foundry {
+
+namespace {
+
+constexpr const char* kField = "device preset";
+
+[[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted) {
+  throw UserError(kField, fmt::format("{}='{}' is not accepted; accepted: {}", key, value, accepted));
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::uint64_t parseNumber(std::string_view key, std::string_view value, std::uint64_t max) {
+  std::uint64_t out = 0;
+  const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc() || ptr != value.data() + value.size() || out > max) {
+    reject(key, value, fmt::format("an integer 0..{}", max));
+  }
+  return out;
+}
+
+bool parseFlag(std::string_view key, std::string_view value) {
+  if (value != "0" && value != "1") reject(key, value, "0, 1");
+  return value == "1";
+}
+
+/// Numbers joined by `sep`, each at most `max`; empty text is an empty list.
+template <typename T>
+std::vector<T> parseList(std::string_view key, std::string_view text, char sep, std::uint64_t max) {
+  std::vector<T> out;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(sep), text.size());
+    out.push_back(static_cast<T>(parseNumber(key, text.substr(0, end), max)));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+  return out;
+}
+
+// ---- values with a syntax of their own --------------------------------------------------------------
+
+constexpr const char* kShapesAccepted =
+    "0 or none (no cooperative matrix), 1 (NVIDIA's shapes), or MxNxK:input:accumulator joined by + "
+    "(e.g. 16x16x16:f16:f32+16x8x16:f16:f16)";
+
+CoopMatShape parseShape(std::string_view key, std::string_view text) {
+  const std::size_t c1 = text.find(':'), c2 = c1 == std::string_view::npos ? c1 : text.find(':', c1 + 1);
+  if (c2 == std::string_view::npos) reject(key, text, kShapesAccepted);
+  const auto dims = parseList<std::uint32_t>(key, text.substr(0, c1), 'x', std::numeric_limits<std::uint32_t>::max());
+  const auto input = parseDType(text.substr(c1 + 1, c2 - c1 - 1)), acc = parseDType(text.substr(c2 + 1));
+  if (dims.size() != 3 || !input || !acc) reject(key, text, kShapesAccepted);
+  return {dims[0], dims[1], dims[2], *input, *acc};
+}
+
+void setCoopMat(DeviceInfo& d, std::string_view key, std::string_view value) {
+  if (value == "0" || value == "none") {
+    d.coopMatShapes.clear();
+    d.coopMatLayout = {};
+  } else if (value == "1") {
+    if (d.coopMatShapes.empty()) {
+      d.coopMatShapes = nvidiaCoopMatShapes();
+      d.coopMatLayout = nvidiaQuadLayout();
+    }
+  } else {
+    d.coopMatShapes.clear();
+    for (std::string_view rest = value; !rest.empty();) {
+      const std::size_t end = std::min(rest.find('+'), rest.size());
+      d.coopMatShapes.push_back(parseShape(key, rest.substr(0, end)));
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+    }
+  }
+}
+
+std::string coopMatText(const DeviceInfo& d) {
+  if (d.coopMatShapes.empty()) return "none";
+  std::vector<std::string> shapes;
+  for (const auto& s : d.coopMatShapes) {
+    shapes.push_back(fmt::format("{}x{}x{}:{}:{}", s.m, s.n, s.k, dtypeName(s.input), dtypeName(s.accumulator)));
+  }
+  return fmt::format("{}", fmt::join(shapes, "+"));
+}
+
+void setLayout(DeviceInfo& d, std::string_view key, std::string_view value) {
+  const std::size_t slash = value.find('/');
+  if (value == "none") {
+    d.coopMatLayout = {};
+  } else if (value == "nvidia-quad") {
+    d.coopMatLayout = nvidiaQuadLayout();
+  } else if (slash == std::string_view::npos) {
+    reject(key, value, "none, nvidia-quad, or rowOf/colOf as numbers joined by . (e.g. 0.0.8.8/0.1.0.1)");
+  } else {
+    d.coopMatLayout = {parseList<std::uint8_t>(key, value.substr(0, slash), '.', 255),
+                       parseList<std::uint8_t>(key, value.substr(slash + 1), '.', 255)};
+  }
+}
+
+std::string layoutText(const DeviceInfo& d) {
+  if (d.coopMatLayout == CoopMatLayout{}) return "none";
+  if (d.coopMatLayout == nvidiaQuadLayout()) return "nvidia-quad";
+  return fmt::format("{}/{}", fmt::join(d.coopMatLayout.rowOf, "."), fmt::join(d.coopMatLayout.colOf, "."));
+}
+
+void setUuid(DeviceInfo& d, std::string_view key, std::string_view value) {
+  const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  if (value.size() != 32 || !std::all_of(value.begin(), value.end(), hex)) reject(key, value, "32 hex digits");
+  for (std::size_t i = 0; i < 16; ++i) {
+    std::from_chars(value.data() + 2 * i, value.data() + 2 * i + 2, d.uuid[i], 16);
+  }
+}
+
+std::string uuidText(const DeviceInfo& d) { return fmt::format("{:02x}", fmt::join(d.uuid, "")); }
+
+/// Text values are written quoted, with " and \ escaped, so names may hold commas and spaces.
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
+// ---- the keys -----------------------------------------------------------------------------------------
+
+struct Key {
+  std::string_view name;
+  std::function<void(DeviceInfo&, std::string_view key, std::string_view value)> set;
+  std::function<std::string(const DeviceInfo&)> get;  ///< empty: a shorthand toString does not write
+};
+
+template <typename T>
+Key number(std::string_view name, T DeviceInfo::*field) {
+  return {name,
+          [field](DeviceInfo& d, std::string_view key, std::string_view v) {
+            d.*field = static_cast<T>(parseNumber(key, v, std::numeric_limits<T>::max()));
+          },
+          [field](const DeviceInfo& d) { return std::to_string(d.*field); }};
+}
+
+Key flag(std::string_view name, bool DeviceInfo::*field) {
+  return {name, [field](DeviceInfo& d, std::string_view key, std::string_view v) { d.*field = parseFlag(key, v); },
+          [field](const DeviceInfo& d) { return std::string(d.*field ? "1" : "0"); }};
+}
+
+Key text(std::string_view name, std::string DeviceInfo::*field) {
+  return {name, [field](DeviceInfo& d, std::string_view, std::string_view v) { d.*field = v; },
+          [field](const DeviceInfo& d) { return quote(d.*field); }};
+}
+
+/// An enum written as its name in lower case; `last` is the final enumerator.
+template <typename E>
+Key enumerated(std::string_view name, E DeviceInfo::*field, E last, std::string_view (*nameOf)(E)) {
+  return {name,
+          [=](DeviceInfo& d, std::string_view key, std::string_view v) {
+            std::vector<std::string> accepted;
+            for (int i = 0; i <= static_cast<int>(last); ++i) {
+              accepted.push_back(lower(nameOf(static_cast<E>(i))));
+              if (accepted.back() == lower(v)) {
+                d.*field = static_cast<E>(i);
+                return;
+              }
+            }
+            reject(key, v, fmt::format("{}", fmt::join(accepted, ", ")));
+          },
+          [=](const DeviceInfo& d) { return lower(nameOf(d.*field)); }};
+}
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = {
+      text("name", &DeviceInfo::name),
+      enumerated("vendor", &DeviceInfo::vendor, Vendor::Other, vendorName),
+      enumerated("kind", &DeviceInfo::kind, DeviceKind::Other, deviceKindName),
+      enumerated("family", &DeviceInfo::family, DeviceFamily::Other, deviceFamilyName),
+      {"subgroup",
+       [](DeviceInfo& d, std::string_view key, std::string_view v) {
+         d.subgroupSize = d.minSubgroupSize = d.maxSubgroupSize =
+             static_cast<std::uint32_t>(parseNumber(key, v, std::numeric_limits<std::uint32_t>::max()));
+       },
+       [](const DeviceInfo& d) { return std::to_string(d.subgroupSize); }},
+      number("subgroup-min", &DeviceInfo::minSubgroupSize),
+      number("subgroup-max", &DeviceInfo::maxSubgroupSize),
+      flag("subgroup-control", &DeviceInfo::subgroupSizeControl),
+      flag("subgroup-arithmetic", &DeviceInfo::subgroupArithmetic),
+      flag("subgroup-shuffle", &DeviceInfo::subgroupShuffle),
+      number("shared", &DeviceInfo::maxSharedMemoryBytes),
+      number("storage", &DeviceInfo::maxStorageBufferRange),
+      number("alloc", &DeviceInfo::maxAllocationBytes),
+      number("memory", &DeviceInfo::deviceMemoryBytes),
+      number("invocations", &DeviceInfo::maxWorkgroupInvocations),
+      number("push", &DeviceInfo::maxPushConstantBytes),
+      flag("fp16", &DeviceInfo::fp16Arithmetic),
+      flag("storage16", &DeviceInfo::storage16Bit),
+      {"coopmat", setCoopMat, coopMatText},
+      {"layout", setLayout, layoutText},
+      {"quad",
+       [](DeviceInfo& d, std::string_view key, std::string_view v) {
+         d.coopMatLayout = parseFlag(key, v) && !d.coopMatShapes.empty() ? nvidiaQuadLayout() : CoopMatLayout{};
+       },
+       {}},
+      number("cus", &DeviceInfo::computeUnits),
+      {"uuid", setUuid, uuidText},
+      number("driver-version", &DeviceInfo::driverVersion),
+      text("driver", &DeviceInfo::driverName),
+  };
+  return table;
+}
+
+/// Splits at the commas outside quotes; quotes and escapes are gone from the parts.
+std::vector<std::string> items(const std::string& text) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted && c == '\\' && i + 1 < text.size()) {
+      out.back() += text[++i];
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  if (quoted) throw UserError(kField, fmt::format("'{}' has a \" that is never closed", text));
+  return out;
+}
+
+void checkSubgroups(const DeviceInfo& d) {
+  for (const auto& [key, n] : {std::pair{"subgroup", d.subgroupSize}, std::pair{"subgroup-min", d.minSubgroupSize},
+                               std::pair{"subgroup-max", d.maxSubgroupSize}}) {
+    if (n == 0 || (n & (n - 1)) != 0) throw UserError(kField, fmt::format("{}={} must be a power of two", key, n));
+  }
+  if (d.minSubgroupSize > d.subgroupSize || d.subgroupSize > d.maxSubgroupSize) {
+    throw UserError(kField, fmt::format("subgroup={} must lie within subgroup-min={} and subgroup-max={}",
+                                        d.subgroupSize, d.minSubgroupSize, d.maxSubgroupSize));
+  }
+}
+
+}  // namespace
+
+std::string DeviceInfo::toString() const {
+  std::string out = "custom";
+  for (const Key& key : keys()) {
+    if (key.get) out += fmt::format(",{}={}", key.name, key.get(*this));
+  }
+  return out;
+}
+
+DeviceInfo parseDevicePreset(const std::string& text) {
+  const auto parts = items(text);
+  DeviceInfo d = parts.front() == "custom" ? DeviceInfo{} : devicePreset(parts.front());
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string& item = parts[i];
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw UserError(kField, fmt::format("override '{}' must look like key=value", item));
+    }
+    const std::string_view key = std::string_view(item).substr(0, eq);
+    const auto k = std::find_if(keys().begin(), keys().end(), [&](const Key& x) { return x.name == key; });
+    if (k == keys().end()) {
+      std::vector<std::string_view> names;
+      for (const Key& x : keys()) names.push_back(x.name);
+      throw UserError(kField, fmt::format("unknown key '{}'; accepted: {}", key, fmt::join(names, ", ")));
+    }
+    k->set(d, key, std::string_view(item).substr(eq + 1));
+  }
+  checkSubgroups(d);
+  return d;
+}
+
+}  // namespace foundry
