@@ -402,20 +402,27 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
   out.emplace_back("auto", base);
   const std::uint32_t sg = device.subgroupSize;
   if (s.kind == "decode") {
-    for (std::uint32_t warps : {2u, 4u, 8u}) {
+    // Lanes per key, load width and loads in flight: every usable combination (the width the
+    // Selector would pick for a split is one of them, so head dims whose best split needs a narrower
+    // load show up too).
+    for (std::uint32_t warps : {4u, 8u}) {
       for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
-        for (std::uint32_t unroll : {1u, 2u, 4u, 8u}) {
-          DecodeVariant v;
-          v.headDim = s.headDim;
-          v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);
-          v.keysPerWarp = keys;
-          v.unroll = unroll;
-          if (!v.unusableReason(sg).empty()) continue;
-          RuntimeOptions o = base;
-          o.faDecodeWarps = warps;
-          o.faDecodeKeysPerWarp = keys;
-          o.faDecodeUnroll = unroll;
-          out.emplace_back(fmt::format("w{} k{} u{}", warps, keys, unroll), o);
+        for (std::uint32_t vec : {2u, 4u, 8u}) {
+          for (std::uint32_t unroll : {2u, 4u, 8u}) {
+            DecodeVariant v;
+            v.headDim = s.headDim;
+            v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);
+            v.keysPerWarp = keys;
+            v.vecWidth = vec;
+            v.unroll = unroll;
+            if (!v.unusableReason(sg).empty()) continue;
+            RuntimeOptions o = base;
+            o.faDecodeWarps = warps;
+            o.faDecodeKeysPerWarp = keys;
+            o.faDecodeVectorWidth = vec;
+            o.faDecodeUnroll = unroll;
+            out.emplace_back(fmt::format("w{} k{} v{} u{}", warps, keys, vec, unroll), o);
+          }
         }
       }
     }

@@ -11,6 +11,8 @@
 #                                        # and every modifier included), the replays, the modifier timings
 #   bash bench/h200.sh replays           # on the device: gpt-oss-20b, MPT-7B and a Gemma-2 layout
 #                                        # against PyTorch's own math
+#   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
+#                                        # the head-dim shapes
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh.
 #
@@ -68,6 +70,23 @@ case "${1:-}" in
     python3 .device/torch_sdpa.py > "$out/torch.jsonl"
     python3 .device/torch_batch.py >> "$out/torch.jsonl"
     python3 .device/compare.py "$out/bench.json" "$out/torch.jsonl" | tee "$out/table.md"
+    exit $status
+    ;;
+  headdims)
+    # Head dims beyond 64 and 128 (docs/performance.md, "Head dims"): their parity suite with the
+    # cooperative-matrix prefill, every decode variant at D80 and D96 and the prefill variants at D256,
+    # and the head-dim shapes.
+    on_device
+    status=0
+    .device/bin/foundry_attention_tests --gtest_filter='Every/HeadDims*' --gtest_brief=1 >"$out/headdims-tests.log" 2>&1 \
+      || status=1
+    tail -3 "$out/headdims-tests.log"
+    foundry bench --sweep --shape decode:1:32:8:65536:80 decode:1:32:8:65536:96 prefill:1:32:8:8192:256 --json "$out/sweep.json" \
+      >"$out/sweep.txt" 2>&1 || status=1
+    python3 bench/sweep_table.py "$out/sweep.json" >"$out/sweep.md" || true
+    foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:80 decode:1:32:8:65536:96 \
+      decode:1:32:8:65536:256 prefill:1:32:8:8192:128 prefill:1:32:8:8192:96 prefill:1:32:8:8192:256 \
+      --json "$out/headdims.json" 2>&1 | tee "$out/headdims.txt" || status=1
     exit $status
     ;;
   sweep)

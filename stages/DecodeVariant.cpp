@@ -38,8 +38,11 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8) {
     return fmt::format("unroll {} is not 1, 2, 4 or 8", unroll);
   }
-  // q and o for every head, and K and V rows for every unrolled step, all in registers.
-  if (heads * (elems + valueElems) + unroll * (elems + valueElems) > 384) {
+  // q and o for every head, and K and V rows for every unrolled step twice over (the next step's
+  // loads are in flight while this one's are used), all in registers. Counting them once let D80
+  // take 4 steps of 20-element rows on the H200, which spilled: 118 us at kv 65536 against 69 us
+  // with 2 steps (docs/performance.md, "Head dims").
+  if (heads * (elems + valueElems) + 2 * unroll * (elems + valueElems) > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
   }
   return {};
