@@ -9,7 +9,7 @@
 
 namespace foundry {
 
-class DeviceInfo;
+struct DeviceInfo;
 
 class Stage {
  public:

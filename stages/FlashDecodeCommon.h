@@ -10,7 +10,7 @@
 
 namespace foundry {
 
-class DeviceInfo;
+struct DeviceInfo;
 
 namespace decode_detail {
 

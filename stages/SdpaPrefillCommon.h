@@ -10,7 +10,7 @@
 
 namespace foundry {
 
-class DeviceInfo;
+struct DeviceInfo;
 
 namespace prefill_detail {
 
