@@ -61,22 +61,35 @@ DeviceInfo appleM() {
           .computeUnits = 38, .driverName = "MoltenVK (preset)"};
 }
 
+struct Preset {
+  const char* name;
+  DeviceInfo (*make)();
+};
+
+constexpr Preset kPresets[] = {
+    {"h200", [] { return nvidia("NVIDIA H200 (preset)", DeviceFamily::Hopper, 141 * kGiB, 132); }},
+    {"h100", [] { return nvidia("NVIDIA H100 (preset)", DeviceFamily::Hopper, 80 * kGiB, 132); }},
+    {"ada", [] { return nvidia("NVIDIA Ada (preset)", DeviceFamily::Ada, 24 * kGiB, 128); }},  // an RTX 4090
+    {"lavapipe", lavapipe},
+    {"small", small},
+    {"amd-rdna3", [] { return rdna3("AMD RDNA3 (preset)", 64); }},
+    {"amd-rdna3-wave32", [] { return rdna3("AMD RDNA3 wave32 (preset)", 32); }},
+    {"intel-arc", intelArc},
+    {"apple-m", appleM},
+};
+
 }  // namespace
 
 std::vector<std::string> devicePresetNames() {
-  return {"h200", "h100", "ada", "lavapipe", "small", "amd-rdna3", "amd-rdna3-wave32", "intel-arc", "apple-m"};
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.emplace_back(p.name);
+  return names;
 }
 
 DeviceInfo devicePreset(const std::string& name) {
-  if (name == "h200") return nvidia("NVIDIA H200 (preset)", DeviceFamily::Hopper, 141 * kGiB, 132);
-  if (name == "h100") return nvidia("NVIDIA H100 (preset)", DeviceFamily::Hopper, 80 * kGiB, 132);
-  if (name == "ada") return nvidia("NVIDIA Ada (preset)", DeviceFamily::Ada, 24 * kGiB, 128);  // an RTX 4090
-  if (name == "lavapipe") return lavapipe();
-  if (name == "small") return small();
-  if (name == "amd-rdna3") return rdna3("AMD RDNA3 (preset)", 64);
-  if (name == "amd-rdna3-wave32") return rdna3("AMD RDNA3 wave32 (preset)", 32);
-  if (name == "intel-arc") return intelArc();
-  if (name == "apple-m") return appleM();
+  for (const Preset& p : kPresets) {
+    if (name == p.name) return p.make();
+  }
   throw UserError("device preset", fmt::format("unknown preset '{}'; accepted: {}, or custom followed by key=value",
                                                name, fmt::join(devicePresetNames(), ", ")));
 }

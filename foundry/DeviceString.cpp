@@ -42,15 +42,21 @@ bool parseFlag(std::string_view key, std::string_view value) {
   return value == "1";
 }
 
+/// Calls `f` on each part of `text` between the `sep`s; empty text has no parts.
+template <typename F>
+void forEachPart(std::string_view text, char sep, F f) {
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(sep), text.size());
+    f(text.substr(0, end));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+}
+
 /// Numbers joined by `sep`, each at most `max`; empty text is an empty list.
 template <typename T>
 std::vector<T> parseList(std::string_view key, std::string_view text, char sep, std::uint64_t max) {
   std::vector<T> out;
-  while (!text.empty()) {
-    const std::size_t end = std::min(text.find(sep), text.size());
-    out.push_back(static_cast<T>(parseNumber(key, text.substr(0, end), max)));
-    text.remove_prefix(std::min(end + 1, text.size()));
-  }
+  forEachPart(text, sep, [&](std::string_view part) { out.push_back(static_cast<T>(parseNumber(key, part, max))); });
   return out;
 }
 
@@ -80,11 +86,7 @@ void setCoopMat(DeviceInfo& d, std::string_view key, std::string_view value) {
     }
   } else {
     d.coopMatShapes.clear();
-    for (std::string_view rest = value; !rest.empty();) {
-      const std::size_t end = std::min(rest.find('+'), rest.size());
-      d.coopMatShapes.push_back(parseShape(key, rest.substr(0, end)));
-      rest.remove_prefix(std::min(end + 1, rest.size()));
-    }
+    forEachPart(value, '+', [&](std::string_view part) { d.coopMatShapes.push_back(parseShape(key, part)); });
   }
 }
 

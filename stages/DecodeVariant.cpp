@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "stages/HeadLayoutStage.h"
+
 namespace foundry {
 
 std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
@@ -49,9 +51,7 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string DecodeVariant::key() const {
-  const std::string dims = vDim() == headDim && vRow() == vDim() ? fmt::format("D{}", headDim)
-                           : vRow() == vDim() ? fmt::format("D{}v{}", headDim, vDim())
-                                              : fmt::format("D{}v{}r{}", headDim, vDim(), vRow());
+  const std::string dims = HeadLayoutStage::rowsKey(headDim, vDim(), vRow());
   if (scalar) {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());

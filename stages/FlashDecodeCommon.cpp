@@ -77,8 +77,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   hostAttentionHooks(k, hookPoints(v));
 
   const std::uint32_t parts = v.scalar ? 1 : v.warps;
-  k.constant("HEAD_DIM", v.headDim).constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
-  k.constant("VALUE_DIM", v.vDim()).constant("V_ROW", v.vRow());
+  HeadLayoutStage::declareRows(k, v.headDim, v.vDim(), v.vRow());
+  k.constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
   const bool halfPartial = v.partial == PartialStorage::Half;
   k.define("PART_T", halfPartial ? "float16_t" : "float");
   k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");

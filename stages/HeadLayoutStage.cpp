@@ -18,6 +18,16 @@ void HeadLayoutStage::usesShapeFields(KernelInterface& k) {
   for (const char* f : kShapeFields) k.usesPush(f);
 }
 
+void HeadLayoutStage::declareRows(KernelInterface& k, std::uint32_t headDim, std::uint32_t valueDim,
+                                  std::uint32_t valueRow) {
+  k.constant("HEAD_DIM", headDim).constant("VALUE_DIM", valueDim).constant("V_ROW", valueRow);
+}
+
+std::string HeadLayoutStage::rowsKey(std::uint32_t headDim, std::uint32_t valueDim, std::uint32_t valueRow) {
+  if (valueRow != valueDim) return fmt::format("D{}v{}r{}", headDim, valueDim, valueRow);
+  return valueDim != headDim ? fmt::format("D{}v{}", headDim, valueDim) : fmt::format("D{}", headDim);
+}
+
 void HeadLayoutStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareShapeFields(k);
   k.constant("HEADS_PER_WORKGROUP", heads_);

@@ -25,6 +25,11 @@ class HeadLayoutStage : public Stage {
   static void declareShapeFields(KernelInterface& k);
   /// Marks them as read by a stage that follows HeadLayoutStage in its kernel.
   static void usesShapeFields(KernelInterface& k);
+  /// The rows of the caches: K rows of head_dim elements, V rows of value_dim elements `valueRow`
+  /// apart (a view of wider rows: MLA's latent). Declares HEAD_DIM, VALUE_DIM and V_ROW.
+  static void declareRows(KernelInterface& k, std::uint32_t headDim, std::uint32_t valueDim, std::uint32_t valueRow);
+  /// Their part of a kernel key: "D128", or "D192v128", "D576v512r576" where V differs.
+  static std::string rowsKey(std::uint32_t headDim, std::uint32_t valueDim, std::uint32_t valueRow);
 
  private:
   Grid grid_;

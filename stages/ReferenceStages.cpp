@@ -12,16 +12,13 @@ namespace {
 
 void declareCommon(const ReferenceParams& p, KernelInterface& k, const std::set<std::string>& hooks) {
   HeadLayoutStage::declareShapeFields(k);
-  k.constant("HEAD_DIM", p.headDim).constant("VALUE_DIM", p.valueDim).constant("V_ROW", p.valueRow);
+  HeadLayoutStage::declareRows(k, p.headDim, p.valueDim, p.valueRow);
   k.snippet("softmax/reference.glsl");
   hostAttentionHooks(k, hooks);
 }
 
 std::string keyOf(const ReferenceParams& p) {
-  const std::string values = p.valueDim == p.headDim && p.valueRow == p.valueDim ? ""
-                             : p.valueRow == p.valueDim ? fmt::format("v{}", p.valueDim)
-                                                        : fmt::format("v{}r{}", p.valueDim, p.valueRow);
-  return fmt::format("D{}{}_{}", p.headDim, values, dtypeName(p.dtype));
+  return fmt::format("{}_{}", HeadLayoutStage::rowsKey(p.headDim, p.valueDim, p.valueRow), dtypeName(p.dtype));
 }
 
 // Grid y is the token, grid z is batch * n_heads + head.

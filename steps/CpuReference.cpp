@@ -42,15 +42,19 @@ std::size_t vIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh
 
 namespace {
 
-void checkProblem(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
-                  std::span<const float> v) {
+void checkKeys(const AttentionProblem& p, std::span<const float> q, std::span<const float> k) {
   const std::size_t qCount = static_cast<std::size_t>(p.batch) * p.nHeads * p.qLen * p.headDim;
   const std::size_t kCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
-  const std::size_t vCount = kCount / p.headDim * p.vDim();
-  if (q.size() != qCount || k.size() != kCount || v.size() != vCount || p.nKvHeads == 0 ||
-      p.nHeads % p.nKvHeads != 0 || p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
+  if (q.size() != qCount || k.size() != kCount || p.nKvHeads == 0 || p.nHeads % p.nKvHeads != 0 ||
+      p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
     throw InternalError("cpuAttention: inconsistent problem " + p.describe());
   }
+}
+
+void checkProblem(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
+                  std::span<const float> v) {
+  checkKeys(p, q, k);
+  if (v.size() != k.size() / p.headDim * p.vDim()) throw InternalError("cpuAttention: inconsistent v " + p.describe());
 }
 
 // The logit of query (b, h, i) and key j through the score modifiers, or nothing where a mask hides it.
@@ -123,9 +127,7 @@ std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const f
 }
 
 double maxAbsLogit(const AttentionProblem& p, std::span<const float> q, std::span<const float> k) {
-  AttentionProblem keysOnly = p;
-  keysOnly.valueDim = keysOnly.valueRow = 0;
-  checkProblem(keysOnly, q, k, k);
+  checkKeys(p, q, k);
   const Modifiers mods = p.allModifiers();
   const ModifierChain chain{mods};
   double best = 0;

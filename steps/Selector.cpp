@@ -336,15 +336,14 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   // loads); the subgroup variant narrows its tile first, then gives up double buffering, then rows,
   // and last takes tiles narrower than the subgroup (idle lanes in the scores, but wide f32 rows fit).
   std::vector<PrefillVariant> order;
+  // Tile widths from the preferred one down by halves (a forced width is the only one); those below
+  // `narrowest` (idle lanes in the subgroup variant's scores) come after every wider tile.
   const std::uint32_t narrowest = v.coopMat ? 16 : std::max<std::uint32_t>(16, sg);
   const std::uint32_t narrowestAtAll = v.coopMat ? 16 : 4;
-  auto halvings = [&](std::uint32_t from, std::uint32_t to) {
-    std::vector<std::uint32_t> out;
-    if (o.faPrefillKeysPerTile) return from == v.keysPerTile ? std::vector<std::uint32_t>{from} : out;
-    for (std::uint32_t w = from; w >= to; w /= 2) out.push_back(w);
-    return out;
-  };
-  const std::vector<std::uint32_t> widths = halvings(v.keysPerTile, narrowest);
+  std::vector<std::uint32_t> widths, narrower;
+  for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
+    (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
+  }
   if (v.coopMat) {
     for (std::uint32_t w = v.warps; w >= 1; w /= 2) {
       for (std::uint32_t kpt : widths) {
@@ -368,7 +367,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
       }
     }
     // Below the subgroup's width the share of idle lanes matters most: the widest such tile first.
-    for (std::uint32_t kpt : halvings(std::min(v.keysPerTile, narrowest) / 2, narrowestAtAll)) {
+    for (std::uint32_t kpt : narrower) {
       for (std::uint32_t st : {2u, 1u}) {
         for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) add(rows, st, kpt);
       }
