@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
+#include "steps/TuningTable.h"
 
 namespace foundry {
 
@@ -36,15 +37,13 @@ void revise(std::vector<Decision>& why, const std::string& what, std::string val
   }
 }
 
-// Keys per decode workgroup from which the wide variant (16-byte loads, unroll 8) is chosen.
-constexpr std::uint32_t kWideDecodeKeys = 4096;
-
 AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
   AttentionPlan plan;
   plan.decode = true;
   auto& v = plan.decodeVariant;
   auto& why = plan.decisions;
   const std::uint32_t sg = device.subgroupSize;
+  const Tuning tune = tuningFor(device, p.headDim, p.dtype);
   v.headDim = p.headDim;
   if (!p.plainValues()) v.valueDim = p.vDim(), v.valueRow = p.vRow();
   v.dtype = p.dtype;
@@ -59,18 +58,21 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                                   : (v.scalar ? "the device has no subgroup shuffles" : "subgroup shuffles available")});
 
   // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
-  // divide head_dim, preferring 8-byte loads, then about 8 elements per lane (few enough registers,
-  // few enough shuffles per key). A knob fixes its side of the choice.
-  v.vecWidth = o.faDecodeVectorWidth.value_or(v.scalar ? 1 : 4);
+  // divide head_dim, preferring the widest loads, then the tuned elements per lane (few enough
+  // registers, few enough shuffles per key). A knob fixes its side of the choice.
+  v.vecWidth = o.faDecodeVectorWidth.value_or(v.scalar ? 1 : tune.decodeVecWidth);
   if (o.faDecodeKeysPerWarp) v.keysPerWarp = *o.faDecodeKeysPerWarp;
   if (!v.scalar && !(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth)) {
     std::optional<DecodeVariant> best;
     auto distance = [&](const DecodeVariant& x) {
-      const std::uint32_t e = x.elemsPerLane(sg);
-      return e > 8 ? e - 8 : 8 - e;
+      const std::uint32_t e = x.elemsPerLane(sg), aim = tune.decodeLaneElems;
+      return e > aim ? e - aim : aim - e;
     };
-    const std::vector<std::uint32_t> widths =
-        o.faDecodeVectorWidth ? std::vector<std::uint32_t>{*o.faDecodeVectorWidth} : std::vector<std::uint32_t>{4, 2, 1};
+    std::vector<std::uint32_t> widths;
+    for (std::uint32_t w = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth); w >= 1; w /= 2) {
+      widths.push_back(w);
+      if (o.faDecodeVectorWidth) break;
+    }
     for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
       if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
       for (std::uint32_t vec : widths) {
@@ -106,21 +108,20 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     v.unroll = *o.faDecodeUnroll;
     why.push_back({"unroll", std::to_string(v.unroll), "FOUNDRY_FA_DECODE_UNROLL"});
   } else if (!v.scalar) {
-    // Loads in flight are what a memory-bound kernel needs; a CPU driver gains nothing from them.
-    v.unroll = device.kind == DeviceKind::Cpu ? 1 : 4;
+    // Loads in flight are what a memory-bound kernel needs, as far as registers hold them.
+    v.unroll = tune.decodeUnroll;
     while (v.unroll > 1 && !v.unusableReason(sg).empty()) v.unroll /= 2;
     why.push_back({"unroll", std::to_string(v.unroll),
-                   v.unroll > 1 ? "more K/V rows in flight per lane" : "no gain from more loads in flight here"});
+                   v.unroll == tune.decodeUnroll
+                       ? tune.sourceOf("decodeUnroll")
+                       : fmt::format("{} K/V rows in flight would not fit in registers", tune.decodeUnroll)});
   }
   if (o.faDecodeWarps) {
     v.warps = *o.faDecodeWarps;
     why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
   } else {
-    // The H200 sweep (docs/performance.md): 8 subgroups of 32 beat 4 at every shape it timed.
-    const std::uint32_t wanted = sg >= 32 && device.kind != DeviceKind::Cpu ? 8 : 4;
-    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, device.maxWorkgroupInvocations / sg));
-    why.push_back({"warps", std::to_string(v.warps),
-                   fmt::format("{} subgroups keep enough loads in flight per workgroup", v.warps)});
+    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(tune.decodeWarps, device.maxWorkgroupInvocations / sg));
+    why.push_back({"warps", std::to_string(v.warps), tune.sourceOf("decodeWarps")});
   }
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
     rejectKnob("FOUNDRY_FA_DECODE_WARPS", v.warps,
@@ -207,7 +208,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   // splits divide the keys the query can see (a window's, not the whole cache).
   const std::uint32_t base = p.batch * (p.nHeads / v.heads);
   const std::uint32_t granule = v.keyGranule(sg);
-  const std::uint32_t minChunk = std::max<std::uint32_t>(256, granule);
+  const std::uint32_t minChunk = std::max<std::uint32_t>(tune.decodeSplitKeys, granule);
   const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, 1, 1);
   const std::string over = keys < p.kvLen ? fmt::format("; over the {} visible keys of {}", keys, p.kvLen) : "";
   std::uint32_t wanted = 1;
@@ -225,19 +226,18 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   }
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
-  // Long ranges per workgroup: 16-byte loads, 8 steps in flight (the H200, docs/performance.md: 2.6%
-  // faster at 8192 keys per workgroup, 1.3% at 4096; 1-7% slower at 2048 and fewer, where the longer
-  // pipeline takes longer to fill). The register check is the variant's own.
+  // Long ranges per workgroup: wider loads and more steps in flight (a longer pipeline, slower to
+  // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;
-  wide.vecWidth = wide.unroll = 8;
-  if (plan.kvChunk >= kWideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth && !v.scalar &&
-      p.dtype == DType::F16 && device.kind != DeviceKind::Cpu && wide.unusableReason(sg).empty()) {
+  wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
+  if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
+      !v.scalar && wide.unusableReason(sg).empty()) {
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
-    const std::string reason8 = fmt::format("at least {} keys per workgroup: 16-byte loads, 8 steps in flight",
-                                            kWideDecodeKeys);
-    revise(why, "vector width", std::to_string(wide.vecWidth), reason8);
-    revise(why, "unroll", std::to_string(wide.unroll), reason8);
+    const std::string reasonWide =
+        fmt::format("at least {} keys per workgroup; {}", tune.wideDecodeKeys, tune.sourceOf("wideDecodeKeys"));
+    revise(why, "vector width", std::to_string(wide.vecWidth), reasonWide);
+    revise(why, "unroll", std::to_string(wide.unroll), reasonWide);
   }
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
@@ -274,6 +274,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   auto& v = plan.prefillVariant;
   auto& why = plan.decisions;
   const std::uint32_t sg = device.subgroupSize;
+  const Tuning tune = tuningFor(device, p.headDim, p.dtype);
   v.headDim = p.headDim;
   v.dtype = p.dtype;
   // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
@@ -306,26 +307,30 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   }
   if (v.coopMat) {
     v.rowsPerWarp = 16;
-    // 8 subgroups (128 query rows) beat 4 by a quarter on the H200 with the register softmax.
-    v.warps = o.faPrefillWarps.value_or(device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off ? 8 : 4);
     v.quadSoftmax = device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off;
+    v.warps = o.faPrefillWarps.value_or(v.quadSoftmax ? tune.coopWarps : tune.coopWarpsShared);
     if (o.faPrefillRegisterSoftmax == Force::On && !device.coopMatLayout.quad()) {
       throw UserError("FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
                       fmt::format("1 cannot be used here: device '{}' did not show the quad accumulator layout; "
                                   "accepted on this device: auto, 0", device.name));
     }
-    v.keysPerTile = v.quadSoftmax ? 64 : (p.headDim > 64 ? 32 : 64);
+    v.keysPerTile = v.quadSoftmax ? tune.coopKeysPerTile : tune.coopKeysPerTileShared;
     why.push_back({"softmax", v.quadSoftmax ? "registers" : "shared memory",
                    o.faPrefillRegisterSoftmax != Force::Auto ? "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX"
                  : v.quadSoftmax ? "the accumulator layout is the quad pattern (probed)"
                                  : "the accumulator layout is unknown: rows go through shared memory"});
   } else {
-    v.warps = o.faPrefillWarps.value_or(sg >= 32 ? 4 : 2);
-    v.rowsPerWarp = 4;
-    v.keysPerTile = std::max<std::uint32_t>(sg, 32);
+    v.warps = o.faPrefillWarps.value_or(tune.prefillWarps);
+    v.rowsPerWarp = tune.prefillRowsPerWarp;
+    // A tile as wide as the subgroup at least: one key per lane in the scores.
+    v.keysPerTile = std::max<std::uint32_t>(sg, tune.prefillKeysPerTile);
   }
   if (o.faPrefillKeysPerTile) v.keysPerTile = *o.faPrefillKeysPerTile;
-  why.push_back({"warps", std::to_string(v.warps), o.faPrefillWarps ? "FOUNDRY_FA_PREFILL_WARPS" : "default"});
+  why.push_back({"warps", std::to_string(v.warps),
+                 o.faPrefillWarps ? std::string("FOUNDRY_FA_PREFILL_WARPS")
+                                  : tune.sourceOf(!v.coopMat ? "prefillWarps"
+                                                  : v.quadSoftmax ? "coopWarps"
+                                                                  : "coopWarpsShared")});
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
     rejectKnob("FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
                fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
@@ -422,8 +427,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     wanted = *o.faPrefillSplitK;
     reason = "FOUNDRY_FA_PREFILL_SPLIT_K";
   } else if (base < device.computeUnits) {
-    // Few query tiles: split the keys so the device fills, keeping at least 4 tiles per split.
-    wanted = std::max<std::uint32_t>(1, std::min(ceilDiv(2ull * device.computeUnits, base), keys / (4 * v.keysPerTile)));
+    // Few query tiles: split the keys so the device fills, keeping a few tiles per split.
+    wanted = std::max<std::uint32_t>(
+        1, std::min(ceilDiv(2ull * device.computeUnits, base), keys / (tune.prefillSplitTiles * v.keysPerTile)));
     reason = fmt::format("{} workgroups for {} compute units{}", base, device.computeUnits,
                          keys < p.kvLen ? fmt::format("; over the {} keys a query tile can see", keys) : "");
   } else {

@@ -6,6 +6,7 @@
 
 #include "foundry/Error.h"
 #include "steps/Selector.h"
+#include "steps/TuningTable.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -101,8 +102,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     want.headDim = vc.shape.headDim;
     want.heads = Selector::decodeHeadsPerWorkgroup(vc.shape.heads / vc.shape.kvHeads);
     want.keysPerWarp = o.faDecodeKeysPerWarp.value_or(1);
-    want.vecWidth = o.faDecodeVectorWidth.value_or(4);
-    want.unroll = o.faDecodeUnroll.value_or(runtime().info().kind == DeviceKind::Cpu ? 1 : 4);
+    const Tuning tune = tuningFor(runtime().info(), vc.shape.headDim, vc.shape.dtype);
+    want.vecWidth = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth);
+    want.unroll = o.faDecodeUnroll.value_or(tune.decodeUnroll);
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
     ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();

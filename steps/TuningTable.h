@@ -1,0 +1,84 @@
+#pragma once
+// Tuning per device family: the starting points the Selector plans from (subgroups per workgroup,
+// loads in flight, tile widths, the Split-K floor), in one table keyed by (family, head dim, dtype).
+// The Selector's fallbacks (narrower loads, fewer subgroups, narrower tiles) still apply on top: a row
+// says what to try first, never what is usable.
+//
+// Rows apply in table order, each over the ones before it, so a row only names what differs where it
+// matches; the first row sets every value. Knobs beat every row.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "foundry/DType.h"
+
+namespace foundry {
+
+struct DeviceInfo;
+enum class DeviceFamily;
+
+/// The values a row may set; unset ones keep what earlier rows gave.
+struct TuningValues {
+  // Decode.
+  std::optional<std::uint32_t> decodeWarps;       ///< subgroups per workgroup
+  std::optional<std::uint32_t> decodeUnroll;      ///< K/V steps in flight per lane
+  std::optional<std::uint32_t> decodeVecWidth;    ///< the widest K/V load tried (elements)
+  std::optional<std::uint32_t> decodeLaneElems;   ///< elements of each key per lane aimed at
+  std::optional<std::uint32_t> decodeSplitKeys;   ///< the fewest keys one Split-K part reads
+  std::optional<std::uint32_t> wideDecodeKeys;    ///< keys per workgroup from which the wide loads go (0: never)
+  std::optional<std::uint32_t> wideDecodeVec;     ///< the wide variant's load width
+  std::optional<std::uint32_t> wideDecodeUnroll;  ///< the wide variant's steps in flight
+  // Prefill on cooperative matrices.
+  std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
+  std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
+  std::optional<std::uint32_t> coopKeysPerTile;      ///< keys per tile, register softmax
+  std::optional<std::uint32_t> coopKeysPerTileShared;///< keys per tile, softmax in shared memory
+  // Prefill on subgroups.
+  std::optional<std::uint32_t> prefillWarps;        ///< subgroups per workgroup
+  std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
+  std::optional<std::uint32_t> prefillKeysPerTile;  ///< keys per tile (at least the subgroup's width)
+  std::optional<std::uint32_t> prefillSplitTiles;   ///< the fewest key tiles one Split-K part reads
+};
+
+/// Where a row applies. Unset fields match everything.
+struct TuningMatch {
+  std::optional<DeviceFamily> family;
+  std::uint32_t minHeadDim = 0;
+  std::uint32_t maxHeadDim = UINT32_MAX;
+  std::optional<DType> dtype;
+  /// Devices whose default subgroup is narrower than 32 (a family that does not fix its width).
+  std::optional<bool> narrowSubgroup;
+};
+
+struct TuningRow {
+  TuningMatch match;
+  TuningValues values;
+  std::string_view why;  ///< where the numbers come from (a measurement in docs/performance.md, a reason)
+};
+
+/// Every value resolved for one (device, head dim, dtype), and the row that gave each.
+struct Tuning {
+  std::uint32_t decodeWarps = 0, decodeUnroll = 0, decodeVecWidth = 0, decodeLaneElems = 0, decodeSplitKeys = 0,
+                wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
+  std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0;
+  std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0;
+  /// For each of tuningValueNames(), the `why` of the last row that set it.
+  std::vector<std::pair<std::string_view, std::string_view>> sources;
+
+  /// "tuning table: <why>" of the row that gave `value` (a name from tuningValueNames()).
+  std::string sourceOf(std::string_view value) const;
+};
+
+/// The table, in the order its rows apply.
+const std::vector<TuningRow>& tuningTable();
+/// The names of TuningValues' fields, as sourceOf() takes them (e.g. "decodeWarps").
+std::vector<std::string_view> tuningValueNames();
+/// What the table gives a device for one head dim and dtype (of the query/key rows).
+Tuning tuningFor(const DeviceInfo& device, std::uint32_t headDim, DType dtype);
+/// Whether `match` applies to this device, head dim and dtype.
+bool tuningMatches(const TuningMatch& match, const DeviceInfo& device, std::uint32_t headDim, DType dtype);
+
+}  // namespace foundry
