@@ -13,6 +13,8 @@
 #                                        # against PyTorch's own math
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
+#   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
+#                                        # and row sums against a base build, interleaved
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh.
 #
@@ -126,6 +128,25 @@ case "${1:-}" in
     python3 bench/modifier_table.py "$out/modifiers.json" | tee "$out/modifiers.md"
     exit $status
     ;;
+  prefill-order)
+    # Prefill dispatch order and the per-lane row sums (issue 18): the attention suite first (the
+    # cooperative-matrix path runs only here), then causal prefill timed with three builds
+    # interleaved, twice: .device/bin/foundry-base (query tiles reversed per head, sums reduced per
+    # tile), the new binary with .device/kernels-order (longest tiles of every head first, sums
+    # reduced per tile) and the new binary as built (both). `prepare` and then, here:
+    #   cp <base build's foundry> .device/bin/foundry-base; cp -r kernels .device/kernels-order
+    #   and undo the sum change in .device/kernels-order/flashattention/prefill_coopmat.glsl.
+    on_device
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    status=0
+    .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
+      { status=1; echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; }
+    tail -3 "$out/attention-tests.log"
+    bash bench/interleave.sh prefill:1:32:8:8192:128 prefill:1:32:8:2048:128 prefill:1:32:8:8192:64 \
+      prefill:1:32:8:2048:64 prefill:1:32:8:8192:256 prefill:1:32:8:8192:96 prefill:4:32:8:2048:128 -- \
+      base=.device/bin/foundry-base order=.device/bin/foundry:.device/kernels-order both=.device/bin/foundry
+    exit $status
+    ;;
   replays)
     # Replays against PyTorch's own math (masks, soft-cap and ALiBi on the scores, sinks as a dropped
     # softmax column): gpt-oss-20b (a 128-key window on even layers, sinks, YaRN) past its window,
@@ -154,7 +175,7 @@ case "${1:-}" in
       --gpu "$(cat "$dir/gpu.txt")"
     ;;
   *)
-    sed -n '2,13p' "$0"
+    sed -n '2,15p' "$0"
     exit 2
     ;;
 esac

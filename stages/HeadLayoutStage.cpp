@@ -32,14 +32,19 @@ void HeadLayoutStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareShapeFields(k);
   k.constant("HEADS_PER_WORKGROUP", heads_);
   for (const char* s : {"batch", "q_head0", "kv_head", "q_base", "o_base", "k_base", "v_base"}) k.produces(s, "uint");
+  if (grid_ != Grid::Decode) k.produces("q_slot", "uint");
 }
 
 void HeadLayoutStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint batch = gl_WorkGroupID.z;");
   if (grid_ == Grid::Decode) {
     w.line("const uint q_head0 = gl_WorkGroupID.y * HEADS_PER_WORKGROUP;");
+  } else if (grid_ == Grid::PrefillHeadsFirst) {
+    w.line("const uint q_head0 = gl_WorkGroupID.x;");
+    w.line("const uint q_slot = gl_WorkGroupID.y;");
   } else {
     w.line("const uint q_head0 = gl_WorkGroupID.y;");
+    w.line("const uint q_slot = gl_WorkGroupID.x;");
   }
   // GQA/MQA: query head h reads KV head h / (n_heads / n_kv_heads).
   w.line("const uint kv_head = q_head0 / (pc.n_heads / pc.n_kv_heads);");
@@ -50,7 +55,8 @@ void HeadLayoutStage::emit(GlslWriter& w, const DeviceInfo&) const {
 }
 
 std::string HeadLayoutStage::key() const {
-  return grid_ == Grid::Decode ? fmt::format("g{}", heads_) : "prefill";
+  if (grid_ == Grid::Decode) return fmt::format("g{}", heads_);
+  return grid_ == Grid::PrefillHeadsFirst ? "prefill_hf" : "prefill";
 }
 
 }  // namespace foundry

@@ -11,8 +11,10 @@ class HeadLayoutStage : public Stage {
   enum class Grid {
     /// (split, query-head group, batch): `headsPerGroup` query heads that share one KV head.
     Decode,
-    /// (query tile, query head, batch).
+    /// (query-tile slot, query head, batch): each head's tiles in turn.
     Prefill,
+    /// (query head, query-tile slot, batch): one slot of every head, then the next slot.
+    PrefillHeadsFirst,
   };
   HeadLayoutStage(Grid grid, std::uint32_t headsPerWorkgroup) : grid_(grid), heads_(headsPerWorkgroup) {}
 

@@ -18,6 +18,10 @@ struct PrefillVariant {
   std::uint32_t keysPerTile = 32; ///< keys per K/V tile
   std::uint32_t stages = 2;       ///< 2: double-buffered K/V staging
   bool longestFirst = true;       ///< query tiles in reverse, so a causal mask's longest rows go first
+  /// Heads vary fastest in the grid: one query-tile slot of every head before the next slot (with
+  /// longestFirst, the longest tiles of all heads first). Otherwise each head's tiles in turn (its
+  /// K/V is read by fewer heads at a time: less of it in flight in the cache).
+  bool headsFirst = false;
   bool split = false;             ///< write unnormalised partials for a Split-K reduce
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }

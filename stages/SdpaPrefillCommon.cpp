@@ -104,7 +104,7 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
     decode_detail::declareOutputMacros(k, v.dtype, "OUT");
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
-  for (const char* s : {"batch", "q_head0", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
+  for (const char* s : {"batch", "q_head0", "q_slot", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
   k.constant("HEAD_DIM", v.headDim).constant("PF_LONGEST_FIRST", "bool", v.longestFirst ? "true" : "false");
   HeadLayoutStage::usesShapeFields(k);
   // A Split-K part leaves the output's hooks to the reduce kernel.
@@ -176,11 +176,11 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
 }  // namespace
 
 void emit(const PrefillVariant& v, GlslWriter& w) {
-  w.line("const uint split = gl_WorkGroupID.x % pc.n_splits;");
-  // Causal: the longest rows (the last query tiles) are dispatched first, so the short ones fill
-  // the tail of the grid.
+  w.line("const uint split = q_slot % pc.n_splits;");
+  // Causal: the longest rows (the last query tiles) of every head are dispatched first, so the short
+  // ones fill the tail of the grid.
   w.line("const uint q_tiles = (pc.q_len + PF_BR - 1u) / PF_BR;");
-  w.line("const uint q_tile = gl_WorkGroupID.x / pc.n_splits;");
+  w.line("const uint q_tile = q_slot / pc.n_splits;");
   w.line("const uint q0 = (PF_LONGEST_FIRST ? q_tiles - 1u - q_tile : q_tile) * PF_BR;");
   w.line("const uint rows = min(PF_BR, pc.q_len - q0);");
   w.line("const uint pos0 = fa_query_pos(batch, q0), pos_hi = pos0 + rows - 1u;  // the rows' positions");

@@ -125,7 +125,8 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
   KernelModifiers km = modifiersFor(mods, prefill_detail::hookPoints(v), device_);
   auto source = kernel("prefill_" + v.key() + km.key, [&] {
     KernelBuilder b(device_, snippets_);
-    b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Prefill, 1);
+    b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(
+        v.headsFirst ? HeadLayoutStage::Grid::PrefillHeadsFirst : HeadLayoutStage::Grid::Prefill, 1);
     km.addTo(b);
     if (v.split) b.emplace<SdpaPrefillSplitKPartStage>(v);
     else b.emplace<SdpaPrefillStage>(v);

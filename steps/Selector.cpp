@@ -278,8 +278,15 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   v.headDim = p.headDim;
   v.dtype = p.dtype;
   // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
-  // the tail of the grid.
+  // the tail of the grid. With heads varying fastest, the longest tiles of all heads go first; but
+  // then every KV head is read at once, which pays only while they stay in the cache together.
   v.longestFirst = p.causal;
+  const std::uint64_t kvKiB =
+      std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim()) * dtypeBytes(p.dtype) / 1024;
+  v.headsFirst = kvKiB <= tune.prefillHeadsFirstKiB;
+  why.push_back({"grid order", v.headsFirst ? "heads first" : "each head's tiles in turn",
+                 fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
+                             tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
   v.halfTiles = device.fp16Arithmetic;
 
   // Why the cooperative-matrix variant cannot take this call, or empty.
@@ -439,7 +446,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
-  plan.grid = {qTiles * plan.splits, p.nHeads, p.batch};
+  plan.grid = v.headsFirst ? Grid{p.nHeads, qTiles * plan.splits, p.batch} : Grid{qTiles * plan.splits, p.nHeads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.qLen, p.nHeads, p.batch};
   plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;

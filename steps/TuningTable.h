@@ -5,7 +5,7 @@
 // says what to try first, never what is usable.
 //
 // Rows apply in table order, each over the ones before it, so a row only names what differs where it
-// matches; the first row sets every value. Knobs beat every row.
+// matches; the rows for every device set every value. Knobs beat every row.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +41,9 @@ struct TuningValues {
   std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
   std::optional<std::uint32_t> prefillKeysPerTile;  ///< keys per tile (at least the subgroup's width)
   std::optional<std::uint32_t> prefillSplitTiles;   ///< the fewest key tiles one Split-K part reads
+  /// Prefill: the most K/V bytes (of one sequence, every KV head) for which heads vary fastest in
+  /// the grid; beyond, each head's query tiles go in turn.
+  std::optional<std::uint32_t> prefillHeadsFirstKiB;
 };
 
 /// Where a row applies. Unset fields match everything.
@@ -64,7 +67,8 @@ struct Tuning {
   std::uint32_t decodeWarps = 0, decodeUnroll = 0, decodeVecWidth = 0, decodeLaneElems = 0, decodeSplitKeys = 0,
                 wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0;
-  std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0;
+  std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
+                prefillHeadsFirstKiB = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.
   std::vector<std::pair<std::string_view, std::string_view>> sources;
 

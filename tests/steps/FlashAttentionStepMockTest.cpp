@@ -200,7 +200,7 @@ TEST_F(StepMockTest, H200PrefillPlansTheCooperativeMatrixVariant) {
   EXPECT_FALSE(plan.decode);
   EXPECT_TRUE(plan.prefillVariant.coopMat);
   EXPECT_EQ(plan.prefillVariant.rowsPerWarp, 16u);
-  EXPECT_EQ(plan.grid, (Grid{1024 / plan.prefillVariant.rowsPerWorkgroup(), 32, 1}));
+  EXPECT_EQ(plan.grid, (Grid{32, 1024 / plan.prefillVariant.rowsPerWorkgroup(), 1}));
   // Turned off by the knob, the same call plans the subgroup variant.
   pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
   EXPECT_FALSE(step().plan(test::shapeCall(prefillShape(32, 8, 1024, 1024))).prefillVariant.coopMat);
@@ -235,7 +235,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
                                      AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 1024),
                                            Binds("partial_o", "splitk_partial_o"),
                                            Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
-                                     (Grid{4, 1, 1})));
+                                     (Grid{1, 4, 1})));
     EXPECT_CALL(dispatcher,
                 dispatch(AllOf(KernelStages(ElementsAre("SdpaPrefillSplitKReduceStage")),
                                ::testing::Field(&KernelSource::layout,

@@ -55,6 +55,13 @@ Split prefillRule(std::uint32_t kvLen, std::uint32_t computeUnits, std::uint32_t
   return chunked(kvLen, std::max<std::uint32_t>(1, std::min(fill, kvLen / (4 * keysPerTile))), keysPerTile);
 }
 
+/// Prefill grids: heads vary fastest while one sequence's K/V (every KV head, K and V rows) is at
+/// most 48 MiB; beyond, each head's query-tile slots go in turn.
+Grid prefillGrid(const CallShape& s, std::uint32_t slots) {
+  const std::uint64_t kv = std::uint64_t(s.nKvHeads) * s.kvLen * 2 * s.headDim * dtypeBytes(s.dtype);
+  return kv <= (48ull << 20) ? Grid{s.nHeads, slots, s.batch} : Grid{slots, s.nHeads, s.batch};
+}
+
 AttentionPlan planFor(const DeviceInfo& device, const CallShape& shape, const RuntimeOptions& options = {}) {
   return Selector::plan(describeCall(test::shapeCall(shape)), device, options);
 }
@@ -217,7 +224,8 @@ TEST(Selector, NoSubgroupShufflesMeansTheScalarVariant) {
 TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
   const DeviceInfo device = parseDevicePreset("h200");
   for (const std::uint32_t d : {64u, 128u}) {
-    const AttentionPlan plan = planFor(device, prefillShape(32, 8, 2048, 2048, d));
+    const CallShape shape = prefillShape(32, 8, 2048, 2048, d);
+    const AttentionPlan plan = planFor(device, shape);
     ASSERT_FALSE(plan.decode);
     const PrefillVariant& v = plan.prefillVariant;
     EXPECT_TRUE(v.coopMat) << d;
@@ -234,7 +242,7 @@ TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
     EXPECT_THAT(plan, HasDecision("variant", HasSubstr("cooperative matrices")));
     // 16 query tiles of 128 rows x 32 heads already fill 132 compute units.
     EXPECT_EQ(plan.splits, 1u);
-    EXPECT_EQ(plan.grid, (Grid{16, 32, 1}));
+    EXPECT_EQ(plan.grid, prefillGrid(shape, 16));
   }
 }
 
@@ -251,6 +259,23 @@ TEST(Selector, PrefillSoftmaxGoesThroughSharedMemoryWithoutTheQuadLayout) {
   EXPECT_FALSE(planFor(quad, prefillShape(32, 8, 2048, 2048, 128), off).prefillVariant.quadSoftmax);
 }
 
+TEST(Selector, PrefillPutsHeadsFirstWhileOneSequencesKvStaysWithinTheBound) {
+  const DeviceInfo device = parseDevicePreset("h200");
+  // 8 KV heads x 8192 keys x (128 + 128) x 2 bytes = 32 MiB: the longest tiles of every head first.
+  const CallShape fits = prefillShape(32, 8, 8192, 8192, 128);
+  const AttentionPlan first = planFor(device, fits);
+  EXPECT_TRUE(first.prefillVariant.headsFirst);
+  EXPECT_EQ(first.grid, (Grid{32, ceilDiv(8192, first.prefillVariant.rowsPerWorkgroup()), 1}));
+  EXPECT_THAT(first, HasDecision("grid order", HasSubstr("32768 KiB of K/V per sequence within 49152 KiB")));
+  EXPECT_THAT(first.prefillVariant.key(), HasSubstr("_lf_hf"));
+  // At head_dim 256 the same call holds 64 MiB: each head's tiles in turn.
+  const CallShape wide = prefillShape(32, 8, 8192, 8192, 256);
+  const AttentionPlan turn = planFor(device, wide);
+  EXPECT_FALSE(turn.prefillVariant.headsFirst);
+  EXPECT_EQ(turn.grid, (Grid{ceilDiv(8192, turn.prefillVariant.rowsPerWorkgroup()), 32, 1}));
+  EXPECT_THAT(turn, HasDecision("grid order", HasSubstr("beyond 49152 KiB")));
+}
+
 TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
   DeviceInfo device = parseDevicePreset("h200");
   EXPECT_FALSE(planFor(device, prefillShape(32, 8, 256, 256, 128, DType::F32)).prefillVariant.coopMat);
@@ -263,7 +288,8 @@ TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
 TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
   const DeviceInfo device = parseDevicePreset("h200");
   // 1 tile of 128 rows x 8 heads = 8 workgroups for 132 compute units.
-  const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128));
+  const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
+  const AttentionPlan plan = planFor(device, shape);
   ASSERT_TRUE(plan.prefillVariant.coopMat);
   ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 128u);
   ASSERT_EQ(plan.prefillVariant.keysPerTile, 64u);
@@ -274,14 +300,15 @@ TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_TRUE(plan.prefillVariant.split);
-  EXPECT_EQ(plan.grid, (Grid{want.splits, 8, 1}));
+  EXPECT_EQ(plan.grid, prefillGrid(shape, want.splits));
   EXPECT_EQ(plan.reduceGrid, (Grid{128, 8, 1}));
   EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("8 workgroups for 132 compute units")));
 }
 
 TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
   const DeviceInfo device = parseDevicePreset("lavapipe");
-  const AttentionPlan plan = planFor(device, prefillShape(1, 1, 8, 4096, 128));
+  const CallShape shape = prefillShape(1, 1, 8, 4096, 128);
+  const AttentionPlan plan = planFor(device, shape);
   const PrefillVariant& v = plan.prefillVariant;
   EXPECT_FALSE(v.coopMat);
   EXPECT_EQ(v.warps, 2u);
@@ -295,7 +322,7 @@ TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.splits, 4u);
   EXPECT_EQ(plan.kvChunk, want.chunk);
-  EXPECT_EQ(plan.grid, (Grid{want.splits, 1, 1}));
+  EXPECT_EQ(plan.grid, prefillGrid(shape, want.splits));
 }
 
 TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannotRun) {
@@ -313,11 +340,12 @@ TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
   const DeviceInfo device = parseDevicePreset("h200");
   const auto options = RuntimeOptions::fromEnvironment(
       {{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "8"}});
-  const AttentionPlan plan = planFor(device, prefillShape(8, 8, 128, 16384, 128), options);
+  const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
+  const AttentionPlan plan = planFor(device, shape, options);
   EXPECT_EQ(plan.splits, 1u);
   EXPECT_FALSE(plan.prefillVariant.split);
   EXPECT_EQ(plan.kvChunk, 16384u);
-  EXPECT_EQ(plan.grid, (Grid{1, 8, 1}));  // one query tile of 128 rows
+  EXPECT_EQ(plan.grid, prefillGrid(shape, 1));  // one query tile of 128 rows
   EXPECT_EQ(plan.scratchBytes, 0u);
   EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_DISABLE_FA_PREFILL_SPLITK")));
 }
@@ -420,7 +448,7 @@ TEST(Selector, PrefillKnobsBeatTheHeuristics) {
   EXPECT_EQ(v.warps, 2u);
   EXPECT_EQ(plan.splits, 3u);
   EXPECT_EQ(plan.kvChunk, chunked(16384, 3, v.keysPerTile).chunk);
-  EXPECT_EQ(plan.grid, (Grid{ceilDiv(128, v.rowsPerWorkgroup()) * 3, 8, 1}));
+  EXPECT_EQ(plan.grid, prefillGrid(shape, ceilDiv(128, v.rowsPerWorkgroup()) * 3));
   EXPECT_THAT(plan, HasDecision("variant", HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT")));
   EXPECT_THAT(plan, HasDecision("warps", HasSubstr("FOUNDRY_FA_PREFILL_WARPS")));
   EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_FA_PREFILL_SPLIT_K")));
