@@ -29,6 +29,14 @@ on_device() {
   mkdir -p "$out"
   export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
 }
+# On the device: the GPU's name and the whole attention suite (the cooperative-matrix variants run
+# only on such a GPU); fails when the suite does.
+attention_suite() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+  .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
+    { echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; tail -3 "$out/attention-tests.log"; return 1; }
+  tail -3 "$out/attention-tests.log"
+}
 case "${1:-}" in
   prepare)
     bash scripts/install-deps.sh
@@ -118,11 +126,8 @@ case "${1:-}" in
     # Attention modifiers. First the whole attention suite on this GPU, the modifier parity suites
     # with it: the cooperative-matrix variants run only here.
     on_device
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
     status=0
-    .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
-      { status=1; echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; }
-    tail -3 "$out/attention-tests.log"
+    attention_suite || status=1
     bash "$0" replays || status=1
     foundry bench --suite modifiers --json "$out/modifiers.json" 2>&1 | tee "$out/modifiers.txt" || status=1
     python3 bench/modifier_table.py "$out/modifiers.json" | tee "$out/modifiers.md"
@@ -137,11 +142,8 @@ case "${1:-}" in
     #   cp <base build's foundry> .device/bin/foundry-base; cp -r kernels .device/kernels-order
     #   and undo the sum change in .device/kernels-order/flashattention/prefill_coopmat.glsl.
     on_device
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
     status=0
-    .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
-      { status=1; echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; }
-    tail -3 "$out/attention-tests.log"
+    attention_suite || status=1
     bash bench/interleave.sh prefill:1:32:8:8192:128 prefill:1:32:8:2048:128 prefill:1:32:8:8192:64 \
       prefill:1:32:8:2048:64 prefill:1:32:8:8192:256 prefill:1:32:8:8192:96 prefill:4:32:8:2048:128 -- \
       base=.device/bin/foundry-base order=.device/bin/foundry:.device/kernels-order both=.device/bin/foundry
