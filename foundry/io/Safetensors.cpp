@@ -225,9 +225,14 @@ Header readHeader(const Problems& p, std::string_view text, std::uint64_t dataBy
   return h;
 }
 
-[[noreturn]] void missingTensor(std::string_view name, std::string_view field, std::vector<std::string> present,
-                                const std::string& origin) {
-  for (auto& n : present) n = quoteForMessage(n);
+// byName[name]; a UserError naming it, the file and the tensors present if there is none.
+template <class Value>
+const Value& findTensor(const std::map<std::string, Value>& byName, std::string_view name, std::string_view field,
+                        const std::string& origin) {
+  const auto it = byName.find(std::string(name));
+  if (it != byName.end()) return it->second;
+  std::vector<std::string> present;
+  for (const auto& item : byName) present.push_back(quoteForMessage(item.first));
   throw UserError(std::string(field.empty() ? name : field),
                   fmt::format("no tensor {}; the file holds: {}{}", quoteForMessage(name),
                               present.empty() ? "nothing" : fmt::format("{}", fmt::join(present, ", ")),
@@ -358,13 +363,7 @@ std::int64_t SafetensorsTensor::numel() const {
 std::vector<float> SafetensorsTensor::floats() const { return decodeElements(bytes, dtype); }
 
 const SafetensorsTensor& SafetensorsFile::tensor(std::string_view name, std::string_view field) const {
-  const auto it = tensors.find(std::string(name));
-  if (it == tensors.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, t] : tensors) names.push_back(n);
-    missingTensor(name, field, std::move(names), origin);
-  }
-  return it->second;
+  return findTensor(tensors, name, field, origin);
 }
 
 std::vector<float> SafetensorsFile::floats(std::string_view name) const { return tensor(name).floats(); }
@@ -389,13 +388,7 @@ SafetensorsReader SafetensorsReader::fromMemory(std::span<const std::byte> file,
 }
 
 const SafetensorsEntry& SafetensorsReader::entry(std::string_view name, std::string_view field) const {
-  const auto it = entries_.find(std::string(name));
-  if (it == entries_.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, e] : entries_) names.push_back(n);
-    missingTensor(name, field, std::move(names), origin_);
-  }
-  return it->second;
+  return findTensor(entries_, name, field, origin_);
 }
 
 SafetensorsTensor SafetensorsReader::read(std::string_view name, std::string_view field) const {
