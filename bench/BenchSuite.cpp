@@ -303,20 +303,19 @@ Result Runner::measure(Prepared& pr, const RuntimeOptions& knobs, const Ceilings
     res.plan = rec.plan.describe();
     const auto got = rt_.download(pr.calls[0].o);
     std::mt19937 gen(7);
-    double worst = 0, scale = 1e-6;
+    std::vector<float> gotRows;
+    std::vector<double> wantRows;
     for (std::uint32_t n = 0; n < options_.checkRows; ++n) {
       const std::uint32_t b = gen() % p.batch, h = gen() % p.nHeads;
       const std::uint32_t i = n == 0 ? p.qLen - 1 : gen() % p.qLen;
       const auto want = cpuAttentionRow(p, pr.q, pr.k, pr.v, b, h, i);
       const std::size_t at = qIndex(p, Layout::HeadMajor, b, h, i);
-      for (std::uint32_t d0 = 0; d0 < p.headDim; ++d0) {
-        scale = std::max(scale, std::abs(want[d0]));
-        const double e = std::abs(double(got[at + d0]) - want[d0]);
-        worst = std::isfinite(got[at + d0]) ? std::max(worst, e) : INFINITY;
-      }
+      gotRows.insert(gotRows.end(), got.begin() + at, got.begin() + at + p.headDim);
+      wantRows.insert(wantRows.end(), want.begin(), want.begin() + p.headDim);
     }
-    res.relError = worst / scale;
-    res.checked = res.relError <= 3e-3;
+    const ErrorStats e = compareOutputs(gotRows, wantRows);
+    res.relError = e.reportedRel();
+    res.checked = e.passes(3e-3);
   }
   std::vector<double> samples;
   res.medianUs = timeCall(

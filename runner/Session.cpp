@@ -14,6 +14,7 @@
 
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
+#include "foundry/MemoryBudget.h"
 #include "foundry/Random.h"
 #include "foundry/Runtime.h"
 #include "foundry/io/Safetensors.h"
@@ -21,6 +22,7 @@
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "runner/LayerModifiers.h"
+#include "runner/RunMemory.h"
 #include "stages/RandomFillStage.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
@@ -119,6 +121,7 @@ class Session {
   void checkOutputs(RunReport& report);
   void compareExpected(RunReport& report);
   void checkFilesBeforeRunning();
+  void checkMemoryBudget() const;
   std::vector<float> hostInput(std::uint32_t layer, std::uint32_t kind);  ///< [T, B, H, D] as the device saw it
 
   Runtime& rt_;
@@ -136,8 +139,9 @@ class Session {
   std::vector<Modifiers> modifiers_;  ///< per layer
   std::vector<Tensor> kCache_, vCache_, out_;
   std::vector<LayerInputs> inputs_;  ///< per layer from --inputs, or one shared synthetic set
-  std::optional<SafetensorsFile> inputFile_;
-  std::optional<SafetensorsFile> expectFile_;
+  std::optional<SafetensorsReader> inputFile_;   ///< headers read before the run
+  std::optional<SafetensorsReader> expectFile_;
+  std::vector<SafetensorsTensor> inputTensors_;  ///< q, k, v of --inputs, read once the budget is checked
   std::map<std::string, std::uint64_t> kernels_;
   KernelSource fillKernel_;
 };
@@ -199,18 +203,7 @@ void Session::record(const SubmitResult& r, PhaseReport& phase) {
 }
 
 void Session::loadInputs() {
-  inputFile_ = readSafetensors(*req_.inputs);
-  const std::string origin = req_.inputs->string();
-  for (const auto& [name, heads] : {std::pair<std::string, std::uint32_t>{"q", c_.nHeads}, {"k", c_.nKvHeads},
-                                    {"v", c_.nKvHeads}}) {
-    const auto& t = inputFile_->tensor(name, "--inputs");
-    const std::vector<std::int64_t> want = {L_, B_, T_, heads, c_.headDim};
-    if (t.shape != want) {
-      throw UserError("--inputs", fmt::format("tensor '{}' in {} has shape [{}]; this run needs [{}] (layers, batch, "
-                                              "tokens, heads, head_dim)", name, origin, fmt::join(t.shape, ", "),
-                                              fmt::join(want, ", ")));
-    }
-  }
+  for (const char* name : {"q", "k", "v"}) inputTensors_.push_back(inputFile_->read(name, "--inputs"));
   for (std::uint32_t l = 0; l < L_; ++l) {
     LayerInputs in;
     in.q = alloc(fmt::format("q{}", l), {T_, B_, c_.nHeads, c_.headDim});
@@ -227,11 +220,14 @@ std::vector<float> Session::hostInput(std::uint32_t layer, std::uint32_t kind) {
   std::vector<float> out(std::size_t(T_) * B_ * row);
   if (inputFile_) {
     // The file holds [layers, batch, tokens, heads, D]; the device buffers [tokens, batch, heads, D].
-    const auto all = inputFile_->floats(kind == 0 ? "q" : (kind == 1 ? "k" : "v"));
+    const SafetensorsTensor& t = inputTensors_[kind];
+    const std::size_t layerElements = std::size_t(B_) * T_ * row, size = dtypeBytes(t.dtype);
+    const auto all = decodeElements(
+        std::span<const std::byte>(t.bytes).subspan(layer * layerElements * size, layerElements * size), t.dtype);
     for (std::uint32_t b = 0; b < B_; ++b) {
-      for (std::uint32_t t = 0; t < T_; ++t) {
-        const float* src = all.data() + ((std::size_t(layer) * B_ + b) * T_ + t) * row;
-        std::copy(src, src + row, out.data() + (std::size_t(t) * B_ + b) * row);
+      for (std::uint32_t t0 = 0; t0 < T_; ++t0) {
+        const float* src = all.data() + (std::size_t(b) * T_ + t0) * row;
+        std::copy(src, src + row, out.data() + (std::size_t(t0) * B_ + b) * row);
       }
     }
   } else {
@@ -249,21 +245,46 @@ void Session::checkFilesBeforeRunning() {
                                             "outputs they are compared with: name another file", req_.save->string()));
     }
   }
-  if (req_.expect) {
-    expectFile_ = readSafetensors(*req_.expect);
-    const auto& o = expectFile_->tensor("o", "--expect");
-    const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
-    if (o.shape != shape) {
-      throw UserError("--expect", fmt::format("tensor 'o' in {} has shape [{}]; this run produces [{}] (layers, batch, "
-                                              "tokens, heads, head_dim)", req_.expect->string(), fmt::join(o.shape, ", "),
-                                              fmt::join(shape, ", ")));
+  // Headers only: names and shapes are checked before any tensor is read.
+  const auto checkShape = [](const SafetensorsReader& file, const char* name, const char* flag,
+                             const std::vector<std::int64_t>& want, const char* verb) {
+    const auto& shape = file.entry(name, flag).shape;
+    if (shape != want) {
+      throw UserError(flag, fmt::format("tensor '{}' in {} has shape [{}]; this run {} [{}] (layers, batch, tokens, "
+                                        "heads, head_dim)", name, file.origin(), fmt::join(shape, ", "), verb,
+                                        fmt::join(want, ", ")));
     }
+  };
+  if (req_.inputs) {
+    inputFile_ = SafetensorsReader::open(*req_.inputs);
+    for (const auto& [name, heads] : {std::pair<const char*, std::uint32_t>{"q", c_.nHeads}, {"k", c_.nKvHeads},
+                                      {"v", c_.nKvHeads}}) {
+      checkShape(*inputFile_, name, "--inputs", {L_, B_, T_, heads, c_.headDim}, "needs");
+    }
+  }
+  if (req_.expect) {
+    expectFile_ = SafetensorsReader::open(*req_.expect);
+    checkShape(*expectFile_, "o", "--expect", {L_, B_, T_, c_.nHeads, c_.headDim}, "produces");
   }
   if (req_.save) checkWritableTarget(*req_.save);
 }
 
+// The whole run's memory against the device's heap and the host's room, before the first allocation.
+void Session::checkMemoryBudget() const {
+  const auto bytesOf = [](const std::optional<SafetensorsReader>& file, std::initializer_list<const char*> names) {
+    std::uint64_t n = 0;
+    for (const char* name : names) {
+      if (file) n += file->entry(name).end - file->entry(name).begin;
+    }
+    return n;
+  };
+  const RunFileBytes files{bytesOf(inputFile_, {"q", "k", "v"}), bytesOf(expectFile_, {"o"})};
+  checkMemoryPlan(runMemoryPlan(req_, files, rt_.info()), rt_.info(), hostMemory());
+}
+
 RunReport Session::run() {
   checkFilesBeforeRunning();
+  checkMemoryBudget();
   RunReport report;
   report.model = c_.name;
   report.device = rt_.info().name;
@@ -419,12 +440,14 @@ void Session::checkOutputs(RunReport& report) {
           }
         }
       }
-      const ErrorStats e = compareOutputs(gs, cpuAttention(p, qs, ks, vs));
+      const auto want = cpuAttention(p, qs, ks, vs);
+      const ErrorStats e = compareOutputs(gs, want);
       chk.rows += std::size_t(B_) * c_.nHeads;
-      chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.nonFinite ? INFINITY : e.maxRel);
-      if (e.nonFinite || e.maxRel > chk.bound) {
-        chk.failures.push_back(fmt::format("layer {} token {}: relative error {:.3g} vs the CPU (bound {:.1g}){}", l, t,
-                                           e.maxRel, chk.bound, e.nonFinite ? ", non-finite values" : ""));
+      chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.reportedRel());
+      if (!e.passes(chk.bound)) {
+        const Axis axes[] = {{"batch", B_}, {"head", c_.nHeads}, {"d", D}};
+        chk.failures.push_back(fmt::format("layer {} token {} vs the CPU: {}", l, t,
+                                           describeMismatch(e, chk.bound, "o", axes, gs, want)));
       }
     }
     // The same layer's prefill through the materialised path, on the device.
@@ -446,9 +469,11 @@ void Session::checkOutputs(RunReport& report) {
       const std::vector<float> mine(got.begin(), got.begin() + n);
       const std::vector<double> ref(want.begin(), want.begin() + n);
       const ErrorStats e = compareOutputs(mine, ref);
-      chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.nonFinite ? INFINITY : e.maxRel);
-      if (e.nonFinite || e.maxRel > chk.bound) {
-        chk.failures.push_back(fmt::format("layer {} prefill: relative error {:.3g} vs SdpaReferenceStep", l, e.maxRel));
+      chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.reportedRel());
+      if (!e.passes(chk.bound)) {
+        const Axis axes[] = {{"token", P_}, {"batch", B_}, {"head", c_.nHeads}, {"d", D}};
+        chk.failures.push_back(fmt::format("layer {} prefill vs SdpaReferenceStep: {}", l,
+                                           describeMismatch(e, chk.bound, "o", axes, mine, ref)));
       }
     }
   }
@@ -474,11 +499,14 @@ void Session::compareExpected(RunReport& report) {
     writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
   }
   if (!expectFile_) return;
-  const auto want = expectFile_->tensor("o").floats();
-  const ErrorStats e = compareOutputs(all, std::vector<double>(want.begin(), want.end()));
-  report.expectRelError = e.nonFinite ? INFINITY : e.maxRel;
+  const auto read = expectFile_->read("o", "--expect").floats();
+  const std::vector<double> want(read.begin(), read.end());
+  const ErrorStats e = compareOutputs(all, want);
+  report.expectRelError = e.reportedRel();
   const double bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
-  report.expectPassed = e.nonFinite == 0 && e.maxRel <= bound;
+  report.expectPassed = e.passes(bound);
+  const Axis axes[] = {{"layer", L_}, {"batch", B_}, {"token", T_}, {"head", c_.nHeads}, {"d", c_.headDim}};
+  if (!report.expectPassed) report.expectFailure = describeMismatch(e, bound, "o", axes, all, want);
 }
 
 }  // namespace
@@ -524,9 +552,22 @@ nlohmann::json RunReport::toJson() const {
                   {"max_rel_vs_materialised", check.maxRelVsMaterialised}, {"bound", check.bound},
                   {"failures", check.failures}};
   }
-  if (expectRelError) j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}};
+  if (expectRelError) {
+    j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}, {"failure", expectFailure}};
+  }
   j["passed"] = passed();
   return j;
+}
+
+std::string RunReport::failure() const {
+  if (!check.passed) {
+    const std::string first = check.failures.empty() ? "" : ": " + check.failures.front();
+    const std::size_t more = check.failures.empty() ? 0 : check.failures.size() - 1;
+    return fmt::format("the outputs do not match the reference{}{}", first,
+                       more ? fmt::format(" (and {} more sampled failure{})", more, more == 1 ? "" : "s") : "");
+  }
+  if (!expectPassed) return "the outputs do not match --expect: " + expectFailure;
+  return "";
 }
 
 std::string RunReport::summary() const {
@@ -564,6 +605,7 @@ std::string RunReport::summary() const {
   if (expectRelError) {
     s += fmt::format("  expected outputs: {} (max relative error {:.2e})\n", expectPassed ? "matched" : "MISMATCH",
                      *expectRelError);
+    if (!expectPassed) s += "    " + expectFailure + "\n";
   }
   return s;
 }

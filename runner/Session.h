@@ -49,10 +49,10 @@ struct CheckReport {
   bool ran = false;
   bool passed = true;
   std::size_t rows = 0;              ///< output rows compared with the CPU
-  double maxRelVsCpu = 0;
+  double maxRelVsCpu = 0;            ///< +Inf where a NaN or Inf did not match
   double maxRelVsMaterialised = 0;   ///< the sampled layers' prefill against SdpaReferenceStep
   double bound = 0;
-  std::vector<std::string> failures;
+  std::vector<std::string> failures;  ///< per sampled layer and token: how many, the first where
 };
 
 struct RunReport {
@@ -67,12 +67,15 @@ struct RunReport {
   std::uint64_t scratchBytes = 0;      ///< Split-K partials or materialised scores
   std::uint64_t kernelCompiles = 0, kernelMemoryHits = 0, kernelDiskHits = 0, pipelines = 0;
   CheckReport check;
-  std::optional<double> expectRelError;
+  std::optional<double> expectRelError;  ///< +Inf where a NaN or Inf did not match
   bool expectPassed = true;
+  std::string expectFailure;  ///< what did not match --expect: how many, the first where
 
   bool passed() const { return check.passed && expectPassed; }
   nlohmann::json toJson() const;
   std::string summary() const;  ///< the tables `foundry run` prints
+  /// Why the run failed, for the one error line: "the outputs do not match --expect: ..." (empty if passed).
+  std::string failure() const;
 };
 
 RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress);

@@ -78,8 +78,13 @@ void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<
   const double hidden = -std::numeric_limits<double>::infinity();
   scores.assign(n, hidden);
   double m = hidden;
+  // The maximum keeps a NaN logit (std::max would drop it), so NaN in q or k makes the row NaN, as
+  // PyTorch's softmax does; a +Inf logit does too (exp(inf - inf)). `foundry run --check` relies on it.
   for (std::uint32_t j = 0; j < n; ++j) {
-    if (auto s = logit(p, chain, q, k, {b, h, pos, j, offset}, i)) m = std::max(m, scores[j] = *s);
+    if (auto s = logit(p, chain, q, k, {b, h, pos, j, offset}, i)) {
+      scores[j] = *s;
+      if (std::isnan(*s) || *s > m) m = *s;
+    }
   }
   const std::optional<double> sink = chain.sink(b, h);
   if (sink) m = std::max(m, *sink);
@@ -162,26 +167,6 @@ void cpuRope(const RopeSpec& spec, std::uint32_t headDim, std::span<float> x,
       e[j] = static_cast<float>(b * c + a * s);
     }
   }
-}
-
-ErrorStats compareOutputs(std::span<const float> got, std::span<const double> want) {
-  ErrorStats st;
-  double scale = 1e-6;
-  for (double w : want) scale = std::max(scale, std::abs(w));
-  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) {
-      if (st.nonFinite++ == 0) st.worstIndex = i;
-      continue;
-    }
-    const double e = std::abs(static_cast<double>(got[i]) - want[i]);
-    if (e > st.maxAbs) {
-      st.maxAbs = e;
-      if (st.nonFinite == 0) st.worstIndex = i;
-    }
-  }
-  st.maxRel = st.maxAbs / scale;
-  if (got.size() != want.size()) st.nonFinite += std::max(got.size(), want.size()) - std::min(got.size(), want.size());
-  return st;
 }
 
 }  // namespace foundry

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "steps/AttentionProblem.h"
+#include "steps/OutputComparison.h"
 
 namespace foundry {
 
@@ -35,13 +36,5 @@ std::size_t oIndex(const AttentionProblem& p, Layout layout, std::uint32_t b, st
 std::size_t kvIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s);
 std::size_t vIndex(const AttentionProblem& p, std::uint32_t b, std::uint32_t kvh, std::uint32_t s);
 
-/// Error of `got` against `want`: largest |difference| and the same relative to the largest |want|.
-struct ErrorStats {
-  double maxAbs = 0;
-  double maxRel = 0;  ///< max |got - want| / max(max |want|, 1e-6)
-  std::size_t nonFinite = 0;
-  std::size_t worstIndex = 0;
-};
-ErrorStats compareOutputs(std::span<const float> got, std::span<const double> want);
 
 }  // namespace foundry

@@ -69,8 +69,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       fmt::print("{}", report.summary());
       if (!a->json.empty()) writeFileAtomically(a->json, report.toJson().dump(2) + "\n");
       if (!report.passed()) {
-        fmt::print(stderr, "foundry: check failed: {}\n", report.check.passed ? "the outputs do not match --expect"
-                                                                              : "the outputs do not match the reference");
+        fmt::print(stderr, "foundry: check failed: {}\n", report.failure());
         return kExitCheckFailed;
       }
       return 0;

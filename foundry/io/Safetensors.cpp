@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <new>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -222,14 +225,109 @@ Header readHeader(const Problems& p, std::string_view text, std::uint64_t dataBy
   return h;
 }
 
-// Reads the file through `readAt(offset, destination)`, which must fill the destination or throw.
-template <class ReadAt>
-SafetensorsFile load(const Problems& p, std::uint64_t fileBytes, ReadAt&& readAt) {
+// byName[name]; a UserError naming it, the file and the tensors present if there is none.
+template <class Value>
+const Value& findTensor(const std::map<std::string, Value>& byName, std::string_view name, std::string_view field,
+                        const std::string& origin) {
+  const auto it = byName.find(std::string(name));
+  if (it != byName.end()) return it->second;
+  std::vector<std::string> present;
+  for (const auto& item : byName) present.push_back(quoteForMessage(item.first));
+  throw UserError(std::string(field.empty() ? name : field),
+                  fmt::format("no tensor {}; the file holds: {}{}", quoteForMessage(name),
+                              present.empty() ? "nothing" : fmt::format("{}", fmt::join(present, ", ")),
+                              origin.empty() ? "" : fmt::format(" (in {})", origin)));
+}
+
+// A vector of `bytes` bytes; memory the system cannot give is a DeviceError saying what it was for.
+std::vector<std::byte> allocateBytes(const Problems& p, std::uint64_t bytes, const std::string& what) {
+  try {
+    return std::vector<std::byte>(static_cast<std::size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  throw DeviceError(fmt::format("cannot allocate {} bytes to read {} (in {})", bytes, what, p.origin()));
+}
+
+}  // namespace
+
+struct SafetensorsReader::Source {
+  virtual ~Source() = default;
+  /// Fills `dst` from `offset`, which the header checks have kept within size.
+  virtual void readAt(std::uint64_t offset, std::span<std::byte> dst) const = 0;
+  std::uint64_t size = 0;
+};
+
+namespace {
+
+class MemorySource : public SafetensorsReader::Source {
+ public:
+  explicit MemorySource(std::span<const std::byte> file) : file_(file) { size = file.size(); }
+  void readAt(std::uint64_t offset, std::span<std::byte> dst) const override {
+    if (offset > file_.size() || dst.size() > file_.size() - offset) {
+      throw InternalError(fmt::format("safetensors: read of {} bytes at {} past {} bytes", dst.size(), offset,
+                                      file_.size()));
+    }
+    if (!dst.empty()) std::memcpy(dst.data(), file_.data() + offset, dst.size());
+  }
+
+ private:
+  std::span<const std::byte> file_;
+};
+
+class FileSource : public SafetensorsReader::Source {
+ public:
+  explicit FileSource(const Problems& p) : p_(p) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p.origin(), ec)) p.fail("", "cannot read: it is a directory");
+    fd_ = ::open(p.origin().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) p.fail("", fmt::format("cannot read: {}", std::strerror(errno)));
+    const off_t end = ::lseek(fd_, 0, SEEK_END);
+    if (end < 0) {
+      ::close(fd_);
+      p.fail("", "cannot read: the file has no size (not a regular file?)");
+    }
+    size = static_cast<std::uint64_t>(end);
+  }
+  ~FileSource() override { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  void readAt(std::uint64_t offset, std::span<std::byte> dst) const override {
+    std::size_t done = 0;
+    while (done < dst.size()) {
+      const ssize_t n = ::pread(fd_, dst.data() + done, dst.size() - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        throw DeviceError(fmt::format("cannot read {} bytes at offset {}: {} (in {})", dst.size(), offset,
+                                      std::strerror(errno), p_.origin()));
+      }
+      if (n == 0) {
+        p_.fail("", fmt::format("cannot read {} bytes at offset {}: the file is shorter than when it was opened",
+                                dst.size(), offset));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  Problems p_;
+  int fd_ = -1;
+};
+
+// The header of `source`, checked whole against its size.
+struct ReadHeader {
+  std::uint64_t dataStart = 0;
+  Header header;
+};
+
+ReadHeader readHeaderOf(const Problems& p, const SafetensorsReader::Source& source) {
+  const std::uint64_t fileBytes = source.size;
   if (fileBytes < kLengthBytes) {
     p.fail("", fmt::format("file is {} bytes; a safetensors file starts with an 8-byte header length", fileBytes));
   }
   std::array<std::byte, kLengthBytes> raw{};
-  readAt(0, std::span<std::byte>(raw));
+  source.readAt(0, std::span<std::byte>(raw));
   std::uint64_t headerBytes = 0;
   std::memcpy(&headerBytes, raw.data(), kLengthBytes);
   if (headerBytes > kMaxSafetensorsHeaderBytes) {
@@ -238,23 +336,15 @@ SafetensorsFile load(const Problems& p, std::uint64_t fileBytes, ReadAt&& readAt
   if (headerBytes > fileBytes - kLengthBytes) {
     p.fail("", fmt::format("header length {} runs past the end of the file ({} bytes)", headerBytes, fileBytes));
   }
-  std::string text(static_cast<std::size_t>(headerBytes), '\0');
-  readAt(kLengthBytes, std::as_writable_bytes(std::span<char>(text)));
+  auto text = allocateBytes(p, headerBytes, "the header");
+  source.readAt(kLengthBytes, std::span<std::byte>(text));
   const std::uint64_t dataStart = kLengthBytes + headerBytes;
-  Header h = readHeader(p, text, fileBytes - dataStart);
-
-  SafetensorsFile out;
-  out.origin = p.origin();
-  out.metadata = std::move(h.metadata);
-  for (auto& e : h.entries) {
-    SafetensorsTensor t;
-    t.dtype = e.dtype;
-    t.shape = std::move(e.shape);
-    t.bytes.resize(static_cast<std::size_t>(e.end - e.begin));
-    if (!t.bytes.empty()) readAt(dataStart + e.begin, std::span<std::byte>(t.bytes));
-    out.tensors.emplace(std::move(e.name), std::move(t));
+  try {
+    return {dataStart, readHeader(p, std::string_view(reinterpret_cast<const char*>(text.data()), text.size()),
+                                  fileBytes - dataStart)};
+  } catch (const std::bad_alloc&) {
+    throw DeviceError(fmt::format("out of memory parsing the {}-byte header (in {})", headerBytes, p.origin()));
   }
-  return out;
 }
 
 }  // namespace
@@ -273,50 +363,58 @@ std::int64_t SafetensorsTensor::numel() const {
 std::vector<float> SafetensorsTensor::floats() const { return decodeElements(bytes, dtype); }
 
 const SafetensorsTensor& SafetensorsFile::tensor(std::string_view name, std::string_view field) const {
-  const auto it = tensors.find(std::string(name));
-  if (it == tensors.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, t] : tensors) names.push_back(quoteForMessage(n));
-    throw UserError(std::string(field.empty() ? name : field), fmt::format("no tensor {}; the file holds: {}{}", quoteForMessage(name),
-                                                   names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", ")),
-                                                   origin.empty() ? "" : fmt::format(" (in {})", origin)));
-  }
-  return it->second;
+  return findTensor(tensors, name, field, origin);
 }
 
 std::vector<float> SafetensorsFile::floats(std::string_view name) const { return tensor(name).floats(); }
 
-SafetensorsFile parseSafetensors(std::span<const std::byte> file, const std::string& origin) {
-  const Problems p(origin);
-  return load(p, file.size(), [&](std::uint64_t offset, std::span<std::byte> dst) {
-    // load() only asks for ranges it has checked against the size; this guards that promise.
-    if (offset > file.size() || dst.size() > file.size() - offset) {
-      throw InternalError(fmt::format("safetensors: read of {} bytes at {} past {} bytes", dst.size(), offset,
-                                      file.size()));
-    }
-    std::memcpy(dst.data(), file.data() + offset, dst.size());
-  });
+SafetensorsReader SafetensorsReader::withSource(std::shared_ptr<const Source> source, std::string origin) {
+  SafetensorsReader r;
+  r.origin_ = std::move(origin);
+  r.source_ = std::move(source);
+  auto [dataStart, header] = readHeaderOf(Problems(r.origin_), *r.source_);
+  r.dataStart_ = dataStart;
+  r.metadata_ = std::move(header.metadata);
+  for (auto& e : header.entries) r.entries_.emplace(e.name, SafetensorsEntry{e.dtype, std::move(e.shape), e.begin, e.end});
+  return r;
 }
 
-SafetensorsFile readSafetensors(const std::filesystem::path& path) {
-  const Problems p(path.string());
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) p.fail("", "cannot read: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) p.fail("", fmt::format("cannot read: {}", std::strerror(errno)));
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::streamoff>(in.tellg());
-  if (size < 0) p.fail("", "cannot read: the file has no size (not a regular file?)");
-  in.seekg(0);
-  return load(p, static_cast<std::uint64_t>(size), [&](std::uint64_t offset, std::span<std::byte> dst) {
-    in.seekg(static_cast<std::streamoff>(offset));
-    in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
-    if (static_cast<std::size_t>(in.gcount()) != dst.size()) {
-      p.fail("", fmt::format("cannot read {} bytes at offset {}: the file is shorter than when it was opened",
-                             dst.size(), offset));
-    }
-  });
+SafetensorsReader SafetensorsReader::open(const std::filesystem::path& path) {
+  return withSource(std::make_shared<const FileSource>(Problems(path.string())), path.string());
 }
+
+SafetensorsReader SafetensorsReader::fromMemory(std::span<const std::byte> file, std::string origin) {
+  return withSource(std::make_shared<const MemorySource>(file), std::move(origin));
+}
+
+const SafetensorsEntry& SafetensorsReader::entry(std::string_view name, std::string_view field) const {
+  return findTensor(entries_, name, field, origin_);
+}
+
+SafetensorsTensor SafetensorsReader::read(std::string_view name, std::string_view field) const {
+  const SafetensorsEntry& e = entry(name, field);
+  const Problems p(origin_);
+  SafetensorsTensor t;
+  t.dtype = e.dtype;
+  t.shape = e.shape;
+  t.bytes = allocateBytes(p, e.end - e.begin, fmt::format("tensor {}", quoteForMessage(name)));
+  if (!t.bytes.empty()) source_->readAt(dataStart_ + e.begin, std::span<std::byte>(t.bytes));
+  return t;
+}
+
+SafetensorsFile SafetensorsReader::readAll() const {
+  SafetensorsFile out;
+  out.origin = origin_;
+  out.metadata = metadata_;
+  for (const auto& [name, e] : entries_) out.tensors.emplace(name, read(name));
+  return out;
+}
+
+SafetensorsFile parseSafetensors(std::span<const std::byte> file, const std::string& origin) {
+  return SafetensorsReader::fromMemory(file, origin).readAll();
+}
+
+SafetensorsFile readSafetensors(const std::filesystem::path& path) { return SafetensorsReader::open(path).readAll(); }
 
 std::vector<std::byte> encodeSafetensors(std::span<const NamedTensor> tensors, DType dtype,
                                          const std::map<std::string, std::string>& metadata) {

@@ -10,10 +10,16 @@
 // at most kMaxSafetensorsHeaderBytes long. A malformed file is a UserError (field: the JSON pointer of
 // the header entry at fault, or "" for the file as a whole; the message ends with "(in <file>)"); a
 // well-formed tensor of a dtype Foundry does not read (F64, I8, ...) an UnsupportedError.
+//
+// The header is checked whole (every name, dtype, shape and offset, against the file's size) before
+// any tensor is read, and SafetensorsReader then reads only the tensors asked for: a file may hold a
+// tensor larger than memory that a run never reads. Memory that cannot be had for a tensor asked for,
+// or a read the system refuses, is a DeviceError naming the tensor and the file.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,10 +56,50 @@ struct SafetensorsFile {
   std::vector<float> floats(std::string_view name) const;
 };
 
-/// Parses a file held in memory. `origin` names it in errors. Throws UserError / UnsupportedError only.
+/// One tensor as the header declares it: what it holds and where its bytes lie in the data.
+struct SafetensorsEntry {
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;  ///< offsets into the data, checked against the file's size
+};
+
+/// A file whose header has been read and checked; tensors are read one at a time, when asked for.
+class SafetensorsReader {
+ public:
+  /// Reads and checks the header of `path` and keeps the file open for read(). A file that cannot be
+  /// opened is a UserError naming the path.
+  static SafetensorsReader open(const std::filesystem::path& path);
+  /// The same over a file held in memory, which must outlive the reader. `origin` names it in errors.
+  static SafetensorsReader fromMemory(std::span<const std::byte> file, std::string origin);
+
+  const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::string& origin() const { return origin_; }
+
+  /// The entry called `name`; a UserError naming it, the file and the tensors present if there is
+  /// none, whose field is `field` (the flag that named the file, say) or else the tensor's name.
+  const SafetensorsEntry& entry(std::string_view name, std::string_view field = {}) const;
+  /// Reads the bytes of tensor `name` (entry() first).
+  SafetensorsTensor read(std::string_view name, std::string_view field = {}) const;
+  /// Every tensor read.
+  SafetensorsFile readAll() const;
+
+  struct Source;  ///< where the bytes come from: a file descriptor or memory
+
+ private:
+  static SafetensorsReader withSource(std::shared_ptr<const Source> source, std::string origin);
+
+  std::shared_ptr<const Source> source_;
+  std::uint64_t dataStart_ = 0;
+  std::map<std::string, SafetensorsEntry> entries_;
+  std::map<std::string, std::string> metadata_;
+  std::string origin_;
+};
+
+/// Parses a whole file held in memory. `origin` names it in errors. Throws UserError / UnsupportedError
+/// (and DeviceError where memory runs out).
 SafetensorsFile parseSafetensors(std::span<const std::byte> file, const std::string& origin);
-/// Reads a file: the header first (checked against the file size), then each tensor's bytes, so
-/// memory is bounded by the file's size. A file that cannot be read is a UserError naming the path.
+/// Reads a whole file: SafetensorsReader::open(path).readAll().
 SafetensorsFile readSafetensors(const std::filesystem::path& path);
 
 /// A float tensor to write; `values` holds product(shape) elements, row-major.

@@ -5,18 +5,13 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
+#include "foundry/MemoryBudget.h"
 #include "foundry/vk/Check.h"
 #include "foundry/vk/Device.h"
 
 namespace foundry {
 
 namespace {
-
-std::string humanBytes(std::uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
-  if (bytes >= (1ull << 20)) return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1ull << 20));
-  return fmt::format("{} B", bytes);
-}
 
 /// A host-visible buffer for one transfer, freed when it goes out of scope.
 struct Staging {
@@ -81,16 +76,7 @@ constexpr VkAccessFlags kShaderAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SH
 
 Buffer::Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name)
     : device_(device), name_(std::move(name)), size_(std::max<std::uint64_t>(bytes, 4)) {
-  const auto& caps = device.info();
-  if (size_ > caps.maxAllocationBytes) {
-    throw DeviceError(fmt::format("allocating {} bytes ({}) for '{}' exceeds the device's largest allocation of {} ({})",
-                                  size_, humanBytes(size_), name_, caps.maxAllocationBytes,
-                                  humanBytes(caps.maxAllocationBytes)));
-  }
-  if (size_ > caps.deviceMemoryBytes) {
-    throw DeviceError(fmt::format("allocating {} bytes ({}) for '{}' exceeds the device's memory of {}", size_,
-                                  humanBytes(size_), name_, humanBytes(caps.deviceMemoryBytes)));
-  }
+  checkAllocationFits(device.info(), size_, name_);
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = size_;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;

@@ -45,6 +45,7 @@ struct CliContext {
 struct CliOutcome {
   int exitCode = -1;
   std::string out, err;
+  double seconds = 0;  ///< wall time of the run
 };
 
 struct CliRow {
@@ -91,10 +92,13 @@ struct InProcessRow {
 std::vector<CliRow> cliRows();
 /// Rows for `foundry run` (RunRows.cpp).
 std::vector<CliRow> runCommandRows();
+/// Rows for what `foundry run` reads and compares: non-finite values against --check and --expect,
+/// safetensors files read lazily, the memory a run needs (InputRows.cpp).
+std::vector<CliRow> inputRows();
 /// Rows that call the library directly (InProcessRows.cpp).
 std::vector<InProcessRow> inProcessRows();
 
-/// Every CLI row: cliRows() then runCommandRows().
+/// Every CLI row: cliRows(), runCommandRows(), then inputRows().
 std::vector<CliRow> allCliRows();
 
 /// The Markdown table of every row, as docs/reliability.md holds it.

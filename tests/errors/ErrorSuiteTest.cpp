@@ -151,7 +151,7 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
   if (row.check) {
     std::string problem;
     try {
-      problem = row.check(ctx, CliOutcome{r.exitCode, r.out, r.err});
+      problem = row.check(ctx, CliOutcome{r.exitCode, r.out, r.err, r.seconds});
     } catch (const std::exception& e) {
       problem = std::string("the check threw: ") + e.what();
     }

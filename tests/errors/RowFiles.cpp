@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "foundry/io/Safetensors.h"
+
 namespace foundry::errors {
 
 namespace fs = std::filesystem;
@@ -45,6 +47,29 @@ std::string safetensors(const std::string& header, std::size_t dataBytes) {
 
 std::string entry(const std::string& dtype, const std::string& shape, const std::string& offsets) {
   return R"({"a":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+}
+
+std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vector<std::string>& sizes) {
+  std::vector<std::string> args = {"run", kTiny};
+  args.insert(args.end(), sizes.begin(), sizes.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void copyTiny(const CliContext& ctx) {
+  fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
+}
+
+void writeTensors(const fs::path& p, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& tensors) {
+  std::vector<NamedTensor> named;
+  for (const auto& [name, shape] : tensors) {
+    std::int64_t n = 1;
+    for (const auto d : shape) n *= d;
+    std::vector<float> ramp(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = 0.125f * static_cast<float>(static_cast<int>(i % 17) - 8);
+    named.push_back({name, shape, std::move(ramp)});
+  }
+  writeSafetensors(p, named, DType::F16);
 }
 
 std::vector<std::string> entriesUnder(const fs::path& dir) {

@@ -53,44 +53,6 @@ CliRow configWith(std::string id, std::string input, const std::string& pointer,
   return configWith(std::move(id), std::move(input), {{pointer, std::move(value)}}, exitCode, std::move(fragment));
 }
 
-// ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down.
-
-const std::string kTiny = "{tmp}/tinyllama.json";
-/// One prompt token, two decode tokens, one layer: outputs [1 layer, 1 batch, 3 tokens, heads, 64].
-const std::vector<std::string> kSmall = {"--prompt-len", "1", "--decode-tokens", "2", "--layers", "1"};
-/// Sixteen prompt tokens (a real prefill, one more kernel to compile), two decode tokens, one layer.
-const std::vector<std::string> kWithPrefill = {"--prompt-len", "16", "--decode-tokens", "2", "--layers", "1"};
-const std::vector<std::int64_t> kQShape = {1, 1, 3, 32, 64}, kKvShape = {1, 1, 3, 4, 64};
-
-std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vector<std::string>& sizes = kSmall) {
-  std::vector<std::string> args = {"run", kTiny};
-  args.insert(args.end(), sizes.begin(), sizes.end());
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-/// Copies the TinyLlama config to {tmp}/tinyllama.json, so that the table's commands show {tmp} only.
-void copyTiny(const CliContext& ctx) {
-  fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
-}
-
-std::vector<float> ramp(std::int64_t n, float scale) {
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(static_cast<int>(i % 17) - 8);
-  return v;
-}
-std::int64_t numel(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (const auto d : shape) n *= d;
-  return n;
-}
-/// Float tensors with these names and shapes, as --inputs or --expect files hold them.
-void writeTensors(const fs::path& p, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& tensors) {
-  std::vector<NamedTensor> named;
-  for (const auto& [name, shape] : tensors) named.push_back({name, shape, ramp(numel(shape), 0.125f)});
-  writeSafetensors(p, named, DType::F16);
-}
-
 // ---- Damaged safetensors files given to --inputs (the same recipes as InProcessRows.cpp's).
 
 /// `foundry run tinyllama --inputs {tmp}/inputs.safetensors` on a file holding `bytes`.

@@ -64,6 +64,10 @@ def main():
     write("valid-scalar-and-empty-tensor.safetensors", file_bytes(h, d))
     h, d = tensors([("x", "F32", [2], f32([1.0, 2.0]))])
     write("valid-unpadded-header.safetensors", file_bytes(h, d, pad=False))
+    # What `foundry run --inputs` reads (q, k, v) beside a tensor it never reads.
+    h, d = tensors([("q", "F16", [1, 1, 1, 2, 2], f16([1, 2, 3, 4])), ("k", "F16", [1, 1, 1, 1, 2], f16([5, 6])),
+                    ("v", "F16", [1, 1, 1, 1, 2], f16([7, 8])), ("unused", "F32", [3], f32([0, 0, 0]))])
+    write("valid-run-inputs.safetensors", file_bytes(h, d))
 
     good = file_bytes(mixed_header, mixed_data)
     write("invalid-short.safetensors", good[:5])
@@ -85,6 +89,10 @@ def main():
     write("invalid-begin-after-end.safetensors", file_bytes(h, d))
     h, d = tensors([("a", "F32", [2 ** 32, 2 ** 32, 2], f32([1, 2]))])
     write("invalid-shape-overflow.safetensors", file_bytes(h, d))
+    # An unused tensor whose bytes are not in the file: the header is checked whole, used or not.
+    h, d = tensors([("q", "F32", [2], f32([1, 2])), ("unused", "F32", [2 ** 30], f32([0]))])
+    h["unused"]["data_offsets"] = [8, 8 + 4 * 2 ** 30]
+    write("invalid-unused-tensor-past-end.safetensors", file_bytes(h, d))
     write("invalid-duplicate-tensor.safetensors",
           file_bytes('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
                      '"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', f32([1])))
