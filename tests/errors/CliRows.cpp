@@ -373,6 +373,7 @@ std::vector<CliRow> cliRows() {
 std::vector<CliRow> allCliRows() {
   auto rows = cliRows();
   for (auto& r : runCommandRows()) rows.push_back(std::move(r));
+  for (auto& r : configRows()) rows.push_back(std::move(r));
   return rows;
 }
 

@@ -91,10 +91,12 @@ struct InProcessRow {
 std::vector<CliRow> cliRows();
 /// Rows for `foundry run` (RunRows.cpp).
 std::vector<CliRow> runCommandRows();
+/// Rows for config values the schema and the loader must treat alike (ConfigRows.cpp).
+std::vector<CliRow> configRows();
 /// Rows that call the library directly (InProcessRows.cpp).
 std::vector<InProcessRow> inProcessRows();
 
-/// Every CLI row: cliRows() then runCommandRows().
+/// Every CLI row: cliRows(), runCommandRows(), then configRows().
 std::vector<CliRow> allCliRows();
 
 /// The Markdown table of every row, as docs/reliability.md holds it.
