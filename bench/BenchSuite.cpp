@@ -327,8 +327,9 @@ Result Runner::measure(Prepared& pr, const RuntimeOptions& knobs, const Ceilings
   res.minUs = samples.front();
   res.tflops = s.flops() / res.medianUs / 1e6;
   res.kvGBs = s.kvBytes() / res.medianUs / 1e3;
-  if (s.kind == "decode" && ceilings.readGBs > 0) res.percentOfCeiling = 100.0 * res.kvGBs / ceilings.readGBs;
-  if (s.kind == "prefill" && ceilings.mmaTflops > 0) res.percentOfCeiling = 100.0 * res.tflops / ceilings.mmaTflops;
+  res.ceiling = s.kind == "decode" ? "read" : "mma";
+  if (s.kind == "decode" && ceilings.readGBs) res.percentOfCeiling = 100.0 * res.kvGBs / *ceilings.readGBs;
+  if (s.kind == "prefill" && ceilings.mmaTflops) res.percentOfCeiling = 100.0 * res.tflops / *ceilings.mmaTflops;
   for (const auto& k : res.kernels) {
     for (const auto& [name, value] : rt_.pipelines().statistics(k)) res.statistics[k].emplace_back(name, value);
   }
@@ -470,20 +471,25 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
   return out;
 }
 
+namespace {
+// A value that was not measured or does not apply is null, never 0.
+nlohmann::json orNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+}  // namespace
+
 nlohmann::json toJson(const Result& r) {
   return {{"kind", r.shape.kind},       {"name", r.shape.name()},      {"B", r.shape.batch},
           {"Hq", r.shape.heads},        {"Hkv", r.shape.kvHeads},      {"Sq", r.shape.qLen},
           {"Skv", r.shape.kvLen},       {"D", r.shape.headDim},        {"causal", r.shape.causal},
           {"us", r.medianUs},           {"min_us", r.minUs},           {"tflops", r.tflops},
-          {"kv_gbs", r.kvGBs},          {"pct_ceiling", r.percentOfCeiling}, {"rel_error", r.relError},
+          {"kv_gbs", r.kvGBs},          {"pct_ceiling", orNull(r.percentOfCeiling)}, {"ceiling", r.ceiling}, {"rel_error", r.relError},
           {"variant", r.variant},       {"modifiers", r.shape.modifiers},
           {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
           {"plan", r.plan},             {"statistics", r.statistics}};
 }
 
 nlohmann::json toJson(const Ceilings& c) {
-  return {{"read_gbs", c.readGBs},
-          {"mma_tflops", c.mmaTflops},
+  return {{"read_gbs", orNull(c.readGBs)},
+          {"mma_tflops", orNull(c.mmaTflops)},
           {"empty_dispatch_us", c.emptyDispatchUs},
           {"dependent_pair_us", c.dependentPairUs}};
 }

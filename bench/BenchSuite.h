@@ -43,8 +43,8 @@ struct Options {
 };
 
 struct Ceilings {
-  double readGBs = 0;      ///< 0 when not measured
-  double mmaTflops = 0;    ///< 0 when the device has no cooperative matrices
+  std::optional<double> readGBs;    ///< nullopt when not measured
+  std::optional<double> mmaTflops;  ///< nullopt when the device has no cooperative matrices
   /// The floor under any call: one dispatch of one workgroup that does nothing, and two such
   /// dispatches with a barrier between (a Split-K part kernel, then its reduce), in microseconds.
   double emptyDispatchUs = 0;
@@ -55,7 +55,10 @@ struct Result {
   Shape shape;
   double medianUs = 0, minUs = 0;
   double tflops = 0, kvGBs = 0;
-  double percentOfCeiling = 0;  ///< decode: of the read ceiling; prefill: of the MMA ceiling
+  /// decode: of the read ceiling; prefill: of the MMA ceiling; nullopt where that ceiling was not
+  /// measured. Over 100 where the data came from a cache faster than the cold read stream.
+  std::optional<double> percentOfCeiling;
+  std::string ceiling;  ///< which ceiling percentOfCeiling is of: "read" or "mma"
   double relError = 0;
   bool checked = false;
   std::uint32_t copies = 1;

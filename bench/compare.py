@@ -20,17 +20,22 @@ for line in open(a.torch):
     if "us" in r and r.get("kind") in ("decode", "prefill"):
         torch[(r["kind"], r["B"], r["Sq"], r["Skv"], r["D"])] = r["us"]
 
+def na(value, fmt):
+    """A value the bench did not measure (null in its JSON) is shown as n/a, never 0."""
+    return "n/a" if value is None else format(value, fmt)
+
+
 rows = ["| shape | ours us | torch flash us | torch / ours | TFLOP/s | K/V GB/s | % of ceiling | check |",
         "|---|---|---|---|---|---|---|---|"]
 for r in bench["results"]:
     t = torch.get((r["kind"], r["B"], r["Sq"], r["Skv"], r["D"]))
     ratio = f"{t / r['us']:.2f}x" if t else "-"
     rows.append(f"| {r['name']} | {r['us']:.1f} | {t if t else '-'} | {ratio} | {r['tflops']:.1f} | "
-                f"{r['kv_gbs']:.0f} | {r['pct_ceiling']:.0f}% | {'ok' if r['checked'] else 'FAIL'} {r['rel_error']:.1e} |")
+                f"{r['kv_gbs']:.0f} | {na(r['pct_ceiling'], '.0f')}% of {r.get('ceiling', 'ceiling')} | {'ok' if r['checked'] else 'FAIL'} {r['rel_error']:.1e} |")
 c = bench["ceilings"]
 head = (f"Device: {bench['device']} ({bench['driver']}); {a.gpu}\n\n"
-        f"Ceilings measured in the same run: GLSL read stream {c['read_gbs']:.0f} GB/s, "
-        f"cooperative-matrix f16->f32 MMA {c['mma_tflops']:.0f} TFLOP/s; the floor under a call: an empty "
+        f"Ceilings measured in the same run: GLSL read stream {na(c['read_gbs'], '.0f')} GB/s, "
+        f"cooperative-matrix f16->f32 MMA {na(c['mma_tflops'], '.0f')} TFLOP/s; the floor under a call: an empty "
         f"dispatch {c.get('empty_dispatch_us', 0):.1f} us, two dependent ones (a barrier between) "
         f"{c.get('dependent_pair_us', 0):.1f} us.\n")
 table = head + "\n" + "\n".join(rows) + "\n"

@@ -203,6 +203,7 @@ void RuntimeOptions::set(std::string_view name, std::string_view value, std::str
     throw UserError(field, fmt::format("unknown knob; accepted: {}", allKnobNames()));
   }
   knob->set(*this, std::string(value), field);
+  if (!source.empty()) sources[std::string(name)] = std::string(source);
 }
 
 RuntimeOptions RuntimeOptions::fromEnvironment(const std::map<std::string, std::string>& env) {
@@ -247,9 +248,11 @@ void RuntimeOptions::applyTuning(const nlohmann::json& tuning, const std::string
     std::string text;
     if (value.is_string()) text = value.get<std::string>();
     else if (value.is_boolean()) text = value.get<bool>() ? "1" : "0";
-    else if (value.is_number_unsigned() || value.is_number_integer()) text = value.dump();
+    // Numbers as written (4294967297, -1, 1e+30), so a value out of range is shown as given.
+    else if (value.is_number()) text = value.dump();
     else throw UserError(field, fmt::format("expected a string, number or boolean, found {}", value.type_name()));
     match->set(*this, text, field);
+    sources[std::string(match->info.name)] = field;
   }
 }
 
@@ -257,6 +260,16 @@ std::vector<std::pair<std::string, std::string>> RuntimeOptions::describe() cons
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& k : knobs()) out.emplace_back(std::string(k.info.name), k.get(*this));
   return out;
+}
+
+std::string RuntimeOptions::sourceOf(std::string_view knob) const {
+  const auto it = sources.find(std::string(knob));
+  return it == sources.end() ? "default" : it->second;
+}
+
+std::string RuntimeOptions::fieldOf(std::string_view knob) const {
+  const std::string source = sourceOf(knob);
+  return source.starts_with("/") ? source : std::string(knob);
 }
 
 }  // namespace foundry

@@ -49,6 +49,9 @@ struct RuntimeOptions {
   bool validation = false;   ///< FOUNDRY_VALIDATION: enable the Khronos validation layer
   /// Filled from the environment for the default cache location; not a knob.
   std::string homeDir, xdgCacheHome;
+  /// Where each knob set so far got its value: "environment", the JSON pointer "/tuning/<key>", or the
+  /// flag ("--set", "--device"). A knob not listed has its default.
+  std::map<std::string, std::string> sources;
 
   /// Reads the process environment. The only place Foundry calls getenv.
   static RuntimeOptions fromEnvironment();
@@ -62,6 +65,11 @@ struct RuntimeOptions {
   void applyTuning(const nlohmann::json& tuning, const std::string& pointer);
   /// Every knob and its current value, for logging and reports.
   std::vector<std::pair<std::string, std::string>> describe() const;
+  /// Where `knob` (FOUNDRY_...) got its value: an entry of `sources`, or "default".
+  std::string sourceOf(std::string_view knob) const;
+  /// The field an error about `knob`'s value names: the config's JSON pointer when the value came from
+  /// its `tuning`, else the knob's name.
+  std::string fieldOf(std::string_view knob) const;
 };
 
 /// One documented knob.

@@ -87,6 +87,9 @@ inline constexpr std::size_t kMaxConfigBytes = std::size_t(16) << 20;
 /// Parses and validates a config. `origin` (a path, "<stdin>") is named in every error message.
 /// Throws UserError / UnsupportedError only, whatever the input.
 ModelConfig parseModelConfig(std::string_view text, const std::string& origin);
+/// Each field's own checks alone (type, range, enum, known keys), without configs/schema.json and
+/// without the rules between fields: what the schema states too, for the test that keeps them equal.
+ModelConfig readModelConfigFields(const nlohmann::json& doc, const std::string& origin);
 /// Reads and parses a file; a file that cannot be read or is over kMaxConfigBytes is a UserError
 /// naming the path.
 ModelConfig loadModelConfig(const std::filesystem::path& path);

@@ -37,33 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class TerminalProgress : public Progress {
- public:
-  void update(const std::string& phase, std::uint64_t done, std::uint64_t total) override {
-    const int width = 30;
-    const int filled = total ? static_cast<int>(width * done / total) : width;
-    fmt::print(stderr, "\r{:<8} [{}{}] {}/{}", phase, std::string(filled, '#'), std::string(width - filled, ' '), done,
-               total);
-    std::fflush(stderr);
-  }
-  void finish() override { fmt::print(stderr, "\r{:<60}\r", ""); }
-};
-
-class LineProgress : public Progress {
- public:
-  void update(const std::string& phase, std::uint64_t done, std::uint64_t total) override {
-    // A line per phase start and per tenth of the work, not per step.
-    const std::uint64_t tenth = std::max<std::uint64_t>(1, total / 10);
-    if (phase != phase_ || done == total || done % tenth == 0) {
-      fmt::print(stderr, "progress: {} {}/{}\n", phase, done, total);
-      phase_ = phase;
-    }
-  }
-
- private:
-  std::string phase_;
-};
-
 std::uint32_t seedFor(std::uint64_t runSeed, std::uint32_t layer, std::uint32_t kind) {
   const auto folded = static_cast<std::uint32_t>(runSeed ^ (runSeed >> 32));
   return randomHash(folded ^ randomHash(layer * 3u + kind + 1u));
@@ -115,6 +88,7 @@ class Session {
                               std::optional<std::uint32_t> fusedRopePosition) const;
   void attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                  std::optional<std::uint32_t> fusedRopePosition);
+  void noteDecisions(const std::string& phase, const StepRecord& record);
   void planEveryCall() const;
   void record(const SubmitResult& r, PhaseReport& phase);
   void loadInputs();
@@ -143,6 +117,7 @@ class Session {
   std::optional<SafetensorsReader> expectFile_;
   std::vector<SafetensorsTensor> inputTensors_;  ///< q, k, v of --inputs, read once the budget is checked
   std::map<std::string, std::uint64_t> kernels_;
+  std::vector<SelectorReport> decisions_;  ///< one per distinct (phase, kernels)
   KernelSource fillKernel_;
 };
 
@@ -180,7 +155,14 @@ void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, con
     reference_.run(ctx, call);
     return;
   }
-  flash_.run(ctx, call);
+  noteDecisions(fusedRopePosition ? "decode" : "prefill", flash_.run(ctx, call));
+}
+
+void Session::noteDecisions(const std::string& phase, const StepRecord& record) {
+  const bool seen = std::any_of(decisions_.begin(), decisions_.end(), [&](const SelectorReport& s) {
+    return s.phase == phase && s.kernels == record.kernels;
+  });
+  if (!seen) decisions_.push_back({phase, record.kernels, record.plan.decisions});
 }
 
 // Every layer's prefill and first decode call planned before anything is recorded: a shape the
@@ -286,6 +268,10 @@ RunReport Session::run() {
   checkFilesBeforeRunning();
   checkMemoryBudget();
   RunReport report;
+  report.foundryVersion = FOUNDRY_VERSION;
+  report.timestamp = utcTimestamp();
+  report.configPath = req_.configPath;
+  report.knobs = knobReport(rt_.options());
   report.model = c_.name;
   report.device = rt_.info().name;
   report.driver = rt_.info().driverName;
@@ -332,10 +318,11 @@ RunReport Session::run() {
   planEveryCall();
   auto dispatcher = rt_.dispatcher();
 
-  // Prefill: every layer in one submission.
+  // Prefill: a submission per layer, so that progress counts finished GPU work; the wait between
+  // layers costs little next to a layer's prefill.
   auto start = Clock::now();
+  progress_.update("prefill", 0, L_);
   for (std::uint32_t l = 0; l < L_; ++l) {
-    progress_.update("prefill", l, L_);
     const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
     if (!req_.inputs) {
       fill(*dispatcher, in.q, seedFor(c_.run.seed, l, 0), 0, qRow * P_);
@@ -347,16 +334,16 @@ RunReport Session::run() {
     if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, 0);
     append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0, kRope(0));
     attention(*dispatcher, q, l, tokenView(out_[keepOutputs ? l : 0], 0, P_), P_, std::nullopt);
+    record(dispatcher->submit(), report.prefill);
+    progress_.update("prefill", l + 1, L_);
   }
-  record(dispatcher->submit(), report.prefill);
   report.prefill.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.prefill.tokens = std::uint64_t(B_) * P_;
-  progress_.update("prefill", L_, L_);
 
   // Decode: one submission per token, every layer in it.
   start = Clock::now();
+  progress_.update("decode", 0, N_);
   for (std::uint32_t t = 0; t < N_; ++t) {
-    progress_.update("decode", t, N_);
     const std::uint32_t pos = P_ + t;
     for (std::uint32_t l = 0; l < L_; ++l) {
       const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
@@ -371,13 +358,14 @@ RunReport Session::run() {
       attention(*dispatcher, tokenView(in.q, pos, 1), l, tokenView(out_[keepOutputs ? l : 0], pos, 1), pos + 1, pos);
     }
     record(dispatcher->submit(), report.decode);
+    progress_.update("decode", t + 1, N_);
   }
   report.decode.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.decode.tokens = std::uint64_t(B_) * N_;
-  progress_.update("decode", N_, N_);
   progress_.finish();
 
   report.kernels = kernels_;
+  report.selector = decisions_;
   report.scratchBytes = workspace_.bytes();
   report.peakDeviceBytes = rt_.device().memoryStats().peakBytes - baseline;
   report.kernelCompiles = kc.compiles() - compiles0;
@@ -511,103 +499,8 @@ void Session::compareExpected(RunReport& report) {
 
 }  // namespace
 
-std::unique_ptr<Progress> makeProgress(bool terminal) {
-  if (terminal) return std::make_unique<TerminalProgress>();
-  return std::make_unique<LineProgress>();
-}
-
 RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress) {
   return Session(runtime, request, progress).run();
-}
-
-nlohmann::json RunReport::toJson() const {
-  nlohmann::json j;
-  j["model"] = model;
-  j["device"] = device;
-  j["driver"] = driver;
-  j["path"] = path;
-  j["run"] = {{"batch", run.batch}, {"prompt_len", run.promptLen}, {"decode_tokens", run.decodeTokens},
-              {"layers", run.layers}, {"dtype", dtypeName(run.dtype)}, {"seed", run.seed}};
-  j["layout"] = {{"n_heads", nHeads}, {"n_kv_heads", nKvHeads}, {"head_dim", headDim}};
-  j["modifiers"] = nlohmann::json::array();
-  for (std::size_t l = 0; l < layerModifiers.size(); ++l) {
-    j["modifiers"].push_back({{"layer", l}, {"modifiers", layerModifiers[l]}});
-  }
-  auto phase = [&](const PhaseReport& p) {
-    return nlohmann::json{{"gpu_us", p.gpuMicros},
-                          {"input_gpu_us", p.inputGpuMicros},
-                          {"wall_s", p.wallSeconds},
-                          {"tokens", p.tokens},
-                          {"gpu_us_per_layer", run.layers ? p.gpuMicros / run.layers : 0.0},
-                          {"tokens_per_s", p.gpuMicros > 0 ? p.tokens / (p.gpuMicros * 1e-6) : 0.0}};
-  };
-  j["prefill"] = phase(prefill);
-  j["decode"] = phase(decode);
-  j["kernels"] = kernels;
-  j["memory"] = {{"peak_bytes", peakDeviceBytes}, {"kv_cache_bytes", cacheBytes}, {"scratch_bytes", scratchBytes}};
-  j["kernel_cache"] = {{"compiles", kernelCompiles}, {"memory_hits", kernelMemoryHits}, {"disk_hits", kernelDiskHits},
-                       {"pipelines_created", pipelines}};
-  if (check.ran) {
-    j["check"] = {{"passed", check.passed}, {"rows", check.rows}, {"max_rel_vs_cpu", check.maxRelVsCpu},
-                  {"max_rel_vs_materialised", check.maxRelVsMaterialised}, {"bound", check.bound},
-                  {"failures", check.failures}};
-  }
-  if (expectRelError) {
-    j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}, {"failure", expectFailure}};
-  }
-  j["passed"] = passed();
-  return j;
-}
-
-std::string RunReport::failure() const {
-  if (!check.passed) {
-    const std::string first = check.failures.empty() ? "" : ": " + check.failures.front();
-    const std::size_t more = check.failures.empty() ? 0 : check.failures.size() - 1;
-    return fmt::format("the outputs do not match the reference{}{}", first,
-                       more ? fmt::format(" (and {} more sampled failure{})", more, more == 1 ? "" : "s") : "");
-  }
-  if (!expectPassed) return "the outputs do not match --expect: " + expectFailure;
-  return "";
-}
-
-std::string RunReport::summary() const {
-  std::string s = fmt::format("{} on {} ({} path): batch {}, prompt {}, {} decode tokens, {} layers, {}\n", model, device,
-                              path, run.batch, run.promptLen, run.decodeTokens, run.layers, dtypeName(run.dtype));
-  s += fmt::format("  {:<8} {:>12} {:>16} {:>14} {:>10}\n", "phase", "GPU ms", "ms per layer", "tokens/s (GPU)", "wall s");
-  for (const auto& [name, p] : {std::pair<const char*, const PhaseReport*>{"prefill", &prefill}, {"decode", &decode}}) {
-    s += fmt::format("  {:<8} {:>12.3f} {:>16.4f} {:>14.0f} {:>10.2f}\n", name, p->gpuMicros / 1e3,
-                     run.layers ? p->gpuMicros / 1e3 / run.layers : 0.0,
-                     p->gpuMicros > 0 ? p->tokens / (p->gpuMicros * 1e-6) : 0.0, p->wallSeconds);
-  }
-  // Layers with the same modifiers on one line: "layers 0, 2: sliding window 128 + sinks".
-  std::vector<std::pair<std::string, std::vector<std::size_t>>> groups;
-  for (std::size_t l = 0; l < layerModifiers.size(); ++l) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == layerModifiers[l]; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {layerModifiers[l], {}});
-    it->second.push_back(l);
-  }
-  s += "  modifiers (after the causal mask):\n";
-  for (const auto& [mods, layers] : groups) {
-    s += fmt::format("    layer{} {}: {}\n", layers.size() > 1 ? "s" : "", fmt::join(layers, ", "), mods);
-  }
-  s += "  kernels:\n";
-  for (const auto& [k, n] : kernels) s += fmt::format("    {:>6} x {}\n", n, k);
-  s += fmt::format("  device memory: peak {:.1f} MiB above the start (KV caches {:.1f} MiB, scratch {:.1f} MiB)\n",
-                   peakDeviceBytes / 1048576.0, cacheBytes / 1048576.0, scratchBytes / 1048576.0);
-  s += fmt::format("  kernel cache: {} compiled, {} from disk, {} from memory; {} pipelines created\n", kernelCompiles,
-                   kernelDiskHits, kernelMemoryHits, pipelines);
-  if (check.ran) {
-    s += fmt::format("  check: {} ({} rows, max relative error {:.2e} vs the CPU, {:.2e} vs the materialised path, "
-                     "bound {:.0e})\n", check.passed ? "passed" : "FAILED", check.rows, check.maxRelVsCpu,
-                     check.maxRelVsMaterialised, check.bound);
-    for (const auto& f : check.failures) s += "    " + f + "\n";
-  }
-  if (expectRelError) {
-    s += fmt::format("  expected outputs: {} (max relative error {:.2e})\n", expectPassed ? "matched" : "MISMATCH",
-                     *expectRelError);
-    if (!expectPassed) s += "    " + expectFailure + "\n";
-  }
-  return s;
 }
 
 }  // namespace foundry

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "runner/ModelConfig.h"
+#include "runner/Progress.h"
+#include "runner/RunReport.h"
 
 namespace foundry {
 
@@ -27,55 +27,7 @@ struct RunRequest {
   std::optional<std::filesystem::path> expect;  ///< safetensors with o: [layers, batch, tokens, heads, D]
   std::optional<std::filesystem::path> save;    ///< write o there (atomically)
   double tolerance = 0;  ///< relative to the largest |expected| output; 0: the dtype's bound
-};
-
-/// Where progress goes: a bar on a terminal, plain lines otherwise.
-class Progress {
- public:
-  virtual ~Progress() = default;
-  virtual void update(const std::string& phase, std::uint64_t done, std::uint64_t total) = 0;
-  virtual void finish() {}
-};
-std::unique_ptr<Progress> makeProgress(bool terminal);
-
-struct PhaseReport {
-  double gpuMicros = 0;        ///< attention work (RoPE, KV append, attention), from GPU timestamps
-  double inputGpuMicros = 0;   ///< making the synthetic inputs, not part of the above
-  double wallSeconds = 0;
-  std::uint64_t tokens = 0;    ///< tokens processed (batch included)
-};
-
-struct CheckReport {
-  bool ran = false;
-  bool passed = true;
-  std::size_t rows = 0;              ///< output rows compared with the CPU
-  double maxRelVsCpu = 0;            ///< +Inf where a NaN or Inf did not match
-  double maxRelVsMaterialised = 0;   ///< the sampled layers' prefill against SdpaReferenceStep
-  double bound = 0;
-  std::vector<std::string> failures;  ///< per sampled layer and token: how many, the first where
-};
-
-struct RunReport {
-  std::string model, device, driver, path;
-  RunSpec run;
-  std::uint32_t nHeads = 0, nKvHeads = 0, headDim = 0;
-  std::vector<std::string> layerModifiers;  ///< per layer run, what modifiers it applied after the causal mask
-  PhaseReport prefill, decode;
-  std::map<std::string, std::uint64_t> kernels;  ///< kernel -> dispatches
-  std::uint64_t peakDeviceBytes = 0;   ///< above what was held when the run started
-  std::uint64_t cacheBytes = 0;        ///< the KV caches
-  std::uint64_t scratchBytes = 0;      ///< Split-K partials or materialised scores
-  std::uint64_t kernelCompiles = 0, kernelMemoryHits = 0, kernelDiskHits = 0, pipelines = 0;
-  CheckReport check;
-  std::optional<double> expectRelError;  ///< +Inf where a NaN or Inf did not match
-  bool expectPassed = true;
-  std::string expectFailure;  ///< what did not match --expect: how many, the first where
-
-  bool passed() const { return check.passed && expectPassed; }
-  nlohmann::json toJson() const;
-  std::string summary() const;  ///< the tables `foundry run` prints
-  /// Why the run failed, for the one error line: "the outputs do not match --expect: ..." (empty if passed).
-  std::string failure() const;
+  std::string configPath;  ///< where the config was read from, for the report (empty: built in code)
 };
 
 RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress);

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what Foundry needs from Debian 12's packages: the toolchain, the libraries it builds
-# against, the CPU Vulkan driver (lavapipe), the Khronos validation layer, and clang with libFuzzer
-# and its sanitizer runtimes for scripts/fuzz.sh, and python3 for the bench scripts' table printers.
+# against (valijson validates configs against configs/schema.json), the CPU Vulkan driver (lavapipe),
+# the Khronos validation layer, clang with libFuzzer and its sanitizer runtimes for scripts/fuzz.sh,
+# and python3 for the bench scripts' table printers.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libvulkan-dev libshaderc-dev glslang-dev spirv-tools
-  nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libvalijson-dev libfmt-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
   mesa-vulkan-drivers vulkan-validationlayers
   clang-14 libclang-rt-14-dev
   python3

@@ -26,8 +26,9 @@ std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& de
   return splits;
 }
 
-[[noreturn]] void rejectKnob(const char* knob, std::uint32_t value, const std::string& why, const std::string& accepted) {
-  throw UserError(knob, fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
+[[noreturn]] void rejectKnob(const RuntimeOptions& o, const char* knob, std::uint32_t value, const std::string& why,
+                             const std::string& accepted) {
+  throw UserError(o.fieldOf(knob), fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
 }
 
 // Replaces the value and reason of an earlier decision that a later constraint changed.
@@ -124,7 +125,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
     why.push_back({"warps", std::to_string(v.warps), tune.sourceOf("decodeWarps")});
   }
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
-    rejectKnob("FOUNDRY_FA_DECODE_WARPS", v.warps,
+    rejectKnob(o, "FOUNDRY_FA_DECODE_WARPS", v.warps,
                fmt::format("{} invocations exceed the device's {}", v.workgroupSize(sg), device.maxWorkgroupInvocations),
                fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
   }
@@ -133,15 +134,15 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
       DecodeVariant noUnroll = v;
       noUnroll.unroll = 1;
       if (o.faDecodeUnroll && noUnroll.unusableReason(sg).empty()) {
-        rejectKnob("FOUNDRY_FA_DECODE_UNROLL", v.unroll, reason,
+        rejectKnob(o, "FOUNDRY_FA_DECODE_UNROLL", v.unroll, reason,
                    "1, 2, 4 or 8, as far as q, o and the unrolled K/V rows fit in registers");
       }
       if (o.faDecodeKeysPerWarp) {
-        rejectKnob("FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,
+        rejectKnob(o, "FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,
                    fmt::format("powers of two up to {} that leave a multiple of the vector width per lane", sg));
       }
       if (o.faDecodeVectorWidth) {
-        rejectKnob("FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason,
+        rejectKnob(o, "FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason,
                    p.dtype == DType::F16 ? "1, 2, 4, 8 (as far as they divide the elements per lane)" : "1, 2, 4");
       }
       throw InternalError(fmt::format("decode heuristic chose an unusable variant {}: {}", v.key(), reason));
@@ -149,12 +150,12 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   }
 
   if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic) {
-    throw UserError("FOUNDRY_FA_DECODE_TG_OUT", fmt::format("half cannot be used here: device '{}' has no fp16 "
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), fmt::format("half cannot be used here: device '{}' has no fp16 "
                                                             "arithmetic; accepted on this device: auto, float",
                                                             device.name));
   }
   if (o.faDecodeTgOut == PartialStorage::Half && v.scalar) {
-    throw UserError("FOUNDRY_FA_DECODE_TG_OUT", "half cannot be used here: the scalar decode variant accumulates its "
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), "half cannot be used here: the scalar decode variant accumulates its "
                                                 "outputs in float partials; accepted with it: auto, float");
   }
   if (o.faDecodeTgOut) {
@@ -197,7 +198,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
     const bool halfHelps =
         v.partial == PartialStorage::Float && device.fp16Arithmetic && p.dtype == DType::F16 && !v.scalar;
-    throw UserError("FOUNDRY_FA_DECODE_WARPS",
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_WARPS"),
                     fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
                                 "memory; device '{}' has {}. Use fewer warps{}",
                                 v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name,
@@ -317,7 +318,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
     v.quadSoftmax = device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off;
     v.warps = o.faPrefillWarps.value_or(v.quadSoftmax ? tune.coopWarps : tune.coopWarpsShared);
     if (o.faPrefillRegisterSoftmax == Force::On && !device.coopMatLayout.quad()) {
-      throw UserError("FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX"),
                       fmt::format("1 cannot be used here: device '{}' did not show the quad accumulator layout; "
                                   "accepted on this device: auto, 0", device.name));
     }
@@ -339,7 +340,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                                                   : v.quadSoftmax ? "coopWarps"
                                                                   : "coopWarpsShared")});
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
-    rejectKnob("FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
+    rejectKnob(o, "FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
                fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
   }
   // The first tile, in order of preference, that is usable and fits in shared memory. Cooperative-
@@ -396,12 +397,12 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                                                             v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
                                                             v.sharedBytes(sg));
     if (o.faPrefillKeysPerTile) {
-      rejectKnob("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
+      rejectKnob(o, "FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
                  fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowestAtAll,
                              device.maxSharedMemoryBytes));
     }
     if (o.faPrefillWarps) {
-      throw UserError("FOUNDRY_FA_PREFILL_WARPS",
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_WARPS"),
                       fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
                                   v.warps, device.name, device.maxSharedMemoryBytes, detail));
     }

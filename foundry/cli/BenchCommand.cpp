@@ -1,4 +1,7 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -8,8 +11,26 @@
 #include "foundry/Error.h"
 #include "foundry/cli/Commands.h"
 #include "foundry/cli/Table.h"
+#include "runner/Progress.h"
 
 namespace foundry::cli {
+
+namespace {
+
+class SilentProgress : public Progress {
+ public:
+  void update(const std::string&, std::uint64_t, std::uint64_t) override {}
+};
+
+// Three significant digits: lavapipe's read ceiling is under 1 GB/s, an H200's thousands.
+std::string orNa(const std::optional<double>& v) { return v ? fmt::format("{:.3g}", *v) : "n/a"; }
+
+// "85% of read"; n/a where the ceiling was not measured (no cooperative matrices).
+std::string percentCell(const bench::Result& r) {
+  return r.percentOfCeiling ? fmt::format("{:.0f}% of {}", *r.percentOfCeiling, r.ceiling) : "n/a";
+}
+
+}  // namespace
 
 void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto* cmd = app.add_subcommand("bench", "Time attention kernels on GPU timestamps (checked against the CPU first)");
@@ -38,20 +59,24 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       if (!a->json.empty()) checkWritableTarget(a->json);  // before the timings, not after them
       Runtime rt(global.resolve());
       bench::Runner runner(rt, a->options);
+      // Off a terminal each result's line on stdout is the progress.
+      const std::unique_ptr<Progress> progress =
+          ::isatty(2) != 0 ? makeProgress(true) : std::unique_ptr<Progress>(std::make_unique<SilentProgress>());
       std::vector<bench::Shape> shapes;
       for (const auto& s : a->shapes) shapes.push_back(bench::parseShape(s));
       if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
       const bench::Ceilings ceilings = runner.measureCeilings();
       fmt::print("device: {} ({})\n", rt.info().name, rt.info().driverName);
-      fmt::print("ceilings: read {:.0f} GB/s, cooperative-matrix f16->f32 {:.0f} TFLOP/s; an empty dispatch {:.1f} us, "
+      fmt::print("ceilings: read {} GB/s, cooperative-matrix f16->f32 {} TFLOP/s; an empty dispatch {:.1f} us, "
                  "two with a barrier between {:.1f} us\n",
-                 ceilings.readGBs, ceilings.mmaTflops, ceilings.emptyDispatchUs, ceilings.dependentPairUs);
+                 orNa(ceilings.readGBs), orNa(ceilings.mmaTflops), ceilings.emptyDispatchUs,
+                 ceilings.dependentPairUs);
       nlohmann::json out;
       out["device"] = rt.info().name;
       out["driver"] = rt.info().driverName;
       out["ceilings"] = bench::toJson(ceilings);
       out["results"] = nlohmann::json::array();
-      Table t({"shape", "us", "TFLOP/s", "K/V GB/s", "% ceiling", "check", "kernels"});
+      Table t({"shape", "us", "TFLOP/s", "K/V GB/s", "of ceiling", "check", "kernels"});
       bool allChecked = true;
       auto report = [&](const bench::Result& r) {
         allChecked &= r.checked;
@@ -60,34 +85,51 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
         std::string name = r.shape.name();
         if (!r.variant.empty()) name += " [" + r.variant + "]";
         t.row({name, fmt::format("{:.1f}", r.medianUs), fmt::format("{:.1f}", r.tflops),
-               fmt::format("{:.0f}", r.kvGBs), fmt::format("{:.0f}%", r.percentOfCeiling),
+               fmt::format("{:.0f}", r.kvGBs), percentCell(r),
                r.checked ? fmt::format("ok {:.1e}", r.relError) : fmt::format("FAIL {:.1e}", r.relError), kernels});
         out["results"].push_back(bench::toJson(r));
+        progress->finish();
         fmt::print("{}: {:.1f} us\n", name, r.medianUs);
         std::fflush(stdout);
       };
-      for (const auto& s : shapes) {
+      for (std::size_t i = 0; i < shapes.size(); ++i) {
+        const bench::Shape& s = shapes[i];
         if (!a->sweep) {
+          progress->update("bench", i, shapes.size());
           report(runner.run(s, ceilings));
           continue;
         }
         bench::Prepared prepared = runner.prepare(s);
+        std::vector<std::pair<std::string, RuntimeOptions>> variants;
         for (const auto& [variant, knobs] : bench::sweepVariants(s, rt.options(), rt.info())) {
           const std::string& name = variant;  // a structured binding cannot be captured (C++20 before clang 16)
           const bool wanted = a->only.empty() || name == "auto" ||
                               std::any_of(a->only.begin(), a->only.end(),
                                           [&](const std::string& o) { return name.find(o) != std::string::npos; });
-          if (!wanted) continue;
+          if (wanted) variants.emplace_back(variant, knobs);
+        }
+        const std::string phase = fmt::format("sweep {}/{}", i + 1, shapes.size());
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+          progress->update(phase, v, variants.size());
           try {
-            bench::Result r = runner.measure(prepared, knobs, ceilings);
-            r.variant = variant;
+            bench::Result r = runner.measure(prepared, variants[v].second, ceilings);
+            r.variant = variants[v].first;
             report(r);
           } catch (const UserError& e) {
-            fmt::print("{} [{}]: skipped: {}\n", s.name(), variant, e.what());
+            progress->finish();
+            fmt::print("{} [{}]: skipped: {}\n", s.name(), variants[v].first, e.what());
           }
         }
       }
+      progress->finish();
       fmt::print("{}", t.str());
+      if (std::any_of(out["results"].begin(), out["results"].end(), [](const nlohmann::json& r) {
+            return r["pct_ceiling"].is_number() && r["pct_ceiling"].get<double>() > 100;
+          })) {
+        fmt::print("of ceiling: decode is relative to the read ceiling (a cold stream through a buffer far larger than "
+                   "the caches), prefill to the cooperative-matrix rate; over 100% means the data came from a cache "
+                   "faster than that stream.\n");
+      }
       if (!a->json.empty()) writeFileAtomically(a->json, out.dump(2) + "\n");
       if (!allChecked) {
         fmt::print(stderr, "foundry: check failed: a benchmarked output did not match the reference\n");

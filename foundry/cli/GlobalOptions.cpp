@@ -19,7 +19,7 @@ void GlobalOptions::applyTo(RuntimeOptions& o) const {
   }
   if (!device.empty()) o.set("FOUNDRY_DEVICE", device, "--device");
   if (!logLevel.empty()) o.set("FOUNDRY_LOG_LEVEL", logLevel, "--log-level");
-  if (validation) o.validation = true;
+  if (validation) o.set("FOUNDRY_VALIDATION", "1", "--validation");
 }
 
 std::string describeParseError(CLI::App& app, const CLI::ParseError& error) {

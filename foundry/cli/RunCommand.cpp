@@ -43,6 +43,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
     action = [&global, a] {
       RunRequest req;
       req.config = loadModelConfig(a->config);
+      req.configPath = a->config;
       req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype});
       if (a->path != "flash" && a->path != "reference") {
         throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", a->path));

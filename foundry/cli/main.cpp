@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv) {
   using namespace foundry;
-  CLI::App app{"Foundry: fused attention kernels for Vulkan, stitched from stages and compiled at run time"};
+  // Named here, or CLI11 takes argv[0] and the usage line shows the build path.
+  CLI::App app{"Foundry: fused attention kernels for Vulkan, stitched from stages and compiled at run time", "foundry"};
   app.set_version_flag("--version", fmt::format("foundry {}", FOUNDRY_VERSION));
   app.require_subcommand(1);
   app.fallthrough();  // global flags may follow the subcommand: `foundry bench --set FA_DECODE_WARPS=4`

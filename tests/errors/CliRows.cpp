@@ -374,6 +374,7 @@ std::vector<CliRow> allCliRows() {
   auto rows = cliRows();
   for (auto& r : runCommandRows()) rows.push_back(std::move(r));
   for (auto& r : inputRows()) rows.push_back(std::move(r));
+  for (auto& r : configRows()) rows.push_back(std::move(r));
   return rows;
 }
 

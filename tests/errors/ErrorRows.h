@@ -95,10 +95,12 @@ std::vector<CliRow> runCommandRows();
 /// Rows for what `foundry run` reads and compares: non-finite values against --check and --expect,
 /// safetensors files read lazily, the memory a run needs (InputRows.cpp).
 std::vector<CliRow> inputRows();
+/// Rows for config values the schema and the loader must treat alike (ConfigRows.cpp).
+std::vector<CliRow> configRows();
 /// Rows that call the library directly (InProcessRows.cpp).
 std::vector<InProcessRow> inProcessRows();
 
-/// Every CLI row: cliRows(), runCommandRows(), then inputRows().
+/// Every CLI row: cliRows(), runCommandRows(), inputRows(), then configRows().
 std::vector<CliRow> allCliRows();
 
 /// The Markdown table of every row, as docs/reliability.md holds it.

@@ -1,7 +1,12 @@
 // `foundry run` in process: a real config end to end on the test device with the check on; the
 // memory the flash path needs does not grow with q_len x kv_len, the materialised path's does.
-#include <gtest/gtest.h>
+#include <regex>
+#include <set>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "foundry/RuntimeOptions.h"
 #include "runner/Session.h"
 #include "support/TestRuntime.h"
 
@@ -64,6 +69,61 @@ TEST(Session, FlashNeedsNoScratchProportionalToQueriesTimesKeysTheMaterialisedPa
   EXPECT_LE(flash.scratchBytes, std::uint64_t(c.run.batch) * c.nHeads * 192 * partialsPerRow);
   EXPECT_LT(flash.scratchBytes, scores / 4);
   EXPECT_EQ(reference.kernels.count("Causal_ReferenceScores__bottom_right_D64_f16"), 1u);
+}
+
+// The JSON report says what ran, with what and why (docs/report.md): version, layout version, time,
+// config, every knob with its source, and the Selector's decisions with a reason each.
+TEST(Session, TheJsonReportCarriesItsProvenanceAndTheSelectorsReasons) {
+  RunRequest req;
+  req.config = tinyConfig(40, 2, 1);
+  req.configPath = "configs/tinyllama-1.1b.json";
+  QuietProgress progress;
+  const nlohmann::json j = runModel(test::runtime(), req, progress).toJson();
+  EXPECT_EQ(j.at("report_version"), kRunReportVersion);
+  EXPECT_EQ(j.at("foundry_version"), FOUNDRY_VERSION);
+  EXPECT_TRUE(std::regex_match(j.at("timestamp").get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << j.at("timestamp");
+  EXPECT_EQ(j.at("config"), "configs/tinyllama-1.1b.json");
+  ASSERT_EQ(j.at("knobs").size(), knobTable().size());
+  for (const auto& k : j.at("knobs")) {
+    EXPECT_TRUE(k.at("name").get<std::string>().starts_with("FOUNDRY_")) << k;
+    EXPECT_TRUE(k.at("value").is_string()) << k;
+    EXPECT_FALSE(k.at("source").get<std::string>().empty()) << k;
+  }
+  std::set<std::string> phases;
+  for (const auto& s : j.at("selector")) {
+    phases.insert(s.at("phase").get<std::string>());
+    EXPECT_FALSE(s.at("kernels").empty()) << s;
+    ASSERT_FALSE(s.at("decisions").empty()) << s;
+    for (const auto& d : s.at("decisions")) {
+      EXPECT_FALSE(d.at("what").get<std::string>().empty()) << d;
+      EXPECT_FALSE(d.at("reason").get<std::string>().empty()) << d;
+    }
+  }
+  EXPECT_EQ(phases, (std::set<std::string>{"prefill", "decode"}));
+  // A phase that did no work has no rate: null, not 0.
+  RunRequest prefillOnly = req;
+  prefillOnly.config = tinyConfig(40, 0, 1);
+  const nlohmann::json p = runModel(test::runtime(), prefillOnly, progress).toJson();
+  EXPECT_TRUE(p.at("decode").at("tokens_per_s").is_null()) << p.at("decode");
+  EXPECT_TRUE(p.at("prefill").at("tokens_per_s").is_number()) << p.at("prefill");
+}
+
+// Each knob's source: the environment, the config's `tuning` (its JSON pointer), a flag, or the default;
+// an error about a value from `tuning` names the pointer.
+TEST(Session, KnobSourcesNameWhereEachValueCameFrom) {
+  RuntimeOptions o = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}});
+  o.applyTuning(nlohmann::json{{"fa_decode_vec", 2}}, "/tuning");
+  o.set("FOUNDRY_LOG_LEVEL", "error", "--log-level");
+  std::map<std::string, std::string> sources;
+  for (const auto& k : knobReport(o)) sources[k.name] = k.source;
+  EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_WARPS"), "environment");
+  EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
+  EXPECT_EQ(sources.at("FOUNDRY_LOG_LEVEL"), "--log-level");
+  EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_UNROLL"), "default");
+  EXPECT_EQ(o.fieldOf("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
+  EXPECT_EQ(o.fieldOf("FOUNDRY_FA_DECODE_WARPS"), "FOUNDRY_FA_DECODE_WARPS");
 }
 
 }  // namespace

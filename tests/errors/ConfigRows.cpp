@@ -1,0 +1,52 @@
+// Rows for config values that configs/schema.json and the loader must treat alike: knob values in
+// `tuning` reported under their JSON pointer and shown as written, numbers far out of range shown as
+// given (never wrapped to 32 bits), and the values the schema and the knob table once disagreed on.
+#include <nlohmann/json.hpp>
+
+#include "errors/ErrorRows.h"
+#include "errors/RowFiles.h"
+
+namespace foundry::errors {
+
+namespace {
+
+using json = nlohmann::json;
+
+/// `foundry run {tmp}/model.json` on the base config with `pointer` set to `value`.
+CliRow configValue(std::string id, std::string input, const std::string& pointer, json value, std::string fragment) {
+  json c = baseConfig();
+  c[json::json_pointer(pointer)] = std::move(value);
+  const std::string text = c.dump(2);
+  return {.id = std::move(id),
+          .area = "config",
+          .input = std::move(input),
+          .args = {"run", "{tmp}/model.json"},
+          .setup = [text](const CliContext& ctx) { writeBytes(ctx.tmp / "model.json", text); },
+          .exitCode = 2,
+          .fragment = std::move(fragment)};
+}
+
+}  // namespace
+
+std::vector<CliRow> configRows() {
+  return {
+      configValue("ConfigTuningUnrollOutsideSchema", "`tuning` decode unroll 16 (the schema and the knob take 1 to 8)",
+                  "/tuning/fa_decode_unroll", 16,
+                  "/tuning/fa_decode_unroll: invalid value '16'; accepted: auto, 1, 2, 4, 8"),
+      configValue("ConfigTuningSplitKAbove32Bits", "`tuning` Split-K 4294967297 (2^32 + 1)", "/tuning/fa_decode_split_k",
+                  4294967297ll, "/tuning/fa_decode_split_k: invalid value '4294967297'; accepted: auto or 1..256"),
+      configValue("ConfigTuningWarpsNegative", "`tuning` decode warps -1", "/tuning/fa_decode_warps", -1,
+                  "/tuning/fa_decode_warps: invalid value '-1'"),
+      configValue("ConfigTuningSplitKHuge", "`tuning` prefill Split-K 1e30", "/tuning/fa_prefill_split_k", 1e30,
+                  "/tuning/fa_prefill_split_k: invalid value '1e+30'"),
+      configValue("ConfigTuningSplitKPaddedString", "`tuning` prefill Split-K \"08\": the knob reads 8, the schema's "
+                  "pattern refuses it", "/tuning/fa_prefill_split_k", "08", "found \"08\" (a string) (configs/schema.json)"),
+      configValue("ConfigBatchAbove32Bits", "run.batch 4294967297 (2^32 + 1)", "/run/batch", 4294967297ll,
+                  "/run/batch: expected an integer from 1 to 1024, found 4294967297"),
+      configValue("ConfigSlopeOutOfRange", "an ALiBi slope of 1e30",
+                  "/attention/modifiers", json::parse(R"([{"type": "alibi", "slopes": [1e30]}])"),
+                  "/attention/modifiers/0/slopes/0: expected a number of at least -1000 and at most 1000, found 1e+30"),
+  };
+}
+
+}  // namespace foundry::errors
