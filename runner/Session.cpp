@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
 #include "foundry/Random.h"
 #include "foundry/Runtime.h"
 #include "foundry/io/Safetensors.h"
@@ -35,16 +37,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Progress is worth no failed run: a stderr that cannot be written is left for the caller to notice
+// (std::ferror), where fmt::print would throw.
+void printProgress(const std::string& text) {
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+}
+
 class TerminalProgress : public Progress {
  public:
   void update(const std::string& phase, std::uint64_t done, std::uint64_t total) override {
     const int width = 30;
     const int filled = total ? static_cast<int>(width * done / total) : width;
-    fmt::print(stderr, "\r{:<8} [{}{}] {}/{}", phase, std::string(filled, '#'), std::string(width - filled, ' '), done,
-               total);
-    std::fflush(stderr);
+    printProgress(fmt::format("\r{:<8} [{}{}] {}/{}", phase, std::string(filled, '#'), std::string(width - filled, ' '),
+                              done, total));
   }
-  void finish() override { fmt::print(stderr, "\r{:<60}\r", ""); }
+  void finish() override { printProgress(fmt::format("\r{:<60}\r", "")); }
 };
 
 class LineProgress : public Progress {
@@ -53,7 +61,7 @@ class LineProgress : public Progress {
     // A line per phase start and per tenth of the work, not per step.
     const std::uint64_t tenth = std::max<std::uint64_t>(1, total / 10);
     if (phase != phase_ || done == total || done % tenth == 0) {
-      fmt::print(stderr, "progress: {} {}/{}\n", phase, done, total);
+      printProgress(fmt::format("progress: {} {}/{}\n", phase, done, total));
       phase_ = phase;
     }
   }
@@ -242,13 +250,10 @@ std::vector<float> Session::hostInput(std::uint32_t layer, std::uint32_t kind) {
 
 // Everything a run reads or writes at its end is checked at its start, so a long run is not wasted.
 void Session::checkFilesBeforeRunning() {
-  if (req_.save && req_.expect) {
-    std::error_code e1, e2;
-    if (std::filesystem::weakly_canonical(*req_.save, e1) == std::filesystem::weakly_canonical(*req_.expect, e2)) {
-      throw UserError("--save", fmt::format("{} is also the --expect file; saving first would replace the golden "
-                                            "outputs they are compared with: name another file", req_.save->string()));
-    }
-  }
+  const auto named = [](const char* flag, const std::optional<std::filesystem::path>& p) {
+    return PathArgument{flag, p.value_or(std::filesystem::path())};
+  };
+  checkOutputsApart({named("--inputs", req_.inputs), named("--expect", req_.expect)}, {named("--save", req_.save)});
   if (req_.expect) {
     expectFile_ = readSafetensors(*req_.expect);
     const auto& o = expectFile_->tensor("o", "--expect");
@@ -259,7 +264,7 @@ void Session::checkFilesBeforeRunning() {
                                               fmt::join(shape, ", ")));
     }
   }
-  if (req_.save) checkWritableTarget(*req_.save);
+  if (req_.save) checkWritableTarget(*req_.save, "--save");
 }
 
 RunReport Session::run() {
@@ -471,7 +476,13 @@ void Session::compareExpected(RunReport& report) {
   const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
   if (req_.save) {
     const std::vector<NamedTensor> tensors = {{"o", shape, all}};
-    writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
+    report.savePath = req_.save->string();
+    try {
+      writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
+    } catch (const Error& e) {
+      // Kept in the report, not thrown: a full disk must not also cost the summary and --json.
+      report.saveFailure = OutputFailure{e.kind(), fmt::format("--save: {}", e.what())};
+    }
   }
   if (!expectFile_) return;
   const auto want = expectFile_->tensor("o").floats();
@@ -525,6 +536,10 @@ nlohmann::json RunReport::toJson() const {
                   {"failures", check.failures}};
   }
   if (expectRelError) j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}};
+  if (!savePath.empty()) {
+    j["save"] = {{"path", savePath}, {"written", !saveFailure}};
+    if (saveFailure) j["save"]["error"] = saveFailure->message;
+  }
   j["passed"] = passed();
   return j;
 }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "foundry/Error.h"
 #include "runner/ModelConfig.h"
 
 namespace foundry {
@@ -55,6 +56,12 @@ struct CheckReport {
   std::vector<std::string> failures;
 };
 
+/// An output a run could not write; what else the run produced stands.
+struct OutputFailure {
+  ErrorKind kind = ErrorKind::Device;
+  std::string message;  ///< the error's one line, starting with the flag ("--save: cannot write ...")
+};
+
 struct RunReport {
   std::string model, device, driver, path;
   RunSpec run;
@@ -69,6 +76,8 @@ struct RunReport {
   CheckReport check;
   std::optional<double> expectRelError;
   bool expectPassed = true;
+  std::string savePath;                       ///< --save, when given
+  std::optional<OutputFailure> saveFailure;   ///< why --save was not written; not thrown, so the report is kept
 
   bool passed() const { return check.passed && expectPassed; }
   nlohmann::json toJson() const;

@@ -47,11 +47,22 @@ std::string entry(const std::string& dtype, const std::string& shape, const std:
   return R"({"a":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
 }
 
+std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vector<std::string>& sizes) {
+  std::vector<std::string> args = {"run", kTiny};
+  args.insert(args.end(), sizes.begin(), sizes.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void copyTiny(const CliContext& ctx) {
+  fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
+}
+
 std::vector<std::string> entriesUnder(const fs::path& dir) {
   std::vector<std::string> out;
   if (!fs::exists(dir)) return out;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string rel = fs::relative(it->path(), dir).string();
+    const std::string rel = it->path().lexically_relative(dir).string();  // a link is listed, not followed
     if (rel == ".cache" || rel.starts_with(".cache/")) continue;
     out.push_back(rel);
   }

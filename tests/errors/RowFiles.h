@@ -28,6 +28,21 @@ std::string entry(const std::string& dtype, const std::string& shape, const std:
 /// The 8 little-endian bytes of `v`.
 std::string le64(std::uint64_t v);
 
+// ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down: the
+// rows that must run before they fail.
+
+/// Where copyTiny() puts the config.
+inline const std::string kTiny = "{tmp}/tinyllama.json";
+/// One prompt token, two decode tokens, one layer: outputs [1 layer, 1 batch, 3 tokens, heads, 64].
+inline const std::vector<std::string> kSmall = {"--prompt-len", "1", "--decode-tokens", "2", "--layers", "1"};
+/// Sixteen prompt tokens (a real prefill, one more kernel to compile), two decode tokens, one layer.
+inline const std::vector<std::string> kWithPrefill = {"--prompt-len", "16", "--decode-tokens", "2", "--layers", "1"};
+
+/// `foundry run {tmp}/tinyllama.json` with `sizes`, then `extra`.
+std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vector<std::string>& sizes = kSmall);
+/// Copies the TinyLlama config to {tmp}/tinyllama.json, so that the table's commands show {tmp} only.
+void copyTiny(const CliContext& ctx);
+
 /// Every file and directory under `dir`, relative, sorted; the row's cache directory (.cache) left out.
 std::vector<std::string> entriesUnder(const std::filesystem::path& dir);
 /// A check: the row's directory holds exactly `expected` afterwards (nothing half-written appeared).

@@ -53,26 +53,7 @@ CliRow configWith(std::string id, std::string input, const std::string& pointer,
   return configWith(std::move(id), std::move(input), {{pointer, std::move(value)}}, exitCode, std::move(fragment));
 }
 
-// ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down.
-
-const std::string kTiny = "{tmp}/tinyllama.json";
-/// One prompt token, two decode tokens, one layer: outputs [1 layer, 1 batch, 3 tokens, heads, 64].
-const std::vector<std::string> kSmall = {"--prompt-len", "1", "--decode-tokens", "2", "--layers", "1"};
-/// Sixteen prompt tokens (a real prefill, one more kernel to compile), two decode tokens, one layer.
-const std::vector<std::string> kWithPrefill = {"--prompt-len", "16", "--decode-tokens", "2", "--layers", "1"};
 const std::vector<std::int64_t> kQShape = {1, 1, 3, 32, 64}, kKvShape = {1, 1, 3, 4, 64};
-
-std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vector<std::string>& sizes = kSmall) {
-  std::vector<std::string> args = {"run", kTiny};
-  args.insert(args.end(), sizes.begin(), sizes.end());
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-/// Copies the TinyLlama config to {tmp}/tinyllama.json, so that the table's commands show {tmp} only.
-void copyTiny(const CliContext& ctx) {
-  fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
-}
 
 std::vector<float> ramp(std::int64_t n, float scale) {
   std::vector<float> v(static_cast<std::size_t>(n));
@@ -423,8 +404,8 @@ std::vector<CliRow> runCommandRows() {
              copyTiny(ctx);
              fs::create_directories(ctx.tmp / "outputs");
            },
-       .exitCode = 4,
-       .fragment = "cannot write {tmp}/outputs: Is a directory",
+       .exitCode = 2,
+       .fragment = "--save: cannot write {tmp}/outputs: it is a directory",
        .note = "before the run; nothing is written, `--json` neither",
        .check = leavesOnly({"tinyllama.json", "outputs"})},
 
