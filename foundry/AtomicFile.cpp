@@ -1,68 +1,115 @@
 #include "foundry/AtomicFile.h"
 
-#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-
-#include <fmt/format.h>
+#include <system_error>
 
 #include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
+#include "foundry/TempFiles.h"
 
 namespace foundry {
 
-void writeFileAtomically(const std::filesystem::path& path, std::span<const std::byte> bytes) {
-  static std::atomic<unsigned> counter{0};
-  const auto tmp = path.parent_path() /
-                   fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* describeFileType(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+std::string withFlag(std::string_view flag, const std::string& message) {
+  return flag.empty() ? message : fmt::format("{}: {}", flag, message);
+}
+
+[[noreturn]] void cannotWrite(const fs::path& path, std::string_view flag, int error) {
+  throw DeviceError(withFlag(flag, fmt::format("cannot write {}: {}", path.string(), std::strerror(error))));
+}
+
+struct Target {
+  fs::path file;                        ///< where the bytes go: the path with its links followed
+  std::optional<struct stat> existing;  ///< the regular file there now, if any
+};
+
+Target inspect(const fs::path& path, std::string_view flag) {
+  Target target{followSymlinks(path), std::nullopt};
+  struct stat st {};
+  if (::stat(target.file.c_str(), &st) != 0) {
+    if (errno != ENOENT) cannotWrite(path, flag, errno);
+    return target;
   }
+  if (!S_ISREG(st.st_mode)) {
+    // Renaming over it would replace the node itself (for /dev/null, the device), and writing into it
+    // in place would not be atomic; a FIFO could also block the run.
+    const std::string shown =
+        target.file == path ? path.string() : fmt::format("{} (a link to {})", path.string(), target.file.string());
+    throw UserError(std::string(flag), fmt::format("cannot write {}: it is {}; outputs are regular files: name a "
+                                                   "file or a new path",
+                                                   shown, describeFileType(st.st_mode)));
+  }
+  target.existing = st;
+  return target;
+}
+
+void keepOwnerAndMode(int fd, const struct stat& was) {
+  // The owner first: changing it clears set-user-ID bits that fchmod then puts back. Only root may
+  // give a file away, so EPERM leaves the file ours.
+  if (::fchown(fd, was.st_uid, was.st_gid) != 0 && errno != EPERM)
+    throw std::system_error(errno, std::generic_category());
+  if (::fchmod(fd, was.st_mode & 07777) != 0) throw std::system_error(errno, std::generic_category());
+}
+
+void writeAll(int fd, std::span<const std::byte> bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
-    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::system_error(errno, std::generic_category());
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+}
+
+}  // namespace
+
+void writeFileAtomically(const fs::path& path, std::span<const std::byte> bytes) {
+  const Target target = inspect(path, {});
+  removeDeadTemporaries(target.file.parent_path());
+  try {
+    TemporaryFile tmp(target.file, target.existing ? 0600 : 0666);
+    if (target.existing) keepOwnerAndMode(tmp.fd(), *target.existing);
+    writeAll(tmp.fd(), bytes);
+    if (::fsync(tmp.fd()) != 0) throw std::system_error(errno, std::generic_category());
+    tmp.close();
+    tmp.renameOver(target.file);
+  } catch (const std::system_error& e) {
+    cannotWrite(path, {}, e.code().value());
   }
 }
 
-void checkWritableTarget(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(EISDIR)));
+void checkWritableTarget(const fs::path& path, std::string_view flag) {
+  const Target target = inspect(path, flag);
+  try {
+    const TemporaryFile probe(target.file, 0600);
+  } catch (const std::system_error& e) {
+    cannotWrite(path, flag, e.code().value());
   }
-  const auto probe = path.parent_path() / fmt::format(".{}.probe.{}", path.filename().string(), ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw DeviceError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
-void writeFileAtomically(const std::filesystem::path& path, std::string_view text) {
+void writeFileAtomically(const fs::path& path, std::string_view text) {
   writeFileAtomically(path, std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }
 
-std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path, std::size_t maxBytes) {
+std::optional<std::vector<std::byte>> readWholeFile(const fs::path& path, std::size_t maxBytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;
   const auto size = in.tellg();

@@ -1,6 +1,13 @@
 #pragma once
 // Files that are either wholly written or not there at all: write a temporary beside the target,
 // flush it, rename over the target. Readers never see half a file.
+//
+// What a target may be: a new name; a regular file, which is replaced and keeps its mode (and its
+// owner and group where the process may set them); or a symbolic link, which is followed: the file it
+// points to is replaced, its temporary made in that file's directory, and the link stays. Anything
+// else (a directory, a FIFO, a device node such as /dev/null, a socket) is refused with a UserError
+// that says what it is; it is looked at with stat(), so a FIFO is never opened. docs/reliability.md
+// says why, and what happens to the temporaries of a write that a signal ends.
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -10,14 +17,16 @@
 
 namespace foundry {
 
-/// Writes `bytes` to `path` atomically; throws DeviceError naming the path on failure and leaves no
-/// temporary behind.
+/// Writes `bytes` to `path` atomically; throws DeviceError naming the path when the file system
+/// fails, UserError when the path names something that is not a regular file, and leaves no
+/// temporary behind either way.
 void writeFileAtomically(const std::filesystem::path& path, std::span<const std::byte> bytes);
 void writeFileAtomically(const std::filesystem::path& path, std::string_view text);
 
-/// Checks, before any work, that writeFileAtomically(path, ...) could succeed: `path` is not a
-/// directory and a file can be created beside it. Throws the DeviceError the write would throw.
-void checkWritableTarget(const std::filesystem::path& path);
+/// Checks, before any work, that writeFileAtomically(path, ...) could succeed: `path` names no
+/// directory or other non-regular file and a file can be created beside its target. Throws the error
+/// the write would throw, prefixed with `flag` (the option that named the path) when one is given.
+void checkWritableTarget(const std::filesystem::path& path, std::string_view flag = {});
 
 /// The whole file, or nullopt if it cannot be opened. `maxBytes` guards against absurd files.
 std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path,

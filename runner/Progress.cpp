@@ -11,6 +11,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Progress is worth no failed run: a stderr that cannot be written is left for the caller to notice
+// (std::ferror), where fmt::print would throw.
+void printProgress(const std::string& text) {
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+}
+
 std::string seconds(double s) {
   if (s < 60) return fmt::format("{:.1f} s", s);
   return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
@@ -26,14 +33,12 @@ class TerminalProgress : public Progress {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     const std::string line = progressBar(phase, done, total, elapsed);
     // Pad over a longer previous line instead of clearing it, so the bar does not flicker.
-    fmt::print(stderr, "\r{:<{}}", line, std::max(width_, line.size()));
+    printProgress(fmt::format("\r{:<{}}", line, std::max(width_, line.size())));
     width_ = line.size();
-    std::fflush(stderr);
   }
   void finish() override {
     if (width_ == 0) return;
-    fmt::print(stderr, "\r{:<{}}\r", "", width_);
-    std::fflush(stderr);
+    printProgress(fmt::format("\r{:<{}}\r", "", width_));
     width_ = 0;
     phase_.clear();
   }
@@ -50,7 +55,7 @@ class LineProgress : public Progress {
     // A line per phase start and per tenth of the work, not per step.
     const std::uint64_t tenth = std::max<std::uint64_t>(1, total / 10);
     if (phase != phase_ || done == total || done % tenth == 0) {
-      fmt::print(stderr, "progress: {} {}/{}\n", phase, done, total);
+      printProgress(fmt::format("progress: {} {}/{}\n", phase, done, total));
       phase_ = phase;
     }
   }

@@ -73,6 +73,10 @@ nlohmann::json RunReport::toJson() const {
   if (expectRelError) {
     j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}, {"failure", expectFailure}};
   }
+  if (!savePath.empty()) {
+    j["save"] = {{"path", savePath}, {"written", !saveFailure}};
+    if (saveFailure) j["save"]["error"] = saveFailure->message;
+  }
   j["passed"] = passed();
   return j;
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "foundry/Error.h"
 #include "foundry/RuntimeOptions.h"
 #include "runner/ModelConfig.h"
 #include "steps/Selector.h"
@@ -31,6 +32,12 @@ struct CheckReport {
   double maxRelVsMaterialised = 0;   ///< the sampled layers' prefill against SdpaReferenceStep
   double bound = 0;
   std::vector<std::string> failures;  ///< per sampled layer and token: how many, the first where
+};
+
+/// An output a run could not write; what else the run produced stands.
+struct OutputFailure {
+  ErrorKind kind = ErrorKind::Device;
+  std::string message;  ///< the error's one line, starting with the flag ("--save: cannot write ...")
 };
 
 /// What the Selector decided for one kind of call, and why: the same for every call with these kernels.
@@ -71,6 +78,8 @@ struct RunReport {
   std::optional<double> expectRelError;  ///< +Inf where a NaN or Inf did not match
   bool expectPassed = true;
   std::string expectFailure;  ///< what did not match --expect: how many, the first where
+  std::string savePath;                       ///< --save, when given
+  std::optional<OutputFailure> saveFailure;   ///< why --save was not written; not thrown, so the report is kept
 
   bool passed() const { return check.passed && expectPassed; }
   nlohmann::json toJson() const;

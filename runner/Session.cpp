@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
 #include "foundry/MemoryBudget.h"
 #include "foundry/Random.h"
 #include "foundry/Runtime.h"
@@ -220,13 +222,10 @@ std::vector<float> Session::hostInput(std::uint32_t layer, std::uint32_t kind) {
 
 // Everything a run reads or writes at its end is checked at its start, so a long run is not wasted.
 void Session::checkFilesBeforeRunning() {
-  if (req_.save && req_.expect) {
-    std::error_code e1, e2;
-    if (std::filesystem::weakly_canonical(*req_.save, e1) == std::filesystem::weakly_canonical(*req_.expect, e2)) {
-      throw UserError("--save", fmt::format("{} is also the --expect file; saving first would replace the golden "
-                                            "outputs they are compared with: name another file", req_.save->string()));
-    }
-  }
+  const auto named = [](const char* flag, const std::optional<std::filesystem::path>& p) {
+    return PathArgument{flag, p.value_or(std::filesystem::path())};
+  };
+  checkOutputsApart({named("--inputs", req_.inputs), named("--expect", req_.expect)}, {named("--save", req_.save)});
   // Headers only: names and shapes are checked before any tensor is read.
   const auto checkShape = [](const SafetensorsReader& file, const char* name, const char* flag,
                              const std::vector<std::int64_t>& want, const char* verb) {
@@ -248,7 +247,7 @@ void Session::checkFilesBeforeRunning() {
     expectFile_ = SafetensorsReader::open(*req_.expect);
     checkShape(*expectFile_, "o", "--expect", {L_, B_, T_, c_.nHeads, c_.headDim}, "produces");
   }
-  if (req_.save) checkWritableTarget(*req_.save);
+  if (req_.save) checkWritableTarget(*req_.save, "--save");
 }
 
 // The whole run's memory against the device's heap and the host's room, before the first allocation.
@@ -484,7 +483,13 @@ void Session::compareExpected(RunReport& report) {
   const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
   if (req_.save) {
     const std::vector<NamedTensor> tensors = {{"o", shape, all}};
-    writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
+    report.savePath = req_.save->string();
+    try {
+      writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
+    } catch (const Error& e) {
+      // Kept in the report, not thrown: a full disk must not also cost the summary and --json.
+      report.saveFailure = OutputFailure{e.kind(), fmt::format("--save: {}", e.what())};
+    }
   }
   if (!expectFile_) return;
   const auto read = expectFile_->read("o", "--expect").floats();

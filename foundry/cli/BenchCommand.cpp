@@ -10,6 +10,7 @@
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
 #include "foundry/cli/Commands.h"
+#include "foundry/cli/StandardStreams.h"
 #include "foundry/cli/Table.h"
 #include "runner/Progress.h"
 
@@ -56,7 +57,7 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
     action = [&global, a] {
       if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
       a->options.l2Bytes = std::uint64_t(a->l2Mib) << 20;
-      if (!a->json.empty()) checkWritableTarget(a->json);  // before the timings, not after them
+      if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the timings, not after them
       Runtime rt(global.resolve());
       bench::Runner runner(rt, a->options);
       // Off a terminal each result's line on stdout is the progress.
@@ -132,7 +133,7 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       }
       if (!a->json.empty()) writeFileAtomically(a->json, out.dump(2) + "\n");
       if (!allChecked) {
-        fmt::print(stderr, "foundry: check failed: a benchmarked output did not match the reference\n");
+        printErrorLine("check failed", "a benchmarked output did not match the reference");
         return kExitCheckFailed;
       }
       return 0;

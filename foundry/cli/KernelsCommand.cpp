@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
 #include "foundry/KernelCache.h"
 #include "foundry/Runtime.h"
 #include "foundry/ShaderCompiler.h"
@@ -45,6 +46,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   }
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
+      checkOutputsApart({{"--config", a->config}}, {{"--dump", a->dump}});
       RuntimeOptions options = RuntimeOptions::fromEnvironment();
       if (!a->config.empty()) {
         // The kernels a run of this config builds: its layout, and its tuning under --set.

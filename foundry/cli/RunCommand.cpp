@@ -7,8 +7,10 @@
 
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
 #include "foundry/Runtime.h"
 #include "foundry/cli/Commands.h"
+#include "foundry/cli/StandardStreams.h"
 #include "runner/Session.h"
 
 namespace foundry::cli {
@@ -41,6 +43,9 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   cmd->add_option("--path", a->path, "flash (default) or reference (the materialised baseline)");
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
+      // Before anything is read: no output may replace an input of the run, or another output.
+      checkOutputsApart({{"config", a->config}, {"--inputs", a->inputs}, {"--expect", a->expect}},
+                        {{"--json", a->json}, {"--save", a->save}});
       RunRequest req;
       req.config = loadModelConfig(a->config);
       req.configPath = a->config;
@@ -63,17 +68,27 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       RuntimeOptions options = RuntimeOptions::fromEnvironment();
       options.applyTuning(req.config.tuning, "/tuning");
       global.applyTo(options);
-      if (!a->json.empty()) checkWritableTarget(a->json);  // before the run, not after it
+      if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the run, not after it
       Runtime rt(options);
       const auto progress = makeProgress(::isatty(2) != 0);
       const RunReport report = runModel(rt, req, *progress);
-      fmt::print("{}", report.summary());
-      if (!a->json.empty()) writeFileAtomically(a->json, report.toJson().dump(2) + "\n");
-      if (!report.passed()) {
-        fmt::print(stderr, "foundry: check failed: {}\n", report.failure());
-        return kExitCheckFailed;
+      // Each output is attempted whatever became of the others; each failure is reported.
+      printOut(report.summary());
+      std::vector<OutputFailure> failures;
+      if (report.saveFailure) failures.push_back(*report.saveFailure);
+      if (!a->json.empty()) {
+        try {
+          writeFileAtomically(a->json, report.toJson().dump(2) + "\n");
+        } catch (const Error& e) {
+          failures.push_back({e.kind(), fmt::format("--json: {}", e.what())});
+        }
       }
-      return 0;
+      for (const auto& f : failures) printErrorLine(errorKindName(f.kind), f.message);
+      if (!report.passed()) {
+        printErrorLine("check failed", report.failure());
+      }
+      if (!failures.empty()) return exitCodeFor(failures.front().kind);
+      return report.passed() ? 0 : kExitCheckFailed;
     };
   });
 }

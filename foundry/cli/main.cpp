@@ -2,13 +2,17 @@
 // kind of error into one line on stderr and its own exit code.
 #include <cstdio>
 #include <exception>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
 #include "foundry/cli/Commands.h"
+#include "foundry/cli/StandardStreams.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int runCommand(int argc, char** argv) {
   using namespace foundry;
   // Named here, or CLI11 takes argv[0] and the usage line shows the build path.
   CLI::App app{"Foundry: fused attention kernels for Vulkan, stitched from stages and compiled at run time", "foundry"};
@@ -31,18 +35,28 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(ErrorKind::User), cli::describeParseError(app, e));
+    cli::printErrorLine(errorKindName(ErrorKind::User), cli::describeParseError(app, e));
     return exitCodeFor(ErrorKind::User);
   }
   try {
     return action ? action() : 0;
   } catch (const Error& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(e.kind()), e.what());
+    cli::printErrorLine(errorKindName(e.kind()), e.what());
     return exitCodeFor(e.kind());
   } catch (const std::exception& e) {
+    // fmt::print throws when stdout cannot be written: that is an output failure, not a bug.
+    const auto* io = dynamic_cast<const std::system_error*>(&e);
+    if (io && cli::stdoutFailed()) return cli::finishStandardStreams(0, io->code());
     std::fflush(stdout);
-    fmt::print(stderr, "foundry: internal error: {}\n", e.what());
+    cli::printErrorLine(errorKindName(ErrorKind::Internal), e.what());
     return exitCodeFor(ErrorKind::Internal);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  foundry::cli::prepareStandardStreams();
+  return foundry::cli::finishStandardStreams(runCommand(argc, argv));
 }

@@ -306,7 +306,7 @@ std::vector<CliRow> cliRows() {
              }
              fs::create_directories(ctx.tmp / "dump" / last / "occupied");
            },
-       .exitCode = 4,
+       .exitCode = 2,
        .fragment = "cannot write {tmp}/dump/",
        .note = "files already written are whole; no temporary file remains",
        .check = [](const CliContext& ctx, const CliOutcome&) -> std::string {
@@ -375,6 +375,7 @@ std::vector<CliRow> allCliRows() {
   for (auto& r : runCommandRows()) rows.push_back(std::move(r));
   for (auto& r : inputRows()) rows.push_back(std::move(r));
   for (auto& r : configRows()) rows.push_back(std::move(r));
+  for (auto& r : outputRows()) rows.push_back(std::move(r));
   return rows;
 }
 

@@ -17,12 +17,14 @@
 // aside before it counts the lines a row printed.
 #include <filesystem>
 #include <functional>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "foundry/Error.h"
+#include "support/Subprocess.h"
 
 namespace foundry {
 class Runtime;
@@ -63,6 +65,10 @@ struct CliRow {
   bool quiet = false;
   /// Further checks; return "" when they pass, else what went wrong.
   std::function<std::string(const CliContext&, const CliOutcome&)> check;
+  /// Where `foundry`'s stdout and stderr go; "{tmp}" in a file is substituted. With stderr not
+  /// captured, the error line cannot be checked: `fragment` (may be empty) must then be on stdout.
+  test::StreamTarget stdoutTo, stderrTo;
+  std::optional<std::uint64_t> fileSizeLimit;  ///< RLIMIT_FSIZE in bytes: a disk that fills up
 };
 
 /// What an in-process row's action can use.
@@ -97,10 +103,12 @@ std::vector<CliRow> runCommandRows();
 std::vector<CliRow> inputRows();
 /// Rows for config values the schema and the loader must treat alike (ConfigRows.cpp).
 std::vector<CliRow> configRows();
+/// Rows for output paths, atomic writes and unwritable stdout/stderr (OutputRows.cpp).
+std::vector<CliRow> outputRows();
 /// Rows that call the library directly (InProcessRows.cpp).
 std::vector<InProcessRow> inProcessRows();
 
-/// Every CLI row: cliRows(), runCommandRows(), inputRows(), then configRows().
+/// Every CLI row: cliRows(), runCommandRows(), inputRows(), configRows(), then outputRows().
 std::vector<CliRow> allCliRows();
 
 /// The Markdown table of every row, as docs/reliability.md holds it.

@@ -35,6 +35,11 @@ const fs::path kSource = FOUNDRY_SOURCE_DIR;
 
 using Env = std::map<std::string, std::optional<std::string>>;
 
+test::StreamTarget substituted(test::StreamTarget target, const fs::path& tmp) {
+  target.file = substituteTmp(target.file.string(), tmp);
+  return target;
+}
+
 test::ProcessSpec foundrySpec(const fs::path& tmp, const std::vector<std::string>& args, const Env& env) {
   test::ProcessSpec spec;
   spec.argv.push_back(kFoundry.string());
@@ -115,7 +120,11 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
       FAIL() << "setup failed: " << e.what();
     }
   }
-  const test::ProcessResult r = test::runProcess(foundrySpec(dir.path(), row.args, row.env));
+  test::ProcessSpec spec = foundrySpec(dir.path(), row.args, row.env);
+  spec.out = substituted(row.stdoutTo, dir.path());
+  spec.err = substituted(row.stderrTo, dir.path());
+  spec.fileSizeLimit = row.fileSizeLimit;
+  const test::ProcessResult r = test::runProcess(spec);
   ASSERT_FALSE(r.timedOut) << r.summary();
   ASSERT_EQ(r.signal, 0) << r.summary();
   EXPECT_EQ(r.exitCode, row.exitCode) << r.summary();
@@ -125,7 +134,10 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
   const std::string fragment = substituteTmp(row.fragment, dir.path());
   const auto errorLines =
       std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("foundry: "); });
-  if (row.exitCode == 0 && row.quiet) {
+  if (row.stderrTo.kind != test::StreamTarget::Kind::Captured) {
+    // No error line to read: what is left is the exit code (checked above) and stdout.
+    EXPECT_THAT(r.out, HasSubstr(fragment)) << r.summary();
+  } else if (row.exitCode == 0 && row.quiet) {
     // Nothing on stderr; the fragment is on stdout.
     EXPECT_THAT(lines, ::testing::IsEmpty()) << r.summary();
     EXPECT_THAT(r.out, HasSubstr(fragment)) << r.summary();
@@ -202,7 +214,8 @@ TEST(ErrorSuite, RowsAreWellFormed) {
   std::set<std::string> ids;
   for (const auto& r : allCliRows()) {
     EXPECT_TRUE(ids.insert(r.id).second) << "duplicate id " << r.id;
-    EXPECT_FALSE(r.area.empty() || r.input.empty() || r.fragment.empty()) << r.id;
+    const bool stderrSeen = r.stderrTo.kind == test::StreamTarget::Kind::Captured;
+    EXPECT_FALSE(r.area.empty() || r.input.empty() || (r.fragment.empty() && stderrSeen)) << r.id;
     EXPECT_TRUE(r.exitCode >= 0 && r.exitCode <= 4) << r.id << ": exit " << r.exitCode;
     EXPECT_TRUE(!r.quiet || r.exitCode == 0) << r.id << ": only a run that succeeds is quiet";
   }

@@ -76,7 +76,7 @@ std::vector<std::string> entriesUnder(const fs::path& dir) {
   std::vector<std::string> out;
   if (!fs::exists(dir)) return out;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string rel = fs::relative(it->path(), dir).string();
+    const std::string rel = it->path().lexically_relative(dir).string();  // a link is listed, not followed
     if (rel == ".cache" || rel.starts_with(".cache/")) continue;
     out.push_back(rel);
   }

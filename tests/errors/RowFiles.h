@@ -28,7 +28,8 @@ std::string entry(const std::string& dtype, const std::string& shape, const std:
 /// The 8 little-endian bytes of `v`.
 std::string le64(std::uint64_t v);
 
-// ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down.
+// ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down: the
+// rows that must run before they fail.
 
 inline const std::string kTiny = "{tmp}/tinyllama.json";
 /// One prompt token, two decode tokens, one layer: outputs [1 layer, 1 batch, 3 tokens, heads, 64].

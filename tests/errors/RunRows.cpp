@@ -385,8 +385,8 @@ std::vector<CliRow> runCommandRows() {
              copyTiny(ctx);
              fs::create_directories(ctx.tmp / "outputs");
            },
-       .exitCode = 4,
-       .fragment = "cannot write {tmp}/outputs: Is a directory",
+       .exitCode = 2,
+       .fragment = "--save: cannot write {tmp}/outputs: it is a directory",
        .note = "before the run; nothing is written, `--json` neither",
        .check = leavesOnly({"tinyllama.json", "outputs"})},
 

@@ -40,17 +40,35 @@ std::string quoted(const std::string& arg) {
   return arg.find_first_of(" ;'\"") == std::string::npos ? arg : fmt::format("'{}'", arg);
 }
 
+/// The shell's spelling of where a stream goes: " >&-", " 2> /dev/full", ...
+std::string redirection(const test::StreamTarget& target, const char* fd) {
+  switch (target.kind) {
+    case test::StreamTarget::Kind::Captured:
+      return "";
+    case test::StreamTarget::Kind::Closed:
+      return fmt::format(" {}>&-", fd);
+    case test::StreamTarget::Kind::File:
+      return fmt::format(" {}> {}", fd, quoted(target.file.string()));
+    case test::StreamTarget::Kind::PipeWithoutReader:
+      return fmt::format(" {}| (a pipe whose reader has exited)", fd);
+  }
+  return "";
+}
+
 std::string command(const CliRow& r) {
   std::string out;
   for (const auto& [name, value] : r.env) {
     if (value) out += fmt::format("{}={} ", name, quoted(*value));
   }
+  if (r.fileSizeLimit) out += fmt::format("prlimit --fsize={} ", *r.fileSizeLimit);
   out += "foundry";
   for (const auto& a : r.args) out += fmt::format(" {}", quoted(a));
+  out += redirection(r.stdoutTo, "") + redirection(r.stderrTo, "2");
   return fmt::format("`{}`", cell(out));
 }
 
 std::string outcome(const std::string& kind, const std::string& fragment, const std::string& note) {
+  if (fragment.empty()) return note.empty() ? kind : fmt::format("{}; {}", kind, cell(note));
   std::string out = fmt::format("{}: `{}`", kind, cell(fragment));
   if (!note.empty()) out += "; " + cell(note);
   return out;
@@ -62,8 +80,11 @@ std::string markdownTable() {
   std::string out = "| area | input | how | outcome | exit |\n|---|---|---|---|---|\n";
   for (const auto& r : allCliRows()) {
     const std::string kind = r.exitCode != 0 ? kindForExit(r.exitCode) : r.quiet ? "runs" : "runs, warns";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.area, cell(r.input), command(r),
-                       outcome(kind, r.fragment, r.note), r.exitCode);
+    // With stderr out of reach the quoted text is what stdout still holds.
+    const bool stderrSeen = r.stderrTo.kind == test::StreamTarget::Kind::Captured;
+    const std::string shown = stderrSeen || r.fragment.empty() ? outcome(kind, r.fragment, r.note)
+                                                               : outcome(kind + ", stdout has", r.fragment, r.note);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.area, cell(r.input), command(r), shown, r.exitCode);
   }
   for (const auto& r : inProcessRows()) {
     std::string how = fmt::format("`{}`", r.via);

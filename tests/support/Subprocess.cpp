@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,19 +85,49 @@ Process::Process(const ProcessSpec& spec) : timeoutSeconds_(spec.timeoutSeconds)
   argv.push_back(nullptr);
   const std::string dir = spec.workDir.string();
   const std::string out = outPath_.string(), err = errPath_.string();
+  const std::string outFile = spec.out.file.string(), errFile = spec.err.file.string();
+  // A pipe whose read end is closed before the child starts: its writes fail with EPIPE (or SIGPIPE).
+  int noReader[2] = {-1, -1};
+  const bool wantsPipe = spec.out.kind == StreamTarget::Kind::PipeWithoutReader ||
+                         spec.err.kind == StreamTarget::Kind::PipeWithoutReader;
+  if (wantsPipe) {
+    if (::pipe2(noReader, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+    ::close(noReader[0]);
+  }
 
   started_ = now();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
   if (pid_ == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_TRUNC);
-    const int e = ::open(err.c_str(), O_WRONLY | O_TRUNC);
+    const int o = ::open(out.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    const int e = ::open(err.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
     const int in = ::open("/dev/null", O_RDONLY);
-    if (o < 0 || e < 0 || in < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::dup2(in, 0) < 0) ::_exit(126);
+    if (o < 0 || e < 0 || in < 0 || ::dup2(in, 0) < 0) ::_exit(126);
+    const auto route = [&](const StreamTarget& target, int captured, const std::string& file, int fd) {
+      switch (target.kind) {
+        case StreamTarget::Kind::Captured:
+          return ::dup2(captured, fd) >= 0;
+        case StreamTarget::Kind::Closed:
+          return ::close(fd) == 0;
+        case StreamTarget::Kind::File: {
+          const int f = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+          return f >= 0 && ::dup2(f, fd) >= 0;
+        }
+        case StreamTarget::Kind::PipeWithoutReader:
+          return ::dup2(noReader[1], fd) >= 0;
+      }
+      return false;
+    };
+    if (!route(spec.out, o, outFile, 1) || !route(spec.err, e, errFile, 2)) ::_exit(126);
+    if (spec.fileSizeLimit) {
+      const rlimit limit{*spec.fileSizeLimit, *spec.fileSizeLimit};
+      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(126);
+    }
     if (!dir.empty() && ::chdir(dir.c_str()) != 0) ::_exit(126);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
+  if (wantsPipe) ::close(noReader[1]);
 }
 
 Process::~Process() {

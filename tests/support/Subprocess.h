@@ -4,6 +4,7 @@
 // the real `foundry` executable and by the concurrency tests to run two of them at once.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -12,12 +13,22 @@
 
 namespace foundry::test {
 
+/// Where a child's stdout or stderr goes: captured (the default), closed (`>&-`), a file opened for
+/// writing (`> /dev/full`) or a pipe whose reader has already gone.
+struct StreamTarget {
+  enum class Kind { Captured, Closed, File, PipeWithoutReader };
+  Kind kind = Kind::Captured;
+  std::filesystem::path file;  ///< for Kind::File
+};
+
 struct ProcessSpec {
   std::vector<std::string> argv;  ///< argv[0] is the program's path
   /// Changes to the inherited environment: a value sets the variable, nullopt removes it.
   std::map<std::string, std::optional<std::string>> env;
   std::filesystem::path workDir;  ///< empty: the test's own
   double timeoutSeconds = 300;
+  StreamTarget out, err;                       ///< not captured unless Kind::Captured
+  std::optional<std::uint64_t> fileSizeLimit;  ///< RLIMIT_FSIZE in bytes: a full disk, as `prlimit --fsize`
 };
 
 struct ProcessResult {
