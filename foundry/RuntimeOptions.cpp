@@ -114,6 +114,9 @@ const std::vector<Knob>& knobs() {
           "cooperative-matrix prefill: softmax in registers (needs the probed quad layout) or through shared memory"),
       uintKnob<&RuntimeOptions::faPrefillKeysPerTile>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "auto, 4, 8, 16, 32, 64, 128", 4,
                                                        128, true, "keys per prefill K/V tile in shared memory"),
+      forceKnob<&RuntimeOptions::faPrefillHeadsFirst>(
+          "FOUNDRY_FA_PREFILL_HEADS_FIRST",
+          "prefill grid order: heads vary fastest (1) or each head's query tiles in turn (0)"),
       uintKnob<&RuntimeOptions::faDecodeWarps>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                "subgroups per decode workgroup"),
       uintKnob<&RuntimeOptions::faDecodeKeysPerWarp>("FOUNDRY_FA_DECODE_KEYS_PER_WARP",

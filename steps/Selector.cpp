@@ -284,10 +284,13 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   v.longestFirst = p.causal;
   const std::uint64_t kvKiB =
       std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim()) * dtypeBytes(p.dtype) / 1024;
-  v.headsFirst = kvKiB <= tune.prefillHeadsFirstKiB;
+  v.headsFirst = o.faPrefillHeadsFirst == Force::Auto ? kvKiB <= tune.prefillHeadsFirstKiB
+                                                      : o.faPrefillHeadsFirst == Force::On;
   why.push_back({"grid order", v.headsFirst ? "heads first" : "each head's tiles in turn",
-                 fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
-                             tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
+                 o.faPrefillHeadsFirst != Force::Auto
+                     ? std::string("FOUNDRY_FA_PREFILL_HEADS_FIRST")
+                     : fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
+                                   tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
   v.halfTiles = device.fp16Arithmetic;
 
   // Why the cooperative-matrix variant cannot take this call, or empty.

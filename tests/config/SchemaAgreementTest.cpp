@@ -45,7 +45,8 @@ json everyField() {
       "disable_fa": 0, "sdpa_force_materialized": 0, "debug_sdpa": 0, "debug_sdpa_verbose": 0,
       "sdpa_debug_online_compare": 0, "fa_prefill_warps": "auto", "fa_prefill_split_k": "auto",
       "disable_fa_prefill_splitk": 0, "fa_prefill_coopmat": "auto", "fa_prefill_register_softmax": "auto",
-      "fa_prefill_keys_per_tile": "auto", "fa_decode_warps": "auto", "fa_decode_keys_per_warp": "auto",
+      "fa_prefill_keys_per_tile": "auto",
+      "fa_prefill_heads_first": "auto", "fa_decode_warps": "auto", "fa_decode_keys_per_warp": "auto",
       "fa_decode_scalar": 0, "fa_decode_tg_out": "auto", "fa_decode_vec": "auto", "fa_decode_unroll": "auto",
       "fa_decode_split_k": "auto", "fa_decode_fused_reduce": "auto", "device": "0", "cache_dir": "off",
       "dump_kernels": "d", "kernel_dir": "k", "log_level": "warn", "validation": 0

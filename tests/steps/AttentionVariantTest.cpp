@@ -28,6 +28,7 @@ struct Knobs {
   RuntimeOptions o;
   Knobs& coopMat() { o.faPrefillCoopMat = Force::On; return *this; }
   Knobs& sharedSoftmax() { o.faPrefillRegisterSoftmax = Force::Off; return *this; }
+  Knobs& headsFirst(bool on) { o.faPrefillHeadsFirst = on ? Force::On : Force::Off; return *this; }
   Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
   Knobs& keys(std::uint32_t k) { o.faDecodeKeysPerWarp = k; return *this; }
   Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
@@ -215,6 +216,9 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   if (o.faPrefillKeysPerTile) {
     EXPECT_EQ(v.keysPerTile, *o.faPrefillKeysPerTile) << plan.describe();
   }
+  if (o.faPrefillHeadsFirst != Force::Auto) {
+    EXPECT_EQ(v.headsFirst, o.faPrefillHeadsFirst == Force::On) << plan.describe();
+  }
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, v.keysPerTile);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
   EXPECT_EQ(v.split, splits > 1) << plan.describe();
@@ -261,6 +265,11 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P1, Knobs().prefillKeys(16).noPrefillSplitK(), 1},
         VariantCase{P1, Knobs().prefillKeys(64).prefillWarps(2).noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().prefillKeys(32).prefillSplitK(2), 2},
+        // Grid order: heads fastest, or each head's query tiles in turn (batches of 3, Split-K).
+        VariantCase{P5, Knobs().headsFirst(true).prefillSplitK(2), 2},
+        VariantCase{P5, Knobs().headsFirst(false).prefillSplitK(2), 2},
+        VariantCase{P2, Knobs().headsFirst(false).noPrefillSplitK(), 1},
+        VariantCase{P5, Knobs().coopMat().headsFirst(false).noPrefillSplitK(), 1},
         // The cooperative-matrix variant, where the device has it (the f16 shapes).
         VariantCase{P1, Knobs().coopMat().prefillWarps(1).noPrefillSplitK(), 1},
         VariantCase{P1, Knobs().coopMat().prefillWarps(2).noPrefillSplitK(), 1},

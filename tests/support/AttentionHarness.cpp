@@ -388,6 +388,7 @@ std::string optionsName(const RuntimeOptions& o) {
   if (o.faPrefillSplitK) parts.push_back(fmt::format("psk{}", *o.faPrefillSplitK));
   if (o.disableFaPrefillSplitK) parts.push_back("nopsk");
   if (o.faPrefillCoopMat != Force::Auto) parts.push_back(o.faPrefillCoopMat == Force::On ? "coopmat" : "nocoopmat");
+  if (o.faPrefillHeadsFirst != Force::Auto) parts.push_back(o.faPrefillHeadsFirst == Force::On ? "headsfirst" : "tilesfirst");
   if (o.faPrefillRegisterSoftmax != Force::Auto) {
     parts.push_back(o.faPrefillRegisterSoftmax == Force::On ? "regsoftmax" : "sharedsoftmax");
   }
