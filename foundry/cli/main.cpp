@@ -2,11 +2,28 @@
 // kind of error into one line on stderr and its own exit code.
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
 #include "foundry/cli/Commands.h"
+
+namespace {
+
+// The last guard before the terminal: each line of a message as printable() shows it, so no control
+// character or NUL a site failed to escape reaches it. A compile error keeps its line breaks.
+std::string forTerminal(const std::string& message) {
+  std::string out;
+  std::size_t begin = 0;
+  for (std::size_t end; (end = message.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    out += foundry::printable(std::string_view(message).substr(begin, end - begin), std::string::npos) + '\n';
+  }
+  return out + foundry::printable(std::string_view(message).substr(begin), std::string::npos);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace foundry;
@@ -30,18 +47,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(ErrorKind::User), cli::describeParseError(app, e));
+    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(ErrorKind::User),
+               forTerminal(cli::describeParseError(app, e)));
     return exitCodeFor(ErrorKind::User);
   }
   try {
     return action ? action() : 0;
   } catch (const Error& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(e.kind()), e.what());
+    fmt::print(stderr, "foundry: {}: {}\n", errorKindName(e.kind()), forTerminal(e.what()));
     return exitCodeFor(e.kind());
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "foundry: internal error: {}\n", e.what());
+    fmt::print(stderr, "foundry: internal error: {}\n", forTerminal(e.what()));
     return exitCodeFor(ErrorKind::Internal);
   }
 }

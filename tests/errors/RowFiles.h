@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,23 @@ std::string safetensors(const std::string& header, std::size_t dataBytes);
 std::string entry(const std::string& dtype, const std::string& shape, const std::string& offsets);
 /// The 8 little-endian bytes of `v`.
 std::string le64(std::uint64_t v);
+
+/// The first line of `text` holding `needle`, or "".
+std::string lineWith(const std::string& text, const std::string& needle);
+
+/// The kernel cache at {tmp}/cache, and the command that fills it with every lavapipe kernel.
+extern const std::map<std::string, std::optional<std::string>> kCacheEnv;
+extern const std::vector<std::string> kCompile;
+/// Fills {tmp}/cache with every lavapipe kernel; returns the first SPIR-V entry (by name).
+std::filesystem::path firstCacheEntry(const CliContext& ctx);
+/// A check for a `kCompile` run: it compiled `compiled` kernels and read the rest from disk, and a
+/// further run compiles `again` (0: what it rebuilt is valid now).
+std::function<std::string(const CliContext&, const CliOutcome&)> compiledThenAgain(int compiled, int again);
+
+/// TinyLlama's config (configs/tinyllama-1.1b.json) at {tmp}/tinyllama.json, so that the table's
+/// commands show {tmp} only.
+extern const std::string kTiny;
+void copyTiny(const CliContext& ctx);
 
 /// Every file and directory under `dir`, relative, sorted; the row's cache directory (.cache) left out.
 std::vector<std::string> entriesUnder(const std::filesystem::path& dir);

@@ -55,7 +55,6 @@ CliRow configWith(std::string id, std::string input, const std::string& pointer,
 
 // ---- TinyLlama (configs/tinyllama-1.1b.json, 32 query heads, 4 KV heads, head_dim 64), cut down.
 
-const std::string kTiny = "{tmp}/tinyllama.json";
 /// One prompt token, two decode tokens, one layer: outputs [1 layer, 1 batch, 3 tokens, heads, 64].
 const std::vector<std::string> kSmall = {"--prompt-len", "1", "--decode-tokens", "2", "--layers", "1"};
 /// Sixteen prompt tokens (a real prefill, one more kernel to compile), two decode tokens, one layer.
@@ -69,10 +68,6 @@ std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vect
   return args;
 }
 
-/// Copies the TinyLlama config to {tmp}/tinyllama.json, so that the table's commands show {tmp} only.
-void copyTiny(const CliContext& ctx) {
-  fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
-}
 
 std::vector<float> ramp(std::int64_t n, float scale) {
   std::vector<float> v(static_cast<std::size_t>(n));
