@@ -1,5 +1,6 @@
 #include "foundry/AtomicFile.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,15 +110,40 @@ void writeFileAtomically(const fs::path& path, std::string_view text) {
   writeFileAtomically(path, std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }
 
-std::optional<std::vector<std::byte>> readWholeFile(const fs::path& path, std::size_t maxBytes) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return std::nullopt;
-  const auto size = in.tellg();
-  if (size < 0 || static_cast<std::size_t>(size) > maxBytes) return std::nullopt;
-  std::vector<std::byte> out(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(out.data()), size)) return std::nullopt;
+std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path, std::size_t maxBytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct ::stat st {};
+  std::optional<std::vector<std::byte>> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) <= maxBytes) {
+    out.emplace(static_cast<std::size_t>(st.st_size));
+    std::size_t done = 0;
+    while (done < out->size()) {
+      const ssize_t n = ::read(fd, out->data() + done, out->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    if (done != out->size()) out.reset();  // changed size while read: treat as unreadable
+  }
+  ::close(fd);
   return out;
+}
+
+std::optional<std::string> nonRegularFile(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  switch (fs::status(path, ec).type()) {
+    case fs::file_type::not_found:
+    case fs::file_type::none:
+    case fs::file_type::regular: return std::nullopt;
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::socket: return "a socket";
+    case fs::file_type::block:
+    case fs::file_type::character: return "a device";
+    default: return "a special file";
+  }
 }
 
 }  // namespace foundry

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,8 +29,14 @@ void writeFileAtomically(const std::filesystem::path& path, std::string_view tex
 /// the write would throw, prefixed with `flag` (the option that named the path) when one is given.
 void checkWritableTarget(const std::filesystem::path& path, std::string_view flag = {});
 
-/// The whole file, or nullopt if it cannot be opened. `maxBytes` guards against absurd files.
+/// The whole regular file, or nullopt if it cannot be opened or is not a regular file. It is opened
+/// without blocking, so a FIFO or a device in its place never hangs the caller. `maxBytes` guards
+/// against absurd files.
 std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path,
                                                     std::size_t maxBytes = std::size_t(1) << 31);
+
+/// What stands at `path` when it is not a regular file ("a directory", "a FIFO", ...); nullopt for a
+/// regular file or nothing at all. Symbolic links are followed.
+std::optional<std::string> nonRegularFile(const std::filesystem::path& path);
 
 }  // namespace foundry

@@ -91,7 +91,7 @@ DeviceInfo devicePreset(const std::string& name) {
     if (name == p.name) return p.make();
   }
   throw UserError("device preset", fmt::format("unknown preset '{}'; accepted: {}, or custom followed by key=value",
-                                               name, fmt::join(devicePresetNames(), ", ")));
+                                               printable(name), fmt::join(devicePresetNames(), ", ")));
 }
 
 }  // namespace foundry

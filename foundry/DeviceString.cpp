@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kField = "device preset";
 
 [[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted) {
-  throw UserError(kField, fmt::format("{}='{}' is not accepted; accepted: {}", key, value, accepted));
+  throw UserError(kField, fmt::format("{}='{}' is not accepted; accepted: {}", key, printable(value), accepted));
 }
 
 std::string lower(std::string_view s) {
@@ -240,7 +240,7 @@ std::vector<std::string> items(const std::string& text) {
       out.back() += c;
     }
   }
-  if (quoted) throw UserError(kField, fmt::format("'{}' has a \" that is never closed", text));
+  if (quoted) throw UserError(kField, fmt::format("'{}' has a \" that is never closed", printable(text)));
   return out;
 }
 
@@ -272,14 +272,14 @@ DeviceInfo parseDevicePreset(const std::string& text) {
     const std::string& item = parts[i];
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      throw UserError(kField, fmt::format("override '{}' must look like key=value", item));
+      throw UserError(kField, fmt::format("override '{}' must look like key=value", printable(item)));
     }
     const std::string_view key = std::string_view(item).substr(0, eq);
     const auto k = std::find_if(keys().begin(), keys().end(), [&](const Key& x) { return x.name == key; });
     if (k == keys().end()) {
       std::vector<std::string_view> names;
       for (const Key& x : keys()) names.push_back(x.name);
-      throw UserError(kField, fmt::format("unknown key '{}'; accepted: {}", key, fmt::join(names, ", ")));
+      throw UserError(kField, fmt::format("unknown key '{}'; accepted: {}", printable(key), fmt::join(names, ", ")));
     }
     k->set(d, key, std::string_view(item).substr(eq + 1));
   }

@@ -43,20 +43,41 @@ std::filesystem::path DiskCache::pathFor(const std::string& bucket, const std::s
   return dir_ / bucket / (key + ".bin");
 }
 
+void DiskCache::evict(const std::string& bucket, const std::string& key, const std::string& why) const {
+  ++corrupt_;
+  const auto path = pathFor(bucket, key);
+  spdlog::warn("cache entry {} {}; rebuilding it", path.string(), why);
+  erase(bucket, key);
+}
+
+void DiskCache::erase(const std::string& bucket, const std::string& key) const {
+  std::error_code ec;
+  std::filesystem::remove(pathFor(bucket, key), ec);
+}
+
+void DiskCache::setAside(const std::filesystem::path& path, const std::string& what) const {
+  ++corrupt_;
+  std::error_code ec;
+  if (std::filesystem::remove(path, ec)) {
+    spdlog::warn("cache entry {} is {}, not a file; removed it and rebuilding it", path.string(), what);
+  } else {
+    spdlog::warn("cache entry {} is {}, not a file, and cannot be removed ({}); building without it", path.string(),
+                 what, ec ? ec.message() : "it is still there");
+  }
+}
+
 std::optional<std::vector<std::byte>> DiskCache::load(const std::string& bucket, const std::string& key) const {
   if (!enabled()) return std::nullopt;
   const auto path = pathFor(bucket, key);
   auto bytes = readWholeFile(path);
   if (!bytes) {
     ++misses_;
+    if (const auto what = nonRegularFile(path)) setAside(path, *what);
     return std::nullopt;
   }
   auto reject = [&](const char* why) -> std::optional<std::vector<std::byte>> {
-    ++corrupt_;
     ++misses_;
-    spdlog::warn("cache entry {} is {}; rebuilding it", path.string(), why);
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
+    evict(bucket, key, fmt::format("is {}", why));
     return std::nullopt;
   };
   if (bytes->size() < kHeaderBytes) return reject("truncated");
@@ -91,7 +112,8 @@ void DiskCache::store(const std::string& bucket, const std::string& key, std::sp
     std::filesystem::create_directories(dir_ / bucket, ec);
     writeFileAtomically(pathFor(bucket, key), file);
   } catch (const Error& e) {
-    disable(e.what());
+    // An entry that is not a file was reported when it was read; it costs this key, not the cache.
+    if (!nonRegularFile(pathFor(bucket, key))) disable(e.what());
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // A directory of checksummed blobs keyed by hash. Safe for concurrent processes (atomic renames);
-// a truncated or corrupted entry is detected, removed and reported as a miss. A directory that cannot
-// be used turns the cache off with one warning; work continues uncached.
+// a truncated or corrupted entry is detected, removed and reported as a miss. An entry that is not a
+// file (a FIFO, a directory) is never opened in a way that blocks: it is removed, or skipped where it
+// cannot be, with one warning, and costs that entry only. A directory that cannot be used turns the
+// cache off with one warning; work continues uncached.
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
@@ -25,6 +27,11 @@ class DiskCache {
   /// Stores atomically. Failure to write disables the cache with a warning.
   void store(const std::string& bucket, const std::string& key, std::span<const std::byte> payload) const;
   std::filesystem::path pathFor(const std::string& bucket, const std::string& key) const;
+  /// Removes an entry that load() returned but its user cannot use, with one warning naming the entry
+  /// and `why` ("holds SPIR-V that ..."); the caller rebuilds it. Counts as corrupt.
+  void evict(const std::string& bucket, const std::string& key, const std::string& why) const;
+  /// Removes an entry quietly (what evict() does after its warning).
+  void erase(const std::string& bucket, const std::string& key) const;
 
   std::uint64_t hits() const { return hits_.load(); }
   std::uint64_t misses() const { return misses_.load(); }
@@ -35,6 +42,7 @@ class DiskCache {
 
  private:
   void disable(const std::string& why) const;
+  void setAside(const std::filesystem::path& path, const std::string& what) const;
 
   std::filesystem::path dir_;
   mutable std::atomic<bool> enabled_{false}, warned_{false};

@@ -65,6 +65,9 @@ class Dispatcher {
   virtual void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) = 0;
   /// Runs everything recorded since the last submit and waits for it.
   virtual SubmitResult submit() = 0;
+  /// Runs everything recorded so far and waits, like submit(), for a step that must read a result
+  /// before it records more (the online compare); the next submit() still reports those dispatches.
+  virtual void flush() { submit(); }
   /// Orders everything recorded so far before anything recorded next, whether or not they share
   /// buffers (benchmarks use it to keep independent calls from overlapping).
   virtual void barrier() {}

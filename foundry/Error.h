@@ -1,11 +1,24 @@
 #pragma once
 // The four kinds of error Foundry raises. Each names the field or value at fault and what is accepted.
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 namespace foundry {
+
+/// How much of a user's text (a key, a value, a name) a message quotes before cutting it.
+inline constexpr std::size_t kQuotedChars = 80;
+
+/// Text a user gave, made safe for a one-line message on a terminal: every byte outside printable
+/// ASCII is escaped (`\n`, `\t`, `\x00`), and text longer than `maxChars` bytes is cut there and ends
+/// with "... (N bytes)". Every message that quotes a config's, a flag's or the environment's text uses
+/// this (directly, through quoted(), or through UserError's field).
+std::string printable(std::string_view text, std::size_t maxChars = kQuotedChars);
+/// printable() in double quotes, with `"` and `\` escaped as in JSON: `"n_head"`.
+std::string quoted(std::string_view text, std::size_t maxChars = kQuotedChars);
 
 enum class ErrorKind { User, Unsupported, Device, Internal };
 
@@ -19,11 +32,13 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
-/// Bad config, shape, flag or knob. `field` is a JSON pointer, a knob name or a parameter name.
+/// Bad config, shape, flag or knob. `field` is a JSON pointer, a knob name or a parameter name; it
+/// can hold a user's key, so it is kept as printable() shows it.
 class UserError : public Error {
  public:
-  UserError(std::string field, const std::string& message)
-      : Error(ErrorKind::User, field.empty() ? message : field + ": " + message), field_(std::move(field)) {}
+  UserError(const std::string& field, const std::string& message)
+      : Error(ErrorKind::User, field.empty() ? message : printable(field) + ": " + message),
+        field_(printable(field)) {}
   const std::string& field() const noexcept { return field_; }
 
  private:

@@ -30,27 +30,52 @@ std::shared_ptr<const Spirv> KernelCache::spirv(const KernelSource& source) {
     }
   }
   if (!dumpDirectory_.empty()) dumpKernel(dumpDirectory_, source);
-  std::shared_ptr<const Spirv> code;
-  if (disk_) {
-    if (auto bytes = disk_->load("spirv", key); bytes && bytes->size() % 4 == 0 && !bytes->empty()) {
-      auto words = std::make_shared<Spirv>(bytes->size() / 4);
-      std::memcpy(words->data(), bytes->data(), bytes->size());
-      if ((*words)[0] == 0x07230203u) {  // the SPIR-V magic number
-        ++diskHits_;
-        code = std::move(words);
-      }
-    }
+  if (auto code = loadFromDisk(key)) {
+    ++diskHits_;
+    std::lock_guard lock(mutex_);
+    fromDisk_.insert(key);
+    return memory_.emplace(key, std::move(code)).first->second;
   }
-  if (!code) {
-    ++compiles_;
-    auto words = std::make_shared<Spirv>(compiler_->compile(source));
-    if (disk_) {
-      disk_->store("spirv", key, std::span(reinterpret_cast<const std::byte*>(words->data()), words->size() * 4));
-    }
-    code = std::move(words);
-  }
+  auto code = compileAndStore(source, key);
   std::lock_guard lock(mutex_);
-  return memory_.emplace(key, code).first->second;
+  return memory_.emplace(key, std::move(code)).first->second;
+}
+
+bool KernelCache::fromDisk(const KernelSource& source) {
+  std::lock_guard lock(mutex_);
+  return fromDisk_.count(keyFor(source)) != 0;
+}
+
+std::shared_ptr<const Spirv> KernelCache::rebuild(const KernelSource& source) {
+  const std::string key = keyFor(source);
+  auto code = compileAndStore(source, key);
+  std::lock_guard lock(mutex_);
+  fromDisk_.erase(key);
+  return memory_[key] = std::move(code);
+}
+
+std::shared_ptr<const Spirv> KernelCache::loadFromDisk(const std::string& key) {
+  if (!disk_) return nullptr;
+  const auto bytes = disk_->load("spirv", key);
+  if (!bytes) return nullptr;
+  auto words = std::make_shared<Spirv>(bytes->size() / 4);
+  std::memcpy(words->data(), bytes->data(), words->size() * 4);
+  const std::string problem =
+      bytes->size() % 4 != 0 ? std::string("is not a whole number of 32-bit words") : compiler_->rejects(*words);
+  if (!problem.empty()) {
+    disk_->evict("spirv", key, "holds SPIR-V that " + problem);
+    return nullptr;
+  }
+  return words;
+}
+
+std::shared_ptr<const Spirv> KernelCache::compileAndStore(const KernelSource& source, const std::string& key) {
+  ++compiles_;
+  auto words = std::make_shared<Spirv>(compiler_->compile(source));
+  if (disk_) {
+    disk_->store("spirv", key, std::span(reinterpret_cast<const std::byte*>(words->data()), words->size() * 4));
+  }
+  return words;
 }
 
 void dumpKernel(const std::string& directory, const KernelSource& source) {

@@ -1,11 +1,13 @@
 #pragma once
 // SPIR-V for a KernelSource: from memory, else from the disk cache, else from shaderc. Keyed by a hash
-// of the GLSL text and the compiler's identity, so a change to either recompiles.
+// of the GLSL text and the compiler's identity, so a change to either recompiles. SPIR-V read from
+// disk is validated before anyone hands it to a driver; an entry that fails is evicted and rebuilt.
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,11 @@ class KernelCache {
               std::string dumpDirectory = {});
 
   std::shared_ptr<const Spirv> spirv(const KernelSource& source);
+  /// True when spirv(source) was served from the disk cache rather than compiled by this process.
+  bool fromDisk(const KernelSource& source);
+  /// Compiles `source` again, replacing its entry in memory and on disk: for SPIR-V that came from
+  /// disk and that a driver then refused.
+  std::shared_ptr<const Spirv> rebuild(const KernelSource& source);
   std::string keyFor(const KernelSource& source) const;
 
   std::uint64_t memoryHits() const { return memoryHits_.load(); }
@@ -34,11 +41,15 @@ class KernelCache {
   const DiskCache* disk() const { return disk_.get(); }
 
  private:
+  std::shared_ptr<const Spirv> loadFromDisk(const std::string& key);
+  std::shared_ptr<const Spirv> compileAndStore(const KernelSource& source, const std::string& key);
+
   std::shared_ptr<const ShaderCompiler> compiler_;
   std::shared_ptr<const DiskCache> disk_;
   std::string dumpDirectory_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Spirv>> memory_;
+  std::set<std::string> fromDisk_;  ///< keys of memory_ whose SPIR-V was read from disk
   std::atomic<std::uint64_t> memoryHits_{0}, diskHits_{0}, compiles_{0};
 };
 

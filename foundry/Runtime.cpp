@@ -92,10 +92,19 @@ void Runtime::upload(const Tensor& tensor, std::span<const std::uint32_t> words)
 }
 
 std::vector<float> Runtime::download(const Tensor& tensor) {
-  if (!tensor.packed()) throw InternalError(fmt::format("download of '{}' needs a packed tensor", tensor.name));
   std::vector<std::byte> bytes(tensor.spanBytes());
   tensor.buffer->download(bytes, tensor.offset * dtypeBytes(tensor.dtype));
-  return decodeElements(bytes, tensor.dtype);
+  std::vector<float> span = decodeElements(bytes, tensor.dtype);
+  if (tensor.packed()) return span;
+  std::vector<float> out(static_cast<std::size_t>(tensor.numel()));
+  std::vector<std::int64_t> index(tensor.rank(), 0);
+  for (auto& value : out) {
+    std::int64_t at = 0;
+    for (std::size_t d = 0; d < index.size(); ++d) at += index[d] * tensor.strides[d];
+    value = span[static_cast<std::size_t>(at)];
+    for (std::size_t d = index.size(); d-- > 0 && ++index[d] == tensor.dims[d];) index[d] = 0;
+  }
+  return out;
 }
 
 void Runtime::poison(const Tensor& tensor) {

@@ -47,7 +47,7 @@ class Runtime {
   void upload(const Tensor& tensor, std::span<const float> values);
   /// Writes u32 words into a U32 tensor in its packed element order, exactly.
   void upload(const Tensor& tensor, std::span<const std::uint32_t> words);
-  /// Reads the tensor's elements in packed order, as floats.
+  /// Reads the tensor's elements in row-major order of its dims, as floats; a strided view is gathered.
   std::vector<float> download(const Tensor& tensor);
   /// Fills the tensor's buffer with NaN (outputs are poisoned so unwritten elements show).
   void poison(const Tensor& tensor);

@@ -30,7 +30,7 @@ struct Knob {
 };
 
 [[noreturn]] void reject(const std::string& field, std::string_view value, std::string_view accepted) {
-  throw UserError(field, fmt::format("invalid value '{}'; accepted: {}", value, accepted));
+  throw UserError(field, fmt::format("invalid value '{}'; accepted: {}", printable(value), accepted));
 }
 
 bool parseBool(const std::string& field, const std::string& v) {

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <glslang/build_info.h>
 #include <shaderc/shaderc.hpp>
+#include <spirv-tools/libspirv.hpp>
 
 #include "foundry/Error.h"
 
@@ -39,6 +40,17 @@ std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) c
     throw DeviceError(describeCompileError(source, result.GetErrorMessage()));
   }
   return {result.cbegin(), result.cend()};
+}
+
+std::string ShaderCompiler::rejects(const std::vector<std::uint32_t>& spirv) const {
+  if (spirv.empty() || spirv[0] != 0x07230203u) return "does not start with the SPIR-V magic number";
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
+  std::string first;
+  tools.SetMessageConsumer([&first](spv_message_level_t, const char*, const spv_position_t&, const char* message) {
+    if (first.empty()) first = message;
+  });
+  if (tools.Validate(spirv)) return "";
+  return "spirv-val rejects: " + printable(first.empty() ? "invalid" : first);
 }
 
 std::string describeCompileError(const KernelSource& source, const std::string& compilerMessage) {

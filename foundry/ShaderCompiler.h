@@ -18,6 +18,10 @@ class ShaderCompiler {
   /// Compiles `source`; throws DeviceError with a quoted, attributed message on failure.
   std::vector<std::uint32_t> compile(const KernelSource& source) const;
 
+  /// Why SPIR-V that did not come from compile() (a cache entry) must not reach a driver, or "" when
+  /// spirv-val accepts it for the Vulkan version compile() targets. Drivers trust what they are given.
+  std::string rejects(const std::vector<std::uint32_t>& spirv) const;
+
   /// Identifies the compiler and its options; part of every cache key.
   const std::string& identity() const { return identity_; }
   /// How many times compile() ran shaderc (cache tests count this).

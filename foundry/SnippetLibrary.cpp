@@ -32,7 +32,8 @@ std::shared_ptr<const SnippetLibrary> SnippetLibrary::embedded() {
 
 std::shared_ptr<const SnippetLibrary> SnippetLibrary::fromDirectory(std::string directory) {
   if (!std::filesystem::is_directory(directory)) {
-    throw UserError("FOUNDRY_KERNEL_DIR", fmt::format("'{}' is not a directory", directory));
+    throw UserError("FOUNDRY_KERNEL_DIR",
+                    fmt::format("'{}' is not a directory", printable(directory, std::string::npos)));
   }
   std::shared_ptr<SnippetLibrary> l(new SnippetLibrary());
   l->origin_ = directory;

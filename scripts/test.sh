@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Foundry and runs every test suite on the default Vulkan device (lavapipe without a GPU),
-# under the Khronos validation layer; then the host-only and error suites under ASan + UBSan, and
-# each fuzz target for a bounded time (docs/reliability.md). Usage: bash scripts/test.sh
+# under the Khronos validation layer; then the host-only and error suites under ASan + UBSan, the
+# cache-concurrency tests under TSan, and each fuzz target for a bounded time (docs/reliability.md).
+# Usage: bash scripts/test.sh
 # FOUNDRY_FUZZ_SECONDS sets the time per fuzz target (default 60; 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,11 @@ ctest --preset release
 cmake --preset asan
 cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_tests foundry_error_tests
 ctest --preset asan -L sanitize
+
+# Two processes racing on one cache directory, with ThreadSanitizer (only what those tests need).
+cmake --preset tsan
+cmake --build --preset tsan --target foundry foundry_error_tests
+ctest --preset tsan -L tsan
 
 # The config and safetensors parsers under libFuzzer.
 fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-60}"

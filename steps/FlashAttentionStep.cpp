@@ -215,6 +215,7 @@ void FlashAttentionStep::compareOnline(StepContext& ctx, const AttentionCall& ca
     return;
   }
   Runtime& rt = *ctx.runtime;
+  ctx.dispatcher.flush();  // the inputs (a decode token's q) and the flash output are only recorded yet
   AttentionCall ref = call;
   ref.rope.reset();
   if (call.rope) {
@@ -228,7 +229,7 @@ void FlashAttentionStep::compareOnline(StepContext& ctx, const AttentionCall& ca
   ref.o = rt.allocate(call.o);
   ref.o.name = "online_compare_reference";
   SdpaReferenceStep(device_, snippets_).run(ctx, ref);
-  ctx.dispatcher.submit();
+  ctx.dispatcher.flush();
   const auto flash = rt.download(call.o);
   const auto want = rt.download(ref.o);
   const std::vector<double> wantD(want.begin(), want.end());

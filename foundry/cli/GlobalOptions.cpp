@@ -12,7 +12,7 @@ RuntimeOptions GlobalOptions::resolve() const {
 void GlobalOptions::applyTo(RuntimeOptions& o) const {
   for (const auto& k : knobs) {
     const auto eq = k.find('=');
-    if (eq == std::string::npos) throw UserError("--set", "expected NAME=VALUE, got '" + k + "'");
+    if (eq == std::string::npos) throw UserError("--set", "expected NAME=VALUE, got '" + printable(k) + "'");
     std::string name = k.substr(0, eq);
     if (!name.starts_with("FOUNDRY_")) name = "FOUNDRY_" + name;
     o.set(name, k.substr(eq + 1), "--set");

@@ -63,7 +63,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
         options.applyTuning(c.tuning, "/tuning");
       } else {
         const auto dtype = parseDType(a->dtype);
-        if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", a->dtype));
+        if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", printable(a->dtype)));
         if (*dtype == DType::BF16) throw UnsupportedError("--dtype: bf16 attention is not supported yet; use f16 or f32");
         a->layout.dtype = *dtype;
       }

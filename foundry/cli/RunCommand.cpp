@@ -51,7 +51,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       req.configPath = a->config;
       req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype});
       if (a->path != "flash" && a->path != "reference") {
-        throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", a->path));
+        throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", printable(a->path)));
       }
       if (!std::isfinite(a->tolerance) || a->tolerance < 0) {
         throw UserError("--tolerance", fmt::format("'{}'; accepted: a finite relative error >= 0 (0: the dtype's bound)",

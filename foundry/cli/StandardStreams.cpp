@@ -28,8 +28,23 @@ void prepareStandardStreams() {
   ::signal(SIGXFSZ, SIG_IGN);
 }
 
+namespace {
+
+// The last guard before the terminal: each line of a message as printable() shows it, so no control
+// character or NUL a site failed to escape reaches it. A compile error keeps its line breaks.
+std::string forTerminal(std::string_view message) {
+  std::string out;
+  std::size_t begin = 0;
+  for (std::size_t end; (end = message.find('\n', begin)) != std::string_view::npos; begin = end + 1) {
+    out += printable(message.substr(begin, end - begin), std::string::npos) + '\n';
+  }
+  return out + printable(message.substr(begin), std::string::npos);
+}
+
+}  // namespace
+
 void printErrorLine(std::string_view kind, std::string_view message) {
-  const std::string line = fmt::format("foundry: {}: {}\n", kind, message);
+  const std::string line = fmt::format("foundry: {}: {}\n", kind, forTerminal(message));
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

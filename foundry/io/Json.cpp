@@ -89,13 +89,7 @@ class PathTracker {
 std::string parseErrorDetail(const std::string& what) {
   const auto at = what.find("parse error");
   const auto colon = what.find(": ", at == std::string::npos ? 0 : at);
-  std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-  std::string printable;
-  for (const unsigned char c : detail) {
-    if (c >= 0x20 && c < 0x7f) printable += static_cast<char>(c);
-    else printable += fmt::format("\\x{:02x}", c);
-  }
-  return printable;
+  return printable(colon == std::string::npos ? what : what.substr(colon + 2), std::string::npos);
 }
 
 std::string stripNlohmannPrefix(const std::string& what) {
@@ -155,20 +149,7 @@ std::string jsonPointerAppend(const std::string& pointer, std::string_view key) 
   return out;
 }
 
-std::string quoteForMessage(std::string_view text, std::size_t maxChars) {
-  std::string out = "\"";
-  std::size_t shown = 0;
-  for (const unsigned char c : text) {
-    if (shown++ == maxChars) {
-      out += "...";
-      break;
-    }
-    if (c == '"' || c == '\\') out += fmt::format("\\{}", static_cast<char>(c));
-    else if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
-    else out += fmt::format("\\x{:02x}", c);
-  }
-  return out + "\"";
-}
+std::string quoteForMessage(std::string_view text, std::size_t maxChars) { return quoted(text, maxChars); }
 
 std::string describeJsonValue(const json& value) {
   switch (value.type()) {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "foundry/Error.h"
+
 namespace foundry {
 
 /// Where a byte sits in a text: 1-based line and column (column counts bytes).
@@ -30,7 +32,7 @@ std::string jsonPointerAppend(const std::string& pointer, std::string_view key);
 /// A short, printable (ASCII) rendering of a value for messages: `-3`, `"bf16" (a string)`, `an object`.
 std::string describeJsonValue(const nlohmann::json& value);
 
-/// `text` quoted as a JSON string, printable ASCII only, cut to about `maxChars` characters.
-std::string quoteForMessage(std::string_view text, std::size_t maxChars = 64);
+/// quoted(): `text` in double quotes, printable ASCII only, cut after `maxChars` bytes.
+std::string quoteForMessage(std::string_view text, std::size_t maxChars = kQuotedChars);
 
 }  // namespace foundry

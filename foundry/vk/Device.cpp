@@ -30,7 +30,8 @@ const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std
     if (numeric && d.index == index) return d;
     if (!numeric && d.info.name.find(selector) != std::string::npos) return d;
   }
-  throw UserError("FOUNDRY_DEVICE", fmt::format("'{}' matches no Vulkan device; available: {}", selector, available));
+  throw UserError("FOUNDRY_DEVICE",
+                  fmt::format("'{}' matches no Vulkan device; available: {}", printable(selector), available));
 }
 
 bool has(const std::vector<std::string>& v, const char* s) { return std::find(v.begin(), v.end(), s) != v.end(); }

@@ -131,7 +131,8 @@ PipelineCache::PipelineCache(VulkanDevice& device, std::shared_ptr<KernelCache> 
   std::optional<std::vector<std::byte>> initial;
   if (disk_) initial = disk_->load("pipeline", diskKey());
   if (initial && !headerMatches(*initial, device.physical())) {
-    spdlog::warn("ignoring a saved pipeline cache whose header does not match device '{}'", device.info().name);
+    disk_->evict("pipeline", diskKey(), fmt::format("holds a pipeline cache whose header does not match device '{}'",
+                                                    device.info().name));
     initial.reset();
   }
   VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -139,12 +140,16 @@ PipelineCache::PipelineCache(VulkanDevice& device, std::shared_ptr<KernelCache> 
     info.initialDataSize = initial->size();
     info.pInitialData = initial->data();
   }
-  if (vkCreatePipelineCache(device.handle(), &info, nullptr, &cache_) != VK_SUCCESS) {
-    // The driver rejected the saved data; start empty.
+  const VkResult r = vkCreatePipelineCache(device.handle(), &info, nullptr, &cache_);
+  if (r != VK_SUCCESS && initial) {
+    disk_->evict("pipeline", diskKey(), fmt::format("holds a pipeline cache the driver refuses ({})", vkResultName(r)));
     info.initialDataSize = 0;
     info.pInitialData = nullptr;
     FOUNDRY_VK(vkCreatePipelineCache(device.handle(), &info, nullptr, &cache_));
+  } else {
+    FOUNDRY_VK(r);
   }
+  seeded_ = initial.has_value();
 }
 
 PipelineCache::~PipelineCache() {
@@ -168,8 +173,24 @@ std::string PipelineCache::diskKey() const {
   return h.hex();
 }
 
+// A driver may refuse what an earlier run cached even though it verifies: SPIR-V it cannot translate
+// (VK_ERROR_UNKNOWN at a source line otherwise, in every later run), or a pipeline cache it cannot
+// use. Both are evicted and the kernel is built once more from source, with no pipeline cache; a
+// second failure is the kernel's own and is thrown.
+std::shared_ptr<const Pipeline> PipelineCache::rebuild(const KernelSource& source, const std::string& failure) {
+  const std::string why = fmt::format("was in use when creating kernel {} failed ({})", source.name, failure);
+  const bool spirvFromDisk = kernels_->fromDisk(source);
+  if (spirvFromDisk) disk_->evict("spirv", kernels_->keyFor(source), why);
+  if (seeded_.exchange(false)) {
+    stale_ = true;
+    if (spirvFromDisk) disk_->erase("pipeline", diskKey());  // one warning is enough
+    else disk_->evict("pipeline", diskKey(), why);
+  }
+  return std::make_shared<const Pipeline>(device_, VK_NULL_HANDLE, source, *kernels_->rebuild(source));
+}
+
 void PipelineCache::save() {
-  if (!disk_ || !disk_->enabled()) return;
+  if (!disk_ || !disk_->enabled() || stale_) return;
   std::lock_guard lock(mutex_);
   std::size_t size = 0;
   FOUNDRY_VK(vkGetPipelineCacheData(device_.handle(), cache_, &size, nullptr));
@@ -192,8 +213,14 @@ std::shared_ptr<const Pipeline> PipelineCache::get(const KernelSource& source) {
     std::lock_guard lock(mutex_);
     if (auto it = pipelines_.find(source.hash); it != pipelines_.end()) return it->second;
   }
-  const auto spirv = kernels_->spirv(source);
-  auto pipeline = std::make_shared<const Pipeline>(device_, cache_, source, *spirv);
+  const auto spirv = kernels_->spirv(source);  // a compile error is the kernel's own: not retried
+  std::shared_ptr<const Pipeline> pipeline;
+  try {
+    pipeline = std::make_shared<const Pipeline>(device_, cache_, source, *spirv);
+  } catch (const DeviceError& e) {
+    if (!kernels_->fromDisk(source) && !seeded_) throw;
+    pipeline = rebuild(source, e.what());
+  }
   ++created_;
   std::lock_guard lock(mutex_);
   return pipelines_.emplace(source.hash, std::move(pipeline)).first->second;

@@ -64,6 +64,7 @@ class PipelineCache {
 
  private:
   std::string diskKey() const;
+  std::shared_ptr<const Pipeline> rebuild(const KernelSource& source, const std::string& failure);
 
   VulkanDevice& device_;
   std::shared_ptr<KernelCache> kernels_;
@@ -72,6 +73,8 @@ class PipelineCache {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Pipeline>> pipelines_;
   std::atomic<std::uint64_t> created_{0};
+  std::atomic<bool> seeded_{false};  ///< cache_ started from data an earlier run saved
+  std::atomic<bool> stale_{false};   ///< that data was refused: cache_ is never saved
 };
 
 }  // namespace foundry

@@ -27,6 +27,7 @@ class VulkanDispatcher : public Dispatcher {
 
   void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) override;
   SubmitResult submit() override;
+  void flush() override;
   void barrier() override;
 
   std::size_t pending() const { return pending_.size(); }
@@ -45,6 +46,7 @@ class VulkanDispatcher : public Dispatcher {
   VkDescriptorSet allocateSet(VkDescriptorSetLayout layout);
   std::uint32_t nextQueryPair();
   void reset();
+  SubmitResult runPending();
 
   VulkanDevice& device_;
   PipelineCache& pipelines_;
@@ -57,6 +59,8 @@ class VulkanDispatcher : public Dispatcher {
   bool recording_ = false;
   bool timestamps_ = false;
   std::vector<Pending> pending_;
+  SubmitResult flushed_;  ///< what flush() ran, for the next submit() to report
+  int uncaughtAtCreation_;  ///< std::uncaught_exceptions() then: more at destruction means unwinding
   std::map<VkBuffer, unsigned> touched_;  ///< accesses since the last barrier: 1 read, 2 write
   std::uint64_t barriers_ = 0;
 };

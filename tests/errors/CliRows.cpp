@@ -16,42 +16,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string linesOf(const std::string& out, const std::string& needle) {
-  std::istringstream s(out);
-  for (std::string line; std::getline(s, line);) {
-    if (line.find(needle) != std::string::npos) return line;
-  }
-  return "";
-}
-
 /// The "kernel cache: N compiled, ..." line `foundry kernels --compile` ends with.
 std::string cacheLine(const std::string& out) {
-  return linesOf(out, "kernel cache: ");
+  return lineWith(out, "kernel cache: ");
 }
-
-const std::map<std::string, std::optional<std::string>> kCacheEnv = {{"FOUNDRY_CACHE_DIR", "{tmp}/cache"}};
-const std::vector<std::string> kCompile = {"kernels", "--pretend", "lavapipe", "--compile"};
 
 /// Fills {tmp}/cache with every lavapipe kernel, then damages the first entry with `damage`.
 std::function<void(const CliContext&)> damagedCache(std::function<void(const fs::path&)> damage) {
-  return [damage](const CliContext& ctx) {
-    ctx.foundry(kCompile, kCacheEnv);
-    std::vector<fs::path> entries;
-    for (const auto& e : fs::directory_iterator(ctx.tmp / "cache" / "spirv")) entries.push_back(e.path());
-    std::sort(entries.begin(), entries.end());
-    if (entries.empty()) throw std::runtime_error("the first run left no cache entry");
-    damage(entries.front());
-  };
-}
-
-/// After a run that had to rebuild one entry, a further run compiles nothing: the rebuilt entry is valid.
-std::string rebuiltOneAndCacheIsWhole(const CliContext& ctx, const CliOutcome& o) {
-  if (cacheLine(o.out).find("kernel cache: 1 compiled,") == std::string::npos) {
-    return "expected exactly one kernel rebuilt, got: " + cacheLine(o.out);
-  }
-  const std::string again = cacheLine(ctx.foundry(kCompile, kCacheEnv));
-  if (again.find("kernel cache: 0 compiled,") == std::string::npos) return "a third run still compiled: " + again;
-  return "";
+  return [damage](const CliContext& ctx) { damage(firstCacheEntry(ctx)); };
 }
 
 }  // namespace
@@ -355,7 +327,7 @@ std::vector<CliRow> cliRows() {
        .exitCode = 0,
        .fragment = "is corrupted (checksum mismatch); rebuilding it",
        .note = "detected, rebuilt, valid for the next run",
-       .check = rebuiltOneAndCacheIsWhole},
+       .check = compiledThenAgain(1, 0)},
       {.id = "CacheEntryTruncated",
        .area = "cache",
        .input = "a truncated cache entry",
@@ -365,7 +337,7 @@ std::vector<CliRow> cliRows() {
        .exitCode = 0,
        .fragment = "is truncated; rebuilding it",
        .note = "detected, rebuilt, valid for the next run",
-       .check = rebuiltOneAndCacheIsWhole},
+       .check = compiledThenAgain(1, 0)},
   };
   return rows;
 }
@@ -376,6 +348,7 @@ std::vector<CliRow> allCliRows() {
   for (auto& r : inputRows()) rows.push_back(std::move(r));
   for (auto& r : configRows()) rows.push_back(std::move(r));
   for (auto& r : outputRows()) rows.push_back(std::move(r));
+  for (auto& r : cacheKnobRows()) rows.push_back(std::move(r));
   return rows;
 }
 

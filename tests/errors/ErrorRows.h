@@ -63,12 +63,17 @@ struct CliRow {
   bool multiLine = false;  ///< the message quotes source lines after the error line (compile errors)
   /// Exit 0 with nothing on stderr: `fragment` must then appear on stdout (a run that succeeds).
   bool quiet = false;
+  /// Exit 0 with log lines on stderr (a debug knob's output): `fragment` must be in one of them, and
+  /// none may be a warning or an error.
+  bool logs = false;
   /// Further checks; return "" when they pass, else what went wrong.
   std::function<std::string(const CliContext&, const CliOutcome&)> check;
   /// Where `foundry`'s stdout and stderr go; "{tmp}" in a file is substituted. With stderr not
   /// captured, the error line cannot be checked: `fragment` (may be empty) must then be on stdout.
   test::StreamTarget stdoutTo, stderrTo;
   std::optional<std::uint64_t> fileSizeLimit;  ///< RLIMIT_FSIZE in bytes: a disk that fills up
+  /// A run still going after this long is killed and fails the row as hung.
+  double timeoutSeconds = 300;
 };
 
 /// What an in-process row's action can use.
@@ -105,10 +110,14 @@ std::vector<CliRow> inputRows();
 std::vector<CliRow> configRows();
 /// Rows for output paths, atomic writes and unwritable stdout/stderr (OutputRows.cpp).
 std::vector<CliRow> outputRows();
+/// Rows for cache entries that are not files or hold SPIR-V a driver would refuse, for messages
+/// quoting what a user wrote, and one run per knob of knobTable() (CacheKnobRows.cpp).
+std::vector<CliRow> cacheKnobRows();
 /// Rows that call the library directly (InProcessRows.cpp).
 std::vector<InProcessRow> inProcessRows();
 
-/// Every CLI row: cliRows(), runCommandRows(), inputRows(), configRows(), then outputRows().
+/// Every CLI row: cliRows(), runCommandRows(), inputRows(), configRows(), outputRows(), then
+/// cacheKnobRows().
 std::vector<CliRow> allCliRows();
 
 /// The Markdown table of every row, as docs/reliability.md holds it.

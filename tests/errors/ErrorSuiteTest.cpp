@@ -40,7 +40,8 @@ test::StreamTarget substituted(test::StreamTarget target, const fs::path& tmp) {
   return target;
 }
 
-test::ProcessSpec foundrySpec(const fs::path& tmp, const std::vector<std::string>& args, const Env& env) {
+test::ProcessSpec foundrySpec(const fs::path& tmp, const std::vector<std::string>& args, const Env& env,
+                              double timeoutSeconds = 300) {
   test::ProcessSpec spec;
   spec.argv.push_back(kFoundry.string());
   for (const auto& a : args) spec.argv.push_back(substituteTmp(a, tmp));
@@ -51,7 +52,7 @@ test::ProcessSpec foundrySpec(const fs::path& tmp, const std::vector<std::string
     spec.env[name] = value ? std::optional<std::string>(substituteTmp(*value, tmp)) : std::nullopt;
   }
   spec.workDir = tmp;
-  spec.timeoutSeconds = 300;
+  spec.timeoutSeconds = timeoutSeconds;
   return spec;
 }
 
@@ -120,7 +121,7 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
       FAIL() << "setup failed: " << e.what();
     }
   }
-  test::ProcessSpec spec = foundrySpec(dir.path(), row.args, row.env);
+  test::ProcessSpec spec = foundrySpec(dir.path(), row.args, row.env, row.timeoutSeconds);
   spec.out = substituted(row.stdoutTo, dir.path());
   spec.err = substituted(row.stderrTo, dir.path());
   spec.fileSizeLimit = row.fileSizeLimit;
@@ -141,6 +142,12 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
     // Nothing on stderr; the fragment is on stdout.
     EXPECT_THAT(lines, ::testing::IsEmpty()) << r.summary();
     EXPECT_THAT(r.out, HasSubstr(fragment)) << r.summary();
+  } else if (row.exitCode == 0 && row.logs) {
+    // Log lines, one of them the fragment; no warning, no error.
+    EXPECT_EQ(errorLines, 0) << r.summary();
+    EXPECT_THAT(lines, ::testing::Contains(HasSubstr(fragment))) << r.summary();
+    EXPECT_THAT(lines, ::testing::Each(::testing::Not(StartsWith("[foundry warning]")))) << r.summary();
+    EXPECT_THAT(lines, ::testing::Each(::testing::Not(StartsWith("[foundry error]")))) << r.summary();
   } else if (row.exitCode == 0) {
     // One warning, no error.
     EXPECT_EQ(errorLines, 0) << r.summary();
@@ -218,6 +225,7 @@ TEST(ErrorSuite, RowsAreWellFormed) {
     EXPECT_FALSE(r.area.empty() || r.input.empty() || (r.fragment.empty() && stderrSeen)) << r.id;
     EXPECT_TRUE(r.exitCode >= 0 && r.exitCode <= 4) << r.id << ": exit " << r.exitCode;
     EXPECT_TRUE(!r.quiet || r.exitCode == 0) << r.id << ": only a run that succeeds is quiet";
+    EXPECT_TRUE(!r.logs || (r.exitCode == 0 && !r.quiet)) << r.id << ": only a run that succeeds logs";
   }
   for (const auto& r : inProcessRows()) {
     EXPECT_TRUE(ids.insert(r.id).second) << "duplicate id " << r.id;

@@ -56,6 +56,40 @@ std::vector<std::string> runTiny(std::vector<std::string> extra, const std::vect
   return args;
 }
 
+std::string lineWith(const std::string& text, const std::string& needle) {
+  std::istringstream s(text);
+  for (std::string line; std::getline(s, line);) {
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
+const std::map<std::string, std::optional<std::string>> kCacheEnv = {{"FOUNDRY_CACHE_DIR", "{tmp}/cache"}};
+const std::vector<std::string> kCompile = {"kernels", "--pretend", "lavapipe", "--compile"};
+
+fs::path firstCacheEntry(const CliContext& ctx) {
+  ctx.foundry(kCompile, kCacheEnv);
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(ctx.tmp / "cache" / "spirv")) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  if (entries.empty()) throw std::runtime_error("the first run left no cache entry");
+  return entries.front();
+}
+
+std::function<std::string(const CliContext&, const CliOutcome&)> compiledThenAgain(int compiled, int again) {
+  return [compiled, again](const CliContext& ctx, const CliOutcome& o) -> std::string {
+    const std::string line = lineWith(o.out, "kernel cache: ");
+    if (line.find(fmt::format("kernel cache: {} compiled,", compiled)) == std::string::npos) {
+      return fmt::format("expected {} kernel(s) compiled, got: {}", compiled, line);
+    }
+    const std::string next = lineWith(ctx.foundry(kCompile, kCacheEnv), "kernel cache: ");
+    if (next.find(fmt::format("kernel cache: {} compiled,", again)) == std::string::npos) {
+      return fmt::format("expected {} compiled by the next run, got: {}", again, next);
+    }
+    return "";
+  };
+}
+
 void copyTiny(const CliContext& ctx) {
   fs::copy_file(ctx.source / "configs" / "tinyllama-1.1b.json", ctx.tmp / "tinyllama.json");
 }

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,18 @@ void copyTiny(const CliContext& ctx);
 /// F16 tensors with these names and shapes (a small ramp of values), as --inputs or --expect files hold them.
 void writeTensors(const std::filesystem::path& p,
                   const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& tensors);
+
+/// The first line of `text` holding `needle`, or "".
+std::string lineWith(const std::string& text, const std::string& needle);
+
+/// The kernel cache at {tmp}/cache, and the command that fills it with every lavapipe kernel.
+extern const std::map<std::string, std::optional<std::string>> kCacheEnv;
+extern const std::vector<std::string> kCompile;
+/// Fills {tmp}/cache with every lavapipe kernel; returns the first SPIR-V entry (by name).
+std::filesystem::path firstCacheEntry(const CliContext& ctx);
+/// A check for a `kCompile` run: it compiled `compiled` kernels and read the rest from disk, and a
+/// further run compiles `again` (0: what it rebuilt is valid now).
+std::function<std::string(const CliContext&, const CliOutcome&)> compiledThenAgain(int compiled, int again);
 
 /// Every file and directory under `dir`, relative, sorted; the row's cache directory (.cache) left out.
 std::vector<std::string> entriesUnder(const std::filesystem::path& dir);

@@ -24,10 +24,10 @@ const char* kindForExit(int code) {
   }
 }
 
-// A Markdown table cell: "{tmp}" shown as $TMP, pipes escaped.
+// A Markdown table cell: "{tmp}" shown as $TMP, control characters escaped, pipes escaped.
 std::string cell(const std::string& text) {
   std::string out;
-  for (const char c : substituteTmp(text, "$TMP")) {
+  for (const char c : printable(substituteTmp(text, "$TMP"), std::string::npos)) {
     if (c == '|')
       out += "\\|";
     else
@@ -79,7 +79,10 @@ std::string outcome(const std::string& kind, const std::string& fragment, const 
 std::string markdownTable() {
   std::string out = "| area | input | how | outcome | exit |\n|---|---|---|---|---|\n";
   for (const auto& r : allCliRows()) {
-    const std::string kind = r.exitCode != 0 ? kindForExit(r.exitCode) : r.quiet ? "runs" : "runs, warns";
+    const std::string kind = r.exitCode != 0 ? kindForExit(r.exitCode)
+                             : r.quiet       ? "runs"
+                             : r.logs        ? "runs, logs"
+                                             : "runs, warns";
     // With stderr out of reach the quoted text is what stdout still holds.
     const bool stderrSeen = r.stderrTo.kind == test::StreamTarget::Kind::Captured;
     const std::string shown = stderrSeen || r.fragment.empty() ? outcome(kind, r.fragment, r.note)

@@ -1,0 +1,336 @@
+// Rows for the kernel cache's entries that are not what they should be (a FIFO, a directory, SPIR-V a
+// driver would refuse), for messages that quote what a user wrote (megabytes of it, control
+// characters), for a failing run's stderr, and one `foundry run` per knob that `foundry knobs` lists.
+// The knob rows are made from knobTable(): a knob without an entry in knobRuns() gets a row that fails.
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "errors/ErrorRows.h"
+#include "errors/RowFiles.h"
+#include "foundry/DiskCache.h"
+#include "foundry/RuntimeOptions.h"
+
+namespace foundry::errors {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Env = std::map<std::string, std::optional<std::string>>;
+using Check = std::function<std::string(const CliContext&, const CliOutcome&)>;
+
+/// Fills {tmp}/cache with every lavapipe kernel, then puts `replace` in place of the first entry.
+std::function<void(const CliContext&)> replacedEntry(std::function<void(const CliContext&, const fs::path&)> replace) {
+  return [replace](const CliContext& ctx) {
+    const fs::path entry = firstCacheEntry(ctx);
+    fs::remove(entry);
+    replace(ctx, entry);
+  };
+}
+
+// ---- `foundry run` of TinyLlama cut down to one layer.
+
+/// `promptLen` prompt tokens (a prefill kernel) and two decode tokens, one layer, with the config's check.
+std::vector<std::string> runTiny(const std::string& promptLen = "16") {
+  return {"run", kTiny, "--prompt-len", promptLen, "--decode-tokens", "2", "--layers", "1"};
+}
+
+/// A check: some kernel the run reports holds `part` in its name, and none holds `absent` (if given).
+Check ranKernel(std::string part, std::string absent = {}) {
+  return [part, absent](const CliContext&, const CliOutcome& o) -> std::string {
+    const std::string kernels = o.out.substr(std::min(o.out.size(), o.out.find("  kernels:")));
+    if (lineWith(kernels, part).empty()) return "no kernel named *" + part + "* in:\n" + kernels;
+    if (!absent.empty() && !lineWith(kernels, absent).empty()) return "a kernel named *" + absent + "* in:\n" + kernels;
+    return "";
+  };
+}
+/// A check: `path` (under {tmp}) exists afterwards and holds a file whose name ends with `suffix`.
+Check wroteUnder(std::string path, std::string suffix) {
+  return [path, suffix](const CliContext& ctx, const CliOutcome&) -> std::string {
+    const fs::path dir = substituteTmp(path, ctx.tmp);
+    if (!fs::is_directory(dir)) return dir.string() + " was not created";
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (e.path().string().ends_with(suffix)) return "";
+    }
+    return "no *" + suffix + " under " + dir.string();
+  };
+}
+
+/// How one knob is shown to work: its value, what else the run needs, and what the user sees.
+struct KnobRun {
+  std::string value;
+  std::string shows;  ///< the table's input column, after "`NAME=value`: "
+  std::string promptLen = "16";  ///< 128 where prefill must span several tiles to split
+  int exitCode = 0;
+  std::string fragment;  ///< on stdout for a quiet run, else on stderr
+  std::string note;
+  Env env = {};          ///< beside the knob (an instrument to see its effect)
+  bool logs = false;     ///< the effect is log lines (FOUNDRY_LOG_LEVEL=info)
+  std::function<void(const CliContext&)> setup = {};
+  Check check = {};
+};
+
+const std::string kPassed = "check: passed";
+
+// One entry per knob of knobTable(). A knob whose value cannot run on lavapipe shows its documented
+// error or fallback instead.
+const std::map<std::string, KnobRun>& knobRuns() {
+  static const std::map<std::string, KnobRun> runs = {
+      {"FOUNDRY_DISABLE_FA",
+       {.value = "1", .shows = "the flash path refused", .exitCode = 3,
+        .fragment = "FlashAttentionStep is disabled by FOUNDRY_DISABLE_FA=1"}},
+      {"FOUNDRY_SDPA_FORCE_MATERIALIZED",
+       {.value = "1", .shows = "the flash path refused", .exitCode = 3,
+        .fragment = "FlashAttentionStep is disabled by FOUNDRY_SDPA_FORCE_MATERIALIZED=1"}},
+      {"FOUNDRY_DEBUG_SDPA",
+       {.value = "1", .shows = "shapes and decisions logged", .fragment = "attention B=1 Hq=32 Hkv=4 q_len=16",
+        .logs = true}},
+      {"FOUNDRY_DEBUG_SDPA_VERBOSE",
+       {.value = "1", .shows = "grids logged too", .fragment = "grid", .logs = true}},
+      {"FOUNDRY_SDPA_DEBUG_ONLINE_COMPARE",
+       {.value = "1", .shows = "flash and reference compared per shape",
+        .fragment = "online compare B=1 Hq=32 Hkv=4 q_len=1 kv_len=17", .logs = true}},
+      {"FOUNDRY_FA_PREFILL_WARPS", {.value = "4", .shows = "4 subgroups per prefill workgroup", .fragment = kPassed,
+                                    .check = ranKernel("_subgroup_w4_")}},
+      {"FOUNDRY_FA_PREFILL_SPLIT_K", {.value = "2", .shows = "prefill split in two", .promptLen = "128",
+                                      .fragment = kPassed, .check = ranKernel("SdpaPrefillSplitKReduce")}},
+      {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK",
+       {.value = "1", .shows = "prefill never split, even where FOUNDRY_FA_PREFILL_SPLIT_K asks", .promptLen = "128",
+        .fragment = kPassed, .env = {{"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}},
+        .check = ranKernel("SdpaPrefill__", "SplitK")}},
+      {"FOUNDRY_FA_PREFILL_COOPMAT",
+       {.value = "1", .shows = "cooperative matrices forced on a device without them", .exitCode = 3,
+        .fragment = "FOUNDRY_FA_PREFILL_COOPMAT=1 but device"}},
+      {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
+       {.value = "1", .shows = "a cooperative-matrix choice on a device without them",
+        .fragment = "variant = subgroup (device", .note = "the subgroup prefill runs; the decision says why",
+        .env = {{"FOUNDRY_DEBUG_SDPA", "1"}}, .logs = true}},
+      {"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", {.value = "16", .shows = "16 keys per prefill tile", .fragment = kPassed,
+                                            .check = ranKernel("_bc16_")}},
+      {"FOUNDRY_FA_PREFILL_HEADS_FIRST",
+       {.value = "0", .shows = "each head's query tiles in turn (heads first by default here)", .fragment = kPassed,
+        .check = ranKernel("_subgroup_", "_hf")}},
+      {"FOUNDRY_FA_DECODE_WARPS", {.value = "2", .shows = "2 subgroups per decode workgroup", .fragment = kPassed,
+                                   .check = ranKernel("_w2_k")}},
+      {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", {.value = "2", .shows = "2 keys per subgroup step", .fragment = kPassed,
+                                           .check = ranKernel("_k2_")}},
+      {"FOUNDRY_FA_DECODE_SCALAR", {.value = "1", .shows = "decode without subgroup operations", .fragment = kPassed,
+                                    .check = ranKernel("_w4_scalar_")}},
+      {"FOUNDRY_FA_DECODE_TG_OUT", {.value = "half", .shows = "decode partials kept as half", .fragment = kPassed,
+                                    .check = ranKernel("_v4_half")}},
+      {"FOUNDRY_FA_DECODE_VEC", {.value = "2", .shows = "2 elements per K/V load", .fragment = kPassed,
+                                 .check = ranKernel("_v2_")}},
+      {"FOUNDRY_FA_DECODE_UNROLL", {.value = "2", .shows = "2 decode steps' loads together", .fragment = kPassed,
+                                    .check = ranKernel("_u2_")}},
+      {"FOUNDRY_FA_DECODE_SPLIT_K", {.value = "2", .shows = "decode split in two", .fragment = kPassed,
+                                     .check = ranKernel("FlashDecodeSplitKReduce")}},
+      {"FOUNDRY_FA_DECODE_FUSED_REDUCE",
+       {.value = "1", .shows = "the split decode merges its own splits", .fragment = kPassed,
+        .env = {{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}}, .check = ranKernel("_split_merged", "SplitKReduce")}},
+      {"FOUNDRY_DEVICE", {.value = "llvmpipe", .shows = "the device picked by name", .fragment = "on llvmpipe"}},
+      {"FOUNDRY_CACHE_DIR", {.value = "{tmp}/elsewhere", .shows = "the cache written there", .fragment = kPassed,
+                             .check = wroteUnder("{tmp}/elsewhere/spirv", ".bin")}},
+      {"FOUNDRY_DUMP_KERNELS", {.value = "{tmp}/dump", .shows = "every kernel dumped", .fragment = kPassed,
+                                .check = wroteUnder("{tmp}/dump", ".comp")}},
+      {"FOUNDRY_KERNEL_DIR",
+       {.value = "{tmp}/kernels", .shows = "snippets read from a copy of kernels/", .fragment = kPassed,
+        .note = "the dumped kernels hold the copy's marker", .env = {{"FOUNDRY_DUMP_KERNELS", "{tmp}/dump"}},
+        .setup =
+            [](const CliContext& ctx) {
+              fs::copy(ctx.source / "kernels", ctx.tmp / "kernels", fs::copy_options::recursive);
+              std::ofstream snippet(ctx.tmp / "kernels" / "rope" / "rope.glsl", std::ios::app);
+              snippet << "// from FOUNDRY_KERNEL_DIR\n";
+            },
+        .check =
+            [](const CliContext& ctx, const CliOutcome&) -> std::string {
+              for (const auto& e : fs::directory_iterator(ctx.tmp / "dump")) {
+                if (e.path().extension() == ".comp" && readText(e.path()).find("from FOUNDRY_KERNEL_DIR") !=
+                                                           std::string::npos) {
+                  return "";
+                }
+              }
+              return "no dumped kernel holds the snippet from {tmp}/kernels";
+            }}},
+      {"FOUNDRY_LOG_LEVEL",
+       {.value = "error", .shows = "the warning of an unwritable cache directory silenced", .fragment = kPassed,
+        .env = {{"FOUNDRY_CACHE_DIR", "{tmp}/not-a-dir/cache"}},
+        .setup = [](const CliContext& ctx) { writeBytes(ctx.tmp / "not-a-dir", "a file"); }}},
+      {"FOUNDRY_VALIDATION",
+       {.value = "1", .shows = "the Khronos validation layer on, with nothing to report", .fragment = kPassed
+#if defined(__SANITIZE_ADDRESS__)
+        // The layer leaks at exit (tests/CMakeLists.txt); the sanitizer build checks Foundry, not it.
+        , .env = {{"ASAN_OPTIONS", "detect_leaks=0"}}
+#endif
+       }},
+  };
+  return runs;
+}
+
+CliRow knobRow(const KnobInfo& knob) {
+  const std::string name(knob.name);
+  const auto it = knobRuns().find(name);
+  if (it == knobRuns().end()) {
+    return {.id = "Knob" + name.substr(8) + "Untested",
+            .area = "knobs",
+            .input = fmt::format("`{}`", name),
+            .args = {"knobs"},
+            .exitCode = 0,
+            .fragment = name,
+            .quiet = true,
+            .check = [name](const CliContext&, const CliOutcome&) {
+              return name + " has no end-to-end row: add one to knobRuns() in tests/errors/CacheKnobRows.cpp";
+            }};
+  }
+  const KnobRun& k = it->second;
+  Env env = k.env;
+  env[name] = k.value;
+  if (k.logs) env["FOUNDRY_LOG_LEVEL"] = "info";
+  auto setup = k.setup;
+  std::string id = "Knob";
+  for (const char c : name.substr(8)) {
+    if (c != '_') id += c;
+  }
+  return {.id = id,
+          .area = "knobs",
+          .input = fmt::format("`{}={}`: {}", name, k.value, k.shows),
+          .args = runTiny(k.promptLen),
+          .env = env,
+          .setup =
+              [setup](const CliContext& ctx) {
+                copyTiny(ctx);
+                if (setup) setup(ctx);
+              },
+          .exitCode = k.exitCode,
+          .fragment = k.fragment,
+          .note = k.note,
+          .quiet = k.exitCode == 0 && !k.logs,
+          .logs = k.logs,
+          .check = k.check};
+}
+
+/// TinyLlama's config with the unknown key `key` in /attention, as {tmp}/model.json.
+std::function<void(const CliContext&)> tinyWithKey(std::string key) {
+  return [key](const CliContext& ctx) {
+    nlohmann::json c = nlohmann::json::parse(readText(ctx.source / "configs" / "tinyllama-1.1b.json"));
+    c["attention"][key] = 1;
+    writeBytes(ctx.tmp / "model.json", c.dump());
+  };
+}
+
+}  // namespace
+
+std::vector<CliRow> cacheKnobRows() {
+  std::vector<CliRow> rows = {
+      // ---- Cache entries that are not files, or hold what a driver must not see.
+      {.id = "CacheEntryIsAFifo",
+       .area = "cache",
+       .input = "a FIFO in place of a cache entry",
+       .args = kCompile,
+       .env = kCacheEnv,
+       .setup = replacedEntry([](const CliContext&, const fs::path& p) {
+         if (::mkfifo(p.c_str(), 0644) != 0) throw std::runtime_error("mkfifo failed");
+       }),
+       .exitCode = 0,
+       .fragment = "is a FIFO, not a file; removed it and rebuilding it",
+       .note = "no hang (30 s limit); evicted, rebuilt, valid for the next run",
+       .check = compiledThenAgain(1, 0),
+       .timeoutSeconds = 30},
+      {.id = "CacheEntryIsADirectory",
+       .area = "cache",
+       .input = "an empty directory in place of a cache entry",
+       .args = kCompile,
+       .env = kCacheEnv,
+       .setup = replacedEntry([](const CliContext&, const fs::path& p) { fs::create_directory(p); }),
+       .exitCode = 0,
+       .fragment = "is a directory, not a file; removed it and rebuilding it",
+       .note = "evicted, rebuilt, valid for the next run",
+       .check = compiledThenAgain(1, 0)},
+      {.id = "CacheEntryIsAFullDirectory",
+       .area = "cache",
+       .input = "a directory holding a file in place of a cache entry",
+       .args = kCompile,
+       .env = kCacheEnv,
+       .setup = replacedEntry([](const CliContext&, const fs::path& p) { writeBytes(p / "keep", "a user's file"); }),
+       .exitCode = 0,
+       .fragment = "is a directory, not a file, and cannot be removed (Directory not empty); building without it",
+       .note = "left alone; every other entry still serves from disk",
+       .check = compiledThenAgain(1, 1)},
+      {.id = "CacheEntryGarbageSpirv",
+       .area = "cache",
+       .input = "a whole, checksummed cache entry whose SPIR-V is garbage",
+       .args = kCompile,
+       .env = kCacheEnv,
+       .setup = replacedEntry([](const CliContext& ctx, const fs::path& p) {
+         const std::uint32_t words[] = {0x07230203u, 0x00010500u, 0xdeadbeefu, 0x00000010u, 0x12345678u};
+         DiskCache(ctx.tmp / "cache")
+             .store("spirv", p.stem().string(), std::as_bytes(std::span(words)));
+       }),
+       .exitCode = 0,
+       .fragment = "holds SPIR-V that spirv-val rejects",
+       .note = "never handed to the driver; evicted, rebuilt, valid for the next run",
+       .check = compiledThenAgain(1, 0)},
+
+      // ---- What a user wrote, quoted back.
+      {.id = "ConfigKeyOfTwoMegabytes",
+       .area = "config",
+       .input = "a key of 2 MiB",
+       .args = {"run", "{tmp}/model.json"},
+       .setup = tinyWithKey(std::string(2 << 20, 'k')),
+       .exitCode = 2,
+       .fragment = "/attention/" + std::string(69, 'k') + "... (2097163 bytes): unknown key \"" + std::string(80, 'k') +
+                   "... (2097152 bytes)\"",
+       .note = "the key is cut after 80 characters, with its size",
+       .check = [](const CliContext&, const CliOutcome& o) -> std::string {
+         return o.err.size() < 2000 ? "" : fmt::format("stderr holds {} bytes", o.err.size());
+       }},
+      {.id = "ConfigKeyWithControlCharacters",
+       .area = "config",
+       .input = "a key holding an escape sequence, a bell and a NUL",
+       .args = {"run", "{tmp}/model.json"},
+       .setup = tinyWithKey(std::string("n_\x1b[31mhead\x07\0x", 14)),
+       .exitCode = 2,
+       .fragment = "/attention/n_\\x1b[31mhead\\x07\\x00x: unknown key \"n_\\x1b[31mhead\\x07\\x00x\"",
+       .note = "every byte outside printable ASCII escaped",
+       .check = [](const CliContext&, const CliOutcome& o) -> std::string {
+         const bool raw = std::any_of(o.err.begin(), o.err.end(),
+                                      [](char c) { return c != '\n' && static_cast<unsigned char>(c) < 0x20; });
+         return raw ? "a control character reached stderr" : "";
+       }},
+      {.id = "KnobValueWithControlCharacters",
+       .area = "knobs",
+       .input = "a knob value holding a carriage return",
+       .args = {"knobs"},
+       .env = {{"FOUNDRY_FA_DECODE_WARPS", "4\rfoundry: all good"}},
+       .exitCode = 2,
+       .fragment = "invalid value '4\\rfoundry: all good'",
+       .note = "escaped: the line cannot be overwritten"},
+
+      // ---- A run that fails after it has recorded work.
+      {.id = "FailingRunPrintsOneLine",
+       .area = "command line",
+       .input = "a run that fails once its prefill is recorded (a decode snippet that does not compile)",
+       .args = runTiny(),
+       .env = {{"FOUNDRY_KERNEL_DIR", "{tmp}/kernels"}},
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             fs::copy(ctx.source / "kernels", ctx.tmp / "kernels", fs::copy_options::recursive);
+             std::ofstream(ctx.tmp / "kernels" / "flashattention" / "decode_subgroup.glsl", std::ios::app) << "}}}\n";
+           },
+       .exitCode = 4,
+       .fragment = "compiling kernel HeadLayout_Rope_FlashDecodeFused",
+       .note = "the error (with its quoted lines) and nothing else: no warning about the work left unsubmitted",
+       .multiLine = true,
+       .check = [](const CliContext&, const CliOutcome& o) -> std::string {
+         const std::string line = lineWith(o.err, "[foundry ");
+         return line.empty() ? "" : "a log line beside the error: " + line;
+       }},
+  };
+  for (const auto& knob : knobTable()) rows.push_back(knobRow(knob));
+  return rows;
+}
+
+}  // namespace foundry::errors
