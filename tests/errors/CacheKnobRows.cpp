@@ -272,6 +272,30 @@ std::vector<CliRow> cacheKnobRows() {
        .fragment = "holds SPIR-V that spirv-val rejects",
        .note = "never handed to the driver; evicted, rebuilt, valid for the next run",
        .check = compiledThenAgain(1, 0)},
+      {.id = "CachePipelineOfAnotherDevice",
+       .area = "cache",
+       .input = "a whole, checksummed pipeline cache whose header names another device (vendor id changed)",
+       .args = runTiny(),
+       .env = kCacheEnv,
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             ctx.foundry(runTiny(), kCacheEnv);  // leaves the run's pipeline cache on disk
+             std::vector<fs::path> blobs;
+             for (const auto& e : fs::directory_iterator(ctx.tmp / "cache" / "pipeline")) blobs.push_back(e.path());
+             if (blobs.size() != 1) throw std::runtime_error("expected one pipeline cache on disk");
+             const DiskCache cache(ctx.tmp / "cache");
+             const std::string key = blobs.front().stem().string();
+             auto bytes = cache.load("pipeline", key).value();
+             bytes.at(8) ^= std::byte{0xff};  // VkPipelineCacheHeaderVersionOne::vendorID, bytes 8..11
+             cache.store("pipeline", key, bytes);
+           },
+       .exitCode = 0,
+       .fragment = "holds a pipeline cache whose header does not match device",
+       .note = "never handed to the driver; evicted, the run builds its pipelines and stores a new one",
+       .check = [](const CliContext&, const CliOutcome& o) -> std::string {
+         return o.out.find("check: passed") == std::string::npos ? "the run did not pass its check" : "";
+       }},
 
       // ---- What a user wrote, quoted back.
       {.id = "ConfigKeyOfTwoMegabytes",
