@@ -34,8 +34,8 @@ std::function<void(const CliContext&)> replacedEntry(std::function<void(const Cl
 // ---- `foundry run` of TinyLlama cut down to one layer.
 
 /// `promptLen` prompt tokens (a prefill kernel) and two decode tokens, one layer, with the config's check.
-std::vector<std::string> runTiny(const std::string& promptLen = "16") {
-  return {"run", kTiny, "--prompt-len", promptLen, "--decode-tokens", "2", "--layers", "1"};
+std::vector<std::string> runTinyPrompt(const std::string& promptLen = "16") {
+  return runTiny({}, {"--prompt-len", promptLen, "--decode-tokens", "2", "--layers", "1"});
 }
 
 /// A check: some kernel the run reports holds `part` in its name, and none holds `absent` (if given).
@@ -196,7 +196,7 @@ CliRow knobRow(const KnobInfo& knob) {
   return {.id = id,
           .area = "knobs",
           .input = fmt::format("`{}={}`: {}", name, k.value, k.shows),
-          .args = runTiny(k.promptLen),
+          .args = runTinyPrompt(k.promptLen),
           .env = env,
           .setup =
               [setup](const CliContext& ctx) {
@@ -275,12 +275,12 @@ std::vector<CliRow> cacheKnobRows() {
       {.id = "CachePipelineOfAnotherDevice",
        .area = "cache",
        .input = "a whole, checksummed pipeline cache whose header names another device (vendor id changed)",
-       .args = runTiny(),
+       .args = runTinyPrompt(),
        .env = kCacheEnv,
        .setup =
            [](const CliContext& ctx) {
              copyTiny(ctx);
-             ctx.foundry(runTiny(), kCacheEnv);  // leaves the run's pipeline cache on disk
+             ctx.foundry(runTinyPrompt(), kCacheEnv);  // leaves the run's pipeline cache on disk
              std::vector<fs::path> blobs;
              for (const auto& e : fs::directory_iterator(ctx.tmp / "cache" / "pipeline")) blobs.push_back(e.path());
              if (blobs.size() != 1) throw std::runtime_error("expected one pipeline cache on disk");
@@ -336,7 +336,7 @@ std::vector<CliRow> cacheKnobRows() {
       {.id = "FailingRunPrintsOneLine",
        .area = "command line",
        .input = "a run that fails once its prefill is recorded (a decode snippet that does not compile)",
-       .args = runTiny(),
+       .args = runTinyPrompt(),
        .env = {{"FOUNDRY_KERNEL_DIR", "{tmp}/kernels"}},
        .setup =
            [](const CliContext& ctx) {
