@@ -125,6 +125,26 @@ const json& configSchema() {
   return schema;
 }
 
+SchemaRange schemaRangeAt(const json& doc, const std::string& pointer) {
+  const json& root = configSchema();
+  const json& node = resolve(schemaNodeAt(doc, json::json_pointer(pointer), root), root);
+  SchemaRange range;
+  if (node.contains("minimum")) range.minimum = node.at("minimum").get<double>();
+  if (node.contains("exclusiveMinimum")) {
+    range.minimum = node.at("exclusiveMinimum").get<double>();
+    range.exclusiveMinimum = true;
+  }
+  if (node.contains("maximum")) range.maximum = node.at("maximum").get<double>();
+  if (node.contains("minLength")) range.minLength = node.at("minLength").get<std::size_t>();
+  if (node.contains("maxLength")) range.maxLength = node.at("maxLength").get<std::size_t>();
+  if (node.contains("enum")) {
+    for (const auto& v : node.at("enum")) {
+      if (v.is_string()) range.enumStrings.push_back(v.get<std::string>());
+    }
+  }
+  return range;
+}
+
 std::optional<SchemaViolation> validateAgainstSchema(const json& original, const json& schema) {
   const json doc = clampUnsigned(original);
   valijson::Schema compiled;

@@ -57,10 +57,6 @@ constexpr Key kRunKeys[] = {{"batch", true}, {"prompt_len", true}, {"decode_toke
 // Rope scaling types Hugging Face configs use; only llama3 is implemented.
 constexpr std::string_view kKnownRopeScalings[] = {"linear", "dynamic", "yarn", "longrope", "llama3"};
 
-constexpr std::size_t kMaxNameChars = 256;
-constexpr std::size_t kMaxNoteChars = 4096;
-constexpr double kMaxTheta = 1e12;
-constexpr double kMaxScalingFactor = 1024.0;
 
 // The name an error uses for each field a command-line flag can override.
 struct FieldNames {
@@ -71,10 +67,13 @@ struct FieldNames {
   std::string dtype = "/run/dtype";
 };
 
+const json kNoDocument = json::object();
+
 // Reads typed values out of a parsed document; every failure names the JSON pointer and the origin.
+// Ranges, lengths and enums come from configs/schema.json at the value's pointer (schemaRangeAt).
 class Reader {
  public:
-  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+  explicit Reader(std::string origin, const json& doc = kNoDocument) : origin_(std::move(origin)), doc_(doc) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& message) const {
     throw UserError(field, withOrigin(message));
@@ -103,8 +102,19 @@ class Reader {
     }
   }
 
-  std::uint32_t integer(const json& v, const std::string& field, std::uint32_t lo, std::uint32_t hi) const {
+  std::uint32_t integer(const json& v, const std::string& field) const {
+    const auto [lo, hi] = integerRange(field);
     return checkedInteger(v, field, lo, hi);
+  }
+
+  /// The schema's [minimum, maximum] at `field`, which must be a bounded range of 32-bit integers.
+  std::pair<std::uint32_t, std::uint32_t> integerRange(const std::string& field) const {
+    const SchemaRange range = schemaRangeAt(doc_, field);
+    const double top = std::numeric_limits<std::uint32_t>::max();
+    if (range.exclusiveMinimum || !(range.minimum >= 0) || !(range.maximum <= top) || range.minimum > range.maximum) {
+      throw InternalError(fmt::format("configs/schema.json gives {} no range of 32-bit unsigned integers", field));
+    }
+    return {static_cast<std::uint32_t>(range.minimum), static_cast<std::uint32_t>(range.maximum)};
   }
 
   std::uint64_t seed(const json& v, const std::string& field) const {
@@ -115,8 +125,11 @@ class Reader {
     return v.get<std::uint64_t>();
   }
 
-  /// A number in (lo, hi] when `loExclusive`, else [lo, hi].
-  double number(const json& v, const std::string& field, double lo, bool loExclusive, double hi) const {
+  /// A number in the schema's range at `field`: (lo, hi] where the minimum is exclusive, else [lo, hi].
+  double number(const json& v, const std::string& field) const {
+    const SchemaRange range = schemaRangeAt(doc_, field);
+    const double lo = range.minimum, hi = range.maximum;
+    const bool loExclusive = range.exclusiveMinimum;
     const auto expected = [&] {
       return fmt::format("expected a number {} {} and at most {}", loExclusive ? "greater than" : "of at least", lo,
                          hi);
@@ -129,10 +142,12 @@ class Reader {
     return x;
   }
 
-  std::string string(const json& v, const std::string& field, std::size_t maxChars, bool allowEmpty) const {
+  std::string string(const json& v, const std::string& field) const {
     if (!v.is_string()) fail(field, fmt::format("expected a string, found {}", describeJsonValue(v)));
+    const SchemaRange range = schemaRangeAt(doc_, field);
+    const std::size_t maxChars = range.maxLength;
     const auto& s = v.get_ref<const std::string&>();
-    if (!allowEmpty && s.empty()) fail(field, "expected a non-empty string, found \"\"");
+    if (range.minLength > 0 && s.empty()) fail(field, "expected a non-empty string, found \"\"");
     if (s.size() > maxChars) {
       fail(field, fmt::format("expected at most {} characters, found {}", maxChars, s.size()));
     }
@@ -144,16 +159,28 @@ class Reader {
     return v.get<bool>();
   }
 
-  DType runDType(const json& v, const std::string& field) const {
-    if (!v.is_string()) fail(field, fmt::format("expected \"f16\" or \"f32\", found {}", describeJsonValue(v)));
-    return runDTypeNamed(v.get_ref<const std::string&>(), field);
+  /// One of the schema's enum strings at `schemaField`; errors name `field` (a pointer or a flag).
+  std::string choice(const json& v, const std::string& field, const std::string& schemaField) const {
+    const SchemaRange range = schemaRangeAt(doc_, schemaField);
+    std::string accepted;
+    for (std::size_t i = 0; i < range.enumStrings.size(); ++i) {
+      accepted += fmt::format("{}\"{}\"", i == 0 ? "" : i + 1 == range.enumStrings.size() ? " or " : ", ",
+                              range.enumStrings[i]);
+    }
+    const auto known = [&](const std::string& s) {
+      return std::find(range.enumStrings.begin(), range.enumStrings.end(), s) != range.enumStrings.end();
+    };
+    if (!v.is_string()) fail(field, fmt::format("expected {}, found {}", accepted, describeJsonValue(v)));
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "bf16" && schemaField == "/run/dtype" && !known(s)) {
+      unsupported(field, fmt::format("bf16 runs are not supported yet; use {}", accepted));
+    }
+    if (!known(s)) fail(field, fmt::format("expected {}, found {}", accepted, quoteForMessage(s)));
+    return s;
   }
 
-  DType runDTypeNamed(const std::string& name, const std::string& field) const {
-    if (name == "f16") return DType::F16;
-    if (name == "f32") return DType::F32;
-    if (name == "bf16") unsupported(field, "bf16 runs are not supported yet; use \"f16\" or \"f32\"");
-    fail(field, fmt::format("expected \"f16\" or \"f32\", found {}", quoteForMessage(name)));
+  DType runDType(const json& v, const std::string& field) const {
+    return choice(v, field, "/run/dtype") == "f16" ? DType::F16 : DType::F32;
   }
 
   /// Checks a `tuning` object by applying it to default options; errors carry "/tuning/<key>".
@@ -209,6 +236,7 @@ class Reader {
   }
 
   std::string origin_;
+  const json& doc_;
 };
 
 // Per layer: at most one modifier of a type (two of one kind would share its push constants and
@@ -301,16 +329,11 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
 RopeSpec readRope(const Reader& r, const json& rope) {
   r.object(rope, "/attention/rope", kRopeKeys);
   RopeSpec spec;
-  spec.theta = r.number(rope.at("theta"), "/attention/rope/theta", 1.0, true, kMaxTheta);
-  const json& pairing = rope.at("pairing");
-  if (pairing == "rotate_half") spec.pairing = RopePairing::RotateHalf;
-  else if (pairing == "interleaved") spec.pairing = RopePairing::Interleaved;
-  else {
-    r.fail("/attention/rope/pairing",
-           fmt::format("expected \"rotate_half\" or \"interleaved\", found {}", describeJsonValue(pairing)));
-  }
+  spec.theta = r.number(rope.at("theta"), "/attention/rope/theta");
+  const std::string pairing = r.choice(rope.at("pairing"), "/attention/rope/pairing", "/attention/rope/pairing");
+  spec.pairing = pairing == "interleaved" ? RopePairing::Interleaved : RopePairing::RotateHalf;
   if (rope.contains("rotary_dims")) {
-    spec.rotaryDims = r.integer(rope.at("rotary_dims"), "/attention/rope/rotary_dims", 2, kMaxHeadDim);
+    spec.rotaryDims = r.integer(rope.at("rotary_dims"), "/attention/rope/rotary_dims");
     if (spec.rotaryDims % 2 != 0) {
       r.fail("/attention/rope/rotary_dims",
              fmt::format("expected an even number (dimensions rotate in pairs), found {}", spec.rotaryDims));
@@ -320,7 +343,7 @@ RopeSpec readRope(const Reader& r, const json& rope) {
     const json& s = rope.at("scaling");
     const std::string p = "/attention/rope/scaling";
     r.object(s, p, kScalingKeys);
-    const std::string type = r.string(s.at("type"), p + "/type", kMaxNameChars, false);
+    const std::string type = r.string(s.at("type"), p + "/type");
     if (type == "yarn") {
       r.fail(p + "/type", "YaRN goes in /attention/rope/yarn (factor, original_max_position, beta_fast, beta_slow, "
                           "truncate, attention_factor)");
@@ -336,10 +359,10 @@ RopeSpec readRope(const Reader& r, const json& rope) {
       r.fail(p + "/type", fmt::format("expected \"llama3\", found {}", quoteForMessage(type)));
     }
     Llama3Scaling l;
-    l.factor = r.number(s.at("factor"), p + "/factor", 1.0, false, kMaxScalingFactor);
-    l.lowFreqFactor = r.number(s.at("low_freq_factor"), p + "/low_freq_factor", 0.0, true, kMaxScalingFactor);
-    l.highFreqFactor = r.number(s.at("high_freq_factor"), p + "/high_freq_factor", 0.0, true, kMaxScalingFactor);
-    l.originalMaxPosition = r.integer(s.at("original_max_position"), p + "/original_max_position", 1, kMaxContext);
+    l.factor = r.number(s.at("factor"), p + "/factor");
+    l.lowFreqFactor = r.number(s.at("low_freq_factor"), p + "/low_freq_factor");
+    l.highFreqFactor = r.number(s.at("high_freq_factor"), p + "/high_freq_factor");
+    l.originalMaxPosition = r.integer(s.at("original_max_position"), p + "/original_max_position");
     spec.llama3 = l;
   }
   if (rope.contains("yarn")) {
@@ -347,16 +370,16 @@ RopeSpec readRope(const Reader& r, const json& rope) {
     const json& y = rope.at("yarn");
     r.object(y, p, kYarnKeys);
     YarnScaling ys;
-    ys.factor = r.number(y.at("factor"), p + "/factor", 1.0, false, kMaxScalingFactor);
-    ys.originalMaxPosition = r.integer(y.at("original_max_position"), p + "/original_max_position", 1, kMaxContext);
-    if (y.contains("beta_fast")) ys.betaFast = r.number(y.at("beta_fast"), p + "/beta_fast", 0.0, true, 1e6);
-    if (y.contains("beta_slow")) ys.betaSlow = r.number(y.at("beta_slow"), p + "/beta_slow", 0.0, true, 1e6);
+    ys.factor = r.number(y.at("factor"), p + "/factor");
+    ys.originalMaxPosition = r.integer(y.at("original_max_position"), p + "/original_max_position");
+    if (y.contains("beta_fast")) ys.betaFast = r.number(y.at("beta_fast"), p + "/beta_fast");
+    if (y.contains("beta_slow")) ys.betaSlow = r.number(y.at("beta_slow"), p + "/beta_slow");
     if (y.contains("truncate")) ys.truncate = r.boolean(y.at("truncate"), p + "/truncate");
     if (y.contains("attention_factor")) {
-      ys.attentionFactor = r.number(y.at("attention_factor"), p + "/attention_factor", 0.0, true, 1e3);
+      ys.attentionFactor = r.number(y.at("attention_factor"), p + "/attention_factor");
     }
-    if (y.contains("mscale")) ys.mscale = r.number(y.at("mscale"), p + "/mscale", 0.0, true, 1e3);
-    if (y.contains("mscale_all_dim")) ys.mscaleAllDim = r.number(y.at("mscale_all_dim"), p + "/mscale_all_dim", 0.0, true, 1e3);
+    if (y.contains("mscale")) ys.mscale = r.number(y.at("mscale"), p + "/mscale");
+    if (y.contains("mscale_all_dim")) ys.mscaleAllDim = r.number(y.at("mscale_all_dim"), p + "/mscale_all_dim");
     spec.yarn = ys;
   }
   return spec;
@@ -367,7 +390,7 @@ LayerSelector readLayers(const Reader& r, const json& v, const std::string& p) {
   if (v.is_array()) {
     if (v.empty()) r.fail(p, "expected at least one layer index");
     for (std::size_t i = 0; i < v.size(); ++i) {
-      sel.list.push_back(r.integer(v[i], fmt::format("{}/{}", p, i), 0, kMaxLayers - 1));
+      sel.list.push_back(r.integer(v[i], fmt::format("{}/{}", p, i)));
     }
     return sel;
   }
@@ -376,15 +399,15 @@ LayerSelector readLayers(const Reader& r, const json& v, const std::string& p) {
                           describeJsonValue(v)));
   }
   r.object(v, p, kLayerPatternKeys);
-  sel.every = r.integer(v.at("every"), p + "/every", 1, kMaxLayers);
-  if (v.contains("offset")) sel.offset = r.integer(v.at("offset"), p + "/offset", 0, kMaxLayers - 1);
+  sel.every = r.integer(v.at("every"), p + "/every");
+  if (v.contains("offset")) sel.offset = r.integer(v.at("offset"), p + "/offset");
   return sel;
 }
 
-std::vector<double> readPerHead(const Reader& r, const json& v, const std::string& p, double lo, double hi) {
+std::vector<double> readPerHead(const Reader& r, const json& v, const std::string& p) {
   if (!v.is_array() || v.empty()) r.fail(p, fmt::format("expected an array of numbers, found {}", describeJsonValue(v)));
   std::vector<double> out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(r.number(v[i], fmt::format("{}/{}", p, i), lo, false, hi));
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(r.number(v[i], fmt::format("{}/{}", p, i)));
   return out;
 }
 
@@ -410,23 +433,23 @@ std::vector<ModifierConfig> readModifiers(const Reader& r, const json& v) {
                               "sliding_window) or \"left\" and \"right\" (FlashAttention's window_size)");
       }
       if (m.contains("window")) {
-        c.left = r.integer(m.at("window"), p + "/window", 1, kMaxContext) - 1;
+        c.left = r.integer(m.at("window"), p + "/window") - 1;
       } else {
-        if (m.contains("left")) c.left = r.integer(m.at("left"), p + "/left", 0, kMaxContext);
-        if (m.contains("right")) c.right = r.integer(m.at("right"), p + "/right", 0, kMaxContext);
+        if (m.contains("left")) c.left = r.integer(m.at("left"), p + "/left");
+        if (m.contains("right")) c.right = r.integer(m.at("right"), p + "/right");
       }
     } else if (type == "soft_cap") {
       r.object(m, p, kSoftCapKeys);
       c.kind = ModifierConfig::Kind::SoftCap;
-      c.cap = r.number(m.at("cap"), p + "/cap", 0.0, true, 1e6);
+      c.cap = r.number(m.at("cap"), p + "/cap");
     } else if (type == "alibi") {
       r.object(m, p, kAlibiKeys);
       c.kind = ModifierConfig::Kind::Alibi;
-      if (m.contains("slopes")) c.values = readPerHead(r, m.at("slopes"), p + "/slopes", -1e3, 1e3);
+      if (m.contains("slopes")) c.values = readPerHead(r, m.at("slopes"), p + "/slopes");
     } else if (type == "sinks") {
       r.object(m, p, kSinksKeys);
       c.kind = ModifierConfig::Kind::Sinks;
-      if (m.contains("values")) c.values = readPerHead(r, m.at("values"), p + "/values", -1e6, 1e6);
+      if (m.contains("values")) c.values = readPerHead(r, m.at("values"), p + "/values");
     } else {
       r.fail(p + "/type", fmt::format("unknown modifier type {}; accepted: {}", quoteForMessage(type),
                                       fmt::join(kModifierTypes, ", ")));
@@ -440,31 +463,30 @@ std::vector<ModifierConfig> readModifiers(const Reader& r, const json& v) {
 ModelConfig readConfig(const Reader& r, const json& doc) {
   r.object(doc, "", kTopKeys);
   ModelConfig c;
-  if (doc.contains("$schema")) r.string(doc.at("$schema"), "/$schema", kMaxNoteChars, false);
-  c.name = r.string(doc.at("name"), "/name", kMaxNameChars, false);
-  c.source = r.string(doc.at("source"), "/source", kMaxNameChars, false);
-  if (doc.contains("note")) c.note = r.string(doc.at("note"), "/note", kMaxNoteChars, true);
+  if (doc.contains("$schema")) r.string(doc.at("$schema"), "/$schema");
+  c.name = r.string(doc.at("name"), "/name");
+  c.source = r.string(doc.at("source"), "/source");
+  if (doc.contains("note")) c.note = r.string(doc.at("note"), "/note");
 
   const json& a = doc.at("attention");
   r.object(a, "/attention", kAttentionKeys);
-  c.layers = r.integer(a.at("layers"), "/attention/layers", 1, kMaxLayers);
-  c.nHeads = r.integer(a.at("n_heads"), "/attention/n_heads", 1, kMaxHeads);
-  c.nKvHeads = r.integer(a.at("n_kv_heads"), "/attention/n_kv_heads", 1, kMaxHeads);
-  c.headDim = r.integer(a.at("head_dim"), "/attention/head_dim", 1, kMaxHeadDim);
-  c.maxContext = r.integer(a.at("max_context"), "/attention/max_context", 1, kMaxContext);
+  c.layers = r.integer(a.at("layers"), "/attention/layers");
+  c.nHeads = r.integer(a.at("n_heads"), "/attention/n_heads");
+  c.nKvHeads = r.integer(a.at("n_kv_heads"), "/attention/n_kv_heads");
+  c.headDim = r.integer(a.at("head_dim"), "/attention/head_dim");
+  c.maxContext = r.integer(a.at("max_context"), "/attention/max_context");
   if (a.contains("rope")) c.rope = readRope(r, a.at("rope"));
   if (a.contains("query_pre_attn_scalar")) {
-    c.softmaxScale = 1.0 / std::sqrt(r.number(a.at("query_pre_attn_scalar"), "/attention/query_pre_attn_scalar", 0.0,
-                                              true, 1e9));
+    c.softmaxScale = 1.0 / std::sqrt(r.number(a.at("query_pre_attn_scalar"), "/attention/query_pre_attn_scalar"));
   }
   if (a.contains("modifiers")) c.modifiers = readModifiers(r, a.at("modifiers"));
 
   const json& run = doc.at("run");
   r.object(run, "/run", kRunKeys);
-  c.run.batch = r.integer(run.at("batch"), "/run/batch", 1, kMaxBatch);
-  c.run.promptLen = r.integer(run.at("prompt_len"), "/run/prompt_len", 1, kMaxContext);
-  c.run.decodeTokens = r.integer(run.at("decode_tokens"), "/run/decode_tokens", 0, kMaxContext);
-  c.run.layers = run.contains("layers") ? r.integer(run.at("layers"), "/run/layers", 1, kMaxLayers) : c.layers;
+  c.run.batch = r.integer(run.at("batch"), "/run/batch");
+  c.run.promptLen = r.integer(run.at("prompt_len"), "/run/prompt_len");
+  c.run.decodeTokens = r.integer(run.at("decode_tokens"), "/run/decode_tokens");
+  c.run.layers = run.contains("layers") ? r.integer(run.at("layers"), "/run/layers") : c.layers;
   c.run.dtype = r.runDType(run.at("dtype"), "/run/dtype");
   if (run.contains("seed")) c.run.seed = r.seed(run.at("seed"), "/run/seed");
   if (run.contains("check")) c.run.check = r.boolean(run.at("check"), "/run/check");
@@ -482,8 +504,9 @@ void checkSchema(const Reader& r, const json& doc) {
   if (const auto violation = validateAgainstSchema(doc, configSchema())) r.fail(violation->pointer, violation->message);
 }
 
-std::uint32_t overrideValue(const Reader& r, std::int64_t value, const std::string& flag, std::uint32_t lo,
-                            std::uint32_t hi) {
+// A flag's value, in the range the schema gives the config field it replaces.
+std::uint32_t overrideValue(const Reader& r, std::int64_t value, const std::string& flag, const std::string& field) {
+  const auto [lo, hi] = r.integerRange(field);
   if (value < static_cast<std::int64_t>(lo) || value > static_cast<std::int64_t>(hi)) {
     r.fail(flag, fmt::format("expected an integer from {} to {}, found {}", lo, hi, value));
   }
@@ -516,11 +539,11 @@ std::vector<ModifierConfig> ModelConfig::modifiersOf(std::uint32_t layer) const 
 }
 
 ModelConfig parseModelConfig(std::string_view text, const std::string& origin) {
-  const Reader r(origin);
   if (text.size() > kMaxConfigBytes) {
-    r.fail("", fmt::format("config is {} bytes; the limit is {} bytes", text.size(), kMaxConfigBytes));
+    Reader(origin).fail("", fmt::format("config is {} bytes; the limit is {} bytes", text.size(), kMaxConfigBytes));
   }
   const json doc = parseJsonStrict(text, origin);
+  const Reader r(origin, doc);
   try {
     ModelConfig c = readConfig(r, doc);
     checkSchema(r, doc);
@@ -533,7 +556,7 @@ ModelConfig parseModelConfig(std::string_view text, const std::string& origin) {
 }
 
 ModelConfig readModelConfigFields(const nlohmann::json& doc, const std::string& origin) {
-  return readConfig(Reader(origin), doc);
+  return readConfig(Reader(origin, doc), doc);
 }
 
 ModelConfig loadModelConfig(const std::filesystem::path& path) {
@@ -563,23 +586,23 @@ ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& o) {
   FieldNames names;
   if (o.batch) {
     names.batch = "--batch";
-    c.run.batch = overrideValue(r, *o.batch, names.batch, 1, kMaxBatch);
+    c.run.batch = overrideValue(r, *o.batch, names.batch, "/run/batch");
   }
   if (o.promptLen) {
     names.promptLen = "--prompt-len";
-    c.run.promptLen = overrideValue(r, *o.promptLen, names.promptLen, 1, kMaxContext);
+    c.run.promptLen = overrideValue(r, *o.promptLen, names.promptLen, "/run/prompt_len");
   }
   if (o.decodeTokens) {
     names.decodeTokens = "--decode-tokens";
-    c.run.decodeTokens = overrideValue(r, *o.decodeTokens, names.decodeTokens, 0, kMaxContext);
+    c.run.decodeTokens = overrideValue(r, *o.decodeTokens, names.decodeTokens, "/run/decode_tokens");
   }
   if (o.layers) {
     names.layers = "--layers";
-    c.run.layers = overrideValue(r, *o.layers, names.layers, 1, kMaxLayers);
+    c.run.layers = overrideValue(r, *o.layers, names.layers, "/run/layers");
   }
   if (o.dtype) {
     names.dtype = "--dtype";
-    c.run.dtype = r.runDTypeNamed(*o.dtype, names.dtype);
+    c.run.dtype = r.runDType(json(*o.dtype), names.dtype);
   }
   checkRelations(r, c, names, o.promptLen.has_value(), o.decodeTokens.has_value());
   return c;

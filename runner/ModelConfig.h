@@ -75,13 +75,8 @@ struct ModelConfig {
   std::uint32_t totalTokens() const { return run.promptLen + run.decodeTokens; }
 };
 
-/// Limits on sizes. Beyond them a value is a mistake, not a model; products of them fit in 64 bits.
-inline constexpr std::uint32_t kMaxLayers = 1024;
-inline constexpr std::uint32_t kMaxHeads = 1024;
-inline constexpr std::uint32_t kMaxHeadDim = 1024;
-inline constexpr std::uint32_t kMaxContext = 1u << 24;
-inline constexpr std::uint32_t kMaxBatch = 1024;
-/// Config files larger than this are rejected unread.
+/// Sizes are bounded by configs/schema.json (products of its maxima fit in 64 bits). Config files larger
+/// than this are rejected unread.
 inline constexpr std::size_t kMaxConfigBytes = std::size_t(16) << 20;
 
 /// Parses and validates a config. `origin` (a path, "<stdin>") is named in every error message.

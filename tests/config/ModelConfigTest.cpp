@@ -15,6 +15,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/RuntimeOptions.h"
+#include "runner/ConfigSchema.h"
 #include "runner/ModelConfig.h"
 #include "support/TempDir.h"
 
@@ -266,13 +267,16 @@ TEST(ModelConfig, OptionalFieldsAndDefaults) {
 }
 
 TEST(ModelConfig, BoundaryValuesAreAccepted) {
+  const auto maximum = [](const char* field) {
+    return static_cast<std::int64_t>(schemaRangeAt(json::object(), field).maximum);
+  };
   json c = baseConfig();
-  c["attention"]["max_context"] = kMaxContext;
-  c["run"]["prompt_len"] = kMaxContext - 8;  // prompt_len + decode_tokens == max_context exactly
-  c["run"]["batch"] = kMaxBatch;
-  c["attention"]["n_heads"] = 1024;
+  c["attention"]["max_context"] = maximum("/attention/max_context");
+  c["run"]["prompt_len"] = maximum("/attention/max_context") - 8;  // prompt_len + decode_tokens == max_context
+  c["run"]["batch"] = maximum("/run/batch");
+  c["attention"]["n_heads"] = maximum("/attention/n_heads");
   c["attention"]["n_kv_heads"] = 1;
-  c["attention"]["layers"] = kMaxLayers;
+  c["attention"]["layers"] = maximum("/attention/layers");
   c["attention"]["rope"]["rotary_dims"] = 128;
   EXPECT_NO_THROW(parseModelConfig(c.dump(), kOrigin));
 }

@@ -1,6 +1,7 @@
 // configs/schema.json and the loader agree on every range and enum: each minimum and maximum is moved
 // by one each way, each enum value is tried and so are values just outside the enum, and the loader's
-// own field checks (readModelConfigFields) must accept exactly what the schema accepts. The rules
+// own field checks (readModelConfigFields, which look their ranges up in the schema: schemaRangeAt)
+// must accept exactly what the schema accepts. The rules
 // between fields are the loader's alone and are not part of this comparison.
 #include <set>
 #include <string>

@@ -5,19 +5,23 @@
 #include <cstdint>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "foundry/Error.h"
+#include "runner/ConfigSchema.h"
 #include "runner/ModelConfig.h"
 #include "tests/fuzz/Require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace foundry;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const auto maximum = [](const char* field) { return schemaRangeAt(nlohmann::json::object(), field).maximum; };
   try {
     const ModelConfig c = parseModelConfig(text, "fuzz.json");
-    require(c.layers >= 1 && c.layers <= kMaxLayers);
+    require(c.layers >= 1 && c.layers <= maximum("/attention/layers"));
     require(c.nKvHeads >= 1 && c.nHeads % c.nKvHeads == 0);
     require(c.run.layers >= 1 && c.run.layers <= c.layers);
-    require(c.totalTokens() <= c.maxContext && c.maxContext <= kMaxContext);
+    require(c.totalTokens() <= c.maxContext && c.maxContext <= maximum("/attention/max_context"));
     require(c.run.dtype == DType::F16 || c.run.dtype == DType::F32);
     // Re-applying the config's own run as command-line overrides must be accepted unchanged.
     RunOverrides same;
