@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks Foundry against PyTorch's SDPA (flash backend) on the lent H200, in one device call.
+# Benchmarks Foundry against PyTorch's SDPA (flash backend), and with `peers` llama.cpp's Vulkan backend
+# too, on the lent H200, in one device call.
 #
 #   bash bench/h200.sh prepare           # here: build (Release), pack .device/ with the binaries and
 #                                        # llama.cpp's ggml with its timing harness (bench/ggml/)

@@ -91,9 +91,13 @@ case "${1:-}" in
     mkdir -p /tmp/ggml/lib
     cp .device/ggml/ggml_fa_bench /tmp/ggml/
     cp .device/ggml/libggml-base.so /tmp/ggml/lib/
-    python3 -c 'import lzma, shutil, sys
+    if command -v xz >/dev/null; then
+      xz -dc .device/ggml/libggml-vulkan.so.xz >/tmp/ggml/lib/libggml-vulkan.so
+    else
+      python3 -c 'import lzma, shutil, sys
 with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
-      .device/ggml/libggml-vulkan.so.xz /tmp/ggml/lib/libggml-vulkan.so
+        .device/ggml/libggml-vulkan.so.xz /tmp/ggml/lib/libggml-vulkan.so
+    fi
     ;;
   *)
     sed -n '2,13p' "$0"

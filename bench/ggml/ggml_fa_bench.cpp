@@ -7,8 +7,8 @@
 // captures stderr and reads the attention op's line. A timed graph is a batch of calls on rotating
 // input copies (about 5 ms of them, as BenchSuite batches its calls) followed by a chain of
 // one-element scales; the median over graphs of each graph's mean is reported. Two details keep every
-// call's interval inside one command buffer, so no interval holds a host-side submit (ggml writes a
-// node's closing timestamp after it submits, into the next buffer, when it submits at that node):
+// call's interval inside one command buffer, so no interval spans a submit and the host's time between
+// two buffers (ggml writes a node's closing timestamp after it submits at that node):
 // - ggml submits early once a graph's FLOPs pass 1/40 of the previous graph's, so before each timed
 //   graph the harness computes one without FLOPs (a scale), and the rule is off for the next graph;
 // - ggml submits early once fewer than a fifth of a graph's nodes remain, so the scale chain is long
