@@ -56,7 +56,7 @@ for r in bench["results"]:
     g_time, g_ratio = ggml_cells(key, r["us"]) if peers else (None, None)
     cells = [r["name"], f"{r['us']:.1f}", f"{t if t else '-'}"] + ([g_time] if peers else []) + \
         [f"{t / r['us']:.2f}x" if t else "-"] + ([g_ratio] if peers else []) + \
-        [f"{r['tflops']:.1f}", f"{r['kv_gbs']:.0f}", f"{na(r['pct_ceiling'], '.0f')}% of {r.get('ceiling', 'ceiling')}",
+        [f"{r['tflops']:.1f}", f"{r['kv_gbs']:.0f}", "n/a" if r["pct_ceiling"] is None else f"{r['pct_ceiling']:.0f}% of {r.get('ceiling', 'ceiling')}",
          f"{'ok' if r['checked'] else 'FAIL'} {r['rel_error']:.1e}"]
     rows.append("| " + " | ".join(cells) + " |")
 c = bench["ceilings"]
