@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Benchmarks Foundry against PyTorch's SDPA (flash backend) on the lent H200, in one device call.
+# Benchmarks Foundry against PyTorch's SDPA (flash backend), and with `peers` llama.cpp's Vulkan backend
+# too, on the lent H200, in one device call.
 #
-#   bash bench/h200.sh prepare           # here: build (Release), pack .device/ with the binaries
+#   bash bench/h200.sh prepare           # here: build (Release), pack .device/ with the binaries and
+#                                        # llama.cpp's ggml with its timing harness (bench/ggml/)
 #   # then, with the device tool:  run  carry=[".device"]  command="bash bench/h200.sh device"
 #   bash bench/h200.sh report DIR        # here: DIR holds what the device call wrote under $OUT;
 #                                        # writes the side-by-side table into docs/performance.md
+#   bash bench/h200.sh peers             # on the device: the bench suite, PyTorch and llama.cpp's
+#                                        # Vulkan backend on the same shapes, one table (`report` takes it)
 #   bash bench/h200.sh sweep SHAPE...    # on the device: every forced variant of these shapes
 #   bash bench/h200.sh merge SHAPE...    # on the device: Split-K factors x merge modes, twice
 #   bash bench/h200.sh modifiers         # on the device: the attention suites (cooperative matrices
@@ -48,6 +52,8 @@ case "${1:-}" in
     ../shared/device/pack.sh "${bins[@]}"
     cp ../shared/device/torch_sdpa.py .device/
     cp bench/compare.py bench/torch_batch.py .device/
+    bash bench/ggml/fetch.sh
+    bash bench/ggml/fetch.sh pack
     ;;
   device)
     on_device
@@ -80,6 +86,23 @@ case "${1:-}" in
     python3 .device/torch_sdpa.py > "$out/torch.jsonl"
     python3 .device/torch_batch.py >> "$out/torch.jsonl"
     python3 .device/compare.py "$out/bench.json" "$out/torch.jsonl" | tee "$out/table.md"
+    exit $status
+    ;;
+  peers)
+    # Foundry, PyTorch's SDPA (flash backend) and llama.cpp's Vulkan backend (ggml_flash_attn_ext,
+    # bench/ggml/) on the same shapes, in this one call: the bench suite (decode, and causal prefill at
+    # S 512/2048/8192, D 64 and 128), then ggml on the shapes the bench wrote, then PyTorch. Every library
+    # checks its output against a float64 reference before timing; fails when a check does.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    foundry bench --suite all --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=1
+    bash bench/ggml/fetch.sh unpack
+    /tmp/ggml/ggml_fa_bench --shapes-from "$out/bench.json" >"$out/ggml.jsonl" 2>"$out/ggml.txt" || status=1
+    cat "$out/ggml.txt"
+    python3 .device/torch_sdpa.py >"$out/torch.jsonl"
+    python3 .device/torch_batch.py >>"$out/torch.jsonl"
+    python3 bench/compare.py "$out/bench.json" "$out/torch.jsonl" --ggml "$out/ggml.jsonl" | tee "$out/table.md"
     exit $status
     ;;
   headdims)
@@ -173,11 +196,14 @@ case "${1:-}" in
     ;;
   report)
     dir=${2:?usage: bench/h200.sh report DIR}
+    # A `peers` call's directory has llama.cpp's timings too.
+    peers=()
+    [ -f "$dir/ggml.jsonl" ] && peers=(--ggml "$dir/ggml.jsonl" --device-command "bash bench/h200.sh peers")
     python3 bench/compare.py "$dir/bench.json" "$dir/torch.jsonl" --markdown-into docs/performance.md \
-      --gpu "$(cat "$dir/gpu.txt")"
+      --gpu "$(cat "$dir/gpu.txt")" "${peers[@]}"
     ;;
   *)
-    sed -n '2,15p' "$0"
+    sed -n '2,/^set -e/{/^#/p}' "$0"
     exit 2
     ;;
 esac
