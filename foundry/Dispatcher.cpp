@@ -78,6 +78,21 @@ void checkArguments(const KernelSource& kernel, const Arguments& args) {
   }
 }
 
+Submission Dispatcher::submitAsync() {
+  // Values of this default never meet a device's timeline: they index done_.
+  const std::uint64_t value = ++next_;
+  done_[value] = submit();
+  return {value};
+}
+
+SubmitResult Dispatcher::wait(Submission submission) {
+  auto it = done_.find(submission.value);
+  if (it == done_.end()) return {};
+  SubmitResult r = std::move(it->second);
+  done_.erase(it);
+  return r;
+}
+
 std::vector<std::byte> packPushConstants(const KernelSource& kernel, const Arguments& args) {
   std::vector<std::byte> out(kernel.layout.pushBytes);
   for (const auto& p : kernel.layout.push) {

@@ -58,6 +58,13 @@ struct SubmitResult {
   double totalGpuMicros = 0;  ///< first start to last end
 };
 
+/// Work submitted and perhaps still running: done when the device's timeline semaphore reaches
+/// `value` (vk/External.h gives the semaphore, for an application's own submissions to wait on).
+/// Value 0 is work that was already done when it was returned.
+struct Submission {
+  std::uint64_t value = 0;
+};
+
 class Dispatcher {
  public:
   virtual ~Dispatcher() = default;
@@ -65,12 +72,21 @@ class Dispatcher {
   virtual void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) = 0;
   /// Runs everything recorded since the last submit and waits for it.
   virtual SubmitResult submit() = 0;
+  /// Submits everything recorded since the last submit and returns without waiting; the host can
+  /// record or compute meanwhile. This default runs submit() at once (for doubles that record only).
+  virtual Submission submitAsync();
+  /// Waits for `submission` and returns its timings (each submission's once; later calls: empty).
+  virtual SubmitResult wait(Submission submission);
   /// Runs everything recorded so far and waits, like submit(), for a step that must read a result
   /// before it records more (the online compare); the next submit() still reports those dispatches.
   virtual void flush() { submit(); }
   /// Orders everything recorded so far before anything recorded next, whether or not they share
   /// buffers (benchmarks use it to keep independent calls from overlapping).
   virtual void barrier() {}
+
+ private:
+  std::map<std::uint64_t, SubmitResult> done_;  ///< the default submitAsync()'s results
+  std::uint64_t next_ = 0;
 };
 
 }  // namespace foundry

@@ -22,23 +22,41 @@ std::string KernelCache::keyFor(const KernelSource& source) const {
 
 std::shared_ptr<const Spirv> KernelCache::spirv(const KernelSource& source) {
   const std::string key = keyFor(source);
-  {
-    std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  for (;;) {
     if (auto it = memory_.find(key); it != memory_.end()) {
       ++memoryHits_;
       return it->second;
     }
+    if (!producing_.count(key)) break;
+    produced_.wait(lock);  // another thread compiles it; if that fails, this one tries in turn
   }
+  producing_.insert(key);
+  lock.unlock();
+  std::pair<std::shared_ptr<const Spirv>, bool> made;
+  try {
+    made = produce(source, key);
+  } catch (...) {
+    lock.lock();
+    producing_.erase(key);
+    produced_.notify_all();
+    throw;
+  }
+  lock.lock();
+  producing_.erase(key);
+  if (made.second) fromDisk_.insert(key);
+  auto& slot = memory_.emplace(key, std::move(made.first)).first->second;
+  produced_.notify_all();
+  return slot;
+}
+
+std::pair<std::shared_ptr<const Spirv>, bool> KernelCache::produce(const KernelSource& source, const std::string& key) {
   if (!dumpDirectory_.empty()) dumpKernel(dumpDirectory_, source);
   if (auto code = loadFromDisk(key)) {
     ++diskHits_;
-    std::lock_guard lock(mutex_);
-    fromDisk_.insert(key);
-    return memory_.emplace(key, std::move(code)).first->second;
+    return {std::move(code), true};
   }
-  auto code = compileAndStore(source, key);
-  std::lock_guard lock(mutex_);
-  return memory_.emplace(key, std::move(code)).first->second;
+  return {compileAndStore(source, key), false};
 }
 
 bool KernelCache::fromDisk(const KernelSource& source) {

@@ -2,7 +2,10 @@
 // SPIR-V for a KernelSource: from memory, else from the disk cache, else from shaderc. Keyed by a hash
 // of the GLSL text and the compiler's identity, so a change to either recompiles. SPIR-V read from
 // disk is validated before anyone hands it to a driver; an entry that fails is evicted and rebuilt.
+// Thread-safe: a kernel that several threads miss at once is loaded or compiled once, by the first;
+// the others wait for its result (docs/threading.md).
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -43,11 +46,15 @@ class KernelCache {
  private:
   std::shared_ptr<const Spirv> loadFromDisk(const std::string& key);
   std::shared_ptr<const Spirv> compileAndStore(const KernelSource& source, const std::string& key);
+  /// Loads or compiles `key` (outside the lock); returns the code and whether it came from disk.
+  std::pair<std::shared_ptr<const Spirv>, bool> produce(const KernelSource& source, const std::string& key);
 
   std::shared_ptr<const ShaderCompiler> compiler_;
   std::shared_ptr<const DiskCache> disk_;
   std::string dumpDirectory_;
   std::mutex mutex_;
+  std::condition_variable produced_;  ///< signalled when a key another thread was producing is done
+  std::set<std::string> producing_;   ///< keys some thread is loading or compiling now
   std::map<std::string, std::shared_ptr<const Spirv>> memory_;
   std::set<std::string> fromDisk_;  ///< keys of memory_ whose SPIR-V was read from disk
   std::atomic<std::uint64_t> memoryHits_{0}, diskHits_{0}, compiles_{0};

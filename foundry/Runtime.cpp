@@ -10,6 +10,7 @@
 #include "foundry/CoopMatProbe.h"
 #include "foundry/Error.h"
 #include "foundry/vk/Buffer.h"
+#include "foundry/vk/Device.h"
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/vk/VulkanDispatcher.h"
 
@@ -33,13 +34,23 @@ std::string diskCacheDirectory(const RuntimeOptions& options) {
 
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   configureLogging(options_);
+  device_ = std::make_shared<VulkanDevice>(std::make_shared<VulkanInstance>(options_.validation), options_.device);
+  start();
+}
+
+Runtime::Runtime(RuntimeOptions options, std::shared_ptr<VulkanDevice> device)
+    : options_(std::move(options)), device_(std::move(device)) {
+  configureLogging(options_);
+  if (!device_) throw InternalError("a Runtime needs a device");
+  start();
+}
+
+void Runtime::start() {
   for (const auto& [k, v] : options_.describe()) spdlog::debug("knob {} = {}", k, v);
-  instance_ = std::make_shared<VulkanInstance>(options_.validation);
-  device_ = std::make_unique<VulkanDevice>(instance_, options_.device);
   snippets_ = SnippetLibrary::select(options_.kernelDir);
   disk_ = std::make_shared<DiskCache>(diskCacheDirectory(options_));
   kernels_ = std::make_shared<KernelCache>(std::make_shared<ShaderCompiler>(), disk_, options_.dumpKernels);
-  pipelines_ = std::make_unique<PipelineCache>(*device_, kernels_, disk_);
+  pipelines_ = std::make_shared<PipelineCache>(*device_, kernels_, disk_);
   if (device_->coopMatEnabled()) {
     // Where the accumulator layout is the quad pattern, prefill keeps its softmax in registers.
     try {
@@ -52,14 +63,17 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   }
 }
 
-Runtime::~Runtime() {
-  pipelines_.reset();
-  device_.reset();
-}
+// Members go in reverse order: the pipeline cache (saved) before the device. Buffers, pipelines and
+// dispatchers that users still hold keep the device alive until they go.
+Runtime::~Runtime() = default;
+
+const DeviceInfo& Runtime::info() const { return device_->info(); }
 
 std::unique_ptr<VulkanDispatcher> Runtime::dispatcher() {
-  return std::make_unique<VulkanDispatcher>(*device_, *pipelines_);
+  return std::make_unique<VulkanDispatcher>(device_, pipelines_);
 }
+
+void Runtime::wait(Submission submission) { device_->wait(submission.value); }
 
 Tensor Runtime::allocate(const Tensor& shape) {
   Tensor t = shape;

@@ -1,6 +1,9 @@
 #pragma once
 // The entry point: one Vulkan device with its compiler, caches and allocator, configured by
-// RuntimeOptions. Everything that needs a real device goes through here.
+// RuntimeOptions. Everything that needs a real device goes through here. This header does not include
+// Vulkan: a C++ user builds, dispatches and waits without it; vk/External.h adopts an application's
+// Vulkan objects. A Runtime is shared by threads (docs/threading.md); Tensors and dispatchers hold
+// the device, so they may outlive it.
 #include <memory>
 #include <span>
 #include <string>
@@ -12,33 +15,39 @@
 #include "foundry/KernelCache.h"
 #include "foundry/RuntimeOptions.h"
 #include "foundry/Tensor.h"
-#include "foundry/vk/Device.h"
+#include "foundry/vk/VulkanDispatcher.h"
 
 namespace foundry {
 
 class PipelineCache;
-class VulkanDispatcher;
+class VulkanDevice;
+class VulkanInstance;
 
 class Runtime {
  public:
   /// Opens the device chosen by `options.device`. Throws DeviceError when Vulkan has no device.
   explicit Runtime(RuntimeOptions options);
+  /// On a device already open (an adopted one: vk/External.h's adoptVulkan).
+  Runtime(RuntimeOptions options, std::shared_ptr<VulkanDevice> device);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   const RuntimeOptions& options() const { return options_; }
   VulkanDevice& device() { return *device_; }
-  const DeviceInfo& info() const { return device_->info(); }
+  std::shared_ptr<VulkanDevice> sharedDevice() const { return device_; }
+  const DeviceInfo& info() const;
   std::shared_ptr<const SnippetLibrary> snippets() const { return snippets_; }
   KernelCache& kernels() { return *kernels_; }
   PipelineCache& pipelines() { return *pipelines_; }
   const DiskCache& diskCache() const { return *disk_; }
 
   /// A builder for this device and this runtime's snippets.
-  KernelBuilder builder() const { return KernelBuilder(device_->info(), snippets_); }
-  /// A new dispatcher recording on this device.
+  KernelBuilder builder() const { return KernelBuilder(info(), snippets_); }
+  /// A new dispatcher recording on this device (one per thread).
   std::unique_ptr<VulkanDispatcher> dispatcher();
+  /// Blocks until `submission` (from any dispatcher of this runtime) has run.
+  void wait(Submission submission);
 
   /// Allocates storage for `shape` (packed strides) on the device.
   Tensor allocate(const Tensor& shape);
@@ -53,13 +62,14 @@ class Runtime {
   void poison(const Tensor& tensor);
 
  private:
+  void start();
+
   RuntimeOptions options_;
-  std::shared_ptr<VulkanInstance> instance_;
-  std::unique_ptr<VulkanDevice> device_;
+  std::shared_ptr<VulkanDevice> device_;
   std::shared_ptr<const SnippetLibrary> snippets_;
   std::shared_ptr<DiskCache> disk_;
   std::shared_ptr<KernelCache> kernels_;
-  std::unique_ptr<PipelineCache> pipelines_;
+  std::shared_ptr<PipelineCache> pipelines_;
 };
 
 /// Applies FOUNDRY_LOG_LEVEL to the default logger (stderr).

@@ -21,6 +21,7 @@
 #include "foundry/Runtime.h"
 #include "foundry/io/Safetensors.h"
 #include "foundry/vk/Buffer.h"
+#include "foundry/vk/Device.h"
 #include "foundry/vk/PipelineCache.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "runner/LayerModifiers.h"

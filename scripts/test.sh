@@ -18,9 +18,10 @@ cmake --preset asan
 cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_tests foundry_error_tests
 ctest --preset asan -L sanitize
 
-# Two processes racing on one cache directory, with ThreadSanitizer (only what those tests need).
+# Two processes racing on one cache directory, and threads sharing one Runtime, with ThreadSanitizer
+# (only what those tests need).
 cmake --preset tsan
-cmake --build --preset tsan --target foundry foundry_error_tests
+cmake --build --preset tsan --target foundry foundry_error_tests foundry_device_tests foundry_unit_tests
 ctest --preset tsan -L tsan
 
 # The config and safetensors parsers under libFuzzer.

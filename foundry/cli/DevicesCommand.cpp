@@ -5,6 +5,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/Runtime.h"
+#include "foundry/vk/Instance.h"
 #include "foundry/cli/Commands.h"
 #include "foundry/cli/Table.h"
 

@@ -1,6 +1,8 @@
 #pragma once
 // A device buffer. Device-local memory where the device has it; uploads and downloads go through a
-// staging buffer unless the memory is host-visible (CPU drivers, unified memory).
+// staging buffer unless the memory is host-visible (CPU drivers, unified memory). A Buffer holds its
+// device, so a Tensor that outlives its Runtime still frees its memory into a live VkDevice. An
+// adopted buffer (an application's VkBuffer) is used, never destroyed.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -8,6 +10,8 @@
 #include <string>
 
 #include <vulkan/vulkan.h>
+
+#include "foundry/vk/Handle.h"
 
 namespace foundry {
 
@@ -17,14 +21,19 @@ class Buffer {
  public:
   /// Allocates `bytes` (at least 4). Beyond what the device allows: a DeviceError naming the size.
   Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name);
+  /// Adopts the application's `buffer` of `bytes` bytes: no memory of Foundry's, never destroyed.
+  Buffer(VulkanDevice& device, VkBuffer buffer, std::uint64_t bytes, std::string name);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  VkBuffer handle() const { return buffer_; }
+  VkBuffer handle() const { return adopted_ ? adopted_ : buffer_.get(); }
   std::uint64_t size() const { return size_; }
   const std::string& name() const { return name_; }
   bool hostVisible() const { return mapped_ != nullptr; }
+  /// False for an application's buffer.
+  bool owned() const { return adopted_ == VK_NULL_HANDLE; }
+  VulkanDevice& device() const { return *device_; }
 
   void upload(std::span<const std::byte> bytes, std::uint64_t offset = 0);
   void download(std::span<std::byte> bytes, std::uint64_t offset = 0) const;
@@ -32,13 +41,15 @@ class Buffer {
   void fill(std::uint32_t pattern);
 
  private:
-  VulkanDevice& device_;
+  std::shared_ptr<VulkanDevice> device_;  ///< declared first: destroyed after the handles below
   std::string name_;
   std::uint64_t size_ = 0;
-  VkBuffer buffer_ = VK_NULL_HANDLE;
-  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  Owned<VkDevice, VkDeviceMemory> memory_;  ///< declared before buffer_: freed after it
+  Owned<VkDevice, VkBuffer> buffer_;
+  VkBuffer adopted_ = VK_NULL_HANDLE;
   void* mapped_ = nullptr;
   bool coherent_ = true;
+  bool counted_ = false;  ///< in the device's allocation accounting
 };
 
 }  // namespace foundry

@@ -8,6 +8,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/vk/Check.h"
+#include "foundry/vk/External.h"
 
 namespace foundry {
 
@@ -47,13 +48,6 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   const auto exts = deviceExtensions(physical_);
   const std::uint32_t api = std::min(entry.apiVersion, instance_->apiVersion());
 
-  VkPhysicalDeviceProperties props{};
-  vkGetPhysicalDeviceProperties(physical_, &props);
-  timestampPeriod_ = props.limits.timestampPeriod;
-  storageAlignment_ = std::max<VkDeviceSize>(4, props.limits.minStorageBufferOffsetAlignment);
-  for (int i = 0; i < 3; ++i) maxGroups_[i] = props.limits.maxComputeWorkGroupCount[i];
-  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
-
   std::uint32_t nFamilies = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, nullptr);
   std::vector<VkQueueFamilyProperties> families(nFamilies);
@@ -62,11 +56,11 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   for (std::uint32_t i = 0; i < nFamilies && !found; ++i) {
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       queueFamily_ = i;
-      timestampBits_ = families[i].timestampValidBits;
       found = true;
     }
   }
   if (!found) throw UnsupportedError(fmt::format("device '{}' has no compute queue", info_.name));
+  readProperties();
 
   // Features: ask for what Foundry uses, where the device has it.
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -97,6 +91,10 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   e12.shaderFloat16 = f12.shaderFloat16;
   e12.shaderInt8 = f12.shaderInt8;
   e12.hostQueryReset = f12.hostQueryReset;
+  if (!f12.timelineSemaphore) {
+    throw UnsupportedError(fmt::format("device '{}' has no timeline semaphores (Vulkan 1.2 timelineSemaphore)", info_.name));
+  }
+  e12.timelineSemaphore = VK_TRUE;
   VkPhysicalDeviceSubgroupSizeControlFeatures esize{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
   esize.subgroupSizeControl = fsize.subgroupSizeControl;
   esize.computeFullSubgroups = fsize.computeFullSubgroups;
@@ -139,16 +137,9 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
   info.ppEnabledExtensionNames = extensions.data();
   FOUNDRY_VK(vkCreateDevice(physical_, &info, nullptr, &device_));
   vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
-
-  VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  poolInfo.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT | VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  poolInfo.queueFamilyIndex = queueFamily_;
-  VkFenceCreateInfo fenceInfo{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   try {
-    FOUNDRY_VK(vkCreateCommandPool(device_, &poolInfo, nullptr, &oneShotPool_));
-    FOUNDRY_VK(vkCreateFence(device_, &fenceInfo, nullptr, &fence_));
+    createOwnObjects();
   } catch (...) {
-    if (oneShotPool_) vkDestroyCommandPool(device_, oneShotPool_, nullptr);
     vkDestroyDevice(device_, nullptr);
     throw;
   }
@@ -156,13 +147,156 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
                 info_.driverName, info_.subgroupSize, info_.maxSharedMemoryBytes, info_.coopMatShapes.size());
 }
 
-VulkanDevice::~VulkanDevice() {
-  if (device_) {
-    vkDeviceWaitIdle(device_);
-    vkDestroyFence(device_, fence_, nullptr);
-    vkDestroyCommandPool(device_, oneShotPool_, nullptr);
-    vkDestroyDevice(device_, nullptr);
+namespace {
+
+/// What an application enabled, read from the pNext chain it gave vkCreateDevice.
+struct EnabledFeatures {
+  bool storage16 = false, float16 = false, timeline = false, sizeControl = false, fullSubgroups = false,
+       coopMat = false, executableProperties = false;
+};
+
+EnabledFeatures readChain(const void* chain) {
+  EnabledFeatures e;
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
+    switch (s->sType) {
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
+        e.storage16 |= reinterpret_cast<const VkPhysicalDeviceVulkan11Features*>(s)->storageBuffer16BitAccess != 0;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
+        e.storage16 |= reinterpret_cast<const VkPhysicalDevice16BitStorageFeatures*>(s)->storageBuffer16BitAccess != 0;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+        const auto* f = reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(s);
+        e.float16 |= f->shaderFloat16 != 0;
+        e.timeline |= f->timelineSemaphore != 0;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
+        e.timeline |= reinterpret_cast<const VkPhysicalDeviceTimelineSemaphoreFeatures*>(s)->timelineSemaphore != 0;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES: {
+        const auto* f = reinterpret_cast<const VkPhysicalDeviceSubgroupSizeControlFeatures*>(s);
+        e.sizeControl |= f->subgroupSizeControl != 0;
+        e.fullSubgroups |= f->computeFullSubgroups != 0;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES: {
+        const auto* f = reinterpret_cast<const VkPhysicalDeviceVulkan13Features*>(s);
+        e.sizeControl |= f->subgroupSizeControl != 0;
+        e.fullSubgroups |= f->computeFullSubgroups != 0;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV:
+        e.coopMat |= reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesNV*>(s)->cooperativeMatrix != 0;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR:
+        e.executableProperties |=
+            reinterpret_cast<const VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR*>(s)->pipelineExecutableInfo != 0;
+        break;
+      default: break;
+    }
   }
+  return e;
+}
+
+}  // namespace
+
+VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const ExternalVulkan& external)
+    : instance_(std::move(instance)), owned_(false) {
+  if (!external.device) throw UserError("ExternalVulkan.device", "is VK_NULL_HANDLE; pass the application's VkDevice");
+  if (!external.queue) throw UserError("ExternalVulkan.queue", "is VK_NULL_HANDLE; pass a queue of queueFamily");
+  const auto& devices = instance_->devices();
+  const auto entry = std::find_if(devices.begin(), devices.end(),
+                                  [&](const PhysicalDeviceEntry& d) { return d.handle == external.physicalDevice; });
+  if (entry == devices.end()) {
+    throw UserError("ExternalVulkan.physicalDevice", "is not a Vulkan 1.2 device of ExternalVulkan.instance");
+  }
+  info_ = entry->info;
+  physical_ = entry->handle;
+  index_ = entry->index;
+  device_ = external.device;
+  queue_ = external.queue;
+  queueFamily_ = external.queueFamily;
+  if (external.queueMutex) queueMutex_ = external.queueMutex;
+  std::uint32_t nFamilies = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, nullptr);
+  std::vector<VkQueueFamilyProperties> families(nFamilies);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, families.data());
+  if (queueFamily_ >= nFamilies || !(families[queueFamily_].queueFlags & VK_QUEUE_COMPUTE_BIT)) {
+    throw UserError("ExternalVulkan.queueFamily", fmt::format("{} is not a compute queue family of '{}' ({} families)",
+                                                              queueFamily_, info_.name, nFamilies));
+  }
+  readProperties();
+
+  // Foundry uses what the application enabled, nothing more.
+  const EnabledFeatures e = readChain(external.enabledFeatures);
+  const auto enabled = [&](const char* ext) {
+    return std::find(external.enabledExtensions.begin(), external.enabledExtensions.end(), ext) !=
+           external.enabledExtensions.end();
+  };
+  if (!e.timeline) {
+    throw UnsupportedError("Foundry waits on a timeline semaphore: enable VkPhysicalDeviceVulkan12Features::"
+                           "timelineSemaphore when creating the device (ExternalVulkan.enabledFeatures)");
+  }
+  info_.storage16Bit = info_.storage16Bit && e.storage16;
+  info_.fp16Arithmetic = info_.fp16Arithmetic && e.float16;
+  const bool sizeControlExt = external.apiVersion >= VK_API_VERSION_1_3 || enabled(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  if (!(info_.subgroupSizeControl && e.sizeControl && sizeControlExt)) {
+    info_.subgroupSizeControl = false;
+    info_.minSubgroupSize = info_.maxSubgroupSize = info_.subgroupSize;
+  }
+  fullSubgroups_ = e.fullSubgroups && sizeControlExt;
+  if (!(e.coopMat && enabled(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))) info_.coopMatShapes.clear();
+  pipelineStatistics_ = e.executableProperties && enabled(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  createOwnObjects();
+  spdlog::debug("adopted Vulkan device {}: {}, queue family {}", index_, info_.name, queueFamily_);
+}
+
+void VulkanDevice::readProperties() {
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  timestampPeriod_ = props.limits.timestampPeriod;
+  storageAlignment_ = std::max<VkDeviceSize>(4, props.limits.minStorageBufferOffsetAlignment);
+  for (int i = 0; i < 3; ++i) maxGroups_[i] = props.limits.maxComputeWorkGroupCount[i];
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+  std::uint32_t nFamilies = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, nullptr);
+  std::vector<VkQueueFamilyProperties> families(nFamilies);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nFamilies, families.data());
+  if (queueFamily_ < nFamilies) timestampBits_ = families[queueFamily_].timestampValidBits;
+}
+
+void VulkanDevice::createOwnObjects() {
+  VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  poolInfo.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT | VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  poolInfo.queueFamilyIndex = queueFamily_;
+  oneShotPool_ = createOwned<VkCommandPool>(device_, vkCreateCommandPool, poolInfo, vkDestroyCommandPool,
+                                            "vkCreateCommandPool");
+  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  type.initialValue = 0;
+  VkSemaphoreCreateInfo semaphoreInfo{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  semaphoreInfo.pNext = &type;
+  timeline_ = createOwned<VkSemaphore>(device_, vkCreateSemaphore, semaphoreInfo, vkDestroySemaphore,
+                                       "vkCreateSemaphore");
+}
+
+VulkanDevice::~VulkanDevice() {
+  if (!device_) return;
+  if (owned_) {
+    vkDeviceWaitIdle(device_);
+  } else {
+    // The application's device may be busy with its own work: wait for Foundry's only.
+    try {
+      wait(submitted_);
+    } catch (const std::exception& e) {
+      spdlog::warn("waiting for Foundry's work on the application's device failed: {}", e.what());
+    }
+  }
+  // Foundry's own objects go before the device (members would go after this body).
+  timeline_.reset();
+  oneShotPool_.reset();
+  if (owned_) vkDestroyDevice(device_, nullptr);
 }
 
 std::uint32_t VulkanDevice::memoryType(std::uint32_t typeBits, VkMemoryPropertyFlags required,
@@ -191,9 +325,9 @@ VkMemoryPropertyFlags VulkanDevice::memoryFlags(std::uint32_t type) const {
 }
 
 void VulkanDevice::submitAndWait(const std::function<void(VkCommandBuffer)>& record) {
-  std::lock_guard lock(queueMutex_);
+  std::lock_guard lock(oneShotMutex_);
   VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  alloc.commandPool = oneShotPool_;
+  alloc.commandPool = oneShotPool_.get();
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -203,28 +337,62 @@ void VulkanDevice::submitAndWait(const std::function<void(VkCommandBuffer)>& rec
     VkCommandPool p;
     VkCommandBuffer c;
     ~Free() { vkFreeCommandBuffers(d, p, 1, &c); }
-  } guard{device_, oneShotPool_, cmd};
+  } guard{device_, oneShotPool_.get(), cmd};
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   FOUNDRY_VK(vkBeginCommandBuffer(cmd, &begin));
   record(cmd);
   FOUNDRY_VK(vkEndCommandBuffer(cmd));
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd;
-  FOUNDRY_VK(vkResetFences(device_, 1, &fence_));
-  FOUNDRY_VK(vkQueueSubmit(queue_, 1, &submit, fence_));
-  FOUNDRY_VK(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+  submitAndWait(cmd);
 }
 
-void VulkanDevice::submitAndWait(VkCommandBuffer commands) {
-  std::lock_guard lock(queueMutex_);
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands;
-  FOUNDRY_VK(vkResetFences(device_, 1, &fence_));
-  FOUNDRY_VK(vkQueueSubmit(queue_, 1, &submit, fence_));
-  FOUNDRY_VK(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+void VulkanDevice::submitAndWait(VkCommandBuffer commands) { wait(submit(commands)); }
+
+std::uint64_t VulkanDevice::submit(VkCommandBuffer commands) {
+  std::lock_guard lock(*queueMutex_);
+  const std::uint64_t value = submitted_ + 1;
+  VkTimelineSemaphoreSubmitInfo timeline{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  timeline.signalSemaphoreValueCount = 1;
+  timeline.pSignalSemaphoreValues = &value;
+  const VkSemaphore semaphore = timeline_.get();
+  VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  info.pNext = &timeline;
+  info.commandBufferCount = 1;
+  info.pCommandBuffers = &commands;
+  info.signalSemaphoreCount = 1;
+  info.pSignalSemaphores = &semaphore;
+  FOUNDRY_VK(vkQueueSubmit(queue_, 1, &info, VK_NULL_HANDLE));
+  submitted_ = value;
+  return value;
+}
+
+void VulkanDevice::wait(std::uint64_t value) {
+  if (value == 0) return;
+  const VkSemaphore semaphore = timeline_.get();
+  VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  info.semaphoreCount = 1;
+  info.pSemaphores = &semaphore;
+  info.pValues = &value;
+  FOUNDRY_VK(vkWaitSemaphores(device_, &info, UINT64_MAX));
+}
+
+bool VulkanDevice::reached(std::uint64_t value) const {
+  std::uint64_t now = 0;
+  FOUNDRY_VK(vkGetSemaphoreCounterValue(device_, timeline_.get(), &now));
+  return now >= value;
+}
+
+void VulkanDevice::injectFailure(std::string call, VkResult result) {
+  std::lock_guard lock(faultMutex_);
+  faultCall_ = std::move(call);
+  faultResult_ = result;
+}
+
+VkResult VulkanDevice::injected(const char* call) {
+  std::lock_guard lock(faultMutex_);
+  if (faultCall_.empty() || faultCall_ != call) return VK_SUCCESS;
+  faultCall_.clear();
+  return faultResult_;
 }
 
 void VulkanDevice::noteAllocation(std::uint64_t bytes) {

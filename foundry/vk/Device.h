@@ -1,7 +1,10 @@
 #pragma once
 // A logical Vulkan device with one compute queue. Holds the DeviceInfo read from the driver, enables
 // fp16, 16-bit storage, subgroup size control and VK_NV_cooperative_matrix where offered, and keeps the
-// allocation accounting.
+// allocation accounting. Everything that holds a Vulkan object of the device (buffers, pipelines,
+// dispatchers) holds the device by shared_ptr, so the device goes last. It either creates its VkDevice
+// or adopts an application's (vk/External.h), which it then never destroys. Submissions signal one
+// timeline semaphore; its values are what callers wait on.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include <vulkan/vulkan.h>
 
 #include "foundry/DeviceInfo.h"
+#include "foundry/vk/Handle.h"
 #include "foundry/vk/Instance.h"
 
 namespace foundry {
@@ -24,11 +28,16 @@ struct MemoryStats {
   std::uint64_t allocations = 0;
 };
 
-class VulkanDevice {
+struct ExternalVulkan;
+
+class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
  public:
   /// `selector`: empty picks the first discrete GPU, else the first device; a number picks by index;
   /// anything else picks the first device whose name contains it.
   VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector);
+  /// Adopts `external.device` and its queue (of the physical device `external.physicalDevice` of
+  /// `instance`); capabilities are what the application enabled.
+  VulkanDevice(std::shared_ptr<VulkanInstance> instance, const ExternalVulkan& external);
   ~VulkanDevice();
   VulkanDevice(const VulkanDevice&) = delete;
   VulkanDevice& operator=(const VulkanDevice&) = delete;
@@ -40,6 +49,9 @@ class VulkanDevice {
   VkQueue queue() const { return queue_; }
   std::uint32_t queueFamily() const { return queueFamily_; }
   const VulkanInstance& instance() const { return *instance_; }
+  std::shared_ptr<const VulkanInstance> sharedInstance() const { return instance_; }
+  /// False when the VkDevice is an application's (adopted): Foundry never destroys it.
+  bool ownsDevice() const { return owned_; }
   std::uint32_t index() const { return index_; }
 
   double timestampPeriodNs() const { return timestampPeriod_; }
@@ -62,6 +74,21 @@ class VulkanDevice {
   void submitAndWait(const std::function<void(VkCommandBuffer)>& record);
   /// Submits one recorded command buffer on the compute queue and waits for it.
   void submitAndWait(VkCommandBuffer commands);
+  /// Submits `commands` and returns at once: the value the timeline semaphore reaches when they have
+  /// run (queue order: after everything submitted before).
+  std::uint64_t submit(VkCommandBuffer commands);
+  /// Blocks until the timeline reaches `value`.
+  void wait(std::uint64_t value);
+  /// Whether the timeline has reached `value`.
+  bool reached(std::uint64_t value) const;
+  /// The semaphore submit() signals (applications chain on it).
+  VkSemaphore timeline() const { return timeline_.get(); }
+
+  /// Test seam for failure paths that a driver cannot be made to take: the next Foundry call named
+  /// `call` (e.g. "vkBindBufferMemory") returns `result` instead of running.
+  void injectFailure(std::string call, VkResult result);
+  /// The injected result for `call` (consumed), else VK_SUCCESS.
+  VkResult injected(const char* call);
 
   // Accounting, updated by Buffer.
   void noteAllocation(std::uint64_t bytes);
@@ -74,7 +101,7 @@ class VulkanDevice {
   std::shared_ptr<VulkanInstance> instance_;
   DeviceInfo info_;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
-  VkDevice device_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;  ///< destroyed by ~VulkanDevice only when owned_
   VkQueue queue_ = VK_NULL_HANDLE;
   std::uint32_t queueFamily_ = 0;
   std::uint32_t index_ = 0;
@@ -85,11 +112,21 @@ class VulkanDevice {
   bool fullSubgroups_ = false;
   bool pipelineStatistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_{};
-  VkCommandPool oneShotPool_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
-  std::mutex queueMutex_;
+  bool owned_ = true;
+  Owned<VkDevice, VkCommandPool> oneShotPool_;
+  Owned<VkDevice, VkSemaphore> timeline_;
+  std::uint64_t submitted_ = 0;  ///< the last value a submission signals (under the queue lock)
+  std::mutex ownQueueMutex_;
+  std::mutex* queueMutex_ = &ownQueueMutex_;
+  std::mutex oneShotMutex_;  ///< the one-shot pool is used by one thread at a time
+  std::mutex faultMutex_;
+  std::string faultCall_;
+  VkResult faultResult_ = VK_SUCCESS;
   mutable std::mutex statsMutex_;
   MemoryStats stats_;
+
+  void readProperties();
+  void createOwnObjects();
 };
 
 }  // namespace foundry

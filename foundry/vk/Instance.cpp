@@ -269,6 +269,26 @@ VulkanInstance::VulkanInstance(bool validation) : validation_(validation) {
     }
   }
 
+  try {
+    enumerateDevices();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+VulkanInstance::VulkanInstance(VkInstance adopted, std::uint32_t apiVersion)
+    : instance_(adopted), owned_(false), apiVersion_(std::min<std::uint32_t>(apiVersion, VK_API_VERSION_1_3)) {
+  if (!adopted) throw UserError("ExternalVulkan.instance", "is VK_NULL_HANDLE; pass the application's VkInstance");
+  if (apiVersion_ < VK_API_VERSION_1_2) {
+    throw UnsupportedError(fmt::format("the application's instance was created for Vulkan {}.{}; Foundry needs 1.2 or "
+                                       "newer (VkApplicationInfo.apiVersion)", VK_API_VERSION_MAJOR(apiVersion),
+                                       VK_API_VERSION_MINOR(apiVersion)));
+  }
+  enumerateDevices();
+}
+
+void VulkanInstance::enumerateDevices() {
   std::uint32_t n = 0;
   vkEnumeratePhysicalDevices(instance_, &n, nullptr);
   std::vector<VkPhysicalDevice> handles(n);
@@ -285,7 +305,6 @@ VulkanInstance::VulkanInstance(bool validation) : validation_(validation) {
                         p.apiVersion});
   }
   if (devices_.empty()) {
-    release();
     throw DeviceError(
         "no Vulkan 1.2 device found; install a driver, e.g. mesa-vulkan-drivers for the CPU driver lavapipe, and check "
         "VK_DRIVER_FILES / VK_ICD_FILENAMES");
@@ -301,7 +320,8 @@ void VulkanInstance::release() {
     if (destroy) destroy(instance_, messenger_, nullptr);
     messenger_ = VK_NULL_HANDLE;
   }
-  if (instance_) vkDestroyInstance(instance_, nullptr);
+  // An adopted instance is the application's to destroy.
+  if (instance_ && owned_) vkDestroyInstance(instance_, nullptr);
   instance_ = VK_NULL_HANDLE;
 }
 

@@ -25,12 +25,18 @@ class VulkanInstance {
  public:
   /// `validation`: enable VK_LAYER_KHRONOS_validation (an UnsupportedError if it is not installed).
   explicit VulkanInstance(bool validation);
+  /// Adopts an application's instance created for `apiVersion` (VkApplicationInfo::apiVersion):
+  /// Foundry lists its devices and never destroys it. Validation messages go to the application's
+  /// own messenger; validationErrors() stays 0.
+  VulkanInstance(VkInstance adopted, std::uint32_t apiVersion);
   ~VulkanInstance();
   VulkanInstance(const VulkanInstance&) = delete;
   VulkanInstance& operator=(const VulkanInstance&) = delete;
 
   VkInstance handle() const { return instance_; }
   bool validation() const { return validation_; }
+  /// False when the instance is an application's (adopted).
+  bool owned() const { return owned_; }
   std::uint32_t apiVersion() const { return apiVersion_; }
 
   /// Every physical device with its capabilities. Throws DeviceError when there is none.
@@ -44,12 +50,14 @@ class VulkanInstance {
 
  private:
   void release();
+  void enumerateDevices();
   static VKAPI_ATTR VkBool32 VKAPI_CALL onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                   VkDebugUtilsMessageTypeFlagsEXT types,
                                                   const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  bool owned_ = true;
   bool validation_ = false;
   std::uint32_t apiVersion_ = VK_API_VERSION_1_2;
   std::vector<PhysicalDeviceEntry> devices_;

@@ -2,15 +2,19 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "foundry/Error.h"
+#include "foundry/vk/Barrier.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/Check.h"
 #include "foundry/vk/Device.h"
+#include "foundry/vk/Handle.h"
 #include "foundry/vk/PipelineCache.h"
 
 namespace foundry {
@@ -19,91 +23,213 @@ namespace {
 constexpr std::uint32_t kQueriesPerPool = 512;
 constexpr std::uint32_t kSetsPerPool = 256;
 constexpr unsigned kRead = 1, kWrite = 2;
+
+struct Pending {
+  std::string kernel;
+  std::uint32_t query = 0;  ///< first of two timestamps, in queryPools order
+  std::shared_ptr<const Pipeline> pipeline;
+  std::vector<std::shared_ptr<Buffer>> buffers;
+};
+
 }  // namespace
 
-VulkanDispatcher::VulkanDispatcher(VulkanDevice& device, PipelineCache& pipelines)
-    : device_(device), pipelines_(pipelines), uncaughtAtCreation_(std::uncaught_exceptions()) {
-  VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  poolInfo.queueFamilyIndex = device.queueFamily();
-  FOUNDRY_VK(vkCreateCommandPool(device.handle(), &poolInfo, nullptr, &pool_));
-  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  alloc.commandPool = pool_;
-  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  alloc.commandBufferCount = 1;
-  const VkResult r = vkAllocateCommandBuffers(device.handle(), &alloc, &cmd_);
-  if (r != VK_SUCCESS) {
-    vkDestroyCommandPool(device.handle(), pool_, nullptr);
-    FOUNDRY_VK(r);
+/// One command buffer with the descriptor sets, timestamp queries and objects its dispatches use.
+/// A dispatcher keeps a few, so it can record one while others run; a Recording keeps one for good.
+struct Recording::Frame {
+  std::shared_ptr<VulkanDevice> device;
+  Owned<VkDevice, VkCommandPool> pool;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::vector<Owned<VkDevice, VkDescriptorPool>> descriptorPools;
+  std::size_t descriptorPool = 0;
+  std::vector<Owned<VkDevice, VkQueryPool>> queryPools;
+  std::uint32_t queriesUsed = 0;
+  bool recording = false;
+  std::vector<Pending> pending;
+  std::map<VkBuffer, unsigned> touched;  ///< accesses since the last barrier: 1 read, 2 write
+  std::uint64_t submitted = 0;           ///< timeline value of its last submission
+
+  explicit Frame(std::shared_ptr<VulkanDevice> d) : device(std::move(d)) {
+    VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    poolInfo.queueFamilyIndex = device->queueFamily();
+    pool = createOwned<VkCommandPool>(device->handle(), vkCreateCommandPool, poolInfo, vkDestroyCommandPool,
+                                      "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = pool.get();
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    FOUNDRY_VK(vkAllocateCommandBuffers(device->handle(), &alloc, &cmd));  // freed with the pool
   }
-  timestamps_ = device.timestampValidBits() > 0;
+  ~Frame() {
+    // A command buffer may still run: its objects go only once it is done.
+    try {
+      device->wait(submitted);
+    } catch (const std::exception& e) {
+      spdlog::warn("waiting for a command buffer before freeing it failed: {}", e.what());
+    }
+    if (recording) vkEndCommandBuffer(cmd);
+  }
+
+  void begin() {
+    if (recording) return;
+    VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    FOUNDRY_VK(vkBeginCommandBuffer(cmd, &info));
+    recording = true;
+    // Work submitted earlier (other frames, uploads, an earlier run of this one) comes first in
+    // submission order; this orders its memory accesses before this buffer's.
+    memoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                      VK_ACCESS_TRANSFER_WRITE_BIT);
+  }
+
+  /// Ends recording with shader writes made visible to the host and to later transfers.
+  void end() {
+    memoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                      VK_ACCESS_TRANSFER_WRITE_BIT);
+    FOUNDRY_VK(vkEndCommandBuffer(cmd));
+    recording = false;
+  }
+
+  VkDescriptorSet allocateSet(VkDescriptorSetLayout layout) {
+    for (;;) {
+      if (descriptorPool == descriptorPools.size()) {
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8};
+        VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        info.maxSets = kSetsPerPool;
+        info.poolSizeCount = 1;
+        info.pPoolSizes = &size;
+        descriptorPools.push_back(createOwned<VkDescriptorPool>(device->handle(), vkCreateDescriptorPool, info,
+                                                                vkDestroyDescriptorPool, "vkCreateDescriptorPool"));
+      }
+      VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      alloc.descriptorPool = descriptorPools[descriptorPool].get();
+      alloc.descriptorSetCount = 1;
+      alloc.pSetLayouts = &layout;
+      VkDescriptorSet set = VK_NULL_HANDLE;
+      const VkResult r = vkAllocateDescriptorSets(device->handle(), &alloc, &set);
+      if (r == VK_SUCCESS) return set;
+      if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) FOUNDRY_VK(r);
+      ++descriptorPool;
+    }
+  }
+
+  std::uint32_t nextQueryPair() {
+    const std::uint32_t at = queriesUsed / kQueriesPerPool;
+    if (queriesUsed % kQueriesPerPool == 0) {
+      if (at == queryPools.size()) {
+        VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        info.queryCount = kQueriesPerPool;
+        queryPools.push_back(createOwned<VkQueryPool>(device->handle(), vkCreateQueryPool, info, vkDestroyQueryPool,
+                                                      "vkCreateQueryPool"));
+      }
+      vkCmdResetQueryPool(cmd, queryPools[at].get(), 0, kQueriesPerPool);
+    }
+    const std::uint32_t q = queriesUsed;
+    queriesUsed += 2;
+    return q;
+  }
+
+  /// The timings of its last run (which has finished).
+  SubmitResult results(bool timestamps) const {
+    SubmitResult result;
+    if (!timestamps || queriesUsed == 0) {
+      for (const auto& p : pending) result.dispatches.push_back({p.kernel, 0.0});
+      return result;
+    }
+    std::vector<std::uint64_t> ticks(queriesUsed);
+    for (std::uint32_t first = 0; first < queriesUsed; first += kQueriesPerPool) {
+      const std::uint32_t count = std::min(kQueriesPerPool, queriesUsed - first);
+      FOUNDRY_VK(vkGetQueryPoolResults(device->handle(), queryPools[first / kQueriesPerPool].get(), 0, count,
+                                       count * sizeof(std::uint64_t), ticks.data() + first, sizeof(std::uint64_t),
+                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    }
+    const std::uint64_t mask =
+        device->timestampValidBits() >= 64 ? ~0ull : ((1ull << device->timestampValidBits()) - 1);
+    const double ns = device->timestampPeriodNs();
+    std::uint64_t first = ~0ull, last = 0;
+    for (const auto& p : pending) first = std::min(first, ticks[p.query] & mask);
+    for (const auto& p : pending) {
+      const std::uint64_t t0 = ticks[p.query] & mask, t1 = ticks[p.query + 1] & mask;
+      last = std::max(last, t1);
+      auto us = [&](std::uint64_t a, std::uint64_t b) { return b >= a ? static_cast<double>(b - a) * ns / 1000.0 : 0.0; };
+      result.dispatches.push_back({p.kernel, us(t0, t1), us(first, t0), us(first, t1)});
+    }
+    result.totalGpuMicros = last >= first ? static_cast<double>(last - first) * ns / 1000.0 : 0.0;
+    return result;
+  }
+
+  /// Ready to record again (its last run has finished).
+  void reset() {
+    if (recording) {
+      vkEndCommandBuffer(cmd);
+      recording = false;
+    }
+    pending.clear();
+    touched.clear();
+    queriesUsed = 0;
+    for (auto& p : descriptorPools) vkResetDescriptorPool(device->handle(), p.get(), 0);
+    descriptorPool = 0;
+    vkResetCommandBuffer(cmd, 0);
+  }
+};
+
+Recording::Recording(std::shared_ptr<Frame> frame) : frame_(std::move(frame)) {}
+Recording::~Recording() = default;
+std::size_t Recording::dispatches() const { return frame_->pending.size(); }
+
+struct VulkanDispatcher::Impl {
+  std::shared_ptr<VulkanDevice> device;
+  std::shared_ptr<PipelineCache> pipelines;
+  std::shared_ptr<Recording::Frame> current;              ///< being recorded (null: none yet)
+  std::vector<std::shared_ptr<Recording::Frame>> spare;   ///< finished, ready to record again
+  std::map<std::uint64_t, std::shared_ptr<Recording::Frame>> running;  ///< by timeline value
+  std::map<std::uint64_t, bool> reusable;                 ///< false for a Recording's frame
+  bool timestamps = false;
+  SubmitResult flushed;  ///< what flush() ran, for the next submit() to report
+  int uncaughtAtCreation = 0;
+  std::uint64_t barriers = 0;
+
+  Recording::Frame& frame() {
+    if (!current) {
+      if (spare.empty()) {
+        current = std::make_shared<Recording::Frame>(device);
+      } else {
+        current = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+    return *current;
+  }
+};
+
+VulkanDispatcher::VulkanDispatcher(std::shared_ptr<VulkanDevice> device, std::shared_ptr<PipelineCache> pipelines)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->device = std::move(device);
+  impl_->pipelines = std::move(pipelines);
+  impl_->timestamps = impl_->device->timestampValidBits() > 0;
+  impl_->uncaughtAtCreation = std::uncaught_exceptions();
 }
 
 VulkanDispatcher::~VulkanDispatcher() {
   // Unwinding from an error leaves work unsubmitted by design; that error is the one line to show.
-  if (!pending_.empty() && std::uncaught_exceptions() <= uncaughtAtCreation_) {
-    spdlog::warn("dispatcher destroyed with {} dispatches never submitted", pending_.size());
+  if (impl_->current && !impl_->current->pending.empty() && std::uncaught_exceptions() <= impl_->uncaughtAtCreation) {
+    spdlog::warn("dispatcher destroyed with {} dispatches never submitted", impl_->current->pending.size());
   }
-  const VkDevice d = device_.handle();
-  if (recording_) vkEndCommandBuffer(cmd_);
-  for (auto p : descriptorPools_) vkDestroyDescriptorPool(d, p, nullptr);
-  for (auto q : queryPools_) vkDestroyQueryPool(d, q, nullptr);
-  vkDestroyCommandPool(d, pool_, nullptr);
+  // Frames wait for their own submissions as they go.
 }
 
-void VulkanDispatcher::begin() {
-  if (recording_) return;
-  VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  FOUNDRY_VK(vkBeginCommandBuffer(cmd_, &info));
-  recording_ = true;
-}
-
-VkDescriptorSet VulkanDispatcher::allocateSet(VkDescriptorSetLayout layout) {
-  for (;;) {
-    if (descriptorPool_ == descriptorPools_.size()) {
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8};
-      VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-      info.maxSets = kSetsPerPool;
-      info.poolSizeCount = 1;
-      info.pPoolSizes = &size;
-      VkDescriptorPool pool = VK_NULL_HANDLE;
-      FOUNDRY_VK(vkCreateDescriptorPool(device_.handle(), &info, nullptr, &pool));
-      descriptorPools_.push_back(pool);
-    }
-    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    alloc.descriptorPool = descriptorPools_[descriptorPool_];
-    alloc.descriptorSetCount = 1;
-    alloc.pSetLayouts = &layout;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    const VkResult r = vkAllocateDescriptorSets(device_.handle(), &alloc, &set);
-    if (r == VK_SUCCESS) return set;
-    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) FOUNDRY_VK(r);
-    ++descriptorPool_;
-  }
-}
-
-std::uint32_t VulkanDispatcher::nextQueryPair() {
-  const std::uint32_t pool = queriesUsed_ / kQueriesPerPool;
-  if (queriesUsed_ % kQueriesPerPool == 0) {
-    if (pool == queryPools_.size()) {
-      VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-      info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-      info.queryCount = kQueriesPerPool;
-      VkQueryPool q = VK_NULL_HANDLE;
-      FOUNDRY_VK(vkCreateQueryPool(device_.handle(), &info, nullptr, &q));
-      queryPools_.push_back(q);
-    }
-    vkCmdResetQueryPool(cmd_, queryPools_[pool], 0, kQueriesPerPool);
-  }
-  const std::uint32_t q = queriesUsed_;
-  queriesUsed_ += 2;
-  return q;
-}
+std::size_t VulkanDispatcher::pending() const { return impl_->current ? impl_->current->pending.size() : 0; }
+std::uint64_t VulkanDispatcher::barriers() const { return impl_->barriers; }
 
 void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) {
   checkArguments(kernel, args);
-  const auto& caps = device_.info();
+  VulkanDevice& dev = *impl_->device;
+  const auto& caps = dev.info();
   const std::string field = fmt::format("kernel {}", kernel.name);
 
   // Everything that can fail is checked before anything is recorded.
@@ -118,9 +244,9 @@ void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& arg
     if (!t.buffer) throw UserError(field, fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
     const VkDeviceSize offset = t.offset * dtypeBytes(t.dtype);
     const VkDeviceSize span = t.spanBytes();
-    if (offset % device_.storageOffsetAlignment() != 0) {
+    if (offset % dev.storageOffsetAlignment() != 0) {
       throw UserError(field, fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset "
-                                         "alignment {}", t.name, offset, device_.storageOffsetAlignment()));
+                                         "alignment {}", t.name, offset, dev.storageOffsetAlignment()));
     }
     if (offset + span > t.buffer->size()) {
       throw UserError(field, fmt::format("tensor '{}' ({}) spans bytes {}..{} but its buffer '{}' holds {}", t.name,
@@ -149,38 +275,31 @@ void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& arg
     }
   }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no work
-  const auto& maxGroups = device_.maxWorkgroupCount();
+  const auto& maxGroups = dev.maxWorkgroupCount();
   if (grid.x > maxGroups[0] || grid.y > maxGroups[1] || grid.z > maxGroups[2]) {
     throw UnsupportedError(fmt::format("kernel {}: grid {}x{}x{} exceeds the device's {}x{}x{} workgroups", kernel.name,
                                        grid.x, grid.y, grid.z, maxGroups[0], maxGroups[1], maxGroups[2]));
   }
-  const auto pipeline = pipelines_.get(kernel);
+  const auto pipeline = impl_->pipelines->get(kernel);
   const auto push = packPushConstants(kernel, args);
 
-  begin();
+  Recording::Frame& f = impl_->frame();
+  f.begin();
   // A barrier only where this dispatch touches a buffer that an earlier one since the last barrier
   // wrote, or writes one that an earlier one read.
   bool hazard = false;
   for (const auto& b : bound) {
-    auto it = touched_.find(b.tensor->buffer->handle());
-    if (it == touched_.end()) continue;
+    auto it = f.touched.find(b.tensor->buffer->handle());
+    if (it == f.touched.end()) continue;
     const bool writes = b.slot->access != Access::ReadOnly;
     if ((it->second & kWrite) || (writes && (it->second & kRead))) hazard = true;
   }
-  if (hazard) {
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                         &barrier, 0, nullptr, 0, nullptr);
-    ++barriers_;
-    touched_.clear();
-  }
+  if (hazard) barrier();
   for (const auto& b : bound) {
-    touched_[b.tensor->buffer->handle()] |= b.slot->access == Access::ReadOnly ? kRead : (kRead | kWrite);
+    f.touched[b.tensor->buffer->handle()] |= b.slot->access == Access::ReadOnly ? kRead : (kRead | kWrite);
   }
 
-  const VkDescriptorSet set = allocateSet(pipeline->setLayout());
+  const VkDescriptorSet set = f.allocateSet(pipeline->setLayout());
   std::vector<VkDescriptorBufferInfo> infos(bound.size());
   std::vector<VkWriteDescriptorSet> writes(bound.size());
   for (std::size_t i = 0; i < bound.size(); ++i) {
@@ -192,43 +311,41 @@ void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& arg
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkUpdateDescriptorSets(device_.handle(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  vkUpdateDescriptorSets(dev.handle(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
   Pending p{kernel.name, 0, pipeline, {}};
   for (const auto& b : bound) p.buffers.push_back(b.tensor->buffer);
-  if (timestamps_) {
-    p.query = nextQueryPair();
-    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queryPools_[p.query / kQueriesPerPool],
+  if (impl_->timestamps) {
+    p.query = f.nextQueryPair();
+    vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, f.queryPools[p.query / kQueriesPerPool].get(),
                         p.query % kQueriesPerPool);
   }
-  vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->handle());
-  vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout(), 0, 1, &set, 0, nullptr);
+  vkCmdBindPipeline(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->handle());
+  vkCmdBindDescriptorSets(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout(), 0, 1, &set, 0, nullptr);
   if (!push.empty()) {
-    vkCmdPushConstants(cmd_, pipeline->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push.size()),
+    vkCmdPushConstants(f.cmd, pipeline->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push.size()),
                        push.data());
   }
-  vkCmdDispatch(cmd_, grid.x, grid.y, grid.z);
-  if (timestamps_) {
-    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPools_[p.query / kQueriesPerPool],
+  vkCmdDispatch(f.cmd, grid.x, grid.y, grid.z);
+  if (impl_->timestamps) {
+    vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queryPools[p.query / kQueriesPerPool].get(),
                         p.query % kQueriesPerPool + 1);
   }
-  pending_.push_back(std::move(p));
+  f.pending.push_back(std::move(p));
 }
 
 void VulkanDispatcher::barrier() {
-  if (!recording_) return;
-  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0,
-                       nullptr, 0, nullptr);
-  ++barriers_;
-  touched_.clear();
+  if (!impl_->current || !impl_->current->recording) return;
+  Recording::Frame& f = *impl_->current;
+  memoryBarrier(f.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  ++impl_->barriers;
+  f.touched.clear();
 }
 
 SubmitResult VulkanDispatcher::submit() {
-  SubmitResult result = std::exchange(flushed_, {});
-  SubmitResult now = runPending();
+  SubmitResult result = std::exchange(impl_->flushed, {});
+  SubmitResult now = wait(submitAsync());
   // The flushed dispatches ran first: this submission's times continue after theirs.
   for (auto& d : now.dispatches) {
     d.startMicros += result.totalGpuMicros;
@@ -239,61 +356,72 @@ SubmitResult VulkanDispatcher::submit() {
   return result;
 }
 
-void VulkanDispatcher::flush() { flushed_ = submit(); }
+void VulkanDispatcher::flush() { impl_->flushed = submit(); }
 
-SubmitResult VulkanDispatcher::runPending() {
-  SubmitResult result;
-  if (!recording_) return result;
-  // Make shader writes visible to the host and to later transfers (downloads, uploads).
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                          VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                       nullptr);
-  FOUNDRY_VK(vkEndCommandBuffer(cmd_));
-  recording_ = false;
+Submission VulkanDispatcher::submitAsync() {
+  if (!impl_->current || !impl_->current->recording) return {};
+  auto f = std::move(impl_->current);
   try {
-    device_.submitAndWait(cmd_);
+    f->end();
+    f->submitted = impl_->device->submit(f->cmd);
   } catch (...) {
-    reset();
+    f->reset();
+    impl_->spare.push_back(std::move(f));
     throw;
   }
-  if (timestamps_ && queriesUsed_ > 0) {
-    std::vector<std::uint64_t> ticks(queriesUsed_);
-    for (std::uint32_t first = 0; first < queriesUsed_; first += kQueriesPerPool) {
-      const std::uint32_t count = std::min(kQueriesPerPool, queriesUsed_ - first);
-      FOUNDRY_VK(vkGetQueryPoolResults(device_.handle(), queryPools_[first / kQueriesPerPool], 0, count,
-                                       count * sizeof(std::uint64_t), ticks.data() + first, sizeof(std::uint64_t),
-                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-    }
-    const std::uint64_t mask =
-        device_.timestampValidBits() >= 64 ? ~0ull : ((1ull << device_.timestampValidBits()) - 1);
-    const double ns = device_.timestampPeriodNs();
-    std::uint64_t first = ~0ull, last = 0;
-    for (const auto& p : pending_) first = std::min(first, ticks[p.query] & mask);
-    for (const auto& p : pending_) {
-      const std::uint64_t t0 = ticks[p.query] & mask, t1 = ticks[p.query + 1] & mask;
-      last = std::max(last, t1);
-      auto us = [&](std::uint64_t a, std::uint64_t b) { return b >= a ? static_cast<double>(b - a) * ns / 1000.0 : 0.0; };
-      result.dispatches.push_back({p.kernel, us(t0, t1), us(first, t0), us(first, t1)});
-    }
-    result.totalGpuMicros = last >= first ? static_cast<double>(last - first) * ns / 1000.0 : 0.0;
-  } else {
-    for (const auto& p : pending_) result.dispatches.push_back({p.kernel, 0.0});
+  const std::uint64_t value = f->submitted;
+  impl_->reusable[value] = true;
+  impl_->running.emplace(value, std::move(f));
+  return {value};
+}
+
+SubmitResult VulkanDispatcher::wait(Submission submission) {
+  auto it = impl_->running.find(submission.value);
+  if (it == impl_->running.end()) return {};
+  auto f = std::move(it->second);
+  impl_->running.erase(it);
+  const bool reusable = impl_->reusable[submission.value];
+  impl_->reusable.erase(submission.value);
+  impl_->device->wait(submission.value);
+  SubmitResult result = f->results(impl_->timestamps);
+  if (reusable) {
+    f->reset();
+    impl_->spare.push_back(std::move(f));
   }
-  reset();
   return result;
 }
 
-void VulkanDispatcher::reset() {
-  pending_.clear();
-  touched_.clear();
-  queriesUsed_ = 0;
-  for (auto p : descriptorPools_) vkResetDescriptorPool(device_.handle(), p, 0);
-  descriptorPool_ = 0;
-  vkResetCommandBuffer(cmd_, 0);
+std::shared_ptr<Recording> VulkanDispatcher::capture() {
+  if (!impl_->current || !impl_->current->recording) {
+    throw UserError("capture", "nothing was recorded since the last submit; record the dispatches to replay first");
+  }
+  auto f = std::move(impl_->current);
+  f->end();
+  return std::make_shared<Recording>(std::move(f));
+}
+
+Submission VulkanDispatcher::replay(Recording& recording) {
+  auto& f = recording.frame_;
+  if (f->device != impl_->device) {
+    throw UserError("replay", "the recording was captured on another device's dispatcher");
+  }
+  // A command buffer cannot be pending twice: its previous run ends first (and its timings, if
+  // nobody asked for them, are dropped).
+  if (f->submitted) {
+    for (auto it = impl_->running.begin(); it != impl_->running.end(); ++it) {
+      if (it->second == f) {
+        impl_->reusable.erase(it->first);
+        impl_->running.erase(it);
+        break;
+      }
+    }
+    impl_->device->wait(f->submitted);
+  }
+  f->submitted = impl_->device->submit(f->cmd);
+  ++recording.replays_;
+  impl_->reusable[f->submitted] = false;
+  impl_->running.emplace(f->submitted, f);
+  return {f->submitted};
 }
 
 }  // namespace foundry

@@ -2,6 +2,9 @@
 // sees), corrupted and truncated entries rebuilt, an unusable directory tolerated.
 #include <filesystem>
 #include <fstream>
+#include <latch>
+#include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -53,6 +56,28 @@ TEST_F(KernelCacheTest, SecondBuildOfTheSameKernelDoesNotCompile) {
   EXPECT_EQ(*a, *b);
   cache->spirv(kernel(1));
   EXPECT_EQ(cache->compiler().compileCount(), 2u);
+}
+
+// Eight threads miss on one kernel at the same moment: one compiles it, the others wait for that
+// compilation and get the same code; two distinct kernels compile once each.
+TEST_F(KernelCacheTest, AKernelMissedByManyThreadsAtOnceIsCompiledOnce) {
+  auto cache = freshCache();
+  const KernelSource a = kernel(2), b = kernel(3);
+  constexpr int kThreads = 8;
+  std::latch start(kThreads);
+  std::vector<std::shared_ptr<const Spirv>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      got[i] = cache->spirv(i % 2 ? b : a);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cache->compiler().compileCount(), 2u);
+  EXPECT_EQ(cache->compiles(), 2u);
+  EXPECT_EQ(cache->memoryHits(), kThreads - 2u);
+  for (int i = 2; i < kThreads; ++i) EXPECT_EQ(got[i], got[i % 2]) << "thread " << i << " has its own copy";
 }
 
 TEST_F(KernelCacheTest, DecisionNotesStayOutOfTheCompiledText) {

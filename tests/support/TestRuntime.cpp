@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "foundry/vk/Device.h"
+
 namespace foundry::test {
 
 namespace {
