@@ -2,7 +2,7 @@
 # Installs what Foundry needs from Debian 12's packages: the toolchain, the libraries it builds
 # against (valijson validates configs against configs/schema.json), the CPU Vulkan driver (lavapipe),
 # the Khronos validation layer, clang with libFuzzer and its sanitizer runtimes for scripts/fuzz.sh,
-# and python3 for the bench scripts' table printers.
+# python3 for the bench scripts' table printers, and Open MPI for the ranks of distributed runs.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -11,6 +11,7 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers
   clang-14 libclang-rt-14-dev
   python3
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

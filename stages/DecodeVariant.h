@@ -24,6 +24,9 @@ struct DecodeVariant {
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
   /// output (an arrival counter per head group), so no reduce kernel runs.
   bool fusedReduce = false;
+  /// Also write each head's log-sum-exp (stages/LseOutput.h) where the kernel writes the output: not
+  /// for a Split-K part whose partials a reduce kernel merges.
+  bool lse = false;
 
   /// Lanes that share one key (subgroup size / keys per warp) and elements each lane holds.
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
@@ -43,7 +46,9 @@ struct DecodeVariant {
   std::string key() const;
 
  private:
-  std::string splitSuffix() const { return split ? (fusedReduce ? "_split_merged" : "_split") : ""; }
+  std::string splitSuffix() const {
+    return std::string(split ? (fusedReduce ? "_split_merged" : "_split") : "") + (lse ? "_lse" : "");
+  }
 };
 
 }  // namespace foundry

@@ -8,6 +8,7 @@
 #include "foundry/Error.h"
 #include "stages/AttentionHooks.h"
 #include "stages/HeadLayoutStage.h"
+#include "stages/LseOutput.h"
 
 namespace foundry::decode_detail {
 
@@ -65,6 +66,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   }
   const bool writesOutput = !v.split || v.fusedReduce;
   if (writesOutput) k.buffer("o", v.dtype, Access::WriteOnly);
+  FOUNDRY_CHECK_INTERNAL(!v.lse || writesOutput, "decode variant {} writes an LSE but no output", v.key());
+  if (v.lse) lse_detail::declare(k);
   if (v.split && v.fusedReduce) {
     k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
     k.shared("merge_here", "uint", 1, 4);
@@ -115,7 +118,7 @@ namespace {
 // Every invocation's partial writes are made visible device-wide before its workgroup's arrival is
 // counted; the workgroup that arrives last merges all the splits of its head group, then leaves
 // the counter at zero for the next call. One dispatch instead of part, barrier and reduce.
-void emitLastArrivalMerge(GlslWriter& w) {
+void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   w.line("memoryBarrierBuffer();");
   w.line("barrier();");
   w.line("const uint group = batch * gl_NumWorkGroups.y + gl_WorkGroupID.y;");
@@ -132,6 +135,7 @@ void emitLastArrivalMerge(GlslWriter& w) {
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
   w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_merged, m_merged, l_merged, batch, q_head0 + h, "
          "q_pos, d)));");
+  if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_merged", "l_merged"));
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
   w.close();
@@ -159,9 +163,10 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
   } else {
     w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_unnorm, m_all, l_all, batch, q_head0 + h, "
            "q_pos, d)));");
+    if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_all", "l_all"));
   }
   w.close();
-  if (v.split && v.fusedReduce) emitLastArrivalMerge(w);
+  if (v.split && v.fusedReduce) emitLastArrivalMerge(v, w);
 }
 
 }  // namespace foundry::decode_detail

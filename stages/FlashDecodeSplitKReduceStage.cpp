@@ -2,12 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "stages/LseOutput.h"
 #include "stages/SplitKReduceCommon.h"
 
 namespace foundry {
 
 void FlashDecodeSplitKReduceStage::declare(KernelInterface& k, const DeviceInfo&) const {
-  splitk_detail::declareReduce(k, headDim_, dtype_);
+  splitk_detail::declareReduce(k, headDim_, dtype_, lse_);
 }
 
 void FlashDecodeSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const {
@@ -18,9 +19,10 @@ void FlashDecodeSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const 
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
   w.line("const float out_d = fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, 0u), d);");
   w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(out_d));");
+  if (lse_) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "head", "0u", "m_merged", "l_merged"));
   w.close();
 }
 
-std::string FlashDecodeSplitKReduceStage::key() const { return fmt::format("D{}_{}", headDim_, dtypeName(dtype_)); }
+std::string FlashDecodeSplitKReduceStage::key() const { return fmt::format("D{}_{}{}", headDim_, dtypeName(dtype_), lse_ ? "_lse" : ""); }
 
 }  // namespace foundry

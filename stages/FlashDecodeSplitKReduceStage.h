@@ -7,7 +7,8 @@ namespace foundry {
 
 class FlashDecodeSplitKReduceStage : public Stage {
  public:
-  FlashDecodeSplitKReduceStage(std::uint32_t headDim, DType dtype) : headDim_(headDim), dtype_(dtype) {}
+  /// `lse`: also write each row's log-sum-exp (stages/LseOutput.h).
+  FlashDecodeSplitKReduceStage(std::uint32_t headDim, DType dtype, bool lse = false) : headDim_(headDim), dtype_(dtype), lse_(lse) {}
   std::string name() const override { return "FlashDecodeSplitKReduceStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
   void emit(GlslWriter& w, const DeviceInfo& device) const override;
@@ -16,6 +17,7 @@ class FlashDecodeSplitKReduceStage : public Stage {
  private:
   std::uint32_t headDim_;
   DType dtype_;
+  bool lse_;
 };
 
 }  // namespace foundry

@@ -46,10 +46,10 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string PrefillVariant::key() const {
-  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}", headDim, dtypeName(dtype),
+  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}", headDim, dtypeName(dtype),
                      coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
-                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "");
+                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "");
 }
 
 }  // namespace foundry

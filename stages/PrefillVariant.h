@@ -23,6 +23,7 @@ struct PrefillVariant {
   /// K/V is read by fewer heads at a time: less of it in flight in the cache).
   bool headsFirst = false;
   bool split = false;             ///< write unnormalised partials for a Split-K reduce
+  bool lse = false;               ///< also write each row's log-sum-exp (stages/LseOutput.h); not with split
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }

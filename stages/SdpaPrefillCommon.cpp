@@ -9,6 +9,7 @@
 #include "stages/AttentionHooks.h"
 #include "stages/FlashDecodeCommon.h"
 #include "stages/HeadLayoutStage.h"
+#include "stages/LseOutput.h"
 
 namespace foundry::prefill_detail {
 
@@ -102,7 +103,9 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   } else {
     k.buffer("o", v.dtype, Access::WriteOnly);
     decode_detail::declareOutputMacros(k, v.dtype, "OUT");
+    if (v.lse) lse_detail::declare(k);
   }
+  FOUNDRY_CHECK_INTERNAL(!(v.lse && v.split), "prefill variant {}: a Split-K part writes no LSE", v.key());
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
   for (const char* s : {"batch", "q_head0", "q_slot", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
   k.constant("HEAD_DIM", v.headDim).constant("PF_LONGEST_FIRST", "bool", v.longestFirst ? "true" : "false");
@@ -140,6 +143,10 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
       w.line("if ((lane & 3u) == 0u && CM_COL_OF[e] == 0u) partial_ml[prow] = vec2(st.m[CM_SLOT_OF[e]], st.l[CM_SLOT_OF[e]]);");
     } else {
       w.line("const float scale = fa_norm_scale(st.m[CM_SLOT_OF[e]], st.l[CM_SLOT_OF[e]], batch, q_head0);");
+      if (v.lse) {
+        w.line("if ((lane & 3u) == 0u && CM_COL_OF[e] == 0u) {}",
+               lse_detail::storeRow("batch", "q_head0", "q0 + row", "st.m[CM_SLOT_OF[e]]", "st.l[CM_SLOT_OF[e]]"));
+      }
       w.line("const uint d0 = CM_COL_OF[e] + lane_col, at = o_base + (q0 + row) * pc.o_stride_s + d0;");
       w.open("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd)");
       w.line("o[at + dd * 16u] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[dd][e] * scale, batch, q_head0, pos0 + row, d0 + dd * 16u)));");
@@ -164,11 +171,17 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
   w.close();
   w.line("subgroupBarrier();");
   w.close();
-  if (v.split) {
+  if (v.split || v.lse) {
+    // Each row's sum through shared memory: lane r < 16 reads row r's.
     w.line("cm_stage_slice(st.l);");
     w.open("if (lane < 16u && sg * 16u + lane < rows)");
-    emitPartialRow(w, "sg * 16u + lane");
-    w.line("partial_ml[prow] = vec2(row_m[sg * 16u + lane], uintBitsToFloat(s_tile[sg * CM_S + lane * 16u]));");
+    if (v.split) {
+      emitPartialRow(w, "sg * 16u + lane");
+      w.line("partial_ml[prow] = vec2(row_m[sg * 16u + lane], uintBitsToFloat(s_tile[sg * CM_S + lane * 16u]));");
+    } else {
+      w.line(lse_detail::storeRow("batch", "q_head0", "q0 + sg * 16u + lane", "row_m[sg * 16u + lane]",
+                                  "uintBitsToFloat(s_tile[sg * CM_S + lane * 16u])"));
+    }
     w.close();
   }
 }
@@ -208,6 +221,7 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
     w.line("if (lane == 0u) partial_ml[prow] = vec2(st.m[r], st.l[r]);");
   } else {
     w.line("const float scale = fa_norm_scale(st.m[r], st.l[r], batch, q_head0);");
+    if (v.lse) w.line("if (lane == 0u) {}", lse_detail::storeRow("batch", "q_head0", "q0 + row", "st.m[r]", "st.l[r]"));
     w.open("for (uint e = 0u; e < PF_DPL; ++e)");
     w.line("const uint d = pf_lane_dim(e);");
     w.line("if (d >= HEAD_DIM) break;");

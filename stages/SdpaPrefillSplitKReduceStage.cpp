@@ -2,12 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "stages/LseOutput.h"
 #include "stages/SplitKReduceCommon.h"
 
 namespace foundry {
 
 void SdpaPrefillSplitKReduceStage::declare(KernelInterface& k, const DeviceInfo&) const {
-  splitk_detail::declareReduce(k, headDim_, dtype_);
+  splitk_detail::declareReduce(k, headDim_, dtype_, lse_);
 }
 
 void SdpaPrefillSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const {
@@ -18,9 +19,10 @@ void SdpaPrefillSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const 
   w.line("float o_merged, m_merged, l_merged;");
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
   w.line("o[o_row + d] = OUT_T(OUT_CLAMP(fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, token), d)));");
+  if (lse_) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "head", "token", "m_merged", "l_merged"));
   w.close();
 }
 
-std::string SdpaPrefillSplitKReduceStage::key() const { return fmt::format("D{}_{}", headDim_, dtypeName(dtype_)); }
+std::string SdpaPrefillSplitKReduceStage::key() const { return fmt::format("D{}_{}{}", headDim_, dtypeName(dtype_), lse_ ? "_lse" : ""); }
 
 }  // namespace foundry

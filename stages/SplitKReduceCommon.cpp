@@ -3,14 +3,16 @@
 #include "stages/AttentionHooks.h"
 #include "stages/FlashDecodeCommon.h"
 #include "stages/HeadLayoutStage.h"
+#include "stages/LseOutput.h"
 
 namespace foundry::splitk_detail {
 
 std::set<std::string> hookPoints() { return attentionHookNames(HookPhase::Output); }
 
-void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype) {
+void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype, bool lse) {
   k.buffer("partial_o", DType::F32, Access::ReadOnly).buffer("partial_ml", DType::F32, Access::ReadOnly, "vec2");
   k.buffer("o", dtype, Access::WriteOnly);
+  if (lse) lse_detail::declare(k);
   HeadLayoutStage::declareShapeFields(k);
   k.push("n_splits", PushType::U32);
   k.constant("VALUE_DIM", valueDim);

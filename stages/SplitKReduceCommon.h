@@ -7,7 +7,8 @@
 
 namespace foundry::splitk_detail {
 
-void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype);
+/// `lse`: the kernel also writes each row's log-sum-exp.
+void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype, bool lse);
 /// The hook points a reduce kernel hosts: the output's.
 std::set<std::string> hookPoints();
 

@@ -11,9 +11,7 @@
 
 namespace foundry {
 
-namespace {
-
-void requireRank4(const Tensor& t, const char* role) {
+void requireRank4(const Tensor& t, const std::string& role, const char* lastDim) {
   if (t.rank() != 4) {
     throw UserError(role, fmt::format("tensor '{}' must have 4 dims, has {} ({})", t.name, t.rank(), t.shapeString()));
   }
@@ -25,8 +23,8 @@ void requireRank4(const Tensor& t, const char* role) {
     }
   }
   if (!t.lastDimContiguous()) {
-    throw UserError(role, fmt::format("tensor '{}' must be contiguous in head_dim (last stride 1), has strides [{}]",
-                                      t.name, fmt::join(t.strides, ", ")));
+    throw UserError(role, fmt::format("tensor '{}' must be contiguous in {} (last stride 1), has strides [{}]",
+                                      t.name, lastDim, fmt::join(t.strides, ", ")));
   }
   for (auto s : t.strides) {
     if (s < 0 || s > std::numeric_limits<std::uint32_t>::max()) {
@@ -34,6 +32,8 @@ void requireRank4(const Tensor& t, const char* role) {
     }
   }
 }
+
+namespace {
 
 /// (stride_b, stride_h, stride_s) of a Q/O tensor from its layout.
 std::array<std::uint32_t, 3> qStrides(const Tensor& t) {
@@ -108,6 +108,18 @@ AttentionProblem describeCall(const AttentionCall& c) {
   if (c.o.dims != p.oDims(c.o.layout)) {
     throw UserError("o", fmt::format("o is [{}] but a {} output for q and v needs [{}]", fmt::join(c.o.dims, ", "),
                                      layoutName(c.o.layout), fmt::join(p.oDims(c.o.layout), ", ")));
+  }
+  if (c.lse) {
+    const Tensor& t = *c.lse;
+    if (t.dtype != DType::F32) {
+      throw UserError("lse", fmt::format("tensor '{}' is {}; the log-sum-exp output is f32", t.name, dtypeName(t.dtype)));
+    }
+    if (t.dims != p.lseDims() || !t.packed()) {
+      throw UserError("lse", fmt::format("tensor '{}' is {}; the log-sum-exp output for q needs packed [{}] "
+                                         "[batch, n_heads, q_len]", t.name, t.shapeString(),
+                                         fmt::join(p.lseDims(), ", ")));
+    }
+    p.lse = true;
   }
   if (p.nHeads % p.nKvHeads != 0) {
     throw UserError("n_heads", fmt::format("n_heads {} is not divisible by n_kv_heads {}", p.nHeads, p.nKvHeads));

@@ -26,7 +26,16 @@ struct AttentionCall {
   float scale = 0.0f;       ///< 0: 1/sqrt(D)
   std::optional<FusedRope> rope;
   Modifiers modifiers;      ///< windows, ALiBi, soft-caps, sinks, lengths, masks, a user's own; in order
+  /// When set, f32 [B, Hq, q_len] packed: each query row's log-sum-exp (natural log) of its scaled,
+  /// modified scores (a sink included), -inf for a row whose softmax denominator is 0. What MergeStep
+  /// weighs partial results by.
+  std::optional<Tensor> lse;
 };
+
+/// Checks what every attention kernel needs of a 4-d tensor: dimensions below 2^32, contiguous in the
+/// last dimension (`lastDim` names it in the message), strides that fit in 32 bits. UserError naming
+/// `role`, or UnsupportedError for a stride beyond 32 bits.
+void requireRank4(const Tensor& t, const std::string& role, const char* lastDim = "head_dim");
 
 /// Checks the tensors against each other, and each modifier against the call, and returns the problem
 /// they describe. Every failure is a UserError naming the tensor, the field and the values (head_dim

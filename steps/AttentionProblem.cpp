@@ -94,10 +94,12 @@ std::string AttentionProblem::describe() const {
   const std::string values = plainValues() ? ""
                              : vRow() == vDim() ? fmt::format(" Dv={}", vDim())
                                                 : fmt::format(" Dv={} (rows of {})", vDim(), vRow());
-  return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={} D={}{} {} q:{} o:{}{}{}", batch, nHeads,
+  return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={} D={}{} {} q:{} o:{}{}{}{}", batch, nHeads,
                      nKvHeads, qLen, kvLen, kvCapacity, headDim, values, dtypeName(dtype), layoutName(qLayout),
-                     layoutName(oLayout), causal ? " causal" : "", mods);
+                     layoutName(oLayout), causal ? " causal" : "", lse ? " +lse" : "", mods);
 }
+
+std::vector<std::int64_t> AttentionProblem::lseDims() const { return {batch, nHeads, qLen}; }
 
 std::vector<std::int64_t> AttentionProblem::qDims(Layout layout) const {
   if (layout == Layout::TokenMajor) return {batch, qLen, nHeads, headDim};

@@ -74,6 +74,7 @@ struct AttentionProblem {
   Modifiers modifiers; ///< after the causal mask, in chain order
   std::uint32_t valueDim = 0;    ///< of v and o; 0: head_dim (DeepSeek's MLA decode: 512 against 576)
   std::uint32_t valueRow = 0;    ///< elements from one V row to the next; 0: packed (value_dim)
+  bool lse = false;              ///< the call also returns each query row's log-sum-exp
 
   std::uint32_t group() const { return nKvHeads ? nHeads / nKvHeads : 0; }
   std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
@@ -96,6 +97,7 @@ struct AttentionProblem {
   std::vector<std::int64_t> oDims(Layout layout) const;
   std::vector<std::int64_t> kvDims() const;  ///< [B, Hkv, capacity, D]
   std::vector<std::int64_t> vDims() const;   ///< [B, Hkv, capacity, value_dim]
+  std::vector<std::int64_t> lseDims() const; ///< [B, Hq, q_len]: one log-sum-exp per query row
 };
 
 }  // namespace foundry

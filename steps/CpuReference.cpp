@@ -68,8 +68,9 @@ std::optional<double> logit(const AttentionProblem& p, const ModifierChain& chai
   return chain.score(s * p.softmaxScale(), at);
 }
 
-// Writes the attention output of one row into `o` (value_dim values), using `scores` as scratch.
-void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<const float> q, std::span<const float> k,
+// Writes the attention output of one row into `o` (value_dim values), using `scores` as scratch;
+// returns the row's log-sum-exp.
+double attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<const float> q, std::span<const float> k,
                std::span<const float> v, std::uint32_t b, std::uint32_t h, std::uint32_t i, std::vector<double>& scores,
                double* o) {
   const std::size_t D = p.vDim();
@@ -89,6 +90,7 @@ void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<
   const std::optional<double> sink = chain.sink(b, h);
   if (sink) m = std::max(m, *sink);
   for (std::size_t d = 0; d < D; ++d) o[d] = 0.0;
+  double lse = hidden;
   if (m != hidden) {
     double l = sink ? std::exp(*sink - m) : 0.0;
     for (std::uint32_t j = 0; j < n; ++j) l += (scores[j] = scores[j] == hidden ? 0.0 : std::exp(scores[j] - m));
@@ -98,23 +100,27 @@ void attendRow(const AttentionProblem& p, const ModifierChain& chain, std::span<
       const double w = scores[j] / l;
       for (std::size_t d = 0; d < D; ++d) o[d] += w * vj[d];
     }
+    lse = m + std::log(l);
   }
   for (std::size_t d = 0; d < D; ++d) o[d] = chain.epilogue(o[d], b, h, pos, static_cast<std::uint32_t>(d));
+  return lse;
 }
 
 }  // namespace
 
 std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
-                                 std::span<const float> v) {
+                                 std::span<const float> v, std::vector<double>* lse) {
   checkProblem(p, q, k, v);
   const Modifiers mods = p.allModifiers();
   const ModifierChain chain{mods};
   std::vector<double> out(q.size() / p.headDim * p.vDim(), 0.0);
   std::vector<double> scores;
+  if (lse) lse->assign(std::size_t(p.batch) * p.nHeads * p.qLen, 0.0);
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nHeads; ++h) {
       for (std::uint32_t i = 0; i < p.qLen; ++i) {
-        attendRow(p, chain, q, k, v, b, h, i, scores, out.data() + oIndex(p, p.oLayout, b, h, i));
+        const double rowLse = attendRow(p, chain, q, k, v, b, h, i, scores, out.data() + oIndex(p, p.oLayout, b, h, i));
+        if (lse) (*lse)[(std::size_t(b) * p.nHeads + h) * p.qLen + i] = rowLse;
       }
     }
   }

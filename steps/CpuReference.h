@@ -13,9 +13,11 @@ namespace foundry {
 /// v as [B, Hkv, capacity, value_dim] (packed here, whatever its rows' stride on the device).
 /// Returns O in oLayout, value_dim wide. Only the first kv_len rows of each cache are read (a sequence's own length
 /// with per-sequence lengths). The problem's modifiers run through their own float64 hooks: masks,
-/// score changes, sinks in the denominator, epilogues; a row that sees nothing gives 0.
+/// score changes, sinks in the denominator, epilogues; a row that sees nothing gives 0. With `lse`,
+/// also each row's log-sum-exp, [B, Hq, q_len]: the natural log of its softmax denominator (a sink
+/// included), -inf where that is 0.
 std::vector<double> cpuAttention(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,
-                                 std::span<const float> v);
+                                 std::span<const float> v, std::vector<double>* lse = nullptr);
 
 /// One output row (batch b, query head h, token i) of cpuAttention, for spot checks of large shapes.
 std::vector<double> cpuAttentionRow(const AttentionProblem& p, std::span<const float> q, std::span<const float> k,

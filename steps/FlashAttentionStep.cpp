@@ -81,7 +81,8 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
   // The reduce kernel merges Split-K partials and runs the output's hooks.
   auto reduce = [&](const std::string& what, auto stage) {
     KernelModifiers rm = modifiersFor(mods, splitk_detail::hookPoints(), device_);
-    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}", what, p.vDim(), dtypeName(p.dtype), rm.key), [&] {
+    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}{}", what, p.vDim(), dtypeName(p.dtype), p.lse ? "_lse" : "",
+                                     rm.key), [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(plan.reduceWorkgroup);
       rm.addTo(b);
@@ -118,7 +119,7 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
       return b.build();
     });
     out.push_back({std::move(source), std::move(km)});
-    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.vDim(), p.dtype));
+    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.vDim(), p.dtype, p.lse));
     return out;
   }
   const PrefillVariant& v = plan.prefillVariant;
@@ -134,7 +135,7 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
     return b.build();
   });
   out.push_back({std::move(source), std::move(km)});
-  if (v.split) reduce("prefill", std::make_shared<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype));
+  if (v.split) reduce("prefill", std::make_shared<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype, p.lse));
   return out;
 }
 
@@ -179,6 +180,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
     args.set("n_splits", 1u);
   }
   if (!plan.reduceKernel()) args.bind("o", call.o);
+  if (call.lse && !plan.reduceKernel()) args.bind("lse", *call.lse);
   if (split && !plan.reduceKernel()) {
     // Zero when first made; the kernel's merging workgroups leave it zero.
     args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, {plan.grid.z, plan.grid.y}));
@@ -198,6 +200,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
     Arguments reduce;
     setShapeArguments(reduce, p, call);
     reduce.bind("partial_o", partialO).bind("partial_ml", partialMl).bind("o", call.o).set("n_splits", plan.splits);
+    if (call.lse) reduce.bind("lse", *call.lse);
     kernels[1].modifiers.bind(reduce, mcall, ctx.workspace, TileShape{});
     ctx.dispatcher.dispatch(*kernels[1].source, reduce, plan.reduceGrid);
     record.kernels.push_back(kernels[1].source->name);
@@ -218,6 +221,7 @@ void FlashAttentionStep::compareOnline(StepContext& ctx, const AttentionCall& ca
   ctx.dispatcher.flush();  // the inputs (a decode token's q) and the flash output are only recorded yet
   AttentionCall ref = call;
   ref.rope.reset();
+  ref.lse.reset();  // the reference path writes outputs only
   if (call.rope) {
     // The reference takes rotated queries: rotate a copy on the host.
     auto q = rt.download(call.q);

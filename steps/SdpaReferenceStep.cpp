@@ -22,6 +22,9 @@ std::uint64_t SdpaReferenceStep::scratchBytes(const AttentionProblem& p) {
 AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
   const AttentionProblem p = describeCall(call);
   if (call.rope) throw UserError("rope", "SdpaReferenceStep takes rotated queries; apply RopeStep first");
+  if (call.lse) {
+    throw UnsupportedError("SdpaReferenceStep writes the output only; FlashAttentionStep returns the log-sum-exp (lse)");
+  }
   if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
   const std::uint64_t bytes = scratchBytes(p);
   if (bytes > device_.maxStorageBufferRange) {

@@ -256,6 +256,8 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                              : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
                                            device.computeUnits)});
   }
+  // With a reduce kernel the partials' merge writes the LSE, like the output.
+  v.lse = p.lse && (!v.split || v.fusedReduce);
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.nHeads, 1, p.batch};
@@ -449,6 +451,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
   v.split = plan.splits > 1;
+  v.lse = p.lse && !v.split;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
   plan.grid = v.headsFirst ? Grid{p.nHeads, qTiles * plan.splits, p.batch} : Grid{qTiles * plan.splits, p.nHeads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);

@@ -5,6 +5,7 @@
 const float NEG_BIG = -1.0e30;
 // Scores are kept in the log2 domain (q is pre-scaled by scale * log2(e)) so exp() becomes exp2().
 const float LOG2E = 1.4426950408889634;
+const float LN2 = 0.6931471805599453;
 const float HALF_MAX = 65504.0;
 
 float clamp_to_half(float x) { return clamp(x, -HALF_MAX, HALF_MAX); }
@@ -14,4 +15,26 @@ void merge_weights(float m_a, float m_b, out float m_new, out float w_a, out flo
   m_new = max(m_a, m_b);
   w_a = exp2(m_a - m_new);
   w_b = exp2(m_b - m_new);
+}
+
+// Folds one softmax state (its log2-domain maximum m_s, its sum l_s and an accumulator o_s relative
+// to m_s) into a running one (m, l, o): the one merge of partial softmaxes, for Split-K partials and
+// for whole attention results weighed by their log-sum-exps. A state with l_s = 0 weighs nothing.
+void softmax_fold(inout float m, inout float l, inout float o, float m_s, float l_s, float o_s) {
+  float m_new, w, w_s;
+  merge_weights(m, m_s, m_new, w, w_s);
+  l = l * w + l_s * w_s;
+  o = o * w + o_s * w_s;
+  m = m_new;
+}
+
+// The natural-log log-sum-exp of a softmax denominator l * 2^m; -inf where it is 0 (a row that saw
+// nothing: no number could stand for it, and a merge gives such a part no weight).
+float softmax_lse(float m, float l) { return l > 0.0 ? (m + log2(l)) * LN2 : uintBitsToFloat(0xff800000u); }
+
+// The log2-domain state (m, l) of a finished result with log-sum-exp `lse`: l = 1 relative to
+// m = lse / ln 2; a result with lse -inf (a row that saw nothing) gets l = 0.
+vec2 softmax_state_of_lse(float lse) {
+  const float m = max(lse * LOG2E, NEG_BIG);
+  return vec2(m, m > 0.5 * NEG_BIG ? 1.0 : 0.0);
 }

@@ -3,8 +3,6 @@
 // kernels scores are in the log2 domain (q is pre-scaled by scale * log2(e)); modifiers see natural
 // units, and the conversion lives here only.
 
-const float LN2 = 0.6931471805599453;
-
 // The intersection of two key ranges (any_lo, any_hi, all_lo, all_hi).
 uvec4 fa_range_meet(uvec4 x, uvec4 y) { return uvec4(max(x.x, y.x), min(x.y, y.y), max(x.z, y.z), min(x.w, y.w)); }
 

@@ -1,19 +1,35 @@
 //! requires: flashattention/hooks.glsl
 // The output's side of the hook points.
 
-// The factor that turns an output accumulated relative to the log2-domain maximum m, with sum l, into
-// the normalised output; a sink logit joins the denominator only. A row that saw no visible key gives
-// 0: its maximum is still NEG_BIG (decode counts hidden keys at NEG_BIG in l rather than branching
-// per key; any visible key's weight makes theirs 0).
-float fa_norm_scale(float m, float l, uint b, uint h) {
+// The softmax denominator of a row accumulated relative to the log2-domain maximum m with sum l, as
+// l_d * 2^m_d; a sink logit joins it (and nothing else). Keys a row did not see count for nothing:
+// its maximum is still NEG_BIG (decode counts hidden keys at NEG_BIG in l rather than branching per
+// key; any visible key's weight makes theirs 0).
+void fa_denominator(float m, float l, uint b, uint h, out float m_d, out float l_d) {
   const float l_seen = m > 0.5 * NEG_BIG ? l : 0.0;
+  m_d = m;
+  l_d = l_seen;
   if (FA_SINK_HOOKED) {
     const float sink = max(fa_sink(b, h) * LOG2E, NEG_BIG);
-    const float m_new = max(m, sink);
-    const float w = exp2(m - m_new);
-    return w / (l_seen * w + exp2(sink - m_new));
+    m_d = max(m, sink);
+    l_d = l_seen * exp2(m - m_d) + exp2(sink - m_d);
   }
-  return l_seen > 0.0 ? 1.0 / l_seen : 0.0;
+}
+
+// The factor that turns the output accumulated relative to m into the normalised output. A row
+// whose denominator is 0 (it saw no visible key, and no sink) gives 0, never NaN.
+float fa_norm_scale(float m, float l, uint b, uint h) {
+  float m_d, l_d;
+  fa_denominator(m, l, b, h, m_d, l_d);
+  return l_d > 0.0 ? exp2(m - m_d) / l_d : 0.0;
+}
+
+// The row's log-sum-exp (natural log) of its scaled, modified scores, a sink included: what a merge
+// of partial results weighs the row's output by. -inf for a row whose denominator is 0.
+float fa_lse(float m, float l, uint b, uint h) {
+  float m_d, l_d;
+  fa_denominator(m, l, b, h, m_d, l_d);
+  return softmax_lse(m_d, l_d);
 }
 
 // Output element d of query position q: normalised, then through the epilogue hooks.

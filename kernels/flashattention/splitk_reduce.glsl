@@ -5,13 +5,10 @@
 // to the largest m_s, with sum l (normalise with fa_output).
 void splitk_merge(uint row0, uint n_splits, uint d, out float o, out float m, out float l) {
   m = NEG_BIG;
-  for (uint s = 0u; s < n_splits; ++s) m = max(m, partial_ml[row0 + s].x);
-  o = 0.0;
   l = 0.0;
+  o = 0.0;
   for (uint s = 0u; s < n_splits; ++s) {
     const vec2 ml = partial_ml[row0 + s];
-    const float w = exp2(ml.x - m);
-    l += ml.y * w;
-    o += partial_o[(row0 + s) * VALUE_DIM + d] * w;
+    softmax_fold(m, l, o, ml.x, ml.y, partial_o[(row0 + s) * VALUE_DIM + d]);
   }
 }

@@ -12,6 +12,7 @@
 #include "foundry/io/Safetensors.h"
 #include "runner/ModelConfig.h"
 #include "steps/FlashAttentionStep.h"
+#include "steps/MergeStep.h"
 #include "support/ShapeCall.h"
 
 namespace foundry::errors {
@@ -71,6 +72,28 @@ std::function<void(const InProcessContext&)> attentionCall(std::function<Attenti
   return [make](const InProcessContext&) {
     const DeviceInfo device = parseDevicePreset("lavapipe");
     FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).validate(make());
+  };
+}
+
+// ---- Merges of partial results (MergeStep::validate): `parts` [1, 8, 4, 64] f16 outputs with their LSEs.
+
+constexpr const char* kMergeLibrary = "library only: no subcommand takes partial results from a user";
+
+MergeCall mergeCall(std::uint32_t parts) {
+  MergeCall c;
+  for (std::uint32_t i = 0; i < parts; ++i) {
+    c.parts.push_back({Tensor::describe(fmt::format("o{}", i), DType::F16, {1, 8, 4, 64}, Layout::HeadMajor),
+                       Tensor::describe(fmt::format("lse{}", i), DType::F32, {1, 8, 4})});
+  }
+  c.o = Tensor::describe("merged", DType::F16, {1, 8, 4, 64}, Layout::HeadMajor);
+  return c;
+}
+
+std::function<void(const InProcessContext&)> merge(std::function<void(MergeCall&)> change) {
+  return [change](const InProcessContext&) {
+    MergeCall c = mergeCall(2);
+    change(c);
+    MergeStep(parseDevicePreset("lavapipe"), SnippetLibrary::embedded()).validate(c);
   };
 }
 
@@ -409,6 +432,62 @@ std::vector<InProcessRow> inProcessRows() {
            [](const InProcessContext&) {
              Tensor::describe("q", DType::F16, {1, 1ll << 32, 1ll << 32, 128});
            }},
+
+      {.id = "CallLseOfAnotherShape",
+       .area = "attention call",
+       .input = "a log-sum-exp output whose shape is not the queries' rows",
+       .via = "FlashAttentionStep::validate",
+       .field = "lse",
+       .fragment = "tensor 'lse' is f32[1, 32, 2] contiguous; the log-sum-exp output for q needs packed [1, 32, 1]",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({});
+         c.lse = Tensor::describe("lse", DType::F32, {1, 32, 2});
+         return c;
+       }),
+       .cliPending = kMergeLibrary},
+
+      // ---- Merges of partial attention results (MergeStep::validate).
+      {.id = "MergeNoParts",
+       .area = "attention merge",
+       .input = "a merge of zero parts",
+       .via = "MergeStep::validate",
+       .field = "parts",
+       .fragment = "no parts to merge: a merge takes one or more partial results",
+       .action = merge([](MergeCall& c) { c.parts.clear(); }),
+       .cliPending = kMergeLibrary},
+      {.id = "MergePartsOfOtherShapes",
+       .area = "attention merge",
+       .input = "parts that cover different rows",
+       .via = "MergeStep::validate",
+       .field = "parts[1].o",
+       .fragment = "part 1's output 'o1' has batch 1, n_heads 8, q_len 5, value_dim 64 but part 0's has batch 1, "
+                   "n_heads 8, q_len 4, value_dim 64",
+       .action = merge([](MergeCall& c) { c.parts[1].o = Tensor::describe("o1", DType::F16, {1, 8, 5, 64}, Layout::HeadMajor); }),
+       .cliPending = kMergeLibrary},
+      {.id = "MergeMixedDtypes",
+       .area = "attention merge",
+       .input = "an f16 part and an f32 part",
+       .via = "MergeStep::validate",
+       .field = "parts[1].o",
+       .fragment = "mixed dtypes: part 0's output 'o0' is f16 but part 1's 'o1' is f32",
+       .action = merge([](MergeCall& c) { c.parts[1].o.dtype = DType::F32; }),
+       .cliPending = kMergeLibrary},
+      {.id = "MergeLseNotF32",
+       .area = "attention merge",
+       .input = "a part's log-sum-exp in f16",
+       .via = "MergeStep::validate",
+       .field = "parts[0].lse",
+       .fragment = "the log-sum-exp of [1, 8, 4] rows is f32 [1, 8, 4] packed",
+       .action = merge([](MergeCall& c) { c.parts[0].lse.dtype = DType::F16; }),
+       .cliPending = kMergeLibrary},
+      {.id = "MergeOutputOfOtherShape",
+       .area = "attention merge",
+       .input = "a merged output with another value_dim",
+       .via = "MergeStep::validate",
+       .field = "o",
+       .fragment = "the merged output 'merged' has batch 1, n_heads 8, q_len 4, value_dim 128 but the parts have",
+       .action = merge([](MergeCall& c) { c.o = Tensor::describe("merged", DType::F16, {1, 8, 4, 128}, Layout::HeadMajor); }),
+       .cliPending = kMergeLibrary},
 
       // ---- Device memory.
       {.id = "AllocationBeyondDeviceMemory",

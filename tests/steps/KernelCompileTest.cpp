@@ -385,6 +385,11 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
         s.nKvHeads = 8;
         calls.push_back(test::shapeCall(s));
       }
+      // Every one again returning its log-sum-exp.
+      for (std::size_t i = 0, n = calls.size(); i < n; ++i) {
+        calls.push_back(calls[i]);
+        calls.back().lse = Tensor::describe("lse", DType::F32, {1, calls[i].q.dim(1), calls[i].q.dim(2)});
+      }
       for (const auto& call : calls) {
         for (FlashAttentionStep* step : {&flash, &separate}) {
           for (const auto& k : step->kernelsFor(call)) {
@@ -494,7 +499,8 @@ namespace foundry {
 namespace {
 
 // The cooperative-matrix kernels only run on a GPU that has them; compiling them here catches GLSL
-// mistakes before a device run does. Both softmax routes, split and not, D 64 and 128.
+// mistakes before a device run does. Both softmax routes, split and not, with and without the LSE,
+// D 64 and 128.
 TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
   const ShaderCompiler compiler{ShaderCompiler::Optimization::None};
   int compiled = 0;
@@ -513,6 +519,7 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
     for (const std::uint32_t d : {64u, 128u}) {
       for (const bool split : {false, true}) {
+       for (const bool lse : {false, true}) {
         RuntimeOptions o;
         o.faPrefillCoopMat = Force::On;
         o.faPrefillSplitK = split ? 3u : 1u;
@@ -523,14 +530,18 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
         s.qLen = split ? 16 : 512;
         s.kvLen = split ? 8192 : 512;
         s.headDim = d;
+        s.lse = lse;
         const auto plan = step.plan(test::shapeCall(s));
         EXPECT_TRUE(plan.prefillVariant.coopMat);
         EXPECT_EQ(plan.prefillVariant.quadSoftmax, device.coopMatLayout.quad()) << preset;
+        EXPECT_EQ(plan.prefillVariant.lse, lse && !split);
         for (const auto& k : step.kernelsFor(test::shapeCall(s))) compile(k);
+       }
       }
     }
   }
-  EXPECT_EQ(compiled, 2 * (3 + 2 * (1 + 2)));  // probe + 2 ceilings, then per D: prefill, part + reduce
+  // Probe + 2 ceilings, then per D, with and without the LSE: prefill, part + reduce.
+  EXPECT_EQ(compiled, 2 * (3 + 2 * 2 * (1 + 2)));
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ std::string AttentionCase::name() const {
                      oLayout == Layout::TokenMajor ? "_otok" : "", causal ? "" : "_full",
                      magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "",
                      scale != 0.0f ? fmt::format("_scale{}", static_cast<int>(1.0f / scale)) : "",
-                     pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()), mods);
+                     pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()), mods) +
+         (lse ? "_lse" : "");
 }
 
 std::string ModifierSpec::name() const {
@@ -254,6 +255,10 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
     rt.upload(in.call.v, in.v);
   }
   rt.poison(in.call.o);
+  if (c.lse) {
+    in.call.lse = rt.allocate("lse", DType::F32, p.lseDims());
+    rt.poison(*in.call.lse);
+  }
   in.call.kvLen = p.kvLen;
   in.call.causal = c.causal;
   in.call.scale = c.scale;
@@ -268,7 +273,8 @@ AttentionResult finish(Runtime& rt, const AttentionCase& c, Inputs& in, StepReco
   r.got = rt.download(in.call.o);
   AttentionProblem p = c.problem();
   p.modifiers = in.call.modifiers;
-  r.want = cpuAttention(p, qForReference, in.k, in.v);
+  r.want = cpuAttention(p, qForReference, in.k, in.v, c.lse ? &r.lseWant : nullptr);
+  if (c.lse) r.lseGot = rt.download(*in.call.lse);
   r.error = compareOutputs(r.got, r.want);
   r.maxAbsLogit = maxAbsLogit(p, qForReference, in.k);
   return r;
@@ -361,9 +367,28 @@ std::string describe(const AttentionCase& c, const AttentionResult& r) {
                      kernels);
 }
 
+double lseBound(const AttentionCase& c, const AttentionResult& r) {
+  return relativeBound(c, r) * std::max(1.0, r.maxAbsLogit);
+}
+
+std::string lseMismatch(const std::vector<float>& got, const std::vector<double>& want, double bound) {
+  if (got.size() != want.size()) return fmt::format("{} log-sum-exps, {} expected", got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool none = std::isinf(want[i]) && want[i] < 0;
+    const bool ok = none ? std::isinf(got[i]) && got[i] < 0 : std::isfinite(got[i]) && std::abs(got[i] - want[i]) <= bound;
+    if (!ok) return fmt::format("log-sum-exp of row {} is {}, want {} (bound {:.2g})", i, got[i], want[i], bound);
+  }
+  return "";
+}
+
 ::testing::AssertionResult matchesReference(const AttentionCase& c, const AttentionResult& r) {
   if (r.got.size() != r.want.size() || r.error.nonFinite != 0 || !(r.error.maxRel <= relativeBound(c, r))) {
     return ::testing::AssertionFailure() << describe(c, r);
+  }
+  if (c.lse) {
+    if (const std::string bad = lseMismatch(r.lseGot, r.lseWant, lseBound(c, r)); !bad.empty()) {
+      return ::testing::AssertionFailure() << bad << "; " << describe(c, r);
+    }
   }
   return ::testing::AssertionSuccess();
 }

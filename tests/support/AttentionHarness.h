@@ -79,6 +79,7 @@ struct AttentionCase {
   float scale = 0.0f;                ///< softmax scale; 0: 1/sqrt(head_dim)
   std::vector<InputPoke> pokes;      ///< applied after the inputs are drawn, before upload
   std::vector<ModifierSpec> modifiers;  ///< after the causal mask, in order
+  bool lse = false;                  ///< the call also returns each row's log-sum-exp (poisoned first)
 
   /// The shape (the modifiers' tensors exist only once the harness made them).
   AttentionProblem problem() const;
@@ -98,6 +99,8 @@ double relativeBound(DType dtype);
 struct AttentionResult {
   std::vector<float> got;
   std::vector<double> want;
+  std::vector<float> lseGot;    ///< with AttentionCase::lse: [B, Hq, q_len]
+  std::vector<double> lseWant;
   ErrorStats error;
   StepRecord record;
   double maxAbsLogit = 0;  ///< largest |scale * q.k| over the visible (query, key) pairs
@@ -128,7 +131,15 @@ double relativeBound(const AttentionCase& c, const AttentionResult& r);
 /// gtest assertion text for a result.
 std::string describe(const AttentionCase& c, const AttentionResult& r);
 
-/// Finite everywhere and within relativeBound(c, r) of the CPU reference.
+/// The absolute error a log-sum-exp is held to: the output's relative bound times the largest
+/// |logit| (at least 1), what the rounding of the scores moves it by.
+double lseBound(const AttentionCase& c, const AttentionResult& r);
+/// Whether `got` and `want` agree within `bound` row by row, -inf exactly where `want` is -inf;
+/// "" when they do, else the first row that does not.
+std::string lseMismatch(const std::vector<float>& got, const std::vector<double>& want, double bound);
+
+/// Finite everywhere and within relativeBound(c, r) of the CPU reference; with AttentionCase::lse,
+/// the log-sum-exp within lseBound(c, r) too.
 ::testing::AssertionResult matchesReference(const AttentionCase& c, const AttentionResult& r);
 
 /// Error of device result `a` against device result `b` of the same case (b taken as the reference).

@@ -21,10 +21,11 @@ struct CallShape {
   DType dtype = DType::F16;
   Layout qLayout = Layout::HeadMajor;  ///< Q and O
   bool causal = true;
+  bool lse = false;  ///< the call returns each row's log-sum-exp in an f32 tensor "lse"
 
   std::string str() const {
-    return fmt::format("B{}_H{}_KV{}_q{}_kv{}_D{}_{}{}", batch, nHeads, nKvHeads, qLen, kvLen, headDim,
-                       dtypeName(dtype), qLayout == Layout::TokenMajor ? "_tok" : "");
+    return fmt::format("B{}_H{}_KV{}_q{}_kv{}_D{}_{}{}{}", batch, nHeads, nKvHeads, qLen, kvLen, headDim,
+                       dtypeName(dtype), qLayout == Layout::TokenMajor ? "_tok" : "", lse ? "_lse" : "");
   }
 };
 
@@ -65,6 +66,7 @@ inline AttentionCall shapeCall(const CallShape& s) {
   c.v = Tensor::describe("v_cache", s.dtype, {s.batch, s.nKvHeads, capacity, s.headDim}, Layout::KvCache);
   c.kvLen = s.kvLen;
   c.causal = s.causal;
+  if (s.lse) c.lse = Tensor::describe("lse", DType::F32, {s.batch, s.nHeads, s.qLen});
   return c;
 }
 

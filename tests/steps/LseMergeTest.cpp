@@ -1,0 +1,183 @@
+// The log-sum-exp output of every decode and prefill variant against the CPU float64 reference, and
+// MergeStep: attention over keys split into ranges (uneven, one part a row cannot see), each part
+// with its LSE, merged back equal to the attention over all the keys. Outputs and LSEs are poisoned
+// with NaN before every kernel writes them.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "foundry/Runtime.h"
+#include "foundry/vk/VulkanDispatcher.h"
+#include "stages/modifiers/MaskStage.h"
+#include "steps/MergeStep.h"
+#include "support/AttentionHarness.h"
+#include "support/TestRuntime.h"
+
+namespace foundry::test {
+namespace {
+
+RuntimeOptions knobs(std::initializer_list<std::pair<const char*, const char*>> env) {
+  std::map<std::string, std::string> m;
+  for (const auto& [k, v] : env) m[k] = v;
+  return RuntimeOptions::fromEnvironment(m);
+}
+
+/// Every variant that writes an attention output: the decode subgroup and scalar kernels, Split-K
+/// decode merged in its last workgroup or by a reduce kernel, prefill without and with Split-K.
+std::vector<std::pair<std::string, RuntimeOptions>> variants(bool decode) {
+  if (decode) {
+    return {{"subgroup", {}},
+            {"scalar", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}})},
+            {"split_merged", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})},
+            {"split_reduce", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}})},
+            {"scalar_split", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "2"},
+                                    {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}})}};
+  }
+  return {{"tiles", knobs({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}})},
+          {"split", knobs({{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})}};
+}
+
+AttentionCase lseCase(std::uint32_t qLen, std::uint32_t kvLen, DType dtype, std::vector<ModifierSpec> mods = {}) {
+  AttentionCase c = attentionCase(2, 4, 2, qLen, kvLen, 64, dtype);  // GQA: two query heads per KV head
+  c.lse = true;
+  c.modifiers = std::move(mods);
+  return c;
+}
+
+struct LseParam {
+  AttentionCase shape;
+  std::string variant;
+  RuntimeOptions options;
+  bool rope = false;  ///< decode with RoPE fused in
+};
+void PrintTo(const LseParam& p, std::ostream* os) { *os << p.shape.name() << "__" << p.variant; }
+
+std::vector<LseParam> lseParams() {
+  std::vector<LseParam> out;
+  for (const DType t : {DType::F16, DType::F32}) {
+    for (const std::uint32_t qLen : {1u, 19u}) {
+      // Plain; sinks (in the LSE's denominator); a mask that hides query row 0 entirely (-inf).
+      const std::vector<std::vector<ModifierSpec>> modifierSets = {{}, {sinks({0.5, -1.0})}, {bitMask()}};
+      for (const auto& mods : modifierSets) {
+        for (const auto& [name, o] : variants(qLen == 1)) out.push_back({lseCase(qLen, 77, t, mods), name, o});
+      }
+    }
+    out.push_back({lseCase(1, 77, t), "rope", {}, true});
+  }
+  return out;
+}
+
+class LseParity : public ::testing::TestWithParam<LseParam> {};
+
+TEST_P(LseParity, MatchesTheReference) {
+  const LseParam& p = GetParam();
+  const AttentionResult r = runFlash(p.shape, p.options, p.rope ? std::optional<RopeSpec>(RopeSpec{}) : std::nullopt);
+  EXPECT_TRUE(matchesReference(p.shape, r));
+  // The variant asked for is the one that ran.
+  if (p.shape.qLen == 1) {
+    EXPECT_EQ(r.record.plan.splits > 1, p.variant.find("split") != std::string::npos);
+  }
+  bool hidden = false;
+  for (double l : r.lseWant) hidden |= std::isinf(l);
+  bool masked = false;
+  for (const auto& m : p.shape.modifiers) masked |= m.kind == ModifierSpec::Kind::BitMask;
+  EXPECT_EQ(hidden, masked) << "rows that see no key: only under the mask that hides row 0";
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LseParity, ::testing::ValuesIn(lseParams()),
+                         [](const ::testing::TestParamInfo<LseParam>& i) {
+                           return i.param.shape.name() + "__" + i.param.variant;
+                         });
+
+// ---- merge --------------------------------------------------------------------------------------
+
+/// Hides every key outside [lo, hi): the part of the keys one partial result covers.
+ModifierSpec keyRange(std::uint32_t lo, std::uint32_t hi) {
+  return custom(fmt::format("keys{}_{}", lo, hi), [lo, hi](Runtime& rt, const AttentionProblem& p) -> ModifierPtr {
+    const std::uint32_t words = (p.kvLen + 31) / 32;
+    std::vector<std::uint32_t> bits(std::size_t(p.qLen) * words, 0u);
+    for (std::uint32_t i = 0; i < p.qLen; ++i) {
+      for (std::uint32_t k = lo; k < hi; ++k) bits[i * words + k / 32] |= 1u << (k % 32);
+    }
+    const Tensor t = rt.allocate("key_range", DType::U32, {1, 1, p.qLen, words});
+    rt.upload(t, std::span<const std::uint32_t>(bits));
+    return MaskStage::bits(t, bits);
+  });
+}
+
+struct MergeParam {
+  AttentionCase shape;
+  std::vector<std::uint32_t> cuts;  ///< part i covers keys [cuts[i], cuts[i + 1])
+  std::string variant;
+  RuntimeOptions options;
+};
+std::string mergeName(const MergeParam& p) {
+  return fmt::format("{}__{}parts__{}", p.shape.name(), p.cuts.size() - 1, p.variant);
+}
+void PrintTo(const MergeParam& p, std::ostream* os) { *os << mergeName(p); }
+
+std::vector<MergeParam> mergeParams() {
+  std::vector<MergeParam> out;
+  // Prefill, causal: query rows sit at positions 58..76, so rows 0..11 see no key of [70, 77).
+  // Decode under a 20-key window: the query sees keys 56..76 only, none of [0, 50) or [9, 40).
+  for (const DType t : {DType::F16, DType::F32}) {
+    for (const bool decode : {false, true}) {
+      const std::vector<std::vector<std::uint32_t>> cuts = {
+          {0, 77}, {0, decode ? 50u : 70u, 77}, {0, 5, 9, 40, 70, 77}};
+      const AttentionCase shape = decode ? lseCase(1, 77, t, {window(20)}) : lseCase(19, 77, t);
+      for (const auto& c : cuts) {
+        for (const auto& [name, o] : variants(decode)) out.push_back({shape, c, name, o});
+      }
+    }
+  }
+  return out;
+}
+
+class Merge : public ::testing::TestWithParam<MergeParam> {};
+
+TEST_P(Merge, PartsMergeToTheUnsplitResult) {
+  const MergeParam& m = GetParam();
+  const AttentionCase& c = m.shape;
+  const AttentionResult whole = runFlash(c, m.options);
+  ASSERT_TRUE(matchesReference(c, whole));
+  Runtime& rt = runtime();
+  const AttentionProblem p = c.problem();
+  MergeCall call;
+  bool unseen = false;  // some row sees no key of some part
+  for (std::size_t i = 0; i + 1 < m.cuts.size(); ++i) {
+    AttentionCase part = c;
+    part.modifiers.push_back(keyRange(m.cuts[i], m.cuts[i + 1]));
+    const AttentionResult r = runFlash(part, m.options);
+    ASSERT_TRUE(matchesReference(part, r)) << "part " << i;
+    for (double l : r.lseWant) unseen |= std::isinf(l);
+    MergePart mp{rt.allocate(fmt::format("part{}_o", i), c.dtype, p.oDims(c.oLayout), c.oLayout),
+                 rt.allocate(fmt::format("part{}_lse", i), DType::F32, p.lseDims())};
+    rt.upload(mp.o, r.got);
+    rt.upload(mp.lse, r.lseGot);
+    call.parts.push_back(mp);
+  }
+  EXPECT_EQ(unseen, m.cuts.size() > 2) << "every split has a part some row cannot see";
+  call.o = rt.allocate("merged_o", c.dtype, p.oDims(c.oLayout), c.oLayout);
+  call.lse = rt.allocate("merged_lse", DType::F32, p.lseDims());
+  rt.poison(call.o);
+  rt.poison(*call.lse);
+  MergeStep step(rt.info(), rt.snippets());
+  auto dispatcher = rt.dispatcher();
+  DeviceWorkspace workspace(rt);
+  StepContext ctx{*dispatcher, workspace, &rt};
+  const MergeRecord record = step.run(ctx, call);
+  dispatcher->submit();
+  EXPECT_EQ(record.kernels.size(), 1u);
+  const std::vector<float> got = rt.download(call.o);
+  const ErrorStats e = compareOutputs(got, whole.want);
+  EXPECT_EQ(e.nonFinite, 0u);
+  EXPECT_LE(e.maxRel, relativeBound(c, whole)) << "merged vs unsplit reference: max-abs " << e.maxAbs << " at "
+                                               << e.worstIndex;
+  EXPECT_EQ(lseMismatch(rt.download(*call.lse), whole.lseWant, lseBound(c, whole)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(KeyRanges, Merge, ::testing::ValuesIn(mergeParams()),
+                         [](const ::testing::TestParamInfo<MergeParam>& i) { return mergeName(i.param); });
+
+}  // namespace
+}  // namespace foundry::test
