@@ -19,6 +19,11 @@
 #                                        # the head-dim shapes
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
+#   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
+#                                        # runtime as Debian packages: bench/mpi/), a small .device/
+#   bash bench/h200.sh cp                # on a machine with several GPUs: context-parallel decode of
+#                                        # one Llama-3.1-70B layer (64 heads, 8 KV heads, D 128) on
+#                                        # 1, 2 (4, 8) GPUs against one GPU; $OUT/cp.jsonl, $OUT/cp.md
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh.
 #
@@ -45,11 +50,21 @@ case "${1:-}" in
   prepare)
     bash scripts/install-deps.sh
     cmake --preset release >/dev/null
-    cmake --build --preset release
     rm -rf .device/bin
+    if [ "${2:-}" = cp ]; then
+      # The context-parallel bench alone: its binary (shaderc linked in), Open MPI as .debs.
+      cmake --build --preset release --target foundry_cp_bench
+      ../shared/device/pack.sh build/release/bench/foundry_cp_bench
+      bash bench/mpi/pack.sh
+      du -sh .device | awk '{print "prepare cp: .device/ holds " $1}'
+      exit 0
+    fi
+    cmake --build --preset release
     bins=(build/release/foundry/cli/foundry)
     bins+=(build/release/tests/foundry_device_tests build/release/tests/foundry_attention_tests)
+    bins+=(build/release/bench/foundry_cp_bench)
     ../shared/device/pack.sh "${bins[@]}"
+    bash bench/mpi/pack.sh
     cp ../shared/device/torch_sdpa.py .device/
     cp bench/compare.py bench/torch_batch.py .device/
     bash bench/ggml/fetch.sh
@@ -192,6 +207,42 @@ case "${1:-}" in
       replay gemma2-d128 configs/gemma-2-9b.json 2 160 8 --head-dim 128 --window 64
     } 2>&1 | grep -v '^progress' | tee "$out/modifier-replay.txt"
     grep -q FAILED "$out/modifier-replay.txt" && status=1
+    exit $status
+    ;;
+  cp)
+    # Context-parallel decode (docs/distributed.md) in one call: one Llama-3.1-70B layer's f16 K/V
+    # cache (64 query heads, 8 KV heads, D 128, batch 1) at 128K, 512K and 1M keys, on one GPU with
+    # FlashAttentionStep alone (--direct), and sharded over 1, 2, 4 and 8 ranks (as many as there are
+    # GPUs), each rank on its own GPU. Every run checks its result at a small context before timing.
+    # A context runs on one GPU only where its cache fits (the cache bytes against the GPU's memory
+    # and each K or V tensor against the 4 GiB storage-buffer range).
+    on_device
+    source bench/mpi/env.sh
+    status=0
+    nvidia-smi -L | tee "$out/gpu.txt"
+    gpus=$(nvidia-smi -L | grep -c '^GPU')
+    mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)  # MiB
+    heads=64 kv=8 dim=128 tokens=${CP_TOKENS:-50}
+    : >"$out/cp.jsonl"
+    for context in ${CP_CONTEXTS:-131072 524288 1048576}; do
+      for ranks in direct 1 2 4 8; do
+        n=$ranks; [ "$ranks" = direct ] && n=1
+        [ "$n" -le "$gpus" ] || continue
+        keys=$(((context + n - 1) / n))
+        tensor=$((kv * keys * dim * 2))  # bytes of one f16 K (or V) shard
+        if [ $((2 * tensor)) -gt $((mem * 1024 * 1024 * 9 / 10)) ] || [ "$tensor" -ge $((4 << 30)) ]; then
+          echo "context $context on $n GPU(s): $((2 * tensor >> 20)) MiB of cache per GPU does not fit; skipped"
+          continue
+        fi
+        flags=(--context "$context" --heads "$heads" --kv-heads "$kv" --head-dim "$dim" --batch 1 --tokens "$tokens")
+        [ "$ranks" = direct ] && flags+=(--direct)
+        echo "== context $context, ranks $ranks"
+        mpirun -np "$n" .device/bin/foundry_cp_bench "${flags[@]}" >>"$out/cp.jsonl" 2>>"$out/cp.log" ||
+          { status=1; echo "FAILED: context $context ranks $ranks"; tail -20 "$out/cp.log"; }
+        tail -1 "$out/cp.jsonl"
+      done
+    done
+    python3 bench/cp_table.py "$out/cp.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/cp.md"
     exit $status
     ;;
   report)

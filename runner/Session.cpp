@@ -26,9 +26,9 @@
 #include "foundry/vk/VulkanDispatcher.h"
 #include "runner/LayerModifiers.h"
 #include "runner/RunMemory.h"
-#include "stages/RandomFillStage.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
+#include "steps/RandomFill.h"
 #include "steps/RopeStep.h"
 #include "steps/SdpaReferenceStep.h"
 
@@ -121,16 +121,11 @@ class Session {
   std::vector<SafetensorsTensor> inputTensors_;  ///< q, k, v of --inputs, read once the budget is checked
   std::map<std::string, std::uint64_t> kernels_;
   std::vector<SelectorReport> decisions_;  ///< one per distinct (phase, kernels)
-  KernelSource fillKernel_;
+  std::optional<RandomFill> fill_;
 };
 
 void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count) {
-  const std::uint32_t wg = fillKernel_.layout.workgroup[0];
-  const auto groups = static_cast<std::uint32_t>(std::min<std::uint64_t>((count + wg - 1) / wg, 4096));
-  d.dispatch(fillKernel_,
-             Arguments().bind("x", t).set("count", static_cast<std::uint32_t>(count))
-                 .set("first", static_cast<std::uint32_t>(first)).set("seed", seed).set("scale", 1.0f),
-             {groups});
+  fill_->record(d, t, seed, first, count);
 }
 
 AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
@@ -286,7 +281,7 @@ RunReport Session::run() {
   const std::uint64_t compiles0 = kc.compiles(), memory0 = kc.memoryHits(), disk0 = kc.diskHits();
   const std::uint64_t pipelines0 = rt_.pipelines().created();
 
-  fillKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize)).emplace<RandomFillStage>(dtype_).build();
+  fill_.emplace(rt_, dtype_);
   if (c_.rope) ropeTable_ = makeRopeTable(rt_, *c_.rope, c_.headDim);
   for (std::uint32_t l = 0; l < L_; ++l) {
     modifiers_.push_back(layerModifiers(c_, l, [&](const std::string& name, const std::vector<double>& values) {
