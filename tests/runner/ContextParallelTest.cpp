@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "foundry/Runtime.h"
+#include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "runner/ContextParallelDecode.h"
 #include "runner/MpiCommunicator.h"
