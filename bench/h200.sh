@@ -17,6 +17,9 @@
 #                                        # against PyTorch's own math
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
+#   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
+#                                        # prompt, 128 tokens) with FOUNDRY_DECODE_REPLAY=1 and =0,
+#                                        # interleaved, 3 runs each: decode tokens/s by wall and GPU time
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -244,6 +247,23 @@ case "${1:-}" in
     done
     python3 bench/cp_table.py "$out/cp.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/cp.md"
     exit $status
+    ;;
+  replay)
+    on_device
+    attention_suite
+    foundry run configs/llama-3.1-8b.json --layers 1 --prompt-len 64 --decode-tokens 2 >/dev/null  # warm the cache
+    for round in 1 2 3; do
+      for replay in 1 0; do
+        FOUNDRY_DECODE_REPLAY=$replay foundry run configs/llama-3.1-8b.json --layers 32 --prompt-len 8192 \
+          --decode-tokens 128 --json "$out/replay$replay-$round.json" >"$out/replay$replay-$round.txt" 2>&1
+        python3 - "$out/replay$replay-$round.json" "$replay" "$round" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["decode"]
+print(f"replay={sys.argv[2]} round {sys.argv[3]}: {r['tokens'] / r['wall_s']:.1f} decode tokens/s (wall), "
+      f"{r['tokens_per_s'] or 0:.0f} tokens/s (attention GPU time), {r['recordings']} recorded, {r['replays']} replayed")
+PY
+      done
+    done | tee "$out/replay.txt"
     ;;
   report)
     dir=${2:?usage: bench/h200.sh report DIR}

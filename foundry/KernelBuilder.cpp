@@ -30,6 +30,9 @@ const PushSlot* KernelLayout::findPush(std::string_view name) const {
 
 namespace {
 
+// The head of the push-constant block; parameterBlockVariant() swaps it for a storage buffer's.
+constexpr std::string_view kPushBlockHead = "layout(push_constant, std430) uniform PushConstants";
+
 std::string shortStageName(const std::string& name) {
   return name.ends_with("Stage") ? name.substr(0, name.size() - 5) : name;
 }
@@ -623,7 +626,7 @@ KernelSource KernelBuilder::build() const {
   }
   if (!m.push.empty()) {
     w.blank();
-    w.open("layout(push_constant, std430) uniform PushConstants");
+    w.open(kPushBlockHead);
     for (std::size_t i = 0; i < m.push.size(); ++i) {
       w.line("{} {};  // offset {}, {}", pushTypeGlsl(m.push[i].decl.type), m.push[i].decl.name,
              src.layout.push[i].offset, m.push[i].stage);
@@ -660,6 +663,26 @@ KernelSource KernelBuilder::build() const {
   src.hash = hashHex(src.glsl);
   src.notes = notes_;
   return src;
+}
+
+KernelSource parameterBlockVariant(const KernelSource& kernel) {
+  if (kernel.layout.push.empty()) return kernel;
+  FOUNDRY_CHECK_INTERNAL(!kernel.layout.findBinding(kParameterBinding),
+                         "kernel {} already reads its push constants from a buffer", kernel.name);
+  KernelSource out = kernel;
+  const auto binding = static_cast<std::uint32_t>(kernel.layout.bindings.size());
+  // std430 in both blocks: the fields keep their offsets, and `pc.name` reads the same field. The
+  // head is one line of each, so line numbers (and the #line blocks) stay as they were.
+  const std::string head = fmt::format("{} {{", kPushBlockHead);
+  const std::size_t at = out.glsl.find(head);
+  FOUNDRY_CHECK_INTERNAL(at != std::string::npos, "kernel {} has no push-constant block", kernel.name);
+  out.glsl.replace(at, kPushBlockHead.size(),
+                   fmt::format("layout(std430, set = 0, binding = {}) restrict readonly buffer ParameterBlock", binding));
+  out.name += "__params";
+  out.hash = hashHex(out.glsl);
+  out.layout.bindings.push_back({std::string(kParameterBinding), binding, DType::U32, "uint", Access::ReadOnly});
+  out.notes.emplace_back("push constants", fmt::format("read from the parameter block at binding {}", binding));
+  return out;
 }
 
 }  // namespace foundry

@@ -42,4 +42,13 @@ class KernelBuilder {
   std::vector<std::pair<std::string, std::string>> notes_;
 };
 
+/// The binding name of a parameter-block kernel's push constants.
+inline constexpr std::string_view kParameterBinding = "params";
+
+/// The same kernel with its push-constant fields read from a storage buffer bound as "params" (the
+/// same std430 offsets) instead of push constants: a recorded command buffer whose push values live
+/// in host-visible memory can be replayed with new values (VulkanDispatcher::beginParameterized).
+/// A kernel without push constants is returned as it is.
+KernelSource parameterBlockVariant(const KernelSource& kernel);
+
 }  // namespace foundry

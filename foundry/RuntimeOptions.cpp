@@ -143,6 +143,10 @@ const std::vector<Knob>& knobs() {
       forceKnob<&RuntimeOptions::faDecodeFusedReduce>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
+      forceKnob<&RuntimeOptions::decodeReplay>(
+          "FOUNDRY_DECODE_REPLAY",
+          "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "
+          "every token (0, and auto until measured faster)"),
       stringKnob<&RuntimeOptions::device>("FOUNDRY_DEVICE", "a device index or a name substring",
                                           "which Vulkan device to use"),
       stringKnob<&RuntimeOptions::cacheDir>("FOUNDRY_CACHE_DIR", "a directory, or off",

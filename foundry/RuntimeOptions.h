@@ -41,6 +41,7 @@ struct RuntimeOptions {
   std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
   Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
+  Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY
   // Runtime.
   std::string device;        ///< FOUNDRY_DEVICE: index or name substring; empty picks a discrete GPU first
   std::string cacheDir;      ///< FOUNDRY_CACHE_DIR: empty means $XDG_CACHE_HOME/foundry; "off" disables

@@ -26,4 +26,14 @@ class Stage {
 
 using StagePtr = std::shared_ptr<const Stage>;
 
+/// A stage whose code depends only on one element type, its key (fills, copies).
+class ElementStage : public Stage {
+ public:
+  explicit ElementStage(DType dtype) : dtype_(dtype) {}
+  std::string key() const override { return std::string(dtypeName(dtype_)); }
+
+ protected:
+  DType dtype_;
+};
+
 }  // namespace foundry

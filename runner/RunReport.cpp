@@ -61,6 +61,8 @@ nlohmann::json RunReport::toJson() const {
   };
   j["prefill"] = phase(prefill);
   j["decode"] = phase(decode);
+  j["decode"]["recordings"] = decode.recordings;
+  j["decode"]["replays"] = decode.replays;
   j["kernels"] = kernels;
   j["memory"] = {{"peak_bytes", peakDeviceBytes}, {"kv_cache_bytes", cacheBytes}, {"scratch_bytes", scratchBytes}};
   j["kernel_cache"] = {{"compiles", kernelCompiles}, {"memory_hits", kernelMemoryHits}, {"disk_hits", kernelDiskHits},
@@ -100,6 +102,10 @@ std::string RunReport::summary() const {
     const std::string rate = p->gpuMicros > 0 ? fmt::format("{:.0f}", p->tokens / (p->gpuMicros * 1e-6)) : "n/a";
     s += fmt::format("  {:<8} {:>12.3f} {:>16.4f} {:>14} {:>10.2f}\n", name, p->gpuMicros / 1e3,
                      run.layers ? p->gpuMicros / 1e3 / run.layers : 0.0, rate, p->wallSeconds);
+  }
+  if (decode.recordings > 0) {
+    s += fmt::format("  decode replay: {} recorded, {} replayed{}\n", decode.recordings, decode.replays,
+                     decode.rerecorded.empty() ? "" : " (recorded again: " + decode.rerecorded + ")");
   }
   // Layers with the same modifiers on one line: "layers 0, 2: sliding window 128 + sinks".
   std::vector<std::pair<std::string, std::vector<std::size_t>>> groups;

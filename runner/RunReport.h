@@ -22,6 +22,10 @@ struct PhaseReport {
   double inputGpuMicros = 0;   ///< making the synthetic inputs, not part of the above
   double wallSeconds = 0;
   std::uint64_t tokens = 0;    ///< tokens processed (batch included)
+  /// Decode with FOUNDRY_DECODE_REPLAY: command buffers recorded and replays of them (both 0: the
+  /// dispatches were recorded token by token).
+  std::uint64_t recordings = 0, replays = 0;
+  std::string rerecorded;      ///< why the last new recording was made after the first (empty: none)
 };
 
 struct CheckReport {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cmath>
@@ -26,6 +27,7 @@
 #include "foundry/vk/VulkanDispatcher.h"
 #include "runner/LayerModifiers.h"
 #include "runner/RunMemory.h"
+#include "stages/TokenCopyStage.h"
 #include "steps/CpuReference.h"
 #include "steps/FlashAttentionStep.h"
 #include "steps/RandomFill.h"
@@ -82,6 +84,15 @@ class Session {
     return rt_.allocate(name, dtype_, std::move(dims), layout);
   }
   void fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count);
+  /// Elements [srcFirst, +count) of `src` to [dstFirst, +count) of `dst`, offsets as push constants.
+  void copy(Dispatcher& d, const Tensor& src, std::uint64_t srcFirst, const Tensor& dst, std::uint64_t dstFirst,
+            std::uint64_t count);
+  bool replayDecode() const;
+  /// Decode token `t`, every layer. With `fixedViews` the token's rows go through the fixed token
+  /// tensors, so that every token binds the same buffer ranges (a replayed recording's).
+  void decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews);
+  void decodeDirect(Dispatcher& d, RunReport& report);
+  void decodeReplayed(VulkanDispatcher& d, RunReport& report);
   /// RoPE on K as it is appended at `pos0`, when the model has it.
   std::optional<KvAppendStep::Rope> kRope(std::uint32_t pos0) const {
     if (!c_.rope) return std::nullopt;
@@ -122,10 +133,26 @@ class Session {
   std::map<std::string, std::uint64_t> kernels_;
   std::vector<SelectorReport> decisions_;  ///< one per distinct (phase, kernels)
   std::optional<RandomFill> fill_;
+  KernelSource copyKernel_;
+  bool keepOutputs_ = false;
+  std::uint64_t qRow_ = 0, kvRow_ = 0;
+  LayerInputs token_;  ///< one token's q, k, v ([1, batch, heads, D]) for a replayed decode
+  Tensor tokenOut_;
 };
 
 void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count) {
   fill_->record(d, t, seed, first, count);
+}
+
+void Session::copy(Dispatcher& d, const Tensor& src, std::uint64_t srcFirst, const Tensor& dst, std::uint64_t dstFirst,
+                   std::uint64_t count) {
+  const std::uint32_t wg = copyKernel_.layout.workgroup[0];
+  const auto groups = static_cast<std::uint32_t>(std::min<std::uint64_t>((count + wg - 1) / wg, 4096));
+  d.dispatch(copyKernel_,
+             Arguments().bind("src", src).bind("dst", dst).set("count", static_cast<std::uint32_t>(count))
+                 .set("src_first", static_cast<std::uint32_t>(srcFirst))
+                 .set("dst_first", static_cast<std::uint32_t>(dstFirst)),
+             {groups});
 }
 
 AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
@@ -177,7 +204,8 @@ void Session::planEveryCall() const {
 void Session::record(const SubmitResult& r, PhaseReport& phase) {
   for (const auto& t : r.dispatches) {
     ++kernels_[t.kernel];
-    if (t.kernel.starts_with("RandomFill")) phase.inputGpuMicros += t.gpuMicros;
+    // Making inputs and moving a replayed token's rows are not attention work.
+    if (t.kernel.starts_with("RandomFill") || t.kernel.starts_with("TokenCopy")) phase.inputGpuMicros += t.gpuMicros;
     else phase.gpuMicros += t.gpuMicros;
   }
 }
@@ -298,9 +326,11 @@ RunReport Session::run() {
     report.cacheBytes += kCache_.back().spanBytes() * 2;
   }
   // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
-  const bool keepOutputs = req_.check || req_.expect || req_.save;
+  const bool keepOutputs = keepOutputs_ = req_.check || req_.expect || req_.save;
   for (std::uint32_t l = 0; l < (keepOutputs ? L_ : 1); ++l) {
     out_.push_back(alloc(fmt::format("o{}", l), {T_, B_, c_.nHeads, c_.headDim}));
+    // An output nobody wrote reads NaN, so the check and --expect see it.
+    if (keepOutputs) rt_.poison(out_.back());
   }
   if (req_.inputs) {
     loadInputs();
@@ -308,8 +338,14 @@ RunReport Session::run() {
     inputs_.push_back({alloc("q_in", {T_, B_, c_.nHeads, c_.headDim}), alloc("k_in", {T_, B_, c_.nKvHeads, c_.headDim}),
                        alloc("v_in", {T_, B_, c_.nKvHeads, c_.headDim})});
   }
-  const std::uint64_t qRow = std::uint64_t(B_) * c_.nHeads * c_.headDim;
-  const std::uint64_t kvRow = std::uint64_t(B_) * c_.nKvHeads * c_.headDim;
+  const std::uint64_t qRow = qRow_ = std::uint64_t(B_) * c_.nHeads * c_.headDim;
+  const std::uint64_t kvRow = kvRow_ = std::uint64_t(B_) * c_.nKvHeads * c_.headDim;
+  if (replayDecode() && N_ > 0) {
+    copyKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize)).emplace<TokenCopyStage>(dtype_).build();
+    token_ = {alloc("q_token", {1, B_, c_.nHeads, c_.headDim}), alloc("k_token", {1, B_, c_.nKvHeads, c_.headDim}),
+              alloc("v_token", {1, B_, c_.nKvHeads, c_.headDim})};
+    tokenOut_ = alloc("o_token", {1, B_, c_.nHeads, c_.headDim});
+  }
   planEveryCall();
   auto dispatcher = rt_.dispatcher();
 
@@ -338,23 +374,8 @@ RunReport Session::run() {
   // Decode: one submission per token, every layer in it.
   start = Clock::now();
   progress_.update("decode", 0, N_);
-  for (std::uint32_t t = 0; t < N_; ++t) {
-    const std::uint32_t pos = P_ + t;
-    for (std::uint32_t l = 0; l < L_; ++l) {
-      const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
-      if (!req_.inputs) {
-        const Tensor q = tokenView(in.q, pos, 1), k = tokenView(in.k, pos, 1), v = tokenView(in.v, pos, 1);
-        fill(*dispatcher, q, seedFor(c_.run.seed, l, 0), qRow * pos, qRow);
-        fill(*dispatcher, k, seedFor(c_.run.seed, l, 1), kvRow * pos, kvRow);
-        fill(*dispatcher, v, seedFor(c_.run.seed, l, 2), kvRow * pos, kvRow);
-      }
-      StepContext ctx{*dispatcher, workspace_, &rt_};
-      append_.run(ctx, tokenView(in.k, pos, 1), tokenView(in.v, pos, 1), kCache_[l], vCache_[l], pos, kRope(pos));
-      attention(*dispatcher, tokenView(in.q, pos, 1), l, tokenView(out_[keepOutputs ? l : 0], pos, 1), pos + 1, pos);
-    }
-    record(dispatcher->submit(), report.decode);
-    progress_.update("decode", t + 1, N_);
-  }
+  if (replayDecode()) decodeReplayed(*dispatcher, report);
+  else decodeDirect(*dispatcher, report);
   report.decode.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.decode.tokens = std::uint64_t(B_) * N_;
   progress_.finish();
@@ -370,6 +391,85 @@ RunReport Session::run() {
   if (req_.check) checkOutputs(report);
   if (req_.expect || req_.save) compareExpected(report);
   return report;
+}
+
+bool Session::replayDecode() const {
+  // The online compare submits part-way through a step, which a replayed recording cannot do.
+  // Off by default: on lavapipe it was a little slower (docs/performance.md); the H200 decides.
+  return rt_.options().decodeReplay == Force::On && !rt_.options().sdpaDebugOnlineCompare;
+}
+
+void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
+  const std::uint32_t pos = P_ + t;
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
+    const Tensor& out = out_[keepOutputs_ ? l : 0];
+    Tensor q = tokenView(in.q, pos, 1), k = tokenView(in.k, pos, 1), v = tokenView(in.v, pos, 1);
+    Tensor o = tokenView(out, pos, 1);
+    if (fixedViews) {
+      q = tokenView(token_.q, 0, 1), k = tokenView(token_.k, 0, 1), v = tokenView(token_.v, 0, 1);
+      o = tokenView(tokenOut_, 0, 1);
+    }
+    if (!req_.inputs) {
+      fill(d, q, seedFor(c_.run.seed, l, 0), qRow_ * pos, qRow_);
+      fill(d, k, seedFor(c_.run.seed, l, 1), kvRow_ * pos, kvRow_);
+      fill(d, v, seedFor(c_.run.seed, l, 2), kvRow_ * pos, kvRow_);
+    } else if (fixedViews) {
+      copy(d, in.q, qRow_ * pos, token_.q, 0, qRow_);
+      copy(d, in.k, kvRow_ * pos, token_.k, 0, kvRow_);
+      copy(d, in.v, kvRow_ * pos, token_.v, 0, kvRow_);
+    }
+    StepContext ctx{d, workspace_, &rt_};
+    append_.run(ctx, k, v, kCache_[l], vCache_[l], pos, kRope(pos));
+    attention(d, q, l, o, pos + 1, pos);
+    // Kept outputs go to their place in the layer's output; otherwise nobody reads them.
+    if (fixedViews && keepOutputs_) copy(d, tokenOut_, 0, out, qRow_ * pos, qRow_);
+  }
+}
+
+void Session::decodeDirect(Dispatcher& d, RunReport& report) {
+  for (std::uint32_t t = 0; t < N_; ++t) {
+    decodeToken(d, t, false);
+    record(d.submit(), report.decode);
+    progress_.update("decode", t + 1, N_);
+  }
+}
+
+// Token t's dispatches are those of the token before with other push constants and grids, so they
+// are recorded once (two recordings: the host writes token t + 1's parameters into one while the
+// device runs token t from the other) and replayed. A token whose dispatches differ (the Split-K
+// plan changed its scratch) is recorded afresh.
+void Session::decodeReplayed(VulkanDispatcher& d, RunReport& report) {
+  std::array<std::shared_ptr<Recording>, 2> recordings;
+  std::array<Submission, 2> running;
+  for (std::uint32_t t = 0; t < N_; ++t) {
+    auto& recording = recordings[t % 2];
+    bool replayed = false;
+    if (recording) {
+      RecordingUpdate update(d, recording);
+      decodeToken(update, t, true);
+      if (update.matches()) {
+        running[t % 2] = update.submitAsync();
+        replayed = true;
+        ++report.decode.replays;
+      } else {
+        report.decode.rerecorded = fmt::format("token {}: {}", t, update.mismatch());
+      }
+    }
+    if (!replayed) {
+      d.beginParameterized();
+      decodeToken(d, t, true);
+      recording = d.capture();
+      running[t % 2] = d.replay(*recording);
+      ++report.decode.recordings;
+    }
+    if (t > 0) {
+      record(d.wait(running[(t - 1) % 2]), report.decode);
+      progress_.update("decode", t, N_);
+    }
+  }
+  if (N_ > 0) record(d.wait(running[(N_ - 1) % 2]), report.decode);
+  progress_.update("decode", N_, N_);
 }
 
 // Sampled layers and tokens against the CPU float64 reference, and the sampled layers' prefill against

@@ -7,16 +7,12 @@
 
 namespace foundry {
 
-class RandomFillStage : public Stage {
+class RandomFillStage : public ElementStage {
  public:
-  explicit RandomFillStage(DType dtype) : dtype_(dtype) {}
+  using ElementStage::ElementStage;
   std::string name() const override { return "RandomFillStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
   void emit(GlslWriter& w, const DeviceInfo& device) const override;
-  std::string key() const override { return std::string(dtypeName(dtype_)); }
-
- private:
-  DType dtype_;
 };
 
 }  // namespace foundry

@@ -64,13 +64,14 @@ constexpr VkAccessFlags kShaderAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SH
 
 }  // namespace
 
-Buffer::Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name)
+Buffer::Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name, BufferUse use)
     : device_(device.shared_from_this()), name_(std::move(name)), size_(std::max<std::uint64_t>(bytes, 4)) {
   checkAllocationFits(device.info(), size_, name_);
   const VkDevice d = device.handle();
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = size_;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (use == BufferUse::Parameters) info.usage |= VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   // Each handle is owned the moment it exists: a failure further down frees what came before.
   buffer_ = createOwned<VkBuffer>(d, vkCreateBuffer, info, vkDestroyBuffer, "vkCreateBuffer");
@@ -80,8 +81,14 @@ Buffer::Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name)
   alloc.allocationSize = req.size;
   // Device-local memory that the host cannot see is the fast kind on discrete GPUs; a CPU driver
   // only has host-visible memory, which is then mapped directly.
-  alloc.memoryTypeIndex = device.memoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-                                            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+  // Parameters are written by the host without a transfer: host-visible and coherent, device-local
+  // where the device has such memory.
+  alloc.memoryTypeIndex =
+      use == BufferUse::Parameters
+          ? device.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                              VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0)
+          : device.memoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
   VkDeviceMemory memory = VK_NULL_HANDLE;
   const VkResult r = vkAllocateMemory(d, &alloc, nullptr, &memory);
   if (r != VK_SUCCESS) {

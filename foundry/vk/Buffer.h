@@ -17,10 +17,15 @@ namespace foundry {
 
 class VulkanDevice;
 
+/// What a buffer holds: tensors (device-local memory where the device has it) or parameters the host
+/// writes between submissions and the device reads as storage and as indirect dispatch grids
+/// (host-visible, coherent memory).
+enum class BufferUse { Tensor, Parameters };
+
 class Buffer {
  public:
   /// Allocates `bytes` (at least 4). Beyond what the device allows: a DeviceError naming the size.
-  Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name);
+  Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name, BufferUse use = BufferUse::Tensor);
   /// Adopts the application's `buffer` of `bytes` bytes: no memory of Foundry's, never destroyed.
   Buffer(VulkanDevice& device, VkBuffer buffer, std::uint64_t bytes, std::string name);
   ~Buffer();

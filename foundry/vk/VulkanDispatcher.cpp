@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
 #include "foundry/vk/Barrier.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/Check.h"
@@ -24,12 +27,99 @@ constexpr std::uint32_t kQueriesPerPool = 512;
 constexpr std::uint32_t kSetsPerPool = 256;
 constexpr unsigned kRead = 1, kWrite = 2;
 
+constexpr VkDeviceSize kParameterChunkBytes = 64 * 1024;
+
+/// A buffer range as a descriptor sees it: what a replayed dispatch must bind again.
+struct BoundRange {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0, range = 0;
+  bool operator==(const BoundRange&) const = default;
+};
+
+/// Where a parameterized dispatch's grid (VkDispatchIndirectCommand) and push constants live.
+struct ParameterSlot {
+  std::shared_ptr<Buffer> buffer;  ///< null: the dispatch is not parameterized
+  VkDeviceSize grid = 0, push = 0;
+};
+
 struct Pending {
   std::string kernel;
   std::uint32_t query = 0;  ///< first of two timestamps, in queryPools order
   std::shared_ptr<const Pipeline> pipeline;
   std::vector<std::shared_ptr<Buffer>> buffers;
+  std::string hash;                ///< the kernel's (not its parameter-block variant's)
+  std::vector<BoundRange> ranges;  ///< in binding order
+  ParameterSlot parameters;
 };
+
+/// A tensor checked against the binding slot it is bound to.
+struct Bound {
+  const BindingSlot* slot;
+  const Tensor* tensor;
+  VkDeviceSize offset, range;
+};
+
+/// Every binding of `kernel` resolved to a buffer range, with what can fail checked: alignment, the
+/// buffer's size, the device's range limit, written bindings overlapping others; and the grid.
+std::vector<Bound> resolveBindings(const KernelSource& kernel, const Arguments& args, const VulkanDevice& dev, Grid grid) {
+  const auto& caps = dev.info();
+  const std::string field = fmt::format("kernel {}", kernel.name);
+  std::vector<Bound> bound;
+  for (const auto& slot : kernel.layout.bindings) {
+    const Tensor& t = args.tensors().at(slot.name);
+    if (!t.buffer) throw UserError(field, fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
+    const VkDeviceSize offset = t.offset * dtypeBytes(t.dtype);
+    const VkDeviceSize span = t.spanBytes();
+    if (offset % dev.storageOffsetAlignment() != 0) {
+      throw UserError(field, fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset "
+                                         "alignment {}", t.name, offset, dev.storageOffsetAlignment()));
+    }
+    if (offset + span > t.buffer->size()) {
+      throw UserError(field, fmt::format("tensor '{}' ({}) spans bytes {}..{} but its buffer '{}' holds {}", t.name,
+                                         t.shapeString(), offset, offset + span, t.buffer->name(), t.buffer->size()));
+    }
+    if (span > caps.maxStorageBufferRange) {
+      throw UnsupportedError(fmt::format("tensor '{}' ({}) spans {} bytes; device '{}' binds at most {} bytes per "
+                                         "storage buffer", t.name, t.shapeString(), span, caps.name,
+                                         caps.maxStorageBufferRange));
+    }
+    const VkDeviceSize range = std::min<VkDeviceSize>({(span + 15) / 16 * 16, t.buffer->size() - offset,
+                                                       caps.maxStorageBufferRange});
+    bound.push_back({&slot, &t, offset, std::max<VkDeviceSize>(range, 4)});
+  }
+  // Kernels declare their buffers `restrict`: a written binding must not overlap any other binding.
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    for (std::size_t j = i + 1; j < bound.size(); ++j) {
+      const auto &a = bound[i], &b = bound[j];
+      if (a.tensor->buffer != b.tensor->buffer) continue;
+      const bool written = a.slot->access != Access::ReadOnly || b.slot->access != Access::ReadOnly;
+      const bool overlap = a.offset < b.offset + b.range && b.offset < a.offset + a.range;
+      if (written && overlap) {
+        throw UserError(field, fmt::format("bindings '{}' and '{}' overlap in buffer '{}' and one is written", a.slot->name,
+                                           b.slot->name, a.tensor->buffer->name()));
+      }
+    }
+  }
+  const auto& maxGroups = dev.maxWorkgroupCount();
+  if (grid.x > maxGroups[0] || grid.y > maxGroups[1] || grid.z > maxGroups[2]) {
+    throw UnsupportedError(fmt::format("kernel {}: grid {}x{}x{} exceeds the device's {}x{}x{} workgroups", kernel.name,
+                                       grid.x, grid.y, grid.z, maxGroups[0], maxGroups[1], maxGroups[2]));
+  }
+  return bound;
+}
+
+std::vector<BoundRange> rangesOf(const std::vector<Bound>& bound) {
+  std::vector<BoundRange> out;
+  for (const auto& b : bound) out.push_back({b.tensor->buffer->handle(), b.offset, b.range});
+  return out;
+}
+
+/// Writes a parameterized dispatch's grid and push constants where its recording reads them.
+void writeParameters(const ParameterSlot& slot, Grid grid, const std::vector<std::byte>& push) {
+  const std::uint32_t groups[3] = {grid.x, grid.y, grid.z};
+  slot.buffer->upload(std::as_bytes(std::span(groups)), slot.grid);
+  slot.buffer->upload(push, slot.push);
+}
 
 }  // namespace
 
@@ -47,6 +137,10 @@ struct Recording::Frame {
   std::vector<Pending> pending;
   std::map<VkBuffer, unsigned> touched;  ///< accesses since the last barrier: 1 read, 2 write
   std::uint64_t submitted = 0;           ///< timeline value of its last submission
+  bool parameterized = false;            ///< push constants and grids read from parameter buffers
+  std::vector<std::shared_ptr<Buffer>> parameterChunks;  ///< host-visible, kept across resets
+  std::size_t parameterChunk = 0;
+  VkDeviceSize parameterUsed = 0;         ///< in parameterChunks[parameterChunk]
 
   explicit Frame(std::shared_ptr<VulkanDevice> d) : device(std::move(d)) {
     VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -134,6 +228,25 @@ struct Recording::Frame {
     return q;
   }
 
+  /// Room for a dispatch's grid and `pushBytes` of push constants, each at the device's storage
+  /// offset alignment.
+  ParameterSlot allocateParameters(std::uint32_t pushBytes) {
+    const VkDeviceSize align = std::max<VkDeviceSize>(device->storageOffsetAlignment(), 16);
+    const auto up = [&](VkDeviceSize n) { return (n + align - 1) / align * align; };
+    const VkDeviceSize need = up(3 * sizeof(std::uint32_t)) + up(std::max<std::uint32_t>(pushBytes, 4));
+    if (parameterChunk < parameterChunks.size() && parameterUsed + need > parameterChunks[parameterChunk]->size()) {
+      ++parameterChunk;
+      parameterUsed = 0;
+    }
+    if (parameterChunk == parameterChunks.size()) {
+      parameterChunks.push_back(std::make_shared<Buffer>(*device, std::max(kParameterChunkBytes, need),
+                                                         "dispatch parameters", BufferUse::Parameters));
+    }
+    ParameterSlot slot{parameterChunks[parameterChunk], parameterUsed, parameterUsed + up(3 * sizeof(std::uint32_t))};
+    parameterUsed += need;
+    return slot;
+  }
+
   /// The timings of its last run (which has finished).
   SubmitResult results(bool timestamps) const {
     SubmitResult result;
@@ -172,6 +285,9 @@ struct Recording::Frame {
     pending.clear();
     touched.clear();
     queriesUsed = 0;
+    parameterized = false;
+    parameterChunk = 0;
+    parameterUsed = 0;
     for (auto& p : descriptorPools) vkResetDescriptorPool(device->handle(), p.get(), 0);
     descriptorPool = 0;
     vkResetCommandBuffer(cmd, 0);
@@ -181,6 +297,7 @@ struct Recording::Frame {
 Recording::Recording(std::shared_ptr<Frame> frame) : frame_(std::move(frame)) {}
 Recording::~Recording() = default;
 std::size_t Recording::dispatches() const { return frame_->pending.size(); }
+bool Recording::parameterized() const { return frame_->parameterized; }
 
 struct VulkanDispatcher::Impl {
   std::shared_ptr<VulkanDevice> device;
@@ -193,6 +310,13 @@ struct VulkanDispatcher::Impl {
   SubmitResult flushed;  ///< what flush() ran, for the next submit() to report
   int uncaughtAtCreation = 0;
   std::uint64_t barriers = 0;
+  std::map<std::string, std::shared_ptr<const KernelSource>> variants;  ///< parameter-block kernels by hash
+
+  const KernelSource& parameterVariant(const KernelSource& kernel) {
+    auto& v = variants[kernel.hash];
+    if (!v) v = std::make_shared<const KernelSource>(parameterBlockVariant(kernel));
+    return *v;
+  }
 
   Recording::Frame& frame() {
     if (!current) {
@@ -229,58 +353,13 @@ std::uint64_t VulkanDispatcher::barriers() const { return impl_->barriers; }
 void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) {
   checkArguments(kernel, args);
   VulkanDevice& dev = *impl_->device;
-  const auto& caps = dev.info();
-  const std::string field = fmt::format("kernel {}", kernel.name);
-
   // Everything that can fail is checked before anything is recorded.
-  struct Bound {
-    const BindingSlot* slot;
-    const Tensor* tensor;
-    VkDeviceSize offset, range;
-  };
-  std::vector<Bound> bound;
-  for (const auto& slot : kernel.layout.bindings) {
-    const Tensor& t = args.tensors().at(slot.name);
-    if (!t.buffer) throw UserError(field, fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
-    const VkDeviceSize offset = t.offset * dtypeBytes(t.dtype);
-    const VkDeviceSize span = t.spanBytes();
-    if (offset % dev.storageOffsetAlignment() != 0) {
-      throw UserError(field, fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset "
-                                         "alignment {}", t.name, offset, dev.storageOffsetAlignment()));
-    }
-    if (offset + span > t.buffer->size()) {
-      throw UserError(field, fmt::format("tensor '{}' ({}) spans bytes {}..{} but its buffer '{}' holds {}", t.name,
-                                         t.shapeString(), offset, offset + span, t.buffer->name(), t.buffer->size()));
-    }
-    if (span > caps.maxStorageBufferRange) {
-      throw UnsupportedError(fmt::format("tensor '{}' ({}) spans {} bytes; device '{}' binds at most {} bytes per "
-                                         "storage buffer", t.name, t.shapeString(), span, caps.name,
-                                         caps.maxStorageBufferRange));
-    }
-    const VkDeviceSize range = std::min<VkDeviceSize>({(span + 15) / 16 * 16, t.buffer->size() - offset,
-                                                       caps.maxStorageBufferRange});
-    bound.push_back({&slot, &t, offset, std::max<VkDeviceSize>(range, 4)});
-  }
-  // Kernels declare their buffers `restrict`: a written binding must not overlap any other binding.
-  for (std::size_t i = 0; i < bound.size(); ++i) {
-    for (std::size_t j = i + 1; j < bound.size(); ++j) {
-      const auto &a = bound[i], &b = bound[j];
-      if (a.tensor->buffer != b.tensor->buffer) continue;
-      const bool written = a.slot->access != Access::ReadOnly || b.slot->access != Access::ReadOnly;
-      const bool overlap = a.offset < b.offset + b.range && b.offset < a.offset + a.range;
-      if (written && overlap) {
-        throw UserError(field, fmt::format("bindings '{}' and '{}' overlap in buffer '{}' and one is written", a.slot->name,
-                                           b.slot->name, a.tensor->buffer->name()));
-      }
-    }
-  }
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no work
-  const auto& maxGroups = dev.maxWorkgroupCount();
-  if (grid.x > maxGroups[0] || grid.y > maxGroups[1] || grid.z > maxGroups[2]) {
-    throw UnsupportedError(fmt::format("kernel {}: grid {}x{}x{} exceeds the device's {}x{}x{} workgroups", kernel.name,
-                                       grid.x, grid.y, grid.z, maxGroups[0], maxGroups[1], maxGroups[2]));
-  }
-  const auto pipeline = impl_->pipelines->get(kernel);
+  const std::vector<Bound> bound = resolveBindings(kernel, args, dev, grid);
+  const bool parameterized = impl_->current && impl_->current->parameterized;
+  // A parameterized dispatch is recorded even with an empty grid: a replay may give it one.
+  if (!parameterized && (grid.x == 0 || grid.y == 0 || grid.z == 0)) return;  // no work
+  const KernelSource& built = parameterized ? impl_->parameterVariant(kernel) : kernel;
+  const auto pipeline = impl_->pipelines->get(built);
   const auto push = packPushConstants(kernel, args);
 
   Recording::Frame& f = impl_->frame();
@@ -299,22 +378,32 @@ void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& arg
     f.touched[b.tensor->buffer->handle()] |= b.slot->access == Access::ReadOnly ? kRead : (kRead | kWrite);
   }
 
+  Pending p{kernel.name, 0, pipeline, {}, kernel.hash, rangesOf(bound), {}};
+  for (const auto& b : bound) p.buffers.push_back(b.tensor->buffer);
+  std::vector<VkDescriptorBufferInfo> infos;
+  for (const auto& r : p.ranges) infos.push_back({r.buffer, r.offset, r.range});
+  std::vector<std::uint32_t> bindings;
+  for (const auto& b : bound) bindings.push_back(b.slot->binding);
+  if (parameterized) {
+    p.parameters = f.allocateParameters(kernel.layout.pushBytes);
+    writeParameters(p.parameters, grid, push);
+    if (const BindingSlot* params = built.layout.findBinding(kParameterBinding)) {
+      infos.push_back({p.parameters.buffer->handle(), p.parameters.push, (kernel.layout.pushBytes + 15) / 16 * 16});
+      bindings.push_back(params->binding);
+    }
+  }
   const VkDescriptorSet set = f.allocateSet(pipeline->setLayout());
-  std::vector<VkDescriptorBufferInfo> infos(bound.size());
-  std::vector<VkWriteDescriptorSet> writes(bound.size());
-  for (std::size_t i = 0; i < bound.size(); ++i) {
-    infos[i] = {bound[i].tensor->buffer->handle(), bound[i].offset, bound[i].range};
+  std::vector<VkWriteDescriptorSet> writes(infos.size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
-    writes[i].dstBinding = bound[i].slot->binding;
+    writes[i].dstBinding = bindings[i];
     writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
   vkUpdateDescriptorSets(dev.handle(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
-  Pending p{kernel.name, 0, pipeline, {}};
-  for (const auto& b : bound) p.buffers.push_back(b.tensor->buffer);
   if (impl_->timestamps) {
     p.query = f.nextQueryPair();
     vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, f.queryPools[p.query / kQueriesPerPool].get(),
@@ -322,11 +411,15 @@ void VulkanDispatcher::dispatch(const KernelSource& kernel, const Arguments& arg
   }
   vkCmdBindPipeline(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->handle());
   vkCmdBindDescriptorSets(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout(), 0, 1, &set, 0, nullptr);
-  if (!push.empty()) {
-    vkCmdPushConstants(f.cmd, pipeline->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push.size()),
-                       push.data());
+  if (parameterized) {
+    vkCmdDispatchIndirect(f.cmd, p.parameters.buffer->handle(), p.parameters.grid);
+  } else {
+    if (!push.empty()) {
+      vkCmdPushConstants(f.cmd, pipeline->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         static_cast<std::uint32_t>(push.size()), push.data());
+    }
+    vkCmdDispatch(f.cmd, grid.x, grid.y, grid.z);
   }
-  vkCmdDispatch(f.cmd, grid.x, grid.y, grid.z);
   if (impl_->timestamps) {
     vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queryPools[p.query / kQueriesPerPool].get(),
                         p.query % kQueriesPerPool + 1);
@@ -391,6 +484,15 @@ SubmitResult VulkanDispatcher::wait(Submission submission) {
   return result;
 }
 
+void VulkanDispatcher::beginParameterized() {
+  Recording::Frame& f = impl_->frame();
+  if (!f.pending.empty()) {
+    throw UserError("beginParameterized", fmt::format("{} dispatches are recorded and not submitted; submit or capture "
+                                                      "them first", f.pending.size()));
+  }
+  f.parameterized = true;
+}
+
 std::shared_ptr<Recording> VulkanDispatcher::capture() {
   if (!impl_->current || !impl_->current->recording) {
     throw UserError("capture", "nothing was recorded since the last submit; record the dispatches to replay first");
@@ -422,6 +524,69 @@ Submission VulkanDispatcher::replay(Recording& recording) {
   impl_->reusable[f->submitted] = false;
   impl_->running.emplace(f->submitted, f);
   return {f->submitted};
+}
+
+RecordingUpdate::RecordingUpdate(VulkanDispatcher& dispatcher, std::shared_ptr<Recording> recording)
+    : dispatcher_(dispatcher), recording_(std::move(recording)) {
+  const Recording::Frame& f = *recording_->frame_;
+  if (!f.parameterized) {
+    throw UserError("RecordingUpdate", "the recording was not made after beginParameterized(); its push constants and "
+                                       "grids are part of the command buffer");
+  }
+  if (f.device != dispatcher_.impl_->device) {
+    throw UserError("RecordingUpdate", "the recording was captured on another device's dispatcher");
+  }
+  f.device->wait(f.submitted);
+}
+
+void RecordingUpdate::dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) {
+  checkArguments(kernel, args);
+  const Recording::Frame& f = *recording_->frame_;
+  const std::vector<Bound> bound = resolveBindings(kernel, args, *f.device, grid);
+  if (!mismatch_.empty()) return;
+  if (next_ >= f.pending.size()) {
+    mismatch_ = fmt::format("dispatch {} ({}): the recording holds {}", next_ + 1, kernel.name, f.pending.size());
+    return;
+  }
+  const Pending& p = f.pending[next_];
+  if (p.hash != kernel.hash) {
+    mismatch_ = fmt::format("dispatch {}: kernel {} where the recording has {}", next_ + 1, kernel.name, p.kernel);
+  } else if (rangesOf(bound) != p.ranges) {
+    std::vector<std::string> differ;
+    const auto ranges = rangesOf(bound);
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i] != p.ranges[i]) differ.push_back(bound[i].slot->name);
+    }
+    mismatch_ = fmt::format("dispatch {} ({}): other buffer ranges bound as {}", next_ + 1, kernel.name,
+                            fmt::join(differ, ", "));
+  } else {
+    writeParameters(p.parameters, grid, packPushConstants(kernel, args));
+    ++next_;
+  }
+}
+
+bool RecordingUpdate::matches() const { return mismatch_.empty() && next_ == recording_->frame_->pending.size(); }
+
+std::string RecordingUpdate::mismatch() const {
+  if (!mismatch_.empty()) return mismatch_;
+  if (next_ != recording_->frame_->pending.size()) {
+    return fmt::format("{} dispatches where the recording holds {}", next_, recording_->frame_->pending.size());
+  }
+  return "";
+}
+
+Submission RecordingUpdate::submitAsync() {
+  if (!matches()) throw InternalError(fmt::format("replaying a recording given other dispatches: {}", mismatch()));
+  return dispatcher_.replay(*recording_);
+}
+
+SubmitResult RecordingUpdate::submit() { return wait(submitAsync()); }
+
+SubmitResult RecordingUpdate::wait(Submission submission) { return dispatcher_.wait(submission); }
+
+void RecordingUpdate::flush() {
+  throw UnsupportedError("a replayed recording runs whole: nothing can be submitted part-way through it (the online "
+                         "compare, FOUNDRY_SDPA_DEBUG_ONLINE_COMPARE, needs direct recording)");
 }
 
 }  // namespace foundry

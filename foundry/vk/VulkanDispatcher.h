@@ -28,11 +28,14 @@ class Recording {
 
   /// Dispatches it holds.
   std::size_t dispatches() const;
+  /// Whether its push constants and grids are read from its parameter block (RecordingUpdate).
+  bool parameterized() const;
   /// Times it was submitted.
   std::uint64_t replays() const { return replays_; }
 
  private:
   friend class VulkanDispatcher;
+  friend class RecordingUpdate;
   std::shared_ptr<Frame> frame_;
   std::uint64_t replays_ = 0;
 };
@@ -51,6 +54,10 @@ class VulkanDispatcher : public Dispatcher {
   void flush() override;
   void barrier() override;
 
+  /// Dispatches recorded from now until the next capture() or submit read their push constants and
+  /// grids from a host-visible parameter block (parameterBlockVariant kernels, vkCmdDispatchIndirect),
+  /// so a RecordingUpdate can give a captured Recording new values. Nothing may be pending.
+  void beginParameterized();
   /// Ends what was recorded since the last submit as a Recording; nothing runs yet.
   std::shared_ptr<Recording> capture();
   /// Submits `recording` once more and returns at once; wait() on the result gives its timings.
@@ -64,8 +71,41 @@ class VulkanDispatcher : public Dispatcher {
   std::uint64_t barriers() const;
 
  private:
+  friend class RecordingUpdate;
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/// New push constants and grids for a parameterized Recording, given the way they were first given:
+/// each dispatch() is checked like VulkanDispatcher's, compared with the dispatch captured at its
+/// position (the same kernel, the same buffer ranges) and its values written into the recording's
+/// parameter block; nothing is recorded. submitAsync() replays the recording. Where a dispatch
+/// differs (another kernel, another token view, a Split-K plan with other scratch), matches() turns
+/// false and nothing more is written; the caller records afresh. Made after the recording's last
+/// run has finished (it waits), so the parameter block is not written while the device reads it.
+class RecordingUpdate : public Dispatcher {
+ public:
+  RecordingUpdate(VulkanDispatcher& dispatcher, std::shared_ptr<Recording> recording);
+
+  void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) override;
+  /// Replays and waits; InternalError where matches() is false.
+  SubmitResult submit() override;
+  /// Replays without waiting; InternalError where matches() is false.
+  Submission submitAsync() override;
+  SubmitResult wait(Submission submission) override;
+  /// Replaying part of a recording is not possible: UnsupportedError.
+  void flush() override;
+
+  /// Every dispatch so far equal to the captured one, and as many as were captured.
+  bool matches() const;
+  /// Why matches() is false ("" where it is true).
+  std::string mismatch() const;
+
+ private:
+  VulkanDispatcher& dispatcher_;
+  std::shared_ptr<Recording> recording_;
+  std::size_t next_ = 0;
+  std::string mismatch_;
 };
 
 }  // namespace foundry

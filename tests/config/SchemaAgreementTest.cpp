@@ -49,7 +49,8 @@ json everyField() {
       "fa_prefill_keys_per_tile": "auto",
       "fa_prefill_heads_first": "auto", "fa_decode_warps": "auto", "fa_decode_keys_per_warp": "auto",
       "fa_decode_scalar": 0, "fa_decode_tg_out": "auto", "fa_decode_vec": "auto", "fa_decode_unroll": "auto",
-      "fa_decode_split_k": "auto", "fa_decode_fused_reduce": "auto", "device": "0", "cache_dir": "off",
+      "fa_decode_split_k": "auto", "fa_decode_fused_reduce": "auto", "decode_replay": "auto",
+      "device": "0", "cache_dir": "off",
       "dump_kernels": "d", "kernel_dir": "k", "log_level": "warn", "validation": 0
     }
   })");

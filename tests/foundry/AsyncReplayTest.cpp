@@ -1,13 +1,18 @@
 // Asynchronous submission and replayed recordings on the device: a replayed recording computes what
 // direct dispatch computes, from the inputs of the moment it runs; submitAsync returns before the
 // GPU is done, so host work overlaps GPU work (timed); Submissions are waited on in any order.
+#include <array>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
 #include "foundry/Runtime.h"
+#include "foundry/vk/VulkanDispatcher.h"
 #include "support/TestRuntime.h"
 #include "support/TestStages.h"
 
@@ -15,6 +20,14 @@ namespace foundry {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// Elements [first, first + n) of a one-dimensional tensor.
+Tensor slice(const Tensor& t, std::uint32_t first, std::uint32_t n) {
+  Tensor v = t;
+  v.dims = {n};
+  v.offset = t.offset + first;
+  return v;
+}
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -27,6 +40,17 @@ class AsyncReplay : public ::testing::Test {
                             .add(std::make_shared<test::ScaleStage>(64))
                             .add(std::make_shared<test::StoreStage>(DType::F32))
                             .build();
+
+  /// Four f32 tensors of n elements: a and b for one dispatcher, a2 and b2 for another; a and a2
+  /// hold the same random values.
+  std::array<Tensor, 4> twoPairs(std::uint32_t n, std::uint32_t seed) {
+    std::array<Tensor, 4> t = {rt.allocate("a", DType::F32, {n}), rt.allocate("b", DType::F32, {n}),
+                               rt.allocate("a2", DType::F32, {n}), rt.allocate("b2", DType::F32, {n})};
+    const auto x = test::randomVector(n, seed);
+    rt.upload(t[0], x);
+    rt.upload(t[2], x);
+    return t;
+  }
 
   /// `passes` dispatches ping-ponging between a and b (each reads what the last wrote), n elements.
   void chain(Dispatcher& d, const Tensor& a, const Tensor& b, std::uint32_t n, int passes, float scale) {
@@ -90,6 +114,81 @@ TEST_F(AsyncReplay, SubmissionsAreWaitedOnInAnyOrder) {
   EXPECT_TRUE(d->wait(first).dispatches.empty()) << "a submission's results are reported once";
   EXPECT_EQ(rt.download(b)[0], x[1] * 2.0f);
   EXPECT_EQ(rt.download(e)[0], x[1] * 4.0f);
+}
+
+// Recorded once with parameters in a host-visible block, then given other push constants and grids:
+// each replay computes what direct dispatch computes with those values (outputs poisoned first), and
+// nothing is recorded again.
+TEST_F(AsyncReplay, AParameterizedRecordingReplaysWithNewPushConstantsAndGrids) {
+  const std::uint32_t n = 4096;
+  const auto [a, b, a2, b2] = twoPairs(n, 11);
+  const auto x = rt.download(a);
+  auto replayer = rt.dispatcher();
+  auto direct = rt.dispatcher();
+  replayer->beginParameterized();
+  chain(*replayer, a, b, n, 3, 1.0f);
+  const auto recording = replayer->capture();
+  ASSERT_TRUE(recording->parameterized());
+  // Each round: another scale (a push constant) and count (a push constant and the grid).
+  const std::uint32_t counts[] = {n, 1000, 64, 0};
+  for (std::uint32_t round = 0; round < 4; ++round) {
+    const float scale = 0.5f + round;
+    rt.upload(a, x);
+    rt.upload(a2, x);
+    rt.poison(b);
+    rt.poison(b2);
+    RecordingUpdate update(*replayer, recording);
+    chain(update, a, b, counts[round], 3, scale);
+    ASSERT_TRUE(update.matches()) << update.mismatch();
+    EXPECT_EQ(update.submit().dispatches.size(), 3u);
+    chain(*direct, a2, b2, counts[round], 3, scale);
+    direct->submit();
+    const auto got = rt.download(b), want = rt.download(b2);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      // Bitwise, NaN (unwritten) included.
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0) << "round " << round << " element " << i;
+    }
+    if (counts[round] > 0) {
+      EXPECT_EQ(got[0], x[3] * scale * scale * scale);  // the test stages read a neighbour
+    }
+    if (counts[round] < n) {
+      EXPECT_TRUE(std::isnan(got[counts[round]])) << "written past count in round " << round;
+    }
+  }
+  EXPECT_EQ(recording->replays(), 4u);
+  EXPECT_EQ(recording->dispatches(), 3u);
+}
+
+// A dispatch that is not the captured one (another buffer range, another kernel, one too many or too
+// few) is refused for replay and says which; the recording is left to be replaced.
+TEST_F(AsyncReplay, ARecordingUpdateWithOtherDispatchesDoesNotMatch) {
+  const std::uint32_t n = 1024;
+  const auto a = rt.allocate("a", DType::F32, {2 * n}), b = rt.allocate("b", DType::F32, {n});
+  auto d = rt.dispatcher();
+  d->beginParameterized();
+  chain(*d, slice(a, 0, n), b, n, 1, 1.0f);
+  const auto recording = d->capture();
+  {
+    RecordingUpdate update(*d, recording);
+    chain(update, slice(a, n, n), b, n, 1, 1.0f);  // the next token's view
+    EXPECT_FALSE(update.matches());
+    EXPECT_NE(update.mismatch().find("src"), std::string::npos) << update.mismatch();
+    EXPECT_THROW(update.submitAsync(), InternalError);
+  }
+  {
+    RecordingUpdate update(*d, recording);
+    EXPECT_FALSE(update.matches());
+    EXPECT_NE(update.mismatch().find("0 dispatches"), std::string::npos) << update.mismatch();
+    chain(update, slice(a, 0, n), b, n, 2, 1.0f);
+    EXPECT_NE(update.mismatch().find("holds 1"), std::string::npos) << update.mismatch();
+  }
+  // A recording made without beginParameterized() has its values in the command buffer.
+  chain(*d, slice(a, 0, n), b, n, 1, 1.0f);
+  EXPECT_THROW(RecordingUpdate(*d, d->capture()), UserError);
+  // Nothing may be pending when parameterized recording begins.
+  chain(*d, slice(a, 0, n), b, n, 1, 1.0f);
+  EXPECT_THROW(d->beginParameterized(), UserError);
+  d->submit();
 }
 
 // The GPU (lavapipe: CPU threads) runs a chain of dispatches while the host waits on something of its

@@ -1,4 +1,6 @@
 // Builder tests that need no GPU: numbering, std430 offsets, contracts, budgets, emission.
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using test::ScriptedStage;
 
 class KernelBuilderTest : public ::testing::Test {
@@ -60,6 +63,37 @@ TEST_F(KernelBuilderTest, PushConstantOffsetsFollowStd430) {
                                                                    {"f", 52}};
   EXPECT_EQ(got, want);
   EXPECT_EQ(src.layout.pushBytes, 64u);  // rounded to the block's 16-byte alignment
+}
+
+// The parameter-block variant reads the same fields at the same offsets from a storage buffer bound
+// after the kernel's own: one line of the GLSL differs, so the #line blocks still hold.
+TEST_F(KernelBuilderTest, TheParameterBlockVariantReadsPushFieldsFromABufferAtTheSameOffsets) {
+  const auto src = builder()
+                       .workgroup(64)
+                       .add(scripted("A", [](KernelInterface& k) {
+                         k.buffer("x", DType::F32, Access::WriteOnly).push("n", PushType::U32).push("v", PushType::Vec4);
+                       }, "x[0] = pc.v.x + float(pc.n);"))
+                       .build();
+  const KernelSource variant = parameterBlockVariant(src);
+  EXPECT_EQ(variant.name, src.name + "__params");
+  EXPECT_NE(variant.hash, src.hash);
+  ASSERT_EQ(variant.layout.bindings.size(), 2u);
+  EXPECT_EQ(variant.layout.bindings[1].name, kParameterBinding);
+  EXPECT_EQ(variant.layout.bindings[1].binding, 1u);
+  EXPECT_EQ(variant.layout.bindings[1].access, Access::ReadOnly);
+  ASSERT_EQ(variant.layout.push.size(), src.layout.push.size());
+  EXPECT_EQ(variant.layout.push[1].offset, src.layout.push[1].offset);
+  EXPECT_EQ(variant.layout.pushBytes, src.layout.pushBytes);
+  EXPECT_THAT(variant.glsl, HasSubstr("layout(std430, set = 0, binding = 1) restrict readonly buffer ParameterBlock {"));
+  EXPECT_THAT(variant.glsl, Not(HasSubstr("push_constant")));
+  EXPECT_EQ(std::count(variant.glsl.begin(), variant.glsl.end(), '\n'), std::count(src.glsl.begin(), src.glsl.end(), '\n'));
+  EXPECT_THAT(variant.glsl, HasSubstr("x[0] = pc.v.x + float(pc.n);"));
+  // No push constants: nothing to move.
+  const auto plain = builder().workgroup(64).add(scripted("B", [](KernelInterface& k) {
+    k.buffer("x", DType::F32, Access::WriteOnly);
+  }, "x[0] = 1.0;")).build();
+  EXPECT_EQ(parameterBlockVariant(plain).hash, plain.hash);
+  EXPECT_THROW(parameterBlockVariant(variant), InternalError);
 }
 
 TEST_F(KernelBuilderTest, RejectsConsumingBeforeAnyProducer) {

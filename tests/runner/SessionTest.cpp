@@ -1,11 +1,21 @@
 // `foundry run` in process: a real config end to end on the test device with the check on; the
 // memory the flash path needs does not grow with q_len x kv_len, the materialised path's does.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
 #include <regex>
 #include <set>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "foundry/Runtime.h"
 #include "foundry/RuntimeOptions.h"
 #include "runner/Session.h"
 #include "support/TestRuntime.h"
@@ -108,6 +118,59 @@ TEST(Session, TheJsonReportCarriesItsProvenanceAndTheSelectorsReasons) {
   const nlohmann::json p = runModel(test::runtime(), prefillOnly, progress).toJson();
   EXPECT_TRUE(p.at("decode").at("tokens_per_s").is_null()) << p.at("decode");
   EXPECT_TRUE(p.at("prefill").at("tokens_per_s").is_number()) << p.at("prefill");
+}
+
+/// A runtime of its own with `knobs` set on top of the test runtime's options.
+std::unique_ptr<Runtime> runtimeWith(const std::map<std::string, std::string>& knobs) {
+  RuntimeOptions o = test::runtime().options();
+  for (const auto& [name, value] : knobs) o.set(name, value, "test");
+  return std::make_unique<Runtime>(o);
+}
+
+std::string readBytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// gpt-oss-20b cut down: GQA (64 query heads, 8 KV heads), sinks, a 128-key sliding window on layer 0
+// that the prompt outgrows, YaRN RoPE; decode forced to three splits merged by a reduce kernel. The
+// decode replayed from two recordings writes the same bits as the decode recorded token by token,
+// both pass the CPU check (outputs poisoned with NaN first), and the replayed run recorded twice
+// (one recording per parameter block) and replayed every other token.
+TEST(Session, AReplayedDecodeEqualsTheDecodeRecordedEveryToken) {
+  ModelConfig c = loadModelConfig(FOUNDRY_SOURCE_DIR "/configs/gpt-oss-20b.json");
+  RunOverrides o;
+  o.promptLen = 150;
+  o.decodeTokens = 6;
+  o.layers = 2;
+  c = applyOverrides(c, o);
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("foundry-replay-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  std::map<std::string, RunReport> reports;
+  for (const std::string replay : {"0", "1"}) {
+    auto rt = runtimeWith({{"FOUNDRY_DECODE_REPLAY", replay}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                           {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}});
+    RunRequest req;
+    req.config = c;
+    req.check = true;
+    req.save = dir / ("o" + replay + ".safetensors");
+    QuietProgress progress;
+    reports[replay] = runModel(*rt, req, progress);
+  }
+  const RunReport &direct = reports.at("0"), &replayed = reports.at("1");
+  EXPECT_TRUE(direct.check.passed) << direct.summary();
+  EXPECT_TRUE(replayed.check.passed) << replayed.summary();
+  EXPECT_EQ(readBytes(dir / "o1.safetensors"), readBytes(dir / "o0.safetensors"));
+  EXPECT_EQ(direct.decode.recordings, 0u);
+  EXPECT_EQ(direct.decode.replays, 0u);
+  EXPECT_EQ(replayed.decode.recordings, 2u) << replayed.decode.rerecorded;
+  EXPECT_EQ(replayed.decode.replays, 6u - 2u);
+  // The same attention kernels, as often: 2 layers x 6 tokens of append, split decode and reduce.
+  for (const auto& [kernel, n] : direct.kernels) {
+    EXPECT_EQ(replayed.kernels.count(kernel) ? replayed.kernels.at(kernel) : 0u, n) << kernel;
+  }
+  EXPECT_GT(replayed.decode.gpuMicros, 0.0);
+  std::filesystem::remove_all(dir);
 }
 
 // Each knob's source: the environment, the config's `tuning` (its JSON pointer), a flag, or the default;
