@@ -43,7 +43,7 @@ case "${1:-}" in
     cmake --preset release >/dev/null
     cmake --build --preset release
     rm -rf .device/bin
-    bins=(build/release/foundry/cli/foundry)
+    bins=(build/release/apps/foundry/foundry)
     bins+=(build/release/tests/foundry_device_tests build/release/tests/foundry_attention_tests)
     ../shared/device/pack.sh "${bins[@]}"
     cp ../shared/device/torch_sdpa.py .device/

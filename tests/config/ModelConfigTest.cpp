@@ -15,7 +15,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/RuntimeOptions.h"
-#include "runner/ModelConfig.h"
+#include "foundry/runner/ModelConfig.h"
 #include "support/TempDir.h"
 
 namespace foundry {

@@ -9,9 +9,9 @@
 #include "errors/RowFiles.h"
 #include "foundry/DeviceInfo.h"
 #include "foundry/Runtime.h"
-#include "foundry/io/Safetensors.h"
-#include "runner/ModelConfig.h"
-#include "steps/FlashAttentionStep.h"
+#include "foundry/runner/ModelConfig.h"
+#include "foundry/runner/io/Safetensors.h"
+#include "foundry/steps/FlashAttentionStep.h"
 #include "support/ShapeCall.h"
 
 namespace foundry::errors {

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "Require.h"
 #include "foundry/Error.h"
-#include "runner/ModelConfig.h"
-#include "tests/fuzz/Require.h"
+#include "foundry/runner/ModelConfig.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace foundry;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "foundry/RuntimeOptions.h"
-#include "runner/Session.h"
+#include "foundry/runner/Session.h"
 #include "support/TestRuntime.h"
 
 namespace foundry {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
-#include "steps/Selector.h"
-#include "steps/TuningTable.h"
+#include "foundry/steps/Selector.h"
+#include "foundry/steps/TuningTable.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 

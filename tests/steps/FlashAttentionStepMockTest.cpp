@@ -8,10 +8,10 @@
 #include <numbers>
 
 #include "foundry/Error.h"
-#include "steps/FlashAttentionStep.h"
+#include "foundry/steps/FlashAttentionStep.h"
 #include "support/Mocks.h"
-#include "support/StepMockTest.h"
 #include "support/ShapeCall.h"
+#include "support/StepMockTest.h"
 
 namespace foundry {
 namespace {

@@ -12,7 +12,7 @@
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
 #include "foundry/ShaderCompiler.h"
-#include "steps/FlashAttentionStep.h"
+#include "foundry/steps/FlashAttentionStep.h"
 #include "support/ShapeCall.h"
 
 namespace foundry {

@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
-#include "stages/modifiers/AlibiStage.h"
-#include "stages/modifiers/SlidingWindowStage.h"
-#include "stages/modifiers/SoftCapStage.h"
+#include "foundry/stages/modifiers/AlibiStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 

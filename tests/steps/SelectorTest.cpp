@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "foundry/Error.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/Selector.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/Selector.h"
 #include "support/ShapeCall.h"
 
 namespace foundry {

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "foundry/DeviceInfo.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/Selector.h"
-#include "steps/TuningTable.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/Selector.h"
+#include "foundry/steps/TuningTable.h"
 #include "support/ShapeCall.h"
 
 namespace foundry {

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "foundry/Runtime.h"
-#include "stages/AttentionHooks.h"
-#include "stages/modifiers/PerHeadValues.h"
+#include "foundry/stages/AttentionHooks.h"
+#include "foundry/stages/modifiers/PerHeadValues.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 

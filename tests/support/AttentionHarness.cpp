@@ -7,16 +7,16 @@
 #include <fmt/format.h>
 
 #include "foundry/Runtime.h"
-#include "stages/modifiers/AlibiStage.h"
-#include "stages/modifiers/CausalStage.h"
-#include "stages/modifiers/KeyLengthsStage.h"
-#include "stages/modifiers/MaskStage.h"
-#include "stages/modifiers/SinksStage.h"
-#include "stages/modifiers/SlidingWindowStage.h"
-#include "stages/modifiers/SoftCapStage.h"
+#include "foundry/stages/modifiers/AlibiStage.h"
+#include "foundry/stages/modifiers/CausalStage.h"
+#include "foundry/stages/modifiers/KeyLengthsStage.h"
+#include "foundry/stages/modifiers/MaskStage.h"
+#include "foundry/stages/modifiers/SinksStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
+#include "foundry/steps/RopeStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "steps/RopeStep.h"
-#include "steps/SdpaReferenceStep.h"
 #include "support/TestRuntime.h"
 
 namespace foundry::test {

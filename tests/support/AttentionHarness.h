@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 
 #include "foundry/RuntimeOptions.h"
-#include "steps/AttentionProblem.h"
-#include "steps/CpuReference.h"
-#include "steps/FlashAttentionStep.h"
+#include "foundry/steps/AttentionProblem.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/FlashAttentionStep.h"
 
 namespace foundry {
 class Runtime;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "steps/AttentionCall.h"
+#include "foundry/steps/AttentionCall.h"
 
 namespace foundry::test {
 

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Workspace.h"
-#include "steps/FlashAttentionStep.h"
+#include "foundry/steps/FlashAttentionStep.h"
 #include "support/Mocks.h"
 
 namespace foundry::test {
