@@ -58,7 +58,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
       a->options.l2Bytes = std::uint64_t(a->l2Mib) << 20;
       if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the timings, not after them
-      Runtime rt(global.resolve());
+      const foundry::Options options = global.resolve();
+      a->options.knobs = options.attention;
+      Runtime rt(options.runtime);
       bench::Runner runner(rt, a->options);
       // Off a terminal each result's line on stdout is the progress.
       const std::unique_ptr<Progress> progress =
@@ -101,8 +103,8 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
           continue;
         }
         bench::Prepared prepared = runner.prepare(s);
-        std::vector<std::pair<std::string, RuntimeOptions>> variants;
-        for (const auto& [variant, knobs] : bench::sweepVariants(s, rt.options(), rt.info())) {
+        std::vector<std::pair<std::string, AttentionOptions>> variants;
+        for (const auto& [variant, knobs] : bench::sweepVariants(s, options.attention, rt.info())) {
           const std::string& name = variant;  // a structured binding cannot be captured (C++20 before clang 16)
           const bool wanted = a->only.empty() || name == "auto" ||
                               std::any_of(a->only.begin(), a->only.end(),

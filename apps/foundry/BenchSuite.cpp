@@ -283,7 +283,7 @@ Prepared Runner::prepare(const Shape& s) {
   return pr;
 }
 
-Result Runner::measure(Prepared& pr, const RuntimeOptions& knobs, const Ceilings& ceilings) {
+Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilings& ceilings) {
   const Shape& s = pr.shape;
   const AttentionProblem& p = pr.problem;
   Result res;
@@ -338,7 +338,7 @@ Result Runner::measure(Prepared& pr, const RuntimeOptions& knobs, const Ceilings
 
 Result Runner::run(const Shape& s, const Ceilings& ceilings) {
   Prepared pr = prepare(s);
-  return measure(pr, rt_.options(), ceilings);
+  return measure(pr, options_.knobs, ceilings);
 }
 
 Shape parseShape(const std::string& text) {
@@ -396,9 +396,9 @@ Shape parseShape(const std::string& text) {
   return s;
 }
 
-std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s, const RuntimeOptions& base,
+std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape& s, const AttentionOptions& base,
                                                                   const DeviceInfo& device) {
-  std::vector<std::pair<std::string, RuntimeOptions>> out;
+  std::vector<std::pair<std::string, AttentionOptions>> out;
   out.emplace_back("auto", base);
   const std::uint32_t sg = device.subgroupSize;
   if (s.kind == "decode") {
@@ -416,7 +416,7 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
             v.vecWidth = vec;
             v.unroll = unroll;
             if (!v.unusableReason(sg).empty()) continue;
-            RuntimeOptions o = base;
+            AttentionOptions o = base;
             o.faDecodeWarps = warps;
             o.faDecodeKeysPerWarp = keys;
             o.faDecodeVectorWidth = vec;
@@ -427,20 +427,20 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
       }
     }
     for (std::uint32_t splits : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}) {
-      RuntimeOptions o = base;
+      AttentionOptions o = base;
       o.faDecodeSplitK = splits;
       out.emplace_back(fmt::format("split {}", splits), o);
     }
-    RuntimeOptions separate = base;
+    AttentionOptions separate = base;
     separate.faDecodeFusedReduce = Force::Off;
     out.emplace_back("reduce kernel", separate);
-    RuntimeOptions scalar = base;
+    AttentionOptions scalar = base;
     scalar.faDecodeScalar = true;
     out.emplace_back("scalar", scalar);
   } else {
     const bool coop = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32});
     for (std::uint32_t warps : {2u, 4u, 8u}) {
-      RuntimeOptions o = base;
+      AttentionOptions o = base;
       o.faPrefillWarps = warps;
       o.faPrefillCoopMat = Force::Off;
       out.emplace_back(fmt::format("w{} subgroup", warps), o);
@@ -455,7 +455,7 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
     for (std::uint32_t keys : {32u, 64u}) {
       for (std::uint32_t warps : {4u, 8u}) {
         if (!coop) break;
-        RuntimeOptions o = base;
+        AttentionOptions o = base;
         o.faPrefillCoopMat = Force::On;
         o.faPrefillWarps = warps;
         o.faPrefillKeysPerTile = keys;
@@ -463,7 +463,7 @@ std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& s
       }
     }
     for (std::uint32_t splits : {2u, 4u}) {
-      RuntimeOptions o = base;
+      AttentionOptions o = base;
       o.faPrefillSplitK = splits;
       out.emplace_back(fmt::format("split {}", splits), o);
     }

@@ -15,6 +15,7 @@
 
 #include "foundry/Runtime.h"
 #include "foundry/steps/AttentionCall.h"
+#include "foundry/steps/AttentionOptions.h"
 
 namespace foundry::bench {
 
@@ -40,6 +41,7 @@ struct Options {
   double minTimedMicros = 50000;            ///< timed calls continue until this much GPU time
   std::uint64_t l2Bytes = 64ull << 20;      ///< inputs rotate over more than 4x this
   std::uint32_t checkRows = 48;             ///< sampled output rows checked per shape
+  AttentionOptions knobs;                   ///< the attention knobs a suite runs with
 };
 
 struct Ceilings {
@@ -84,7 +86,7 @@ struct Prepared {
 };
 
 /// Knob sets a sweep tries for a shape: every decode or prefill variant dimension.
-std::vector<std::pair<std::string, RuntimeOptions>> sweepVariants(const Shape& shape, const RuntimeOptions& base,
+std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape& shape, const AttentionOptions& base,
                                                                   const DeviceInfo& device);
 
 class Runner {
@@ -93,7 +95,7 @@ class Runner {
   Ceilings measureCeilings();
   Prepared prepare(const Shape& shape);
   /// Checks then times one call on prepared inputs with the given knobs.
-  Result measure(Prepared& prepared, const RuntimeOptions& knobs, const Ceilings& ceilings);
+  Result measure(Prepared& prepared, const AttentionOptions& knobs, const Ceilings& ceilings);
   Result run(const Shape& shape, const Ceilings& ceilings);
 
  private:

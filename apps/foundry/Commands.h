@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "foundry/RuntimeOptions.h"
+#include "foundry/steps/Options.h"
 
 namespace foundry::cli {
 
@@ -20,9 +20,9 @@ struct GlobalOptions {
   bool validation = false;
 
   /// The environment's options with these flags applied on top.
-  RuntimeOptions resolve() const;
+  Options resolve() const;
   /// Applies these flags over `options` (which may already hold a config's tuning).
-  void applyTo(RuntimeOptions& options) const;
+  void applyTo(Options& options) const;
 };
 
 using Action = std::function<int()>;

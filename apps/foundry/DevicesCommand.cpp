@@ -44,7 +44,7 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([&global, &action, json] {
     action = [&global, json] {
-      const RuntimeOptions options = global.resolve();
+      const RuntimeOptions options = global.resolve().runtime;
       configureLogging(options);
       VulkanInstance instance(options.validation);
       std::vector<DeviceInfo> infos;

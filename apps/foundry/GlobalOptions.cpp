@@ -3,13 +3,13 @@
 
 namespace foundry::cli {
 
-RuntimeOptions GlobalOptions::resolve() const {
-  RuntimeOptions o = RuntimeOptions::fromEnvironment();
+Options GlobalOptions::resolve() const {
+  Options o = Options::fromEnvironment();
   applyTo(o);
   return o;
 }
 
-void GlobalOptions::applyTo(RuntimeOptions& o) const {
+void GlobalOptions::applyTo(Options& o) const {
   for (const auto& k : knobs) {
     const auto eq = k.find('=');
     if (eq == std::string::npos) throw UserError("--set", "expected NAME=VALUE, got '" + printable(k) + "'");

@@ -47,7 +47,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
       checkOutputsApart({{"--config", a->config}}, {{"--dump", a->dump}});
-      RuntimeOptions options = RuntimeOptions::fromEnvironment();
+      Options options = Options::fromEnvironment();
       if (!a->config.empty()) {
         // The kernels a run of this config builds: its layout, and its tuning under --set.
         const ModelConfig c = loadModelConfig(a->config);
@@ -68,23 +68,23 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
         a->layout.dtype = *dtype;
       }
       global.applyTo(options);
-      configureLogging(options);
+      configureLogging(options.runtime);
       std::optional<DeviceInfo> pretend;
       std::unique_ptr<Runtime> runtime;
       if (!a->pretend.empty()) {
         if (a->stats) throw UserError("--stats", "needs a real device; drop --pretend");
         pretend = parseDevicePreset(a->pretend);
       } else {
-        runtime = std::make_unique<Runtime>(options);
+        runtime = std::make_unique<Runtime>(options.runtime);
       }
       const DeviceInfo& device = pretend ? *pretend : runtime->info();
-      const auto kernels = attentionKernels(a->layout, device, SnippetLibrary::select(options.kernelDir), options);
+      const auto kernels = attentionKernels(a->layout, device, SnippetLibrary::select(options.runtime.kernelDir), options.attention);
       // Compiling goes through the same caches a run uses, so `--compile` also fills the disk cache.
       KernelCache* cache = runtime ? &runtime->kernels() : nullptr;
       std::unique_ptr<KernelCache> ownCache;
       if (!cache && a->compile) {
         ownCache = std::make_unique<KernelCache>(std::make_shared<ShaderCompiler>(),
-                                                 std::make_shared<DiskCache>(diskCacheDirectory(options)));
+                                                 std::make_shared<DiskCache>(diskCacheDirectory(options.runtime)));
         cache = ownCache.get();
       }
       Table t({"role", "kernel", "workgroup", "shared", "push", a->compile ? "SPIR-V words" : "",

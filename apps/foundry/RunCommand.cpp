@@ -65,11 +65,12 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       if (!a->expect.empty()) req.expect = a->expect;
       if (!a->save.empty()) req.save = a->save;
       // Knobs: the environment, then the config's tuning, then --set and the other flags.
-      RuntimeOptions options = RuntimeOptions::fromEnvironment();
+      Options options = Options::fromEnvironment();
       options.applyTuning(req.config.tuning, "/tuning");
       global.applyTo(options);
       if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the run, not after it
-      Runtime rt(options);
+      req.attention = options.attention;
+      Runtime rt(options.runtime);
       const auto progress = makeProgress(::isatty(2) != 0);
       const RunReport report = runModel(rt, req, *progress);
       // Each output is attempted whatever became of the others; each failure is reported.

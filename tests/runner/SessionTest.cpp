@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "foundry/RuntimeOptions.h"
 #include "foundry/runner/Session.h"
+#include "foundry/steps/Options.h"
 #include "support/TestRuntime.h"
 
 namespace foundry {
@@ -113,7 +113,7 @@ TEST(Session, TheJsonReportCarriesItsProvenanceAndTheSelectorsReasons) {
 // Each knob's source: the environment, the config's `tuning` (its JSON pointer), a flag, or the default;
 // an error about a value from `tuning` names the pointer.
 TEST(Session, KnobSourcesNameWhereEachValueCameFrom) {
-  RuntimeOptions o = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}});
+  Options o = Options::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}});
   o.applyTuning(nlohmann::json{{"fa_decode_vec", 2}}, "/tuning");
   o.set("FOUNDRY_LOG_LEVEL", "error", "--log-level");
   std::map<std::string, std::string> sources;
@@ -122,8 +122,9 @@ TEST(Session, KnobSourcesNameWhereEachValueCameFrom) {
   EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
   EXPECT_EQ(sources.at("FOUNDRY_LOG_LEVEL"), "--log-level");
   EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_UNROLL"), "default");
-  EXPECT_EQ(o.fieldOf("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
-  EXPECT_EQ(o.fieldOf("FOUNDRY_FA_DECODE_WARPS"), "FOUNDRY_FA_DECODE_WARPS");
+  EXPECT_EQ(o.attention.fieldOf("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
+  EXPECT_EQ(o.attention.fieldOf("FOUNDRY_FA_DECODE_WARPS"), "FOUNDRY_FA_DECODE_WARPS");
+  EXPECT_EQ(o.runtime.sourceOf("FOUNDRY_LOG_LEVEL"), "--log-level");
 }
 
 }  // namespace

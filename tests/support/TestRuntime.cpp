@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "foundry/steps/Options.h"
+
 namespace foundry::test {
 
 namespace {
@@ -38,7 +40,7 @@ void acknowledgeValidationErrors() { baseline() = validationErrors(); }
 
 Runtime& runtime() {
   auto& rt = holder();
-  if (!rt) rt = std::make_unique<Runtime>(RuntimeOptions::fromEnvironment());
+  if (!rt) rt = std::make_unique<Runtime>(Options::fromEnvironment().runtime);
   return *rt;
 }
 

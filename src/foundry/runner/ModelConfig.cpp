@@ -13,9 +13,9 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
-#include "foundry/RuntimeOptions.h"
 #include "foundry/runner/ConfigSchema.h"
 #include "foundry/runner/io/Json.h"
+#include "foundry/steps/Options.h"
 
 namespace foundry {
 
@@ -167,7 +167,7 @@ class Reader {
                          quoteForMessage(item.key())));
       }
     }
-    RuntimeOptions scratch;
+    Options scratch;
     try {
       scratch.applyTuning(v, pointer);
     } catch (const UserError& e) {

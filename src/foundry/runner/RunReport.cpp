@@ -10,7 +10,7 @@
 
 namespace foundry {
 
-std::vector<KnobReport> knobReport(const RuntimeOptions& options) {
+std::vector<KnobReport> knobReport(const Options& options) {
   std::vector<KnobReport> out;
   for (const auto& [name, value] : options.describe()) out.push_back({name, value, options.sourceOf(name)});
   return out;

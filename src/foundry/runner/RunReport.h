@@ -11,8 +11,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "foundry/Error.h"
-#include "foundry/RuntimeOptions.h"
 #include "foundry/runner/ModelConfig.h"
+#include "foundry/steps/Options.h"
 #include "foundry/steps/Selector.h"
 
 namespace foundry {
@@ -89,7 +89,7 @@ struct RunReport {
 };
 
 /// Every knob of `options` with its value and source, for a report.
-std::vector<KnobReport> knobReport(const RuntimeOptions& options);
+std::vector<KnobReport> knobReport(const Options& options);
 
 /// The current time, UTC, as "2025-01-31T12:00:00Z".
 std::string utcTimestamp();

@@ -63,7 +63,7 @@ struct LayerInputs {
 class Session {
  public:
   Session(Runtime& rt, const RunRequest& req, Progress& progress)
-      : rt_(rt), req_(req), c_(req.config), progress_(progress), flash_(rt.info(), rt.snippets(), rt.options()),
+      : rt_(rt), req_(req), c_(req.config), progress_(progress), flash_(rt.info(), rt.snippets(), req.attention),
         reference_(rt.info(), rt.snippets()), rope_(rt.info(), rt.snippets()), append_(rt.info(), rt.snippets()),
         workspace_(rt) {
     B_ = c_.run.batch;
@@ -270,7 +270,7 @@ RunReport Session::run() {
   report.foundryVersion = FOUNDRY_VERSION;
   report.timestamp = utcTimestamp();
   report.configPath = req_.configPath;
-  report.knobs = knobReport(rt_.options());
+  report.knobs = knobReport(Options{rt_.options(), req_.attention});
   report.model = c_.name;
   report.device = rt_.info().name;
   report.driver = rt_.info().driverName;

@@ -12,6 +12,7 @@
 #include "foundry/runner/ModelConfig.h"
 #include "foundry/runner/Progress.h"
 #include "foundry/runner/RunReport.h"
+#include "foundry/steps/AttentionOptions.h"
 
 namespace foundry {
 
@@ -28,6 +29,7 @@ struct RunRequest {
   std::optional<std::filesystem::path> save;    ///< write o there (atomically)
   double tolerance = 0;  ///< relative to the largest |expected| output; 0: the dtype's bound
   std::string configPath;  ///< where the config was read from, for the report (empty: built in code)
+  AttentionOptions attention;  ///< the attention knobs (the runtime's are the Runtime's own)
 };
 
 RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress);

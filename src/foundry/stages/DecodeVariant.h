@@ -2,11 +2,17 @@
 // The parameters of a decode kernel: everything that changes the emitted code.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "foundry/DType.h"
-#include "foundry/RuntimeOptions.h"
 
 namespace foundry {
+
+/// How decode partial results across subgroups are kept in shared memory.
+enum class PartialStorage { Float, Half };
+inline std::string_view partialStorageName(PartialStorage storage) {
+  return storage == PartialStorage::Float ? "float" : "half";
+}
 
 struct DecodeVariant {
   std::uint32_t headDim = 128;       ///< of q and k

@@ -28,7 +28,7 @@
 namespace foundry {
 
 FlashAttentionStep::FlashAttentionStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets,
-                                       RuntimeOptions options)
+                                       AttentionOptions options)
     : device_(device), snippets_(std::move(snippets)), options_(std::move(options)) {}
 
 AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {

@@ -11,9 +11,9 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/KernelSource.h"
-#include "foundry/RuntimeOptions.h"
 #include "foundry/SnippetLibrary.h"
 #include "foundry/steps/AttentionCall.h"
+#include "foundry/steps/AttentionOptions.h"
 #include "foundry/steps/ModifierKernels.h"
 #include "foundry/steps/Selector.h"
 #include "foundry/steps/StepContext.h"
@@ -29,7 +29,7 @@ struct StepRecord {
 
 class FlashAttentionStep {
  public:
-  FlashAttentionStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets, RuntimeOptions options);
+  FlashAttentionStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets, AttentionOptions options);
 
   /// Checks the call; throws UserError / UnsupportedError naming the field. Records nothing.
   AttentionProblem validate(const AttentionCall& call) const;
@@ -54,7 +54,7 @@ class FlashAttentionStep {
 
   const DeviceInfo& device_;
   std::shared_ptr<const SnippetLibrary> snippets_;
-  RuntimeOptions options_;
+  AttentionOptions options_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const KernelSource>> kernels_;
   std::set<std::string> compared_;

@@ -38,7 +38,7 @@ AttentionCall shapeCall(const AttentionLayout& l, const Modifiers& mods, std::ui
 
 std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const DeviceInfo& device,
                                            std::shared_ptr<const SnippetLibrary> snippets,
-                                           const RuntimeOptions& options) {
+                                           const AttentionOptions& options) {
   std::vector<CatalogEntry> out;
   std::set<std::string> seen;
   auto add = [&](const std::string& role, std::vector<KernelSource> kernels) {
@@ -47,9 +47,9 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
     }
   };
   FlashAttentionStep flash(device, snippets, options);
-  RuntimeOptions split = options;
+  AttentionOptions split = options;
   split.faDecodeSplitK = split.faDecodeSplitK.value_or(4);
-  RuntimeOptions prefillSplit = options;
+  AttentionOptions prefillSplit = options;
   prefillSplit.faPrefillSplitK = prefillSplit.faPrefillSplitK.value_or(4);
   prefillSplit.disableFaPrefillSplitK = false;
   const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);

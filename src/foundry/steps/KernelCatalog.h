@@ -7,8 +7,8 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/KernelSource.h"
-#include "foundry/RuntimeOptions.h"
 #include "foundry/SnippetLibrary.h"
+#include "foundry/steps/AttentionOptions.h"
 #include "foundry/steps/AttentionProblem.h"
 
 namespace foundry {
@@ -33,6 +33,6 @@ struct CatalogEntry {
 
 std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const DeviceInfo& device,
                                            std::shared_ptr<const SnippetLibrary> snippets,
-                                           const RuntimeOptions& options);
+                                           const AttentionOptions& options);
 
 }  // namespace foundry

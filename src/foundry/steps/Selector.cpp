@@ -26,7 +26,7 @@ std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& de
   return splits;
 }
 
-[[noreturn]] void rejectKnob(const RuntimeOptions& o, const char* knob, std::uint32_t value, const std::string& why,
+[[noreturn]] void rejectKnob(const AttentionOptions& o, const char* knob, std::uint32_t value, const std::string& why,
                              const std::string& accepted) {
   throw UserError(o.fieldOf(knob), fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
 }
@@ -38,7 +38,7 @@ void revise(std::vector<Decision>& why, const std::string& what, std::string val
   }
 }
 
-AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
+AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
   AttentionPlan plan;
   plan.decode = true;
   auto& v = plan.decodeVariant;
@@ -264,7 +264,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   return plan;
 }
 
-AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, const RuntimeOptions& o) {
+AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
   if (!p.plainValues()) {
     throw UnsupportedError(fmt::format("prefill takes V rows like K's (value_dim {} packed); this call has value_dim {} "
                                        "in rows of {}: the decode kernels (q_len 1) and SdpaReferenceStep take it",
@@ -501,7 +501,7 @@ void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_
   splits = ceilDiv(kvLen, chunk);  // recomputed: the last split is never empty
 }
 
-AttentionPlan Selector::plan(const AttentionProblem& problem, const DeviceInfo& device, const RuntimeOptions& options) {
+AttentionPlan Selector::plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options) {
   return problem.decode() ? planDecode(problem, device, options) : planPrefill(problem, device, options);
 }
 

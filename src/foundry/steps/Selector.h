@@ -8,9 +8,9 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Dispatcher.h"
-#include "foundry/RuntimeOptions.h"
 #include "foundry/stages/DecodeVariant.h"
 #include "foundry/stages/PrefillVariant.h"
+#include "foundry/steps/AttentionOptions.h"
 #include "foundry/steps/AttentionProblem.h"
 
 namespace foundry {
@@ -45,7 +45,7 @@ struct AttentionPlan {
 
 class Selector {
  public:
-  static AttentionPlan plan(const AttentionProblem& problem, const DeviceInfo& device, const RuntimeOptions& options);
+  static AttentionPlan plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options);
 
   /// Query heads one decode workgroup serves: the largest divisor of the GQA group up to 8.
   static std::uint32_t decodeHeadsPerWorkgroup(std::uint32_t group);

@@ -10,17 +10,17 @@
 
 #include "foundry/Workspace.h"
 #include "foundry/steps/FlashAttentionStep.h"
-#include "support/Mocks.h"
+#include "foundry/testing/Mocks.h"
 
 namespace foundry::test {
 
 class StepMockTest : public ::testing::Test {
  protected:
   /// Plans for `device` from now on: a device string ("h200", "lavapipe,cus=8") or a value.
-  void pretend(const std::string& preset, RuntimeOptions options = {}) {
+  void pretend(const std::string& preset, AttentionOptions options = {}) {
     pretend(parseDevicePreset(preset), std::move(options));
   }
-  void pretend(DeviceInfo device, RuntimeOptions options = {}) {
+  void pretend(DeviceInfo device, AttentionOptions options = {}) {
     step_.reset();
     device_ = std::make_unique<DeviceInfo>(std::move(device));
     step_ = std::make_unique<FlashAttentionStep>(*device_, SnippetLibrary::embedded(), std::move(options));
