@@ -62,8 +62,10 @@ void GlslWriter::resumeGenerated() {
   raw(fmt::format("#line {} \"{}\"", out_.size() + 2, blocks_[0].name));
 }
 
-void GlslWriter::snippet(std::string_view path, std::string_view text, std::vector<std::string> users) {
-  SourceBlock block{SourceBlock::Kind::Snippet, fmt::format("kernels/{}", path), std::move(users), {}};
+void GlslWriter::snippet(std::string_view path, std::string_view text, std::vector<std::string> users,
+                         std::string_view origin) {
+  SourceBlock block{SourceBlock::Kind::Snippet, origin.empty() ? fmt::format("kernels/{}", path) : std::string(origin),
+                    std::move(users), {}};
   raw(fmt::format("#line 1 \"{}\"", block.name));
   std::size_t start = 0;
   while (start < text.size()) {

@@ -47,8 +47,10 @@ class GlslWriter {
   void beginStage(std::string_view stageName);
   /// Returns to builder-generated lines.
   void endStage();
-  /// Copies a snippet verbatim with a #line marker back to its file.
-  void snippet(std::string_view path, std::string_view text, std::vector<std::string> users);
+  /// Copies a snippet verbatim with a #line marker back to its file: kernels/<path>, or `origin` for
+  /// a stage's own file.
+  void snippet(std::string_view path, std::string_view text, std::vector<std::string> users,
+               std::string_view origin = {});
 
   std::string str() const;
   const std::vector<SourceBlock>& blocks() const { return blocks_; }

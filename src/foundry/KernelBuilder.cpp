@@ -68,6 +68,7 @@ struct Merged {
     std::string path;  ///< kernels/ path, or "inline/<name>" for a stage's own text
     std::string text;
     std::vector<std::string> users;
+    std::string origin;  ///< a stage's own file, as #line names it ("" otherwise)
   };
   std::vector<Snippet> snippets;
   struct Hosted {
@@ -460,6 +461,7 @@ KernelSource KernelBuilder::build() const {
       if (std::find(m.extensions.begin(), m.extensions.end(), e) == m.extensions.end()) m.extensions.push_back(e);
     }
     // Snippets with their `//! requires:` dependencies first, each once, in first-use order.
+    std::map<std::string, std::string> origins;  // inline snippet path -> the file a stage read it from
     std::function<void(const std::string&, const std::string*, std::set<std::string>&)> addSnippet =
         [&](const std::string& path, const std::string* inlineText, std::set<std::string>& visiting) {
           if (visiting.count(path)) {
@@ -491,7 +493,8 @@ KernelSource KernelBuilder::build() const {
           visiting.insert(path);
           for (const auto& dep : snippetRequirements(text)) addSnippet(dep, nullptr, visiting);
           visiting.erase(path);
-          m.snippets.push_back({path, std::move(text), {stage}});
+          const auto origin = origins.find(path);
+          m.snippets.push_back({path, std::move(text), {stage}, origin == origins.end() ? "" : origin->second});
         };
     for (const auto& sn : iface.snippets()) {
       std::set<std::string> visiting;
@@ -499,6 +502,7 @@ KernelSource KernelBuilder::build() const {
     }
     for (const auto& sn : iface.inlineSnippets()) {
       checkName(sn.name, "inline snippet", stage, kernel);
+      if (!sn.origin.empty()) origins["inline/" + sn.name] = sn.origin;
       std::set<std::string> visiting;
       addSnippet("inline/" + sn.name, &sn.text, visiting);
     }
@@ -639,7 +643,7 @@ KernelSource KernelBuilder::build() const {
   emitHookPrototypes(w, m);
   for (const auto& sn : m.snippets) {
     w.blank();
-    w.snippet(sn.path, sn.text, sn.users);
+    w.snippet(sn.path, sn.text, sn.users, sn.origin);
   }
   emitHookDefinitions(w, m);
   w.blank();

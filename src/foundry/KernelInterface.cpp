@@ -107,6 +107,11 @@ KernelInterface& KernelInterface::snippetText(std::string name, std::string text
   return *this;
 }
 
+KernelInterface& KernelInterface::snippet(const GlslSource& source) {
+  inline_.push_back({source.name, source.text, source.origin});
+  return *this;
+}
+
 KernelInterface& KernelInterface::hosts(HookPoint point) {
   hosted_.push_back(std::move(point));
   return *this;

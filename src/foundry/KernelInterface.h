@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "foundry/DType.h"
+#include "foundry/GlslSource.h"
 
 namespace foundry {
 
@@ -100,6 +101,7 @@ struct HookDecl {
 struct InlineSnippet {
   std::string name;
   std::string text;
+  std::string origin;  ///< the file it was read from, named by #line and compile errors ("" for a string)
 };
 
 /// Everything one stage declares. Stages fill it in `declare()`; nothing here is numbered.
@@ -119,6 +121,9 @@ class KernelInterface {
   /// GLSL the stage carries itself instead of a file under kernels/ (a user's own functions). It may
   /// start with `//! requires:` lines naming kernels/ snippets it needs first.
   KernelInterface& snippetText(std::string name, std::string text);
+  /// GLSL the stage carries as a value: a string, or a file read when the value was made; compile
+  /// errors in a file's code name the file and its line.
+  KernelInterface& snippet(const GlslSource& source);
   /// A hook point this stage's code calls (see HookPoint).
   KernelInterface& hosts(HookPoint point);
   /// Plugs `function` (defined in one of this stage's snippets) into the hook point `point`.

@@ -69,18 +69,19 @@ std::shared_ptr<const KernelSource> FlashAttentionStep::kernel(const std::string
   return it->second;
 }
 
-std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const AttentionProblem& p,
+std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProblem& p,
                                                                        const AttentionPlan& plan, bool fusedRope,
                                                                        const RopeSpec* rope) {
   const std::uint32_t sg = device_.subgroupSize;
   const Modifiers mods = p.activeModifiers();
-  std::vector<Built> out;
+  std::vector<PreparedKernel> out;
   auto notes = [&](KernelBuilder& b) {
     for (const auto& d : plan.decisions) b.note(d.what, fmt::format("{} ({})", d.value, d.reason));
   };
   // The reduce kernel merges Split-K partials and runs the output's hooks.
   auto reduce = [&](const std::string& what, auto stage) {
-    KernelModifiers rm = modifiersFor(mods, splitk_detail::hookPoints(), device_);
+    const std::set<std::string> points = splitk_detail::hookPoints();
+    KernelModifiers rm = modifiersFor(mods, points, device_);
     auto source = kernel(fmt::format("{}_reduce_D{}_{}{}", what, p.vDim(), dtypeName(p.dtype), rm.key), [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(plan.reduceWorkgroup);
@@ -88,7 +89,7 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
       b.add(stage);
       return b.build();
     });
-    out.push_back({std::move(source), std::move(rm)});
+    out.push_back({std::move(source), std::move(rm), points});
   };
   // Each kernel takes the hooks it hosts; a hook that none of them hosts is refused before building.
   std::set<std::string> hosted = plan.decode ? decode_detail::hookPoints(plan.decodeVariant)
@@ -98,7 +99,8 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
                 plan.decode ? "decode_" + plan.decodeVariant.key() : "prefill_" + plan.prefillVariant.key());
   if (plan.decode) {
     const DecodeVariant& v = plan.decodeVariant;
-    KernelModifiers km = modifiersFor(mods, decode_detail::hookPoints(v), device_);
+    const std::set<std::string> points = decode_detail::hookPoints(v);
+    KernelModifiers km = modifiersFor(mods, points, device_);
     std::string key = "decode_" + v.key();
     RopeStageParams rp;
     if (fusedRope) {
@@ -117,12 +119,13 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
       notes(b);
       return b.build();
     });
-    out.push_back({std::move(source), std::move(km)});
+    out.push_back({std::move(source), std::move(km), points});
     if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.vDim(), p.dtype));
     return out;
   }
   const PrefillVariant& v = plan.prefillVariant;
-  KernelModifiers km = modifiersFor(mods, prefill_detail::hookPoints(v), device_);
+  const std::set<std::string> points = prefill_detail::hookPoints(v);
+  KernelModifiers km = modifiersFor(mods, points, device_);
   auto source = kernel("prefill_" + v.key() + km.key, [&] {
     KernelBuilder b(device_, snippets_);
     b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(
@@ -133,7 +136,7 @@ std::vector<FlashAttentionStep::Built> FlashAttentionStep::buildKernels(const At
     notes(b);
     return b.build();
   });
-  out.push_back({std::move(source), std::move(km)});
+  out.push_back({std::move(source), std::move(km), points});
   if (v.split) reduce("prefill", std::make_shared<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype));
   return out;
 }
@@ -148,27 +151,74 @@ std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& ca
   return out;
 }
 
-StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) {
+std::vector<std::string> PreparedAttention::kernelNames() const {
+  std::vector<std::string> out;
+  for (const auto& k : kernels) out.push_back(k.source->name);
+  return out;
+}
+
+std::string PreparedAttention::ropeKey(const AttentionCall& call, std::uint32_t headDim) {
+  if (!call.rope) return {};
+  const RopeSpec& r = call.rope->spec;
+  return fmt::format("rope r{} {}", r.dims(headDim), ropePairingName(r.pairing));
+}
+
+std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::string& rope) {
+  std::string key = fmt::format("{} {} {} B{} Hq{} Hkv{} q{} kv{}/{} D{} Dv{} row{} causal{} scale{}", dtypeName(p.dtype),
+                                layoutName(p.qLayout), layoutName(p.oLayout), p.batch, p.nHeads, p.nKvHeads, p.qLen,
+                                p.kvLen, p.kvCapacity, p.headDim, p.vDim(), p.vRow(), p.causal, p.scale);
+  if (!rope.empty()) key += " " + rope;
+  // The modifier objects themselves: the Selector sizes Split-K by their key ranges, which their values
+  // (a window's width, a prefix's length) decide.
+  for (const auto& m : p.modifiers) key += fmt::format(" +{}[{}]@{}", m->name(), m->key(), fmt::ptr(m.get()));
+  return key;
+}
+
+std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const AttentionCall& call) {
+  auto prepared = std::make_shared<PreparedAttention>();
+  prepared->problem = validate(call);
+  prepared->plan = Selector::plan(prepared->problem, device_, options_);
+  prepared->rope = PreparedAttention::ropeKey(call, prepared->problem.headDim);
+  prepared->kernels = buildKernels(prepared->problem, prepared->plan, call.rope.has_value(),
+                                   call.rope ? &call.rope->spec : nullptr);
+  return prepared;
+}
+
+StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) { return run(ctx, *prepare(call), call); }
+
+StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& prepared, const AttentionCall& call) {
   const AttentionProblem p = validate(call);
+  const std::string want = PreparedAttention::shapeKey(prepared.problem, prepared.rope);
+  const std::string got = PreparedAttention::shapeKey(p, PreparedAttention::ropeKey(call, p.headDim));
+  if (got != want) {
+    throw UserError("call", fmt::format("the call is {} but the plan was made for {}; plan the call's own shapes "
+                                        "(FlashAttentionStep::prepare)", got, want));
+  }
   StepRecord record;
-  record.plan = Selector::plan(p, device_, options_);
+  record.plan = prepared.plan;
   const AttentionPlan& plan = record.plan;
-  const auto kernels = buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr);
-  for (const auto& m : p.activeModifiers()) record.modifiers.push_back(m->describe());
+  // The call's own modifiers (their tensors and values), taken as the prepared kernels take theirs.
+  const Modifiers mods = p.activeModifiers();
+  std::vector<KernelModifiers> km;
+  for (const auto& k : prepared.kernels) {
+    km.push_back(modifiersFor(mods, k.points, device_));
+    FOUNDRY_CHECK_INTERNAL(km.back().key == k.modifiers.key, "modifiers of equal keys gave kernels different keys");
+  }
+  for (const auto& m : mods) record.modifiers.push_back(m->describe());
   if (options_.debugSdpa || options_.debugSdpaVerbose) {
     spdlog::info("attention {} on '{}': {}", p.describe(), device_.name, plan.describe());
   }
   const ModifierCall mcall = p.modifierCall();
   auto cached = [this](const std::string& key, const std::function<KernelSource()>& build) { return kernel(key, build); };
-  for (auto& name : recordModifierPasses(ctx, kernels[0].modifiers, mcall, plan.tile, cached, device_, snippets_)) {
+  for (auto& name : recordModifierPasses(ctx, km[0], mcall, plan.tile, cached, device_, snippets_)) {
     record.kernels.push_back(std::move(name));
   }
-
+  const auto& kernels = prepared.kernels;
   Arguments args;
   setShapeArguments(args, p, call);
   args.bind("k_cache", call.k).bind("v_cache", call.v);
   args.set("qk_scale", static_cast<float>(p.softmaxScale() * std::numbers::log2e)).set("kv_chunk", plan.kvChunk);
-  kernels[0].modifiers.bind(args, mcall, ctx.workspace, plan.tile);
+  km[0].bind(args, mcall, ctx.workspace, plan.tile);
   const bool split = plan.splits > 1;
   Tensor partialO, partialMl;
   if (split) {
@@ -198,7 +248,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) 
     Arguments reduce;
     setShapeArguments(reduce, p, call);
     reduce.bind("partial_o", partialO).bind("partial_ml", partialMl).bind("o", call.o).set("n_splits", plan.splits);
-    kernels[1].modifiers.bind(reduce, mcall, ctx.workspace, TileShape{});
+    km[1].bind(reduce, mcall, ctx.workspace, TileShape{});
     ctx.dispatcher.dispatch(*kernels[1].source, reduce, plan.reduceGrid);
     record.kernels.push_back(kernels[1].source->name);
   }
