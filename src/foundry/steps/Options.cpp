@@ -15,7 +15,6 @@ namespace {
 struct BoundKnob {
   KnobInfo info;
   std::function<void(const std::string& value, const std::string& field)> set;
-  std::function<std::string()> get;
   KnobSources* sources;
 };
 
@@ -23,7 +22,7 @@ template <typename O>
 void bind(std::vector<BoundKnob>& out, O& options) {
   for (const auto& k : O::knobs()) {
     out.push_back({k.info, [&options, &k](const std::string& v, const std::string& f) { k.set(options, v, f); },
-                   [&options, &k] { return k.get(options); }, &options.sources});
+                   &options.sources});
   }
 }
 
