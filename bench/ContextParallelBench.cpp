@@ -27,11 +27,12 @@
 #include "foundry/Runtime.h"
 #include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "runner/ContextParallelDecode.h"
-#include "runner/MpiCommunicator.h"
-#include "steps/CpuReference.h"
-#include "steps/OutputComparison.h"
-#include "steps/RandomFill.h"
+#include "foundry/runner/ContextParallelDecode.h"
+#include "foundry/runner/MpiCommunicator.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/Options.h"
+#include "foundry/steps/OutputComparison.h"
+#include "foundry/steps/RandomFill.h"
 
 namespace foundry {
 namespace {
@@ -111,7 +112,7 @@ double runFlash(Runtime& rt, FlashAttentionStep& flash, const AttentionCall& cal
 
 /// The check at a small context: every rank takes part; rank 0 returns the result (null elsewhere).
 nlohmann::json check(Runtime& rt, Communicator& comm, const RandomFill& fill, const BenchOptions& o, DType dtype,
-                     const RuntimeOptions& options) {
+                     const AttentionOptions& options) {
   const std::uint32_t context = std::min(o.context, o.checkContext);
   const KvShards shards = KvShards::even(context, comm.size());
   FlashAttentionStep flash(rt.info(), rt.snippets(), options);
@@ -165,8 +166,9 @@ int run(Communicator& comm, const BenchOptions& o) {
     throw UserError("--direct", fmt::format("{} ranks; the single-device baseline runs on one rank", comm.size()));
   }
   if (o.tokens == 0) throw UserError("--tokens", "0; at least 1 timed decode step");
-  const RuntimeOptions options = optionsForRank(RuntimeOptions::fromEnvironment(), comm);
-  Runtime rt(options);
+  const Options knobs = Options::fromEnvironment();
+  const AttentionOptions& options = knobs.attention;
+  Runtime rt(optionsForRank(knobs.runtime, comm));
   const RandomFill fill(rt, dtype);
 
   nlohmann::json result{{"bench", "cp_decode"}, {"mode", o.direct ? "direct" : "context_parallel"},

@@ -63,7 +63,7 @@ case "${1:-}" in
       exit 0
     fi
     cmake --build --preset release
-    bins=(build/release/foundry/cli/foundry)
+    bins=(build/release/apps/foundry/foundry)
     bins+=(build/release/tests/foundry_device_tests build/release/tests/foundry_attention_tests)
     bins+=(build/release/bench/foundry_cp_bench)
     ../shared/device/pack.sh "${bins[@]}"

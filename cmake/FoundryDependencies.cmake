@@ -7,24 +7,14 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
-# Debian 12 ships shaderc_combined.a without glslang and SPIRV-Tools inside, so the static link needs
-# glslang's own archives beside it. Linked statically, the binary needs only libvulkan.so.1 at run time.
-find_library(FOUNDRY_SHADERC_COMBINED NAMES libshaderc_combined.a REQUIRED)
-find_path(FOUNDRY_SHADERC_INCLUDE shaderc/shaderc.hpp REQUIRED)
-set(_foundry_glslang_libs glslang MachineIndependent OSDependent GenericCodeGen OGLCompiler SPIRV
-    SPIRV-Tools-opt SPIRV-Tools HLSL glslang-default-resource-limits)
-set(_foundry_glslang_paths)
-foreach(lib IN LISTS _foundry_glslang_libs)
-  find_library(FOUNDRY_LIB_${lib} NAMES lib${lib}.a REQUIRED)
-  list(APPEND _foundry_glslang_paths ${FOUNDRY_LIB_${lib}})
-endforeach()
-add_library(foundry_shaderc INTERFACE)
-target_include_directories(foundry_shaderc SYSTEM INTERFACE ${FOUNDRY_SHADERC_INCLUDE})
-target_link_libraries(foundry_shaderc INTERFACE ${FOUNDRY_SHADERC_COMBINED} ${_foundry_glslang_paths}
-                      Threads::Threads)
-
-# The compilers' versions go into every kernel cache key (foundry/ShaderCompiler.cpp).
-pkg_check_modules(FOUNDRY_SHADERC_PC REQUIRED shaderc)
+# shaderc through its own pkg-config files, linked statically so the binary needs only libvulkan.so.1 at
+# run time. Debian 12's shaderc_combined.pc names only -lshaderc_combined, whose archive does not hold
+# glslang and SPIRV-Tools (upstream's does); spirv.pc (glslang's SPIRV library) requires glslang.pc
+# and SPIRV-Tools.pc, which name the rest, in link order. (glslang's CMake package cannot stand in: its
+# targets file checks for /usr/bin/glslangValidator, which glslang-dev does not ship.)
+# FoundryConfig.cmake makes the same imported target for projects that link the installed library.
+pkg_check_modules(FOUNDRY_SHADERC REQUIRED IMPORTED_TARGET shaderc_combined spirv)
+# The compilers' versions go into every kernel cache key (src/foundry/ShaderCompiler.cpp).
 pkg_check_modules(FOUNDRY_SPIRV_TOOLS_PC REQUIRED SPIRV-Tools)
-target_compile_definitions(foundry_shaderc INTERFACE FOUNDRY_SHADERC_VERSION="${FOUNDRY_SHADERC_PC_VERSION}"
-                           FOUNDRY_SPIRV_TOOLS_VERSION="${FOUNDRY_SPIRV_TOOLS_PC_VERSION}")
+set(FOUNDRY_SHADERC_VERSION "${FOUNDRY_SHADERC_shaderc_combined_VERSION}")
+set(FOUNDRY_SPIRV_TOOLS_VERSION "${FOUNDRY_SPIRV_TOOLS_PC_VERSION}")

@@ -16,5 +16,4 @@ function(foundry_embed_kernels target kernel_dir)
     COMMENT "Embedding ${kernel_dir}/*.glsl"
     VERBATIM)
   add_library(${target} OBJECT ${out})
-  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endfunction()

@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release -DFOUNDRY_BUILD_TESTS=OFF
 cmake --build --preset release --target foundry
-build/release/foundry/cli/foundry run configs/llama-3.1-8b.json --check "$@"
+build/release/apps/foundry/foundry run configs/llama-3.1-8b.json --check "$@"

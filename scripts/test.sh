@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Foundry and runs every test suite on the default Vulkan device (lavapipe without a GPU),
-# under the Khronos validation layer; then the host-only and error suites under ASan + UBSan, the
-# cache-concurrency tests under TSan, and each fuzz target for a bounded time (docs/reliability.md).
+# under the Khronos validation layer, and examples/ against the library installed to a temporary
+# prefix; then the host-only and error suites under ASan + UBSan, the cache-concurrency tests under
+# TSan, and each fuzz target for a bounded time (docs/reliability.md).
 # Usage: bash scripts/test.sh
 # FOUNDRY_FUZZ_SECONDS sets the time per fuzz target (default 60; 0 skips fuzzing).
 set -euo pipefail
@@ -12,6 +13,10 @@ bash scripts/install-deps.sh
 cmake --preset release
 cmake --build --preset release
 ctest --preset release
+
+# examples/ built and run against the release build installed to a temporary prefix, as an outside
+# project would: find_package(Foundry) only, and the pkg-config file.
+bash scripts/examples.sh build/release
 
 # The unit, device and error suites with AddressSanitizer and UndefinedBehaviorSanitizer.
 cmake --preset asan

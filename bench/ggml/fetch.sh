@@ -52,8 +52,8 @@ fetch() {
 
 build() {
   # Header-only fmt, so the harness needs nothing beyond the two ggml libraries and libvulkan.
-  g++ -std=c++20 -O2 -Wall -Wextra -Werror -DFMT_HEADER_ONLY -DGGML_FA_BENCH_VERSION="\"$(cat "$dir/VERSION")\"" -I. -I"$dir/include" \
-    bench/ggml/ggml_fa_bench.cpp steps/OutputComparison.cpp -o "$dir/ggml_fa_bench" \
+  g++ -std=c++20 -O2 -Wall -Wextra -Werror -DFMT_HEADER_ONLY -DGGML_FA_BENCH_VERSION="\"$(cat "$dir/VERSION")\"" -Isrc -I"$dir/include" \
+    bench/ggml/ggml_fa_bench.cpp src/foundry/steps/OutputComparison.cpp -o "$dir/ggml_fa_bench" \
     -L"$dir/lib" -lggml-vulkan -lggml-base -Wl,-rpath,'$ORIGIN/lib'
   echo "fetch.sh: built $dir/ggml_fa_bench against ggml $(cat "$dir/VERSION")"
 }

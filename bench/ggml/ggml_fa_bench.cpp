@@ -38,7 +38,7 @@
 #include "ggml-backend.h"
 #include "ggml-vulkan.h"
 #include "ggml.h"
-#include "steps/OutputComparison.h"
+#include "foundry/steps/OutputComparison.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 //! requires: flashattention/common.glsl
-// What every attention kernel calls around its hook points (stages/AttentionHooks.h). Inside the
+// What every attention kernel calls around its hook points (foundry/stages/AttentionHooks.h). Inside the
 // kernels scores are in the log2 domain (q is pre-scaled by scale * log2(e)); modifiers see natural
 // units, and the conversion lives here only.
 

@@ -1,4 +1,4 @@
-// Causal masks (stages/modifiers/CausalStage.h), as key ranges: for one query position they are
+// Causal masks (foundry/stages/modifiers/CausalStage.h), as key ranges: for one query position they are
 // exactly its mask (an interval of keys), so the kernels need no per-key predicate. Bottom-right
 // aligned: query position q sees keys k <= q, so the last query of a chunk sees every key (what a KV
 // cache needs). Top-left aligned (PyTorch's is_causal): query index i of the call sees keys k <= i.

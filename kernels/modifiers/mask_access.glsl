@@ -1,5 +1,5 @@
 //! requires: flashattention/common.glsl
-// An explicit mask tensor [Bm, Hm, q_len, row] (stages/modifiers/MaskStage.h), Bm in {1, batch} and
+// An explicit mask tensor [Bm, Hm, q_len, row] (foundry/stages/modifiers/MaskStage.h), Bm in {1, batch} and
 // Hm in {1, query heads} (a broadcast dimension has stride 0), indexed by the query's index in the
 // call. MASK_BITS 0: additive logits, where a value at or below -65504 (f16's lowest, or -inf) hides
 // the key. MASK_BITS 1: one bit per key in u32 words, set = visible.

@@ -1,4 +1,4 @@
-// Attention sinks (gpt-oss; stages/modifiers/SinksStage.h): a learned logit per query head that joins
+// Attention sinks (gpt-oss; foundry/stages/modifiers/SinksStage.h): a learned logit per query head that joins
 // the softmax denominator and nothing else.
 
 float sink_logit(uint b, uint h) { return attn_sinks[h]; }

@@ -1,4 +1,4 @@
-// A sliding window (stages/modifiers/SlidingWindowStage.h): query position q sees keys
+// A sliding window (foundry/stages/modifiers/SlidingWindowStage.h): query position q sees keys
 // [q - window_left, q + window_right], as FlashAttention's window_size = (left, right). A key range:
 // for one query it is exactly the window, so the kernels need no per-key predicate. Extents are at
 // most 2^31 - 1, so no sum here wraps.

@@ -1,5 +1,5 @@
 //! requires: flashattention/common.glsl
-// Logit soft-capping (Gemma 2; stages/modifiers/SoftCapStage.h): cap * tanh(s / cap), as
+// Logit soft-capping (Gemma 2; foundry/stages/modifiers/SoftCapStage.h): cap * tanh(s / cap), as
 // cap - 2 cap / (e^(2 s / cap) + 1): finite for any logit (the exponential may reach inf, which gives
 // cap; tanh built as (e^2x - 1) / (e^2x + 1) would give inf / inf), and one exponential and one
 // division per logit.

@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "foundry/Error.h"
-#include "foundry/RuntimeOptions.h"
-#include "runner/ConfigSchema.h"
-#include "runner/ModelConfig.h"
+#include "foundry/runner/ConfigSchema.h"
+#include "foundry/runner/ModelConfig.h"
+#include "foundry/steps/Options.h"
 #include "support/TempDir.h"
 
 namespace foundry {
@@ -486,7 +486,7 @@ const BadConfig kBadConfigs[] = {
      "expected \"f16\" or \"f32\", found \"f8\""},
     {"DTypeAliasIsNotAccepted", set("/run/dtype", "float16"), ErrorKind::User, "/run/dtype", "found \"float16\""},
     {"DTypeIsNumber", set("/run/dtype", 16), ErrorKind::User, "/run/dtype", "found 16"},
-    // Tuning: checked by RuntimeOptions::applyTuning, pointer /tuning/<key>.
+    // Tuning: checked by Options::applyTuning, pointer /tuning/<key>.
     {"TuningIsArray", set("/tuning", json::array()), ErrorKind::User, "/tuning", "expected an object of knob values"},
     {"TuningUnknownKnob", set("/tuning/fa_decode_wraps", 4), ErrorKind::User, "/tuning/fa_decode_wraps",
      "unknown tuning key; accepted: disable_fa"},
@@ -758,7 +758,7 @@ TEST(ModelConfigSchema, TuningPropertiesAreTheKnobs) {
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
     knobs.insert(key);
   }
-  EXPECT_EQ(documented, knobs) << "configs/schema.json's tuning section must list every knob in RuntimeOptions";
+  EXPECT_EQ(documented, knobs) << "configs/schema.json's tuning section must list every knob in knobTable()";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "foundry/Error.h"
-#include "runner/ConfigSchema.h"
-#include "runner/ModelConfig.h"
+#include "foundry/runner/ConfigSchema.h"
+#include "foundry/runner/ModelConfig.h"
 
 namespace foundry {
 namespace {

@@ -12,7 +12,7 @@
 #include "errors/ErrorRows.h"
 #include "errors/RowFiles.h"
 #include "foundry/DiskCache.h"
-#include "foundry/RuntimeOptions.h"
+#include "foundry/steps/Options.h"
 
 namespace foundry::errors {
 

@@ -9,11 +9,11 @@
 #include "errors/RowFiles.h"
 #include "foundry/DeviceInfo.h"
 #include "foundry/Runtime.h"
-#include "foundry/io/Safetensors.h"
-#include "runner/ModelConfig.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/MergeStep.h"
-#include "support/ShapeCall.h"
+#include "foundry/runner/ModelConfig.h"
+#include "foundry/runner/io/Safetensors.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/MergeStep.h"
+#include "foundry/testing/ShapeCall.h"
 
 namespace foundry::errors {
 
@@ -57,21 +57,21 @@ std::function<void(const InProcessContext&)> weights(std::string bytes) {
 std::function<void(const InProcessContext&)> attention(test::CallShape shape) {
   return [shape](const InProcessContext&) {
     const DeviceInfo device = parseDevicePreset("lavapipe");
-    FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).validate(test::shapeCall(shape));
+    FlashAttentionStep(device, SnippetLibrary::embedded(), AttentionOptions()).validate(test::shapeCall(shape));
   };
 }
 
 std::function<void(const InProcessContext&)> attentionPlan(test::CallShape shape) {
   return [shape](const InProcessContext&) {
     const DeviceInfo device = parseDevicePreset("lavapipe");
-    FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).plan(test::shapeCall(shape));
+    FlashAttentionStep(device, SnippetLibrary::embedded(), AttentionOptions()).plan(test::shapeCall(shape));
   };
 }
 
 std::function<void(const InProcessContext&)> attentionCall(std::function<AttentionCall()> make) {
   return [make](const InProcessContext&) {
     const DeviceInfo device = parseDevicePreset("lavapipe");
-    FlashAttentionStep(device, SnippetLibrary::embedded(), RuntimeOptions()).validate(make());
+    FlashAttentionStep(device, SnippetLibrary::embedded(), AttentionOptions()).validate(make());
   };
 }
 

@@ -12,7 +12,7 @@
 
 #include "errors/ErrorRows.h"
 #include "errors/RowFiles.h"
-#include "foundry/io/Safetensors.h"
+#include "foundry/runner/io/Safetensors.h"
 
 namespace foundry::errors {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "foundry/io/Safetensors.h"
+#include "foundry/runner/io/Safetensors.h"
 
 namespace foundry::errors {
 

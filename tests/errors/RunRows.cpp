@@ -17,8 +17,8 @@
 
 #include "errors/ErrorRows.h"
 #include "errors/RowFiles.h"
-#include "foundry/io/Safetensors.h"
-#include "runner/ModelConfig.h"
+#include "foundry/runner/ModelConfig.h"
+#include "foundry/runner/io/Safetensors.h"
 
 namespace foundry::errors {
 

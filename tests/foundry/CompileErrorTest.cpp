@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
+#include "foundry/GlslSource.h"
 #include "foundry/KernelBuilder.h"
 #include "foundry/ShaderCompiler.h"
 #include "support/TempDir.h"
@@ -13,6 +14,17 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+
+/// The message of the DeviceError compiling `src` throws (a test failure if it compiles).
+std::string compileFailure(const KernelSource& src) {
+  try {
+    ShaderCompiler().compile(src);
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a compile error";
+  return {};
+}
 
 TEST(CompileError, QuotesTheFailingSnippetLine) {
   test::TempDir dir;
@@ -29,17 +41,30 @@ TEST(CompileError, QuotesTheFailingSnippetLine) {
                            "HelperStage", [](KernelInterface& k) { k.snippet("broken/helper.glsl"); },
                            "float h = helper(1.0);"))
                        .build();
-  try {
-    ShaderCompiler().compile(src);
-    FAIL() << "expected a compile error";
-  } catch (const DeviceError& e) {
-    const std::string msg = e.what();
-    EXPECT_THAT(msg, AllOf(HasSubstr("kernels/broken/helper.glsl:4"), HasSubstr("undefined_symbol"),
-                           HasSubstr("in snippet kernels/broken/helper.glsl (used by HelperStage)"),
-                           HasSubstr(">    4 |   return y + undefined_symbol;"),
-                           HasSubstr("     3 |   float y = x * 2.0;")))
-        << msg;
-  }
+  const std::string msg = compileFailure(src);
+  EXPECT_THAT(msg, AllOf(HasSubstr("kernels/broken/helper.glsl:4"), HasSubstr("undefined_symbol"),
+                         HasSubstr("in snippet kernels/broken/helper.glsl (used by HelperStage)"),
+                         HasSubstr(">    4 |   return y + undefined_symbol;"),
+                         HasSubstr("     3 |   float y = x * 2.0;")))
+      << msg;
+}
+
+// A stage's own GLSL file (GlslSource::fromFile) is named by its path, as a library snippet is.
+TEST(CompileError, QuotesTheLineOfAStagesOwnGlslFile) {
+  test::TempDir dir;
+  dir.write("mine.glsl", "float mine(float x) {\n  return x + not_declared;\n}\n");
+  const GlslSource glsl = GlslSource::fromFile(dir.str() + "/mine.glsl");
+  EXPECT_EQ(glsl.name, "file_mine_glsl");
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  const auto src = KernelBuilder(device, SnippetLibrary::embedded())
+                       .workgroup(8)
+                       .add(std::make_shared<test::ScriptedStage>(
+                           "MineStage", [&](KernelInterface& k) { k.snippet(glsl); }, "float m = mine(1.0);"))
+                       .build();
+  const std::string msg = compileFailure(src);
+  EXPECT_THAT(msg, AllOf(HasSubstr(dir.str() + "/mine.glsl:2"), HasSubstr("in snippet " + dir.str() + "/mine.glsl"),
+                         HasSubstr(">    2 |   return x + not_declared;")))
+      << msg;
 }
 
 TEST(CompileError, NamesTheStageWhoseEmittedCodeFails) {

@@ -16,9 +16,9 @@
 #include "foundry/Error.h"
 #include "foundry/Runtime.h"
 #include "foundry/vk/External.h"
-#include "steps/CpuReference.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/OutputComparison.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/OutputComparison.h"
 #include "support/TestRuntime.h"
 
 namespace foundry {
@@ -207,7 +207,7 @@ struct App {
 /// Runs `call` through FlashAttentionStep on `rt` and waits; returns the kernels it used.
 std::vector<std::string> runFlash(Runtime& rt, const AttentionCall& call, Submission* async = nullptr,
                                   std::unique_ptr<VulkanDispatcher>* keep = nullptr) {
-  FlashAttentionStep step(rt.info(), rt.snippets(), rt.options());
+  FlashAttentionStep step(rt.info(), rt.snippets(), AttentionOptions());
   DeviceWorkspace workspace(rt);
   auto dispatcher = rt.dispatcher();
   StepContext ctx{*dispatcher, workspace, &rt};

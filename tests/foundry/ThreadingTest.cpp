@@ -11,9 +11,9 @@
 
 #include "foundry/Runtime.h"
 #include "foundry/vk/PipelineCache.h"
-#include "steps/CpuReference.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/OutputComparison.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/OutputComparison.h"
 #include "support/TestRuntime.h"
 #include "support/TestStages.h"
 
@@ -63,7 +63,7 @@ TEST(Threading, ThreadsBuildAndRunKernelsThroughOneRuntime) {
           }
         }
         // And a decode attention call of this thread's own shape, through its own step and workspace.
-        FlashAttentionStep step(rt.info(), rt.snippets(), rt.options());
+        FlashAttentionStep step(rt.info(), rt.snippets(), AttentionOptions());
         DeviceWorkspace workspace(rt);
         AttentionCall call;
         const std::uint32_t H = 4, Hkv = 2, N = 40 + 8 * t, D = 64;

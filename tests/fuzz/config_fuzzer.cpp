@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "Require.h"
 #include "foundry/Error.h"
-#include "runner/ConfigSchema.h"
-#include "runner/ModelConfig.h"
-#include "tests/fuzz/Require.h"
+#include "foundry/runner/ConfigSchema.h"
+#include "foundry/runner/ModelConfig.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace foundry;

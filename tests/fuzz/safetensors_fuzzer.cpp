@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <span>
 
+#include "Require.h"
 #include "foundry/Error.h"
-#include "foundry/io/Safetensors.h"
-#include "tests/fuzz/Require.h"
+#include "foundry/runner/io/Safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace foundry;

@@ -13,7 +13,7 @@
 
 #include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
-#include "foundry/io/Safetensors.h"
+#include "foundry/runner/io/Safetensors.h"
 #include "support/TempDir.h"
 
 namespace foundry {

@@ -13,9 +13,10 @@
 #include "foundry/Runtime.h"
 #include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "runner/ContextParallelDecode.h"
-#include "runner/MpiCommunicator.h"
-#include "steps/CpuReference.h"
+#include "foundry/runner/ContextParallelDecode.h"
+#include "foundry/runner/MpiCommunicator.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/Options.h"
 #include "support/TestRuntime.h"
 
 namespace foundry::test {
@@ -67,7 +68,7 @@ TEST_P(ContextParallel, DecodeEqualsTheSingleDeviceResult) {
   const std::uint64_t validationBefore = rt.device().instance().validationErrors();
   const KvShards shards = shardsOf(c, comm.size());
   const KvShard mine = shards.shard(comm.rank());
-  RuntimeOptions options;
+  AttentionOptions options;
   options.faDecodeSplitK = 2;  // the partials of a rank are themselves split: both merges run
   ContextParallelDecode cp(rt, comm, shards, options);
 
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
     if (comm.rank() != 0) delete ::testing::UnitTest::GetInstance()->listeners().Release(
         ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
     {
-      foundry::Runtime rt(foundry::optionsForRank(foundry::RuntimeOptions::fromEnvironment(), comm));
+      foundry::Runtime rt(foundry::optionsForRank(foundry::Options::fromEnvironment().runtime, comm));
       foundry::test::gRuntime = &rt;
       result = RUN_ALL_TESTS();
       foundry::test::gRuntime = nullptr;

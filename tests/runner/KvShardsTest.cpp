@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
-#include "runner/KvShards.h"
+#include "foundry/runner/KvShards.h"
 
 namespace foundry {
 namespace {

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "foundry/Runtime.h"
-#include "foundry/RuntimeOptions.h"
-#include "runner/Session.h"
+#include "foundry/runner/Session.h"
+#include "foundry/steps/Options.h"
 #include "support/TestRuntime.h"
 
 namespace foundry {
@@ -120,13 +120,6 @@ TEST(Session, TheJsonReportCarriesItsProvenanceAndTheSelectorsReasons) {
   EXPECT_TRUE(p.at("prefill").at("tokens_per_s").is_number()) << p.at("prefill");
 }
 
-/// A runtime of its own with `knobs` set on top of the test runtime's options.
-std::unique_ptr<Runtime> runtimeWith(const std::map<std::string, std::string>& knobs) {
-  RuntimeOptions o = test::runtime().options();
-  for (const auto& [name, value] : knobs) o.set(name, value, "test");
-  return std::make_unique<Runtime>(o);
-}
-
 std::string readBytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -148,14 +141,15 @@ TEST(Session, AReplayedDecodeEqualsTheDecodeRecordedEveryToken) {
   std::filesystem::create_directories(dir);
   std::map<std::string, RunReport> reports;
   for (const std::string replay : {"0", "1"}) {
-    auto rt = runtimeWith({{"FOUNDRY_DECODE_REPLAY", replay}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
-                           {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}});
     RunRequest req;
     req.config = c;
     req.check = true;
     req.save = dir / ("o" + replay + ".safetensors");
+    req.attention = AttentionOptions::fromEnvironment({{"FOUNDRY_DECODE_REPLAY", replay},
+                                                       {"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                       {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}});
     QuietProgress progress;
-    reports[replay] = runModel(*rt, req, progress);
+    reports[replay] = runModel(test::runtime(), req, progress);
   }
   const RunReport &direct = reports.at("0"), &replayed = reports.at("1");
   EXPECT_TRUE(direct.check.passed) << direct.summary();
@@ -176,7 +170,7 @@ TEST(Session, AReplayedDecodeEqualsTheDecodeRecordedEveryToken) {
 // Each knob's source: the environment, the config's `tuning` (its JSON pointer), a flag, or the default;
 // an error about a value from `tuning` names the pointer.
 TEST(Session, KnobSourcesNameWhereEachValueCameFrom) {
-  RuntimeOptions o = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}});
+  Options o = Options::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}});
   o.applyTuning(nlohmann::json{{"fa_decode_vec", 2}}, "/tuning");
   o.set("FOUNDRY_LOG_LEVEL", "error", "--log-level");
   std::map<std::string, std::string> sources;
@@ -185,8 +179,9 @@ TEST(Session, KnobSourcesNameWhereEachValueCameFrom) {
   EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
   EXPECT_EQ(sources.at("FOUNDRY_LOG_LEVEL"), "--log-level");
   EXPECT_EQ(sources.at("FOUNDRY_FA_DECODE_UNROLL"), "default");
-  EXPECT_EQ(o.fieldOf("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
-  EXPECT_EQ(o.fieldOf("FOUNDRY_FA_DECODE_WARPS"), "FOUNDRY_FA_DECODE_WARPS");
+  EXPECT_EQ(o.attention.fieldOf("FOUNDRY_FA_DECODE_VEC"), "/tuning/fa_decode_vec");
+  EXPECT_EQ(o.attention.fieldOf("FOUNDRY_FA_DECODE_WARPS"), "FOUNDRY_FA_DECODE_WARPS");
+  EXPECT_EQ(o.runtime.sourceOf("FOUNDRY_LOG_LEVEL"), "--log-level");
 }
 
 }  // namespace

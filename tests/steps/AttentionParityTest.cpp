@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Runtime.h"
+#include "foundry/steps/RopeStep.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "steps/RopeStep.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -41,12 +41,12 @@ std::string caseName(const ::testing::TestParamInfo<AttentionCase>& info) { retu
 
 TEST(AttentionSmoke, Decode) {
   const AttentionCase c = make(1, 4, 1, 1, 100, 64, DType::F16);
-  EXPECT_TRUE(matchesReference(c, runFlash(c, RuntimeOptions())));
+  EXPECT_TRUE(matchesReference(c, runFlash(c, AttentionOptions())));
 }
 
 TEST(AttentionSmoke, Prefill) {
   const AttentionCase c = make(1, 4, 2, 33, 40, 64, DType::F16);
-  EXPECT_TRUE(matchesReference(c, runFlash(c, RuntimeOptions())));
+  EXPECT_TRUE(matchesReference(c, runFlash(c, AttentionOptions())));
 }
 
 TEST(AttentionSmoke, Reference) {
@@ -60,7 +60,7 @@ class DecodeParity : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(DecodeParity, MatchesCpuReference) {
   const AttentionCase& c = GetParam();
-  const AttentionResult r = runFlash(c, RuntimeOptions());
+  const AttentionResult r = runFlash(c, AttentionOptions());
   EXPECT_TRUE(r.record.plan.decode) << r.record.plan.describe();
   EXPECT_EQ(r.record.kernels.size(), 1u);  // Split-K decode merges in its last workgroup
   EXPECT_TRUE(matchesReference(c, r));
@@ -81,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DecodeParityLong, SelectorSplitsLongKv) {
   // 3001 keys for one workgroup of 8 heads on a 2-CU device: the heuristic must split.
   const AttentionCase c = make(1, 8, 1, 1, 3001, 128, DType::F16);
-  const AttentionResult r = runFlash(c, RuntimeOptions());
+  const AttentionResult r = runFlash(c, AttentionOptions());
   ASSERT_GT(r.record.plan.splits, 1u) << r.record.plan.describe();
   ASSERT_EQ(r.record.kernels.size(), 1u);
   EXPECT_NE(r.record.kernels[0].find("_split_merged"), std::string::npos) << r.record.kernels[0];
@@ -94,9 +94,9 @@ TEST(DecodeParityLong, MergedSplitsStayCorrectCallAfterCall) {
   // each merge exactly their own partials.
   const AttentionCase c = make(1, 8, 1, 1, 3001, 128, DType::F16);
   const AttentionCase batched = make(3, 8, 2, 1, 500, 64, DType::F16);
-  std::vector<std::pair<AttentionCase, RuntimeOptions>> calls;
+  std::vector<std::pair<AttentionCase, AttentionOptions>> calls;
   for (const std::uint32_t splits : {7u, 3u, 16u}) {
-    RuntimeOptions o;
+    AttentionOptions o;
     o.faDecodeSplitK = splits;
     o.faDecodeFusedReduce = Force::On;
     calls.emplace_back(c, o);
@@ -118,7 +118,7 @@ class PrefillParity : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(PrefillParity, MatchesCpuReference) {
   const AttentionCase& c = GetParam();
-  const AttentionResult r = runFlash(c, RuntimeOptions());
+  const AttentionResult r = runFlash(c, AttentionOptions());
   EXPECT_FALSE(r.record.plan.decode) << r.record.plan.describe();
   EXPECT_EQ(r.record.kernels.size(), r.record.plan.splits > 1 ? 2u : 1u);
   EXPECT_TRUE(matchesReference(c, r));
@@ -146,7 +146,7 @@ class ExtremeLogits : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(ExtremeLogits, StayFiniteAndMatch) {
   const AttentionCase& c = GetParam();
-  const AttentionResult r = runFlash(c, RuntimeOptions());
+  const AttentionResult r = runFlash(c, AttentionOptions());
   // The inputs really are extreme (else this test would prove nothing).
   EXPECT_GT(r.maxAbsLogit, 4e3) << c.name();
   EXPECT_LT(r.maxAbsLogit, 3e4) << c.name();
@@ -200,7 +200,7 @@ TEST_P(StridedViews, QueryAndKeyViewsOfFusedQkv) {
   const Tensor table = makeRopeTable(rt, rope, p.headDim);
 
   RopeStep ropeStep(rt.info(), rt.snippets());
-  FlashAttentionStep step(rt.info(), rt.snippets(), RuntimeOptions());
+  FlashAttentionStep step(rt.info(), rt.snippets(), AttentionOptions());
   auto dispatcher = rt.dispatcher();
   DeviceWorkspace workspace(rt);
   StepContext ctx{*dispatcher, workspace, &rt};

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
-#include "steps/Selector.h"
-#include "steps/TuningTable.h"
+#include "foundry/steps/Selector.h"
+#include "foundry/steps/TuningTable.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -25,7 +25,7 @@ AttentionCase shape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHe
 /// default here (it is the one every device runs); coopMat() asks for the cooperative-matrix one.
 struct Knobs {
   Knobs() { o.faPrefillCoopMat = Force::Off; }
-  RuntimeOptions o;
+  AttentionOptions o;
   Knobs& coopMat() { o.faPrefillCoopMat = Force::On; return *this; }
   Knobs& sharedSoftmax() { o.faPrefillRegisterSoftmax = Force::Off; return *this; }
   Knobs& headsFirst(bool on) { o.faPrefillHeadsFirst = on ? Force::On : Force::Off; return *this; }
@@ -43,12 +43,12 @@ struct Knobs {
   Knobs& prefillWarps(std::uint32_t w) { o.faPrefillWarps = w; return *this; }
   Knobs& prefillSplitK(std::uint32_t s) { o.faPrefillSplitK = s; return *this; }
   Knobs& noPrefillSplitK() { o.disableFaPrefillSplitK = true; return *this; }
-  operator RuntimeOptions() const { return o; }
+  operator AttentionOptions() const { return o; }
 };
 
 struct VariantCase {
   AttentionCase shape;
-  RuntimeOptions options;
+  AttentionOptions options;
   std::uint32_t splits = 1;  ///< the Split-K factor the plan must carry
   std::uint32_t stages = 0;  ///< prefill on lavapipe: the staging depth the plan must carry (0: not checked)
   std::uint32_t rows = 0;    ///< prefill on lavapipe: query rows per subgroup the plan must carry (0: not checked)
@@ -92,7 +92,7 @@ class DecodeVariants : public ::testing::TestWithParam<VariantCase> {};
 
 TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   const VariantCase& vc = GetParam();
-  const RuntimeOptions& o = vc.options;
+  const AttentionOptions& o = vc.options;
   const std::uint32_t sg = runtime().info().subgroupSize;
   AttentionResult r;
   try {
@@ -195,7 +195,7 @@ class PrefillVariants : public ::testing::TestWithParam<VariantCase> {};
 
 TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   const VariantCase& vc = GetParam();
-  const RuntimeOptions& o = vc.options;
+  const AttentionOptions& o = vc.options;
   if (o.faPrefillCoopMat == Force::On && !runtime().info().hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     GTEST_SKIP() << "the device has no cooperative matrices";
   }

@@ -8,10 +8,10 @@
 #include <numbers>
 
 #include "foundry/Error.h"
-#include "steps/FlashAttentionStep.h"
-#include "support/Mocks.h"
-#include "support/StepMockTest.h"
-#include "support/ShapeCall.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/testing/Mocks.h"
+#include "foundry/testing/ShapeCall.h"
+#include "foundry/testing/StepMockTest.h"
 
 namespace foundry {
 namespace {
@@ -82,7 +82,7 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsOneSplitKDispatchThatMergesInItsLast
 }
 
 TEST_F(StepMockTest, FusedReduceOffRecordsASplitKPartThenTheReduce) {
-  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
+  pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
   {
     InSequence inOrder;
@@ -202,7 +202,7 @@ TEST_F(StepMockTest, H200PrefillPlansTheCooperativeMatrixVariant) {
   EXPECT_EQ(plan.prefillVariant.rowsPerWarp, 16u);
   EXPECT_EQ(plan.grid, (Grid{32, 1024 / plan.prefillVariant.rowsPerWorkgroup(), 1}));
   // Turned off by the knob, the same call plans the subgroup variant.
-  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
+  pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
   EXPECT_FALSE(step().plan(test::shapeCall(prefillShape(32, 8, 1024, 1024))).prefillVariant.coopMat);
 }
 
@@ -249,7 +249,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
 }
 
 TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
-  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}));
+  pretend("lavapipe", AttentionOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}));
   EXPECT_CALL(dispatcher,
               dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
                        AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 4096), Binds("o", "out")), (Grid{1, 1, 1})));
@@ -260,14 +260,14 @@ TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
 
 TEST_F(StepMockTest, AKnobOverrideBeatsTheHeuristicInWhatIsRecorded) {
   // The heuristic wants 32 splits here (see LongDecodeOnH200...); the knob asks for 4.
-  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}));
+  pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}));
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
                                    AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 2048)), (Grid{4, 8, 1})));
   run(test::shapeCall(decodeShape(1, 32, 8, 8192)));
 }
 
 TEST_F(StepMockTest, ScalarKnobOnH200RecordsTheScalarKernel) {
-  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
+  pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
   EXPECT_CALL(dispatcher, dispatch(KernelNamed(HasSubstr("_scalar_")), _, (Grid{1, 8, 1})));
   run(test::shapeCall(decodeShape(1, 32, 8, 128)));
 }
@@ -289,14 +289,14 @@ TEST_F(StepMockTest, SmallGpuWithoutFp16RecordsKernelsWithNoHalfValuesInSharedMe
 // ---- refusals: nothing is recorded ----------------------------------------------------------------
 
 TEST_F(StepMockTest, DisableFaIsAnErrorPointingAtTheReferenceStepAndRecordsNothing) {
-  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA", "1"}}));
+  pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA", "1"}}));
   expectRefused<UnsupportedError>(test::shapeCall(decodeShape(1, 32, 8, 8192)),
                                   AllOf(HasSubstr("FOUNDRY_DISABLE_FA=1"), HasSubstr("SdpaReferenceStep")));
   EXPECT_THROW(step().kernelsFor(test::shapeCall(decodeShape(1, 32, 8, 8192))), UnsupportedError);
 }
 
 TEST_F(StepMockTest, ForceMaterializedIsAnErrorPointingAtTheReferenceStepAndRecordsNothing) {
-  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_SDPA_FORCE_MATERIALIZED", "1"}}));
+  pretend("lavapipe", AttentionOptions::fromEnvironment({{"FOUNDRY_SDPA_FORCE_MATERIALIZED", "1"}}));
   expectRefused<UnsupportedError>(
       test::shapeCall(prefillShape(8, 8, 64, 128)),
       AllOf(HasSubstr("FOUNDRY_SDPA_FORCE_MATERIALIZED=1"), HasSubstr("SdpaReferenceStep")));
@@ -313,11 +313,11 @@ TEST_F(StepMockTest, HeadDimsBeyondTheDeviceAreUnsupportedBeforeAnyDispatch) {
 }
 
 TEST_F(StepMockTest, KnobValuesTheDeviceCannotHonourRecordNothing) {
-  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}}));
+  pretend("lavapipe", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}}));
   expectRefused<UserError>(test::shapeCall(decodeShape(1, 32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"));
-  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
+  pretend("lavapipe", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
   expectRefused<UnsupportedError>(test::shapeCall(prefillShape(8, 8, 64, 128)), HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"));
-  pretend("small", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
+  pretend("small", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
   expectRefused<UserError>(test::shapeCall(decodeShape(1, 32, 8, 1024)), HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"));
 }
 

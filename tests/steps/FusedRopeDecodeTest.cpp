@@ -34,7 +34,7 @@ RopeSpec llama3() {
 struct RopeCase {
   AttentionCase shape;
   RopeSpec rope;
-  RuntimeOptions options;
+  AttentionOptions options;
   std::uint32_t minSplits = 1;  ///< the plan must split K at least this much
   std::string name() const {
     const std::string knobs = optionsName(options);
@@ -44,15 +44,15 @@ struct RopeCase {
 
 void PrintTo(const RopeCase& c, std::ostream* os) { *os << c.name(); }
 
-RuntimeOptions scalarSplit() {
-  RuntimeOptions o;
+AttentionOptions scalarSplit() {
+  AttentionOptions o;
   o.faDecodeScalar = true;
   o.faDecodeSplitK = 3;
   return o;
 }
 
-RuntimeOptions keys2vec2Half() {
-  RuntimeOptions o;
+AttentionOptions keys2vec2Half() {
+  AttentionOptions o;
   o.faDecodeKeysPerWarp = 2;
   o.faDecodeVectorWidth = 2;
   o.faDecodeTgOut = PartialStorage::Half;

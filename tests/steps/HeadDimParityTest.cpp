@@ -18,7 +18,7 @@ namespace {
 
 struct DimCase {
   AttentionCase shape;
-  RuntimeOptions options;
+  AttentionOptions options;
   std::string variant;
   bool rope = false;
   bool coopMat = false;
@@ -28,10 +28,10 @@ struct DimCase {
 
 void PrintTo(const DimCase& c, std::ostream* os) { *os << c.name(); }
 
-RuntimeOptions knobs(std::initializer_list<std::pair<std::string, std::string>> env, bool coop = false) {
+AttentionOptions knobs(std::initializer_list<std::pair<std::string, std::string>> env, bool coop = false) {
   std::map<std::string, std::string> m(env.begin(), env.end());
   m.emplace("FOUNDRY_FA_PREFILL_COOPMAT", coop ? "1" : "0");
-  return RuntimeOptions::fromEnvironment(m);
+  return AttentionOptions::fromEnvironment(m);
 }
 
 // Every dim in f16 through the default decode and prefill; three dims (a tail past the subgroup

@@ -12,8 +12,8 @@
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
 #include "foundry/ShaderCompiler.h"
-#include "steps/FlashAttentionStep.h"
-#include "support/ShapeCall.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/testing/ShapeCall.h"
 
 namespace foundry {
 namespace {
@@ -46,7 +46,7 @@ class HeadDimPlan : public ::testing::TestWithParam<std::string> {};
 TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
   const DeviceInfo device = parseDevicePreset(GetParam());
   const std::uint32_t sg = device.subgroupSize;
-  FlashAttentionStep step(device, SnippetLibrary::embedded(), RuntimeOptions());
+  FlashAttentionStep step(device, SnippetLibrary::embedded(), AttentionOptions());
   ShaderCompiler compiler{ShaderCompiler::Optimization::None};
   std::set<std::string> compiled;
   std::set<bool> splits;

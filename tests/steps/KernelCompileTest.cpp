@@ -11,31 +11,31 @@
 #include <map>
 #include <set>
 
+#include "foundry/CoopMatProbe.h"
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
-#include "foundry/CoopMatProbe.h"
 #include "foundry/ShaderCompiler.h"
-#include "stages/CeilingStages.h"
-#include "stages/FlashDecodeFusedStage.h"
-#include "stages/FlashDecodeSplitKReduceStage.h"
-#include "stages/FlashDecodeStage.h"
-#include "stages/HeadLayoutStage.h"
-#include "stages/KvAppendStage.h"
-#include "stages/ReferenceStages.h"
-#include "stages/modifiers/AlibiStage.h"
-#include "stages/modifiers/CausalStage.h"
-#include "stages/modifiers/KeyLengthsStage.h"
-#include "stages/modifiers/MaskStage.h"
-#include "stages/modifiers/SinksStage.h"
-#include "stages/modifiers/SlidingWindowStage.h"
-#include "stages/modifiers/SoftCapStage.h"
-#include "stages/RopeStage.h"
-#include "stages/SdpaPrefillSplitKPartStage.h"
-#include "stages/SdpaPrefillSplitKReduceStage.h"
-#include "stages/SdpaPrefillStage.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/SdpaReferenceStep.h"
-#include "support/ShapeCall.h"
+#include "foundry/stages/CeilingStages.h"
+#include "foundry/stages/FlashDecodeFusedStage.h"
+#include "foundry/stages/FlashDecodeSplitKReduceStage.h"
+#include "foundry/stages/FlashDecodeStage.h"
+#include "foundry/stages/HeadLayoutStage.h"
+#include "foundry/stages/KvAppendStage.h"
+#include "foundry/stages/ReferenceStages.h"
+#include "foundry/stages/RopeStage.h"
+#include "foundry/stages/SdpaPrefillSplitKPartStage.h"
+#include "foundry/stages/SdpaPrefillSplitKReduceStage.h"
+#include "foundry/stages/SdpaPrefillStage.h"
+#include "foundry/stages/modifiers/AlibiStage.h"
+#include "foundry/stages/modifiers/CausalStage.h"
+#include "foundry/stages/modifiers/KeyLengthsStage.h"
+#include "foundry/stages/modifiers/MaskStage.h"
+#include "foundry/stages/modifiers/SinksStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
+#include "foundry/testing/ShapeCall.h"
 
 namespace foundry {
 namespace {
@@ -357,10 +357,10 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
   // The Selector's own choices for typical calls, through the steps that record them. Prefill with
   // cooperative matrices is left to its own tests: f16 prefill here takes the subgroup variant.
   FlashAttentionStep flash(device, SnippetLibrary::embedded(),
-                           RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
+                           AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
   // Split-K decode merges in its last workgroup by default; the reduce kernel is the knob's choice.
   FlashAttentionStep separate(device, SnippetLibrary::embedded(),
-                              RuntimeOptions::fromEnvironment(
+                              AttentionOptions::fromEnvironment(
                                   {{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   SdpaReferenceStep reference(device, SnippetLibrary::embedded());
   std::set<std::string> names;
@@ -438,18 +438,18 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
       {"bit mask", {MaskStage::bits(Tensor::describe("mask", DType::U32, {1, 1, 300, 10}),
                                     std::vector<std::uint32_t>(3000, ~0u))}},
   };
-  std::vector<RuntimeOptions> knobs = {
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_PREFILL_COOPMAT", "0"},
+  std::vector<AttentionOptions> knobs = {
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_PREFILL_COOPMAT", "0"},
                                        {"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}}),
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"},
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"},
                                        {"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})};
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})};
   if (device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
-    knobs.push_back(RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
-    knobs.push_back(RuntimeOptions::fromEnvironment(
+    knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}}));
+    knobs.push_back(AttentionOptions::fromEnvironment(
         {{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}}));
-    knobs.push_back(RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
+    knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
   }
   std::set<std::string> names;
   std::size_t coopmat = 0;
@@ -520,7 +520,7 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
     for (const std::uint32_t d : {64u, 128u}) {
       for (const bool split : {false, true}) {
        for (const bool lse : {false, true}) {
-        RuntimeOptions o;
+        AttentionOptions o;
         o.faPrefillCoopMat = Force::On;
         o.faPrefillSplitK = split ? 3u : 1u;
         FlashAttentionStep step(device, SnippetLibrary::embedded(), o);

@@ -8,26 +8,26 @@
 
 #include "foundry/Runtime.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "stages/modifiers/MaskStage.h"
-#include "steps/MergeStep.h"
+#include "foundry/stages/modifiers/MaskStage.h"
+#include "foundry/steps/MergeStep.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
 namespace foundry::test {
 namespace {
 
-RuntimeOptions knobs(std::initializer_list<std::pair<const char*, const char*>> env) {
+AttentionOptions knobs(std::initializer_list<std::pair<const char*, const char*>> env) {
   std::map<std::string, std::string> m;
   for (const auto& [k, v] : env) m[k] = v;
-  return RuntimeOptions::fromEnvironment(m);
+  return AttentionOptions::fromEnvironment(m);
 }
 
 /// Every variant that writes an attention output: the decode subgroup and scalar kernels, Split-K
 /// decode merged in its last workgroup or by a reduce kernel, prefill without and with Split-K.
-std::vector<std::pair<std::string, RuntimeOptions>> variants(bool decode) {
+std::vector<std::pair<std::string, AttentionOptions>> variants(bool decode) {
   if (decode) {
-    return {{"subgroup", {}},
-            {"scalar", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}})},
+    return {{"subgroup", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "1"}})},
+            {"scalar", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "1"}})},
             {"split_merged", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})},
             {"split_reduce", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}})},
             {"scalar_split", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "2"},
@@ -47,7 +47,7 @@ AttentionCase lseCase(std::uint32_t qLen, std::uint32_t kvLen, DType dtype, std:
 struct LseParam {
   AttentionCase shape;
   std::string variant;
-  RuntimeOptions options;
+  AttentionOptions options;
   bool rope = false;  ///< decode with RoPE fused in
 };
 void PrintTo(const LseParam& p, std::ostream* os) { *os << p.shape.name() << "__" << p.variant; }
@@ -111,7 +111,7 @@ struct MergeParam {
   AttentionCase shape;
   std::vector<std::uint32_t> cuts;  ///< part i covers keys [cuts[i], cuts[i + 1])
   std::string variant;
-  RuntimeOptions options;
+  AttentionOptions options;
 };
 std::string mergeName(const MergeParam& p) {
   return fmt::format("{}__{}parts__{}", p.shape.name(), p.cuts.size() - 1, p.variant);

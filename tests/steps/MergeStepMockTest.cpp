@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
-#include "steps/MergeStep.h"
-#include "support/Mocks.h"
-#include "support/ShapeCall.h"
-#include "support/StepMockTest.h"
+#include "foundry/steps/MergeStep.h"
+#include "foundry/testing/Mocks.h"
+#include "foundry/testing/ShapeCall.h"
+#include "foundry/testing/StepMockTest.h"
 
 namespace foundry {
 namespace {
@@ -104,7 +104,7 @@ TEST_F(MergeMockTest, RefusedCallsRecordNothing) {
 using test::StepMockTest;
 
 TEST_F(StepMockTest, SplitKDecodeWithAReduceKernelWritesTheLseThere) {
-  pretend("h200", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
+  pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   test::CallShape s = test::decodeShape(1, 32, 8, 8192);
   s.lse = true;
   {

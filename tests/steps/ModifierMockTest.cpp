@@ -7,16 +7,16 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
-#include "stages/AttentionHooks.h"
-#include "stages/modifiers/MaskStage.h"
-#include "stages/modifiers/SinksStage.h"
-#include "stages/modifiers/SlidingWindowStage.h"
-#include "stages/modifiers/SoftCapStage.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/SdpaReferenceStep.h"
-#include "support/Mocks.h"
-#include "support/ShapeCall.h"
-#include "support/StepMockTest.h"
+#include "foundry/stages/AttentionHooks.h"
+#include "foundry/stages/modifiers/MaskStage.h"
+#include "foundry/stages/modifiers/SinksStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
+#include "foundry/testing/Mocks.h"
+#include "foundry/testing/ShapeCall.h"
+#include "foundry/testing/StepMockTest.h"
 
 namespace foundry {
 namespace {
@@ -107,7 +107,7 @@ TEST_F(ModifierMockTest, AMaskedPrefillRecordsTheBlockMapPassFirstAtTheKernelsTi
 }
 
 TEST_F(ModifierMockTest, EachKernelOfASplitKPairTakesTheModifiersItHosts) {
-  pretend("lavapipe", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_SPLIT_K", "4"}}));
+  pretend("lavapipe", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_SPLIT_K", "4"}}));
   AttentionCall call = test::shapeCall(prefillShape(4, 1, 8, 4096));
   call.modifiers = {std::make_shared<SoftCapStage>(30.0), std::make_shared<SinksStage>(sinkValues(4))};
   InSequence inOrder;

@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
-#include "stages/modifiers/AlibiStage.h"
-#include "stages/modifiers/SlidingWindowStage.h"
-#include "stages/modifiers/SoftCapStage.h"
+#include "foundry/stages/modifiers/AlibiStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -27,7 +27,7 @@ enum class Path { Flash, FusedRope, Reference };
 
 struct ModCase {
   AttentionCase shape;
-  RuntimeOptions options;
+  AttentionOptions options;
   std::string variant;  ///< for the name
   Path path = Path::Flash;
   bool coopMat = false;  ///< needs cooperative matrices (skipped without them)
@@ -36,10 +36,10 @@ struct ModCase {
 
 void PrintTo(const ModCase& c, std::ostream* os) { *os << c.name(); }
 
-RuntimeOptions knobs(std::initializer_list<std::pair<std::string, std::string>> env) {
+AttentionOptions knobs(std::initializer_list<std::pair<std::string, std::string>> env) {
   std::map<std::string, std::string> m(env.begin(), env.end());
   m.emplace("FOUNDRY_FA_PREFILL_COOPMAT", "0");
-  return RuntimeOptions::fromEnvironment(m);
+  return AttentionOptions::fromEnvironment(m);
 }
 
 // Decode: batch 3 with GQA groups of 4; prefill: batch 2, MQA (4 heads, one KV head).
@@ -69,7 +69,7 @@ std::vector<AttentionCase> modifierSets(const AttentionCase& base, bool decode) 
 
 std::vector<ModCase> everyVariant() {
   std::vector<ModCase> out;
-  const std::vector<std::pair<std::string, RuntimeOptions>> decodeKnobs = {
+  const std::vector<std::pair<std::string, AttentionOptions>> decodeKnobs = {
       {"subgroup", knobs({})},
       {"scalar", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}})},
       {"splitk3_reduce", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}})},
@@ -81,14 +81,14 @@ std::vector<ModCase> everyVariant() {
     out.push_back({set, knobs({}), "decode_rope", Path::FusedRope});
     out.push_back({set, knobs({}), "reference", Path::Reference});
   }
-  const std::vector<std::tuple<std::string, RuntimeOptions, bool>> prefillKnobs = {
+  const std::vector<std::tuple<std::string, AttentionOptions, bool>> prefillKnobs = {
       {"subgroup", knobs({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}), false},
       {"splitk3", knobs({{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}}), false},
-      {"coopmat", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}), true},
-      {"coopmat_shared", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"},
+      {"coopmat", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}), true},
+      {"coopmat_shared", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"},
                                                           {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"},
                                                           {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}), true},
-      {"coopmat_splitk2", RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"},
+      {"coopmat_splitk2", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"},
                                                            {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}), true},
   };
   for (const auto& set : modifierSets(prefillShape(), false)) {
@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(Every, ModifierVariants, ::testing::ValuesIn(everyVaria
 
 std::vector<ModCase> edges() {
   std::vector<ModCase> out;
-  auto add = [&](AttentionCase c, std::string variant, RuntimeOptions o = knobs({})) {
+  auto add = [&](AttentionCase c, std::string variant, AttentionOptions o = knobs({})) {
     out.push_back({std::move(c), std::move(o), std::move(variant)});
   };
   // Windows smaller than one key tile (lavapipe's tiles hold 16 keys, the H200's 64) and larger than

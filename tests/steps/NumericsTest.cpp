@@ -10,8 +10,8 @@
 #include <map>
 
 #include "foundry/Runtime.h"
-#include "foundry/vk/VulkanDispatcher.h"
 #include "foundry/Workspace.h"
+#include "foundry/vk/VulkanDispatcher.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -22,8 +22,8 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 /// Knobs for one variant; the subgroup prefill variant runs on every device.
-RuntimeOptions knobs(std::function<void(RuntimeOptions&)> set = {}) {
-  RuntimeOptions o;
+AttentionOptions knobs(std::function<void(AttentionOptions&)> set = {}) {
+  AttentionOptions o;
   o.faPrefillCoopMat = Force::Off;
   if (set) set(o);
   return o;
@@ -31,19 +31,19 @@ RuntimeOptions knobs(std::function<void(RuntimeOptions&)> set = {}) {
 
 struct Variant {
   std::string name;
-  RuntimeOptions options;
+  AttentionOptions options;
 };
 
 std::vector<Variant> decodeVariants() {
   return {{"auto", knobs()},
-          {"scalar", knobs([](RuntimeOptions& o) { o.faDecodeScalar = true; })},
-          {"half_partials", knobs([](RuntimeOptions& o) { o.faDecodeTgOut = PartialStorage::Half; })},
-          {"split3", knobs([](RuntimeOptions& o) { o.faDecodeSplitK = 3; })}};
+          {"scalar", knobs([](AttentionOptions& o) { o.faDecodeScalar = true; })},
+          {"half_partials", knobs([](AttentionOptions& o) { o.faDecodeTgOut = PartialStorage::Half; })},
+          {"split3", knobs([](AttentionOptions& o) { o.faDecodeSplitK = 3; })}};
 }
 
 std::vector<Variant> prefillVariants() {
-  return {{"auto", knobs([](RuntimeOptions& o) { o.disableFaPrefillSplitK = true; })},
-          {"split3", knobs([](RuntimeOptions& o) { o.faPrefillSplitK = 3; })}};
+  return {{"auto", knobs([](AttentionOptions& o) { o.disableFaPrefillSplitK = true; })},
+          {"split3", knobs([](AttentionOptions& o) { o.faPrefillSplitK = 3; })}};
 }
 
 // ---- q·k beyond 65504 with f16 inputs: the kernels multiply and accumulate in f32.
@@ -235,11 +235,11 @@ INSTANTIATE_TEST_SUITE_P(DTypes, NonFiniteInputs, ::testing::Values(DType::F16, 
 TEST(Numerics, LongKvStaysWithinTheBound) {
   struct Long {
     AttentionCase shape;
-    RuntimeOptions options;
+    AttentionOptions options;
   };
   AttentionCase sharp = attentionCase(1, 4, 1, 1, 30000, 64, DType::F32);
   sharp.magnitude = 3.0f;  // logits up to ~30: a few keys dominate, the rest still count
-  const auto split = [](std::uint32_t n) { return knobs([n](RuntimeOptions& o) { o.faPrefillSplitK = n; }); };
+  const auto split = [](std::uint32_t n) { return knobs([n](AttentionOptions& o) { o.faPrefillSplitK = n; }); };
   const std::vector<Long> cases = {
       // 32768 keys x 4 KV heads x 128 dims of f16: 32 MiB per cache.
       {attentionCase(1, 4, 4, 1, 32768, 128, DType::F16), knobs()},
@@ -285,7 +285,7 @@ TEST(Numerics, FullyMaskedSplitKPartialsAreZero) {
     const AttentionCase c = attentionCase(1, 2, 1, 256, 256, 64, dtype);
     SCOPED_TRACE(c.name());
     const AttentionProblem p = c.problem();
-    const RuntimeOptions options = knobs([](RuntimeOptions& o) { o.faPrefillSplitK = 8; });
+    const AttentionOptions options = knobs([](AttentionOptions& o) { o.faPrefillSplitK = 8; });
     AttentionCall call;
     call.q = rt.allocate("q", dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
     call.o = rt.allocate("o", dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "foundry/Runtime.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/RopeStep.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "steps/CpuReference.h"
-#include "steps/RopeStep.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 

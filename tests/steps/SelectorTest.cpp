@@ -8,9 +8,9 @@
 #include <algorithm>
 
 #include "foundry/Error.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/Selector.h"
-#include "support/ShapeCall.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/Selector.h"
+#include "foundry/testing/ShapeCall.h"
 
 namespace foundry {
 namespace {
@@ -62,7 +62,7 @@ Grid prefillGrid(const CallShape& s, std::uint32_t slots) {
   return kv <= (48ull << 20) ? Grid{s.nHeads, slots, s.batch} : Grid{slots, s.nHeads, s.batch};
 }
 
-AttentionPlan planFor(const DeviceInfo& device, const CallShape& shape, const RuntimeOptions& options = {}) {
+AttentionPlan planFor(const DeviceInfo& device, const CallShape& shape, const AttentionOptions& options = {}) {
   return Selector::plan(describeCall(test::shapeCall(shape)), device, options);
 }
 
@@ -252,10 +252,10 @@ TEST(Selector, PrefillSoftmaxGoesThroughSharedMemoryWithoutTheQuadLayout) {
   EXPECT_TRUE(plan.prefillVariant.coopMat);
   EXPECT_FALSE(plan.prefillVariant.quadSoftmax);
   EXPECT_THAT(plan, HasDecision("softmax", HasSubstr("layout is unknown")));
-  const auto force = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "1"}});
+  const auto force = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "1"}});
   EXPECT_THROW(planFor(device, prefillShape(32, 8, 2048, 2048, 128), force), UserError);
   const DeviceInfo quad = parseDevicePreset("h200");
-  const auto off = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}});
+  const auto off = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}});
   EXPECT_FALSE(planFor(quad, prefillShape(32, 8, 2048, 2048, 128), off).prefillVariant.quadSoftmax);
 }
 
@@ -338,7 +338,7 @@ TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannot
 
 TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
   const DeviceInfo device = parseDevicePreset("h200");
-  const auto options = RuntimeOptions::fromEnvironment(
+  const auto options = AttentionOptions::fromEnvironment(
       {{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "8"}});
   const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
   const AttentionPlan plan = planFor(device, shape, options);
@@ -355,7 +355,7 @@ TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
 TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   const DeviceInfo device = parseDevicePreset("h200");
   const CallShape shape = decodeShape(1, 32, 8, 8192, 128);
-  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+  const auto options = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
                                                         {"FOUNDRY_FA_DECODE_WARPS", "2"},
                                                         {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "4"},
                                                         {"FOUNDRY_FA_DECODE_VEC", "2"},
@@ -375,12 +375,12 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   }
   // Forcing the scalar variant works on a device that has shuffles.
   const AttentionPlan scalar =
-      planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
+      planFor(device, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
   EXPECT_TRUE(scalar.decodeVariant.scalar);
   EXPECT_THAT(scalar, HasDecision("variant", HasSubstr("FOUNDRY_FA_DECODE_SCALAR")));
   // A split of 1 turns Split-K off even where the heuristic wants 32.
   const AttentionPlan one =
-      planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "1"}}));
+      planFor(device, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "1"}}));
   EXPECT_EQ(one.splits, 1u);
   EXPECT_FALSE(one.decodeVariant.split);
 }
@@ -403,18 +403,18 @@ TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
   EXPECT_EQ(shortRanges.decodeVariant.unroll, 4u);
   // A knob on either keeps the other at its default.
   const AttentionPlan unroll4 =
-      planFor(h200, longRanges, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_UNROLL", "4"}}));
+      planFor(h200, longRanges, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_UNROLL", "4"}}));
   EXPECT_EQ(unroll4.decodeVariant.vecWidth, 4u);
   EXPECT_EQ(unroll4.decodeVariant.unroll, 4u);
   const AttentionPlan vec8 =
-      planFor(h200, decodeShape(1, 32, 8, 16384, 128), RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}}));
+      planFor(h200, decodeShape(1, 32, 8, 16384, 128), AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}}));
   EXPECT_EQ(vec8.decodeVariant.vecWidth, 8u);
   EXPECT_EQ(vec8.decodeVariant.unroll, 4u);
   // f32 K/V: 8 elements are 32 bytes; the knob is refused by name.
   CallShape f32 = longRanges;
   f32.dtype = DType::F32;
   EXPECT_EQ(planFor(h200, f32).decodeVariant.vecWidth, 4u);
-  EXPECT_THAT([&] { planFor(h200, f32, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}})); },
+  EXPECT_THAT([&] { planFor(h200, f32, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}})); },
               ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_VEC"), HasSubstr("f16"),
                                              HasSubstr("accepted on this device: 1, 2, 4"))));
   // A CPU driver keeps one step in flight whatever the length.
@@ -429,7 +429,7 @@ TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
   // 7 splits of 20 keys would be 3 keys each, but chunks are whole granules of 4 warps x 2 keys
   // (unroll 1): chunks of 8 keys give 3 splits, the last one holding 4 keys.
   const AttentionPlan plan = planFor(device, decodeShape(1, 32, 8, 20, 128),
-                                     RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "7"},
+                                     AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "7"},
                                                                       {"FOUNDRY_FA_DECODE_WARPS", "4"},
                                                                       {"FOUNDRY_FA_DECODE_UNROLL", "1"}}));
   EXPECT_EQ(plan.kvChunk, 8u);
@@ -440,7 +440,7 @@ TEST(Selector, ASplitKnobNeverLeavesAnEmptyTrailingSplit) {
 TEST(Selector, PrefillKnobsBeatTheHeuristics) {
   const DeviceInfo device = parseDevicePreset("h200");
   const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
-  const auto options = RuntimeOptions::fromEnvironment(
+  const auto options = AttentionOptions::fromEnvironment(
       {{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_PREFILL_WARPS", "2"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}});
   const AttentionPlan plan = planFor(device, shape, options);
   const PrefillVariant& v = plan.prefillVariant;
@@ -461,7 +461,7 @@ TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
   const AttentionPlan automatic = planFor(h200, shape);
   EXPECT_EQ(automatic.prefillVariant.keysPerTile, 64u);
   EXPECT_EQ(automatic.prefillVariant.stages, 1u);
-  const AttentionPlan narrow = planFor(h200, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "32"}}));
+  const AttentionPlan narrow = planFor(h200, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "32"}}));
   EXPECT_EQ(narrow.prefillVariant.keysPerTile, 32u);
   EXPECT_EQ(narrow.prefillVariant.stages, 2u);
   EXPECT_THAT(narrow, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
@@ -470,7 +470,7 @@ TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
   CallShape f32 = prefillShape(4, 4, 256, 256, 128);
   f32.dtype = DType::F32;
   EXPECT_THAT([&] {
-    planFor(lavapipe, f32, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "128"}}));
+    planFor(lavapipe, f32, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "128"}}));
   }, ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE"), HasSubstr("128"))));
 }
 
@@ -483,7 +483,7 @@ TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduce
   EXPECT_FALSE(merged.reduceKernel());
   EXPECT_THAT(merged, HasDecision("split-k merge", HasSubstr("one dispatch")));
   const AttentionPlan separate =
-      planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
+      planFor(device, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   EXPECT_EQ(separate.splits, merged.splits);
   EXPECT_FALSE(separate.decodeVariant.fusedReduce);
   EXPECT_TRUE(separate.reduceKernel());
@@ -491,16 +491,16 @@ TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduce
   EXPECT_EQ(merged.scratchBytes, separate.scratchBytes + 8 * 4);  // one arrival counter per head group
   // Forced splits beyond one wave: each workgroup's hand-over would hold a compute unit that a later
   // workgroup waits for, so a reduce kernel merges unless the knob says otherwise.
-  const AttentionPlan waves = planFor(device, shape, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "32"}}));
+  const AttentionPlan waves = planFor(device, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "32"}}));
   EXPECT_EQ(waves.splits, 32u);
   EXPECT_TRUE(waves.reduceKernel());
   EXPECT_THAT(waves, HasDecision("split-k merge", HasSubstr("more than one wave")));
-  const AttentionPlan forced = planFor(device, shape, RuntimeOptions::fromEnvironment(
+  const AttentionPlan forced = planFor(device, shape, AttentionOptions::fromEnvironment(
       {{"FOUNDRY_FA_DECODE_SPLIT_K", "32"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}}));
   EXPECT_FALSE(forced.reduceKernel());
   // Without a split there is nothing to merge, whatever the knob says.
   const AttentionPlan short_ = planFor(device, decodeShape(1, 32, 8, 200, 128),
-                                       RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}}));
+                                       AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}}));
   EXPECT_EQ(short_.splits, 1u);
   EXPECT_FALSE(short_.decodeVariant.fusedReduce);
   EXPECT_FALSE(short_.reduceKernel());
@@ -523,7 +523,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
         Bad{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "sometimes", "0, 1"},
         Bad{"FOUNDRY_DISABLE_FA", "2", "0, 1, true, false"}}) {
     try {
-      RuntimeOptions::fromEnvironment({{b.knob, b.value}});
+      AttentionOptions::fromEnvironment({{b.knob, b.value}});
       ADD_FAILURE() << b.knob << "=" << b.value << " was accepted";
     } catch (const UserError& e) {
       EXPECT_THAT(e.field(), HasSubstr(b.knob));
@@ -534,7 +534,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
 
 TEST(Selector, KeysPerWarpBeyondLavapipesSubgroupIsRejectedByName) {
   const DeviceInfo device = parseDevicePreset("lavapipe");
-  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}});
+  const auto options = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "16"}});
   try {
     planFor(device, decodeShape(1, 32, 8, 1024, 128), options);
     FAIL() << "16 keys per subgroup of 8 was accepted";
@@ -544,20 +544,20 @@ TEST(Selector, KeysPerWarpBeyondLavapipesSubgroupIsRejectedByName) {
   }
   // 8 is fine where subgroups have 32 lanes (16 would need 64 elements of q and o per head per lane).
   const DeviceInfo h200 = parseDevicePreset("h200");
-  const auto eight = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "8"}});
+  const auto eight = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "8"}});
   EXPECT_EQ(planFor(h200, decodeShape(1, 32, 8, 1024, 128), eight).decodeVariant.keysPerWarp, 8u);
 }
 
 TEST(Selector, KeysPerWarpThatNeedTooManyRegistersAreRejectedByName) {
   const DeviceInfo device = parseDevicePreset("h200");
   // 32 keys per subgroup of 32 leave 64 elements of each D64 key per lane, for 8 heads: 512 > 256.
-  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "32"}});
+  const auto options = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "32"}});
   EXPECT_THAT([&] { planFor(device, decodeShape(1, 8, 1, 1024, 64), options); },
               ::testing::ThrowsMessage<UserError>(
                   AllOf(HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"), HasSubstr("too many registers"))));
   // One key per subgroup leaves 2 elements per lane: not a whole vector of 4.
   const auto narrow =
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "1"}, {"FOUNDRY_FA_DECODE_VEC", "4"}});
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "1"}, {"FOUNDRY_FA_DECODE_VEC", "4"}});
   EXPECT_THAT([&] { planFor(device, decodeShape(1, 8, 8, 1024, 64), narrow); },
               ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_KEYS_PER_WARP"),
                                                         HasSubstr("not a multiple of the vector width 4"))));
@@ -565,7 +565,7 @@ TEST(Selector, KeysPerWarpThatNeedTooManyRegistersAreRejectedByName) {
 
 TEST(Selector, CooperativeMatricesForcedOnWhereThereAreNoneIsUnsupported) {
   const DeviceInfo device = parseDevicePreset("lavapipe");
-  const auto options = RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}});
+  const auto options = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}});
   EXPECT_THAT([&] { planFor(device, prefillShape(8, 8, 64, 64, 128), options); },
               ::testing::ThrowsMessage<UnsupportedError>(AllOf(
                   HasSubstr("FOUNDRY_FA_PREFILL_COOPMAT=1"), HasSubstr("llvmpipe (preset)"), HasSubstr("auto or 0"))));
@@ -582,13 +582,13 @@ TEST(Selector, WarpKnobsBeyondTheWorkgroupLimitAreRejectedByName) {
   EXPECT_THAT(
       [&] {
         planFor(device, decodeShape(1, 8, 8, 1024, 64),
-                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "8"}}));
+                AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "8"}}));
       },
       ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_WARPS"), HasSubstr("1..4"))));
   EXPECT_THAT(
       [&] {
         planFor(device, prefillShape(8, 8, 64, 64, 64),
-                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "8"}}));
+                AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "8"}}));
       },
       ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_PREFILL_WARPS"), HasSubstr("1..4"))));
   // Without knobs the heuristics stay inside the limit.
@@ -612,7 +612,7 @@ TEST(Selector, SmallGpuWithoutFp16KeepsFloatPartialsAndFloatTiles) {
   EXPECT_THAT(
       [&] {
         planFor(device, decodeShape(1, 32, 8, 4096, 128),
-                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
+                AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
       },
       ::testing::ThrowsMessage<UserError>(
           AllOf(HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"), HasSubstr("no fp16"), HasSubstr("auto, float"))));
@@ -636,7 +636,7 @@ TEST(Selector, SmallGpuServesAGroupOf8WithFewerWarpsInsteadOfFailing) {
   // Asking for 4 warps explicitly is refused, without suggesting half partials the device lacks.
   try {
     planFor(device, decodeShape(1, 64, 8, 4096, 128),
-            RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}}));
+            AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_WARPS", "4"}}));
     FAIL() << "4 warps of float partials for 8 heads were accepted in 16 KiB";
   } catch (const UserError& e) {
     EXPECT_EQ(e.field(), "FOUNDRY_FA_DECODE_WARPS");
@@ -658,7 +658,7 @@ TEST(Selector, APrefillTileNoDeviceSharedMemoryHoldsIsUnsupportedNotAKnobError) 
   EXPECT_THAT(
       [&] {
         planFor(device, prefillShape(8, 8, 256, 256, 1024),
-                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "1"}}));
+                AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_WARPS", "1"}}));
       },
       ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_WARPS")));
 }
@@ -688,7 +688,7 @@ TEST(Selector, ValueRowsNarrowerThanKeyRowsPlanInDecodeAndAreRefusedInPrefill) {
   p.headDim = 576;
   p.valueDim = 512;
   p.valueRow = 576;
-  const AttentionPlan plan = Selector::plan(p, device, RuntimeOptions());
+  const AttentionPlan plan = Selector::plan(p, device, AttentionOptions());
   const DecodeVariant& v = plan.decodeVariant;
   EXPECT_EQ(v.unusableReason(32), "");
   EXPECT_EQ(v.vDim(), 512u);
@@ -701,7 +701,7 @@ TEST(Selector, ValueRowsNarrowerThanKeyRowsPlanInDecodeAndAreRefusedInPrefill) {
   const std::uint64_t counters = v.fusedReduce ? 4ull * (16 / v.heads) : 0;
   EXPECT_EQ(plan.scratchBytes, 16ull * plan.splits * (512 * 4 + 8) + counters);
   p.qLen = 64;
-  EXPECT_THAT([&] { Selector::plan(p, device, RuntimeOptions()); },
+  EXPECT_THAT([&] { Selector::plan(p, device, AttentionOptions()); },
               ::testing::ThrowsMessage<UnsupportedError>(AllOf(HasSubstr("value_dim 512"), HasSubstr("rows of 576"))));
 }
 
@@ -710,12 +710,12 @@ TEST(Selector, TheScalarDecodeKeepsFloatPartials) {
   EXPECT_THAT(
       [&] {
         planFor(device, decodeShape(1, 32, 8, 1024, 128),
-                RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
+                AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_TG_OUT", "half"}}));
       },
       ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_TG_OUT"), HasSubstr("scalar"))));
   // Wide heads shed heads, not subgroups: one partial serves the whole workgroup.
   const AttentionPlan plan = planFor(device, decodeShape(1, 16, 1, 1024, 576),
-                                     RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
+                                     AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}}));
   EXPECT_EQ(plan.decodeVariant.warps, 4u);
   EXPECT_LT(plan.decodeVariant.heads, 8u);
   EXPECT_EQ(plan.decodeVariant.partial, PartialStorage::Float);
@@ -724,10 +724,10 @@ TEST(Selector, TheScalarDecodeKeepsFloatPartials) {
 // ---- reasons --------------------------------------------------------------------------------------
 
 TEST(Selector, EveryDecisionHasAReason) {
-  std::vector<RuntimeOptions> optionSets = {
-      RuntimeOptions{},
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}),
-      RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "2"},
+  std::vector<AttentionOptions> optionSets = {
+      AttentionOptions{},
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}),
+      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "2"},
                                        {"FOUNDRY_FA_DECODE_TG_OUT", "float"},
                                        {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"},
                                        {"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}),

@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include "foundry/DeviceInfo.h"
-#include "steps/FlashAttentionStep.h"
-#include "steps/Selector.h"
-#include "steps/TuningTable.h"
-#include "support/ShapeCall.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/Selector.h"
+#include "foundry/steps/TuningTable.h"
+#include "foundry/testing/ShapeCall.h"
 
 namespace foundry {
 namespace {
@@ -80,7 +80,7 @@ TEST(TuningTable, MatchesByEachKey) {
 }
 
 AttentionPlan planOn(const std::string& preset, const test::CallShape& s) {
-  return Selector::plan(describeCall(test::shapeCall(s)), devicePreset(preset), RuntimeOptions());
+  return Selector::plan(describeCall(test::shapeCall(s)), devicePreset(preset), AttentionOptions());
 }
 
 const Decision& decision(const AttentionPlan& plan, const std::string& what) {

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "foundry/Runtime.h"
-#include "stages/AttentionHooks.h"
-#include "stages/modifiers/PerHeadValues.h"
+#include "foundry/stages/AttentionHooks.h"
+#include "foundry/stages/modifiers/PerHeadValues.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -81,7 +81,7 @@ ModifierSpec temperature() {
   });
 }
 
-RuntimeOptions subgroupPrefill() { return RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}); }
+AttentionOptions subgroupPrefill() { return AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}); }
 
 TEST(UserModifier, PrefixLmPrefillMatchesTheReference) {
   AttentionCase c = attentionCase(1, 4, 2, 40, 40, 64, DType::F16, Layout::HeadMajor, Layout::HeadMajor, false);
@@ -97,7 +97,7 @@ TEST(UserModifier, PrefixLmWithSplitKAndATemperatureComposedWithASoftCap) {
   AttentionCase c = attentionCase(1, 4, 4, 30, 300, 64, DType::F32, Layout::HeadMajor, Layout::HeadMajor, false);
   c.modifiers = {prefixLm(7), temperature(), softCap(5.0)};
   const AttentionResult r =
-      runFlash(c, RuntimeOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
+      runFlash(c, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
   EXPECT_GT(r.record.plan.splits, 1u);
   EXPECT_TRUE(matchesReference(c, r));
 }

@@ -7,16 +7,16 @@
 #include <fmt/format.h>
 
 #include "foundry/Runtime.h"
-#include "stages/modifiers/AlibiStage.h"
-#include "stages/modifiers/CausalStage.h"
-#include "stages/modifiers/KeyLengthsStage.h"
-#include "stages/modifiers/MaskStage.h"
-#include "stages/modifiers/SinksStage.h"
-#include "stages/modifiers/SlidingWindowStage.h"
-#include "stages/modifiers/SoftCapStage.h"
+#include "foundry/stages/modifiers/AlibiStage.h"
+#include "foundry/stages/modifiers/CausalStage.h"
+#include "foundry/stages/modifiers/KeyLengthsStage.h"
+#include "foundry/stages/modifiers/MaskStage.h"
+#include "foundry/stages/modifiers/SinksStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
+#include "foundry/steps/RopeStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
 #include "foundry/vk/VulkanDispatcher.h"
-#include "steps/RopeStep.h"
-#include "steps/SdpaReferenceStep.h"
 #include "support/TestRuntime.h"
 
 namespace foundry::test {
@@ -290,7 +290,7 @@ std::vector<float> ropedQuery(const AttentionCase& c, const RopeSpec& rope, std:
 
 }  // namespace
 
-AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options, const std::optional<RopeSpec>& rope) {
+AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options, const std::optional<RopeSpec>& rope) {
   Runtime& rt = runtime();
   Inputs in = makeInputs(rt, c);
   std::vector<float> qRef = in.q;
@@ -308,7 +308,7 @@ AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options, 
   return finish(rt, c, in, std::move(record), qRef);
 }
 
-std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, RuntimeOptions>>& calls) {
+std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, AttentionOptions>>& calls) {
   Runtime& rt = runtime();
   auto dispatcher = rt.dispatcher();
   DeviceWorkspace workspace(rt);
@@ -328,7 +328,7 @@ std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<Attent
   return out;
 }
 
-AttentionResult runRopeThenFlash(const AttentionCase& c, const RuntimeOptions& options, const RopeSpec& rope) {
+AttentionResult runRopeThenFlash(const AttentionCase& c, const AttentionOptions& options, const RopeSpec& rope) {
   Runtime& rt = runtime();
   Inputs in = makeInputs(rt, c);
   const Tensor table = makeRopeTable(rt, rope, c.headDim);
@@ -398,7 +398,7 @@ ErrorStats compareDeviceResults(const AttentionResult& a, const AttentionResult&
   return compareOutputs(a.got, want);
 }
 
-std::string optionsName(const RuntimeOptions& o) {
+std::string optionsName(const AttentionOptions& o) {
   std::vector<std::string> parts;
   if (o.faDecodeWarps) parts.push_back(fmt::format("w{}", *o.faDecodeWarps));
   if (o.faDecodeKeysPerWarp) parts.push_back(fmt::format("k{}", *o.faDecodeKeysPerWarp));

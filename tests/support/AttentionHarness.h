@@ -10,10 +10,10 @@
 
 #include <gtest/gtest.h>
 
-#include "foundry/RuntimeOptions.h"
-#include "steps/AttentionProblem.h"
-#include "steps/CpuReference.h"
-#include "steps/FlashAttentionStep.h"
+#include "foundry/steps/AttentionOptions.h"
+#include "foundry/steps/AttentionProblem.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/FlashAttentionStep.h"
 
 namespace foundry {
 class Runtime;
@@ -108,19 +108,19 @@ struct AttentionResult {
 
 /// Runs FlashAttentionStep with `options` (knobs) on the test runtime; `rope` fuses RoPE into decode
 /// (the CPU reference rotates the query itself).
-AttentionResult runFlash(const AttentionCase& c, const RuntimeOptions& options,
+AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options,
                          const std::optional<RopeSpec>& rope = std::nullopt);
 /// Runs SdpaReferenceStep on the test runtime.
 AttentionResult runReference(const AttentionCase& c);
 
 /// Runs FlashAttentionStep once per (case, knobs) pair, all recorded into one command buffer with one
 /// workspace (scratch and Split-K arrival counters shared between the calls), then submits once.
-std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, RuntimeOptions>>& calls);
+std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, AttentionOptions>>& calls);
 
 /// RoPE on the query by RopeStep (in place, at position kv_len - 1) followed by FlashAttentionStep
 /// without fused RoPE, recorded into one dispatcher: the unfused path a fused RoPE->decode kernel must
 /// agree with. Same inputs as runFlash for the same case.
-AttentionResult runRopeThenFlash(const AttentionCase& c, const RuntimeOptions& options, const RopeSpec& rope);
+AttentionResult runRopeThenFlash(const AttentionCase& c, const AttentionOptions& options, const RopeSpec& rope);
 
 /// The bound one result is held to: relativeBound of the dtype, or of f16 where the decode kept its
 /// partials in half (FOUNDRY_FA_DECODE_TG_OUT=half), plus what the f32 rounding of the logits costs: a
@@ -146,7 +146,7 @@ std::string lseMismatch(const std::vector<float>& got, const std::vector<double>
 ErrorStats compareDeviceResults(const AttentionResult& a, const AttentionResult& b);
 
 /// The knobs a test forces, as a gtest-safe name ("w2_k4_v1_half_sk3"); "auto" when none is set.
-std::string optionsName(const RuntimeOptions& options);
+std::string optionsName(const AttentionOptions& options);
 /// A RoPE spec as a gtest-safe name ("neox_r32", "gptj", "neox_llama3_theta500000").
 std::string ropeName(const RopeSpec& spec);
 

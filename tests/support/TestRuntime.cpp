@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "foundry/steps/Options.h"
 #include "foundry/vk/Device.h"
 
 namespace foundry::test {
@@ -40,7 +41,7 @@ void acknowledgeValidationErrors() { baseline() = validationErrors(); }
 
 Runtime& runtime() {
   auto& rt = holder();
-  if (!rt) rt = std::make_unique<Runtime>(RuntimeOptions::fromEnvironment());
+  if (!rt) rt = std::make_unique<Runtime>(Options::fromEnvironment().runtime);
   return *rt;
 }
 

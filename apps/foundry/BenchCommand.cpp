@@ -1,0 +1,146 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "BenchSuite.h"
+#include "Commands.h"
+#include "StandardStreams.h"
+#include "Table.h"
+#include "foundry/AtomicFile.h"
+#include "foundry/Error.h"
+#include "foundry/runner/Progress.h"
+
+namespace foundry::cli {
+
+namespace {
+
+class SilentProgress : public Progress {
+ public:
+  void update(const std::string&, std::uint64_t, std::uint64_t) override {}
+};
+
+// Three significant digits: lavapipe's read ceiling is under 1 GB/s, an H200's thousands.
+std::string orNa(const std::optional<double>& v) { return v ? fmt::format("{:.3g}", *v) : "n/a"; }
+
+// "85% of read"; n/a where the ceiling was not measured (no cooperative matrices).
+std::string percentCell(const bench::Result& r) {
+  return r.percentOfCeiling ? fmt::format("{:.0f}% of {}", *r.percentOfCeiling, r.ceiling) : "n/a";
+}
+
+}  // namespace
+
+void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto* cmd = app.add_subcommand("bench", "Time attention kernels on GPU timestamps (checked against the CPU first)");
+  struct Args {
+    bench::Options options;
+    std::string json;
+    std::uint32_t l2Mib = 64;
+    std::vector<std::string> shapes;
+    bool sweep = false;
+    std::vector<std::string> only;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--suite", a->options.suite, "decode, prefill, modifiers, ceilings, all, smoke")->capture_default_str();
+  cmd->add_option("--json", a->json, "Write the results as JSON (atomically)");
+  cmd->add_option("--runs", a->options.runs, "Timed runs per shape (median reported)")->capture_default_str();
+  cmd->add_option("--warmup", a->options.warmup, "Untimed runs first")->capture_default_str();
+  cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
+  cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each optionally with +window<W>, +softcap<C>, +alibi, +sinks");
+  cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
+  cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
+      ->needs("--sweep");
+  cmd->callback([&global, &action, a] {
+    action = [&global, a] {
+      if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
+      a->options.l2Bytes = std::uint64_t(a->l2Mib) << 20;
+      if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the timings, not after them
+      const foundry::Options options = global.resolve();
+      a->options.knobs = options.attention;
+      Runtime rt(options.runtime);
+      bench::Runner runner(rt, a->options);
+      // Off a terminal each result's line on stdout is the progress.
+      const std::unique_ptr<Progress> progress =
+          ::isatty(2) != 0 ? makeProgress(true) : std::unique_ptr<Progress>(std::make_unique<SilentProgress>());
+      std::vector<bench::Shape> shapes;
+      for (const auto& s : a->shapes) shapes.push_back(bench::parseShape(s));
+      if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
+      const bench::Ceilings ceilings = runner.measureCeilings();
+      fmt::print("device: {} ({})\n", rt.info().name, rt.info().driverName);
+      fmt::print("ceilings: read {} GB/s, cooperative-matrix f16->f32 {} TFLOP/s; an empty dispatch {:.1f} us, "
+                 "two with a barrier between {:.1f} us\n",
+                 orNa(ceilings.readGBs), orNa(ceilings.mmaTflops), ceilings.emptyDispatchUs,
+                 ceilings.dependentPairUs);
+      nlohmann::json out;
+      out["device"] = rt.info().name;
+      out["driver"] = rt.info().driverName;
+      out["ceilings"] = bench::toJson(ceilings);
+      out["results"] = nlohmann::json::array();
+      Table t({"shape", "us", "TFLOP/s", "K/V GB/s", "of ceiling", "check", "kernels"});
+      bool allChecked = true;
+      auto report = [&](const bench::Result& r) {
+        allChecked &= r.checked;
+        std::string kernels;
+        for (const auto& k : r.kernels) kernels += (kernels.empty() ? "" : " + ") + k;
+        std::string name = r.shape.name();
+        if (!r.variant.empty()) name += " [" + r.variant + "]";
+        t.row({name, fmt::format("{:.1f}", r.medianUs), fmt::format("{:.1f}", r.tflops),
+               fmt::format("{:.0f}", r.kvGBs), percentCell(r),
+               r.checked ? fmt::format("ok {:.1e}", r.relError) : fmt::format("FAIL {:.1e}", r.relError), kernels});
+        out["results"].push_back(bench::toJson(r));
+        progress->finish();
+        fmt::print("{}: {:.1f} us\n", name, r.medianUs);
+        std::fflush(stdout);
+      };
+      for (std::size_t i = 0; i < shapes.size(); ++i) {
+        const bench::Shape& s = shapes[i];
+        if (!a->sweep) {
+          progress->update("bench", i, shapes.size());
+          report(runner.run(s, ceilings));
+          continue;
+        }
+        bench::Prepared prepared = runner.prepare(s);
+        std::vector<std::pair<std::string, AttentionOptions>> variants;
+        for (const auto& [variant, knobs] : bench::sweepVariants(s, options.attention, rt.info())) {
+          const std::string& name = variant;  // a structured binding cannot be captured (C++20 before clang 16)
+          const bool wanted = a->only.empty() || name == "auto" ||
+                              std::any_of(a->only.begin(), a->only.end(),
+                                          [&](const std::string& o) { return name.find(o) != std::string::npos; });
+          if (wanted) variants.emplace_back(variant, knobs);
+        }
+        const std::string phase = fmt::format("sweep {}/{}", i + 1, shapes.size());
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+          progress->update(phase, v, variants.size());
+          try {
+            bench::Result r = runner.measure(prepared, variants[v].second, ceilings);
+            r.variant = variants[v].first;
+            report(r);
+          } catch (const UserError& e) {
+            progress->finish();
+            fmt::print("{} [{}]: skipped: {}\n", s.name(), variants[v].first, e.what());
+          }
+        }
+      }
+      progress->finish();
+      fmt::print("{}", t.str());
+      if (std::any_of(out["results"].begin(), out["results"].end(), [](const nlohmann::json& r) {
+            return r["pct_ceiling"].is_number() && r["pct_ceiling"].get<double>() > 100;
+          })) {
+        fmt::print("of ceiling: decode is relative to the read ceiling (a cold stream through a buffer far larger than "
+                   "the caches), prefill to the cooperative-matrix rate; over 100% means the data came from a cache "
+                   "faster than that stream.\n");
+      }
+      if (!a->json.empty()) writeFileAtomically(a->json, out.dump(2) + "\n");
+      if (!allChecked) {
+        printErrorLine("check failed", "a benchmarked output did not match the reference");
+        return kExitCheckFailed;
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace foundry::cli

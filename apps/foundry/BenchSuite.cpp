@@ -1,0 +1,497 @@
+#include "BenchSuite.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "foundry/Error.h"
+#include "foundry/stages/CeilingStages.h"
+#include "foundry/stages/modifiers/AlibiStage.h"
+#include "foundry/stages/modifiers/SinksStage.h"
+#include "foundry/stages/modifiers/SlidingWindowStage.h"
+#include "foundry/stages/modifiers/SoftCapStage.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/Selector.h"
+#include "foundry/vk/Buffer.h"
+#include "foundry/vk/PipelineCache.h"
+#include "foundry/vk/VulkanDispatcher.h"
+
+namespace foundry::bench {
+
+std::string Shape::name() const {
+  std::string mods;
+  for (const auto& m : modifiers) mods += fmt::format(" +{}", m);
+  if (kind == "decode") return fmt::format("decode B{} D{} kv{}{}", batch, headDim, kvLen, mods);
+  return fmt::format("prefill B{} D{} S{}{}{}", batch, headDim, qLen, causal ? " causal" : "", mods);
+}
+
+std::uint32_t Shape::window() const {
+  for (const auto& m : modifiers) {
+    if (m.starts_with("window")) return static_cast<std::uint32_t>(std::stoul(m.substr(6)));
+  }
+  return 0;
+}
+
+double Shape::flops() const {
+  const std::uint32_t w = window();
+  if (w && causal && qLen == kvLen && w < kvLen) {
+    // Query i sees min(i + 1, w) keys.
+    const double pairs = 0.5 * w * (w + 1.0) + double(qLen - w) * w;
+    return 4.0 * batch * heads * pairs * headDim;
+  }
+  return 4.0 * batch * heads * qLen * double(kvLen) * headDim * (causal && qLen == kvLen ? 0.5 : 1.0);
+}
+
+double Shape::kvBytes() const {
+  const std::uint32_t w = window();
+  const double keys = kind == "decode" && w ? std::min(w, kvLen) : kvLen;
+  return 2.0 * batch * kvHeads * keys * headDim * 2.0;
+}
+
+std::vector<Shape> shapesFor(const std::string& suite) {
+  std::vector<Shape> out;
+  const bool all = suite == "all";
+  if (suite == "smoke") {  // small enough for a CPU driver
+    out.push_back({"decode", 1, 8, 2, 1, 512, 64, false});
+    out.push_back({"prefill", 1, 8, 2, 128, 128, 64, true});
+    return out;
+  }
+  if (all || suite == "decode") {
+    for (std::uint32_t d : {64u, 128u}) {
+      for (std::uint32_t kv : {1024u, 4096u, 16384u, 65536u}) out.push_back({"decode", 1, 32, 8, 1, kv, d, false});
+    }
+    for (std::uint32_t kv : {4096u, 16384u}) out.push_back({"decode", 8, 32, 8, 1, kv, 128, false});
+  }
+  if (all || suite == "prefill") {
+    for (std::uint32_t d : {64u, 128u}) {
+      for (std::uint32_t s : {512u, 2048u, 8192u}) out.push_back({"prefill", 1, 32, 8, s, s, d, true});
+    }
+  }
+  if (suite == "modifiers") {
+    // What each modifier costs where it costs most: the same shapes with and without it (a window
+    // as long as the cache does the same work as none, so it shows the masks' own cost).
+    std::vector<Shape> base = {{"decode", 1, 32, 8, 1, 16384, 128, false},
+                               {"decode", 1, 32, 8, 1, 65536, 128, false},
+                               {"decode", 8, 32, 8, 1, 16384, 128, false},
+                               {"prefill", 1, 32, 8, 2048, 2048, 128, true},
+                               {"prefill", 1, 32, 8, 8192, 8192, 128, true}};
+    for (const auto& b : base) {
+      out.push_back(b);
+      for (const std::string& m : {fmt::format("window{}", b.kvLen), std::string("softcap50"), std::string("alibi"),
+                                  std::string("sinks")}) {
+        Shape s = b;
+        s.modifiers = {m};
+        out.push_back(s);
+      }
+    }
+    // A window's speed: causal prefill at 32768 with and without a 4096-key window; decode at 65536
+    // with one against plain decode at 4096.
+    Shape p{"prefill", 1, 32, 8, 32768, 32768, 128, true};
+    out.push_back(p);
+    p.modifiers = {"window4096"};
+    out.push_back(p);
+    out.push_back({"decode", 1, 32, 8, 1, 4096, 128, false});
+    Shape d{"decode", 1, 32, 8, 1, 65536, 128, false};
+    d.modifiers = {"window4096"};
+    out.push_back(d);
+    return out;
+  }
+  if (out.empty() && suite != "ceilings") {
+    throw UserError("--suite", fmt::format("'{}'; accepted: decode, prefill, modifiers, ceilings, all, smoke", suite));
+  }
+  return out;
+}
+
+Runner::Runner(Runtime& runtime, Options options) : rt_(runtime), options_(std::move(options)) {}
+
+// Calls run back to back in batches (a barrier between calls keeps them from overlapping), so the
+// GPU stays busy and at its working clock, as it would in a model; each call is timed from its
+// first dispatch's start to its last dispatch's end. Warm-up lasts until the GPU has been busy for
+// a while (clocks ramp up over tens of milliseconds), then samples are taken until there are
+// enough of them and enough GPU time.
+double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& record, std::uint32_t copies,
+                        std::vector<double>& samples) {
+  auto dispatcher = rt_.dispatcher();
+  std::uint32_t next = 0;
+  auto batch = [&](std::uint32_t calls) {
+    for (std::uint32_t c = 0; c < calls; ++c) {
+      record(*dispatcher, next++ % copies);
+      dispatcher->barrier();
+    }
+    return dispatcher->submit();
+  };
+  // Group a submission's dispatches into calls: every call records the same number of dispatches.
+  auto perCall = [&](const SubmitResult& r, std::uint32_t calls, std::vector<double>& out) {
+    const std::size_t each = r.dispatches.size() / calls;
+    for (std::uint32_t c = 0; c < calls; ++c) {
+      const auto& first = r.dispatches[c * each];
+      const auto& last = r.dispatches[c * each + each - 1];
+      out.push_back(last.endMicros - first.startMicros);
+    }
+  };
+  double busy = 0, estimate = 0;
+  std::uint32_t warmed = 0;
+  std::vector<double> scratch;
+  const auto started = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  while (warmed < options_.warmup || busy < options_.warmupMicros || seconds() < options_.warmupSeconds) {
+    const std::uint32_t calls = estimate > 0 ? std::clamp<std::uint32_t>(std::uint32_t(5000.0 / estimate), 1, 128) : 1;
+    const SubmitResult r = batch(calls);
+    busy += r.totalGpuMicros;
+    warmed += calls;
+    scratch.clear();
+    perCall(r, calls, scratch);
+    estimate = *std::min_element(scratch.begin(), scratch.end());
+  }
+  samples.clear();
+  double measured = 0;
+  while (samples.size() < options_.runs || measured < options_.minTimedMicros) {
+    const std::uint32_t calls = std::clamp<std::uint32_t>(std::uint32_t(5000.0 / std::max(estimate, 1.0)), 1, 128);
+    const SubmitResult r = batch(calls);
+    measured += r.totalGpuMicros;
+    perCall(r, calls, samples);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+Ceilings Runner::measureCeilings() {
+  Ceilings c;
+  const DeviceInfo& dev = rt_.info();
+  const std::uint32_t sg = dev.subgroupSize;
+  {
+    // The largest power-of-two buffer up to 1 GiB the device binds in one descriptor.
+    std::uint64_t bytes = 1ull << 30;
+    while (bytes > dev.maxStorageBufferRange || bytes > dev.maxAllocationBytes / 2) bytes >>= 1;
+    const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
+    data.buffer->fill(0x3c003c00u);
+    const std::uint32_t groups = std::max<std::uint32_t>(dev.computeUnits * 8, 8);
+    const Tensor sink = rt_.allocate("sink", DType::F32, {groups});
+    const KernelSource k = rt_.builder().workgroup(std::max(256u, sg)).emplace<ReadStreamStage>().build();
+    std::vector<double> samples;
+    const double us = timeCall(
+        [&](Dispatcher& d, std::uint32_t) {
+          d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", std::uint32_t(bytes / 16))
+                            .set("magic", 0x9e3779b9u), {groups});
+        },
+        1, samples);
+    c.readGBs = double(bytes) / us / 1e3;
+    // The same kernel with nothing to read: what a call costs before it does any work.
+    auto empty = [&](Dispatcher& d) {
+      d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", 0u).set("magic", 0x9e3779b9u), {1});
+    };
+    c.emptyDispatchUs = timeCall([&](Dispatcher& d, std::uint32_t) { empty(d); }, 1, samples);
+    c.dependentPairUs = timeCall(
+        [&](Dispatcher& d, std::uint32_t) {
+          empty(d);
+          d.barrier();
+          empty(d);
+        },
+        1, samples);
+  }
+  if (dev.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+    const std::uint32_t groups = dev.computeUnits * 4, warps = 4, iterations = 4096;
+    const std::vector<float> ones(512, 1.0f / 64.0f);
+    const Tensor operands = rt_.allocate("operands", DType::F16, {512});
+    rt_.upload(operands, ones);
+    const Tensor result = rt_.allocate("result", DType::F32, {std::int64_t(groups) * warps * 1024});
+    const KernelSource k = rt_.builder().workgroup(warps * sg).emplace<MmaLoopStage>().build();
+    std::vector<double> samples;
+    const double us = timeCall(
+        [&](Dispatcher& d, std::uint32_t) {
+          d.dispatch(k, Arguments().bind("operands", operands).bind("result", result).set("iterations", iterations),
+                     {groups});
+        },
+        1, samples);
+    const double flops = double(groups) * warps * iterations * 4 * 2.0 * 16 * 16 * 16;
+    c.mmaTflops = flops / us / 1e6;
+  }
+  return c;
+}
+
+namespace {
+
+std::vector<float> randomValues(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return decodeElements(encodeElements(v, DType::F16), DType::F16);
+}
+
+}  // namespace
+
+Prepared Runner::prepare(const Shape& s) {
+  Prepared pr;
+  pr.shape = s;
+  AttentionProblem& p = pr.problem;
+  p.batch = s.batch;
+  p.nHeads = s.heads;
+  p.nKvHeads = s.kvHeads;
+  p.qLen = s.qLen;
+  p.kvLen = s.kvLen;
+  p.kvCapacity = s.kvLen;
+  p.headDim = s.headDim;
+  p.dtype = DType::F16;
+  p.causal = s.causal;
+  for (const auto& m : s.modifiers) {
+    auto perHead = [&](const std::string& name, std::vector<double> values) {
+      PerHeadValues v;
+      v.values = std::move(values);
+      v.tensor = rt_.allocate(name, DType::F32, {p.nHeads});
+      rt_.upload(v.tensor, std::vector<float>(v.values.begin(), v.values.end()));
+      return v;
+    };
+    if (m.starts_with("window")) {
+      p.modifiers.push_back(SlidingWindowStage::fromModelWindow(s.window()));
+    } else if (m.starts_with("softcap")) {
+      p.modifiers.push_back(std::make_shared<SoftCapStage>(std::stod(m.substr(7))));
+    } else if (m == "alibi") {
+      p.modifiers.push_back(std::make_shared<AlibiStage>(perHead("alibi_slopes", AlibiStage::alibiSlopes(p.nHeads))));
+    } else if (m == "sinks") {
+      std::vector<double> logits;
+      for (std::uint32_t h = 0; h < p.nHeads; ++h) logits.push_back(-2.0 + 0.25 * h);
+      p.modifiers.push_back(std::make_shared<SinksStage>(perHead("attn_sinks", logits)));
+    }
+  }
+  pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
+  pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
+  pr.v = randomValues(pr.k.size(), 13);
+  // Enough copies that one pass over what the calls read exceeds four times the L2 (a windowed
+  // decode reads its window only: sized by the cache, its copies' windows could stay in the L2).
+  const double setBytes = 2.0 * pr.q.size() + s.kvBytes();
+  const auto copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
+  pr.calls.resize(copies);
+  for (auto& call : pr.calls) {
+    call.q = rt_.allocate("q", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    call.k = rt_.allocate("k_cache", DType::F16, p.kvDims(), Layout::KvCache);
+    call.v = rt_.allocate("v_cache", DType::F16, p.kvDims(), Layout::KvCache);
+    call.o = rt_.allocate("o", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    rt_.upload(call.q, pr.q);
+    rt_.upload(call.k, pr.k);
+    rt_.upload(call.v, pr.v);
+    call.kvLen = p.kvLen;
+    call.causal = p.causal;
+    call.modifiers = p.modifiers;
+  }
+  return pr;
+}
+
+Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilings& ceilings) {
+  const Shape& s = pr.shape;
+  const AttentionProblem& p = pr.problem;
+  Result res;
+  res.shape = s;
+  res.copies = static_cast<std::uint32_t>(pr.calls.size());
+  FlashAttentionStep step(rt_.info(), rt_.snippets(), knobs);
+  DeviceWorkspace workspace(rt_);
+
+  // Correctness first: sampled rows of copy 0 against the CPU float64 reference.
+  {
+    rt_.poison(pr.calls[0].o);
+    auto d = rt_.dispatcher();
+    StepContext ctx{*d, workspace, &rt_};
+    const StepRecord rec = step.run(ctx, pr.calls[0]);
+    d->submit();
+    res.kernels = rec.kernels;
+    res.plan = rec.plan.describe();
+    const auto got = rt_.download(pr.calls[0].o);
+    std::mt19937 gen(7);
+    std::vector<float> gotRows;
+    std::vector<double> wantRows;
+    for (std::uint32_t n = 0; n < options_.checkRows; ++n) {
+      const std::uint32_t b = gen() % p.batch, h = gen() % p.nHeads;
+      const std::uint32_t i = n == 0 ? p.qLen - 1 : gen() % p.qLen;
+      const auto want = cpuAttentionRow(p, pr.q, pr.k, pr.v, b, h, i);
+      const std::size_t at = qIndex(p, Layout::HeadMajor, b, h, i);
+      gotRows.insert(gotRows.end(), got.begin() + at, got.begin() + at + p.headDim);
+      wantRows.insert(wantRows.end(), want.begin(), want.begin() + p.headDim);
+    }
+    const ErrorStats e = compareOutputs(gotRows, wantRows);
+    res.relError = e.reportedRel();
+    res.checked = e.passes(3e-3);
+  }
+  std::vector<double> samples;
+  res.medianUs = timeCall(
+      [&](Dispatcher& d, std::uint32_t copy) {
+        StepContext ctx{d, workspace, nullptr};
+        step.run(ctx, pr.calls[copy]);
+      },
+      res.copies, samples);
+  res.minUs = samples.front();
+  res.tflops = s.flops() / res.medianUs / 1e6;
+  res.kvGBs = s.kvBytes() / res.medianUs / 1e3;
+  res.ceiling = s.kind == "decode" ? "read" : "mma";
+  if (s.kind == "decode" && ceilings.readGBs) res.percentOfCeiling = 100.0 * res.kvGBs / *ceilings.readGBs;
+  if (s.kind == "prefill" && ceilings.mmaTflops) res.percentOfCeiling = 100.0 * res.tflops / *ceilings.mmaTflops;
+  for (const auto& k : res.kernels) {
+    for (const auto& [name, value] : rt_.pipelines().statistics(k)) res.statistics[k].emplace_back(name, value);
+  }
+  return res;
+}
+
+Result Runner::run(const Shape& s, const Ceilings& ceilings) {
+  Prepared pr = prepare(s);
+  return measure(pr, options_.knobs, ceilings);
+}
+
+Shape parseShape(const std::string& text) {
+  std::vector<std::string> f;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = text.find(':', start);
+    f.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  auto num = [&](std::size_t i) -> std::uint32_t {
+    try {
+      const unsigned long v = std::stoul(f.at(i));
+      if (v == 0 || v > (1u << 24)) throw std::out_of_range("size");
+      return static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+      throw UserError("--shape", fmt::format("'{}': field {} must be a positive integer", text, i + 1));
+    }
+  };
+  std::vector<std::string> mods;
+  if (!f.empty()) {
+    // The last field carries the modifiers: "128+window4096+sinks".
+    std::string& last = f.back();
+    for (std::size_t plus = last.find('+'); plus != std::string::npos; plus = last.find('+')) {
+      const std::size_t next = last.find('+', plus + 1);
+      mods.push_back(last.substr(plus + 1, next == std::string::npos ? std::string::npos : next - plus - 1));
+      last.erase(plus, next == std::string::npos ? std::string::npos : next - plus);
+    }
+  }
+  for (const auto& m : mods) {
+    const bool sized = (m.starts_with("window") && m.size() > 6 &&
+                        m.find_first_not_of("0123456789", 6) == std::string::npos && std::stoul(m.substr(6)) > 0 &&
+                        m.size() < 15) ||
+                       (m.starts_with("softcap") && m.size() > 7 &&
+                        m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0);
+    if (!sized && m != "alibi" && m != "sinks") {
+      throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks", text, m));
+    }
+  }
+  if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {
+    throw UserError("--shape", fmt::format("'{}'; accepted: decode:B:Hq:Hkv:kv:D or prefill:B:Hq:Hkv:S:D, each "
+                                           "optionally followed by +window<W>, +softcap<C>, +alibi, +sinks", text));
+  }
+  Shape s;
+  s.kind = f[0];
+  s.batch = num(1);
+  s.heads = num(2);
+  s.kvHeads = num(3);
+  s.kvLen = num(4);
+  s.qLen = s.kind == "decode" ? 1 : s.kvLen;
+  s.headDim = num(5);
+  s.causal = s.kind == "prefill";
+  s.modifiers = mods;
+  return s;
+}
+
+std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape& s, const AttentionOptions& base,
+                                                                  const DeviceInfo& device) {
+  std::vector<std::pair<std::string, AttentionOptions>> out;
+  out.emplace_back("auto", base);
+  const std::uint32_t sg = device.subgroupSize;
+  if (s.kind == "decode") {
+    // Lanes per key, load width and loads in flight: every usable combination (the width the
+    // Selector would pick for a split is one of them, so head dims whose best split needs a narrower
+    // load show up too).
+    for (std::uint32_t warps : {4u, 8u}) {
+      for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
+        for (std::uint32_t vec : {2u, 4u, 8u}) {
+          for (std::uint32_t unroll : {2u, 4u, 8u}) {
+            DecodeVariant v;
+            v.headDim = s.headDim;
+            v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);
+            v.keysPerWarp = keys;
+            v.vecWidth = vec;
+            v.unroll = unroll;
+            if (!v.unusableReason(sg).empty()) continue;
+            AttentionOptions o = base;
+            o.faDecodeWarps = warps;
+            o.faDecodeKeysPerWarp = keys;
+            o.faDecodeVectorWidth = vec;
+            o.faDecodeUnroll = unroll;
+            out.emplace_back(fmt::format("w{} k{} v{} u{}", warps, keys, vec, unroll), o);
+          }
+        }
+      }
+    }
+    for (std::uint32_t splits : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}) {
+      AttentionOptions o = base;
+      o.faDecodeSplitK = splits;
+      out.emplace_back(fmt::format("split {}", splits), o);
+    }
+    AttentionOptions separate = base;
+    separate.faDecodeFusedReduce = Force::Off;
+    out.emplace_back("reduce kernel", separate);
+    AttentionOptions scalar = base;
+    scalar.faDecodeScalar = true;
+    out.emplace_back("scalar", scalar);
+  } else {
+    const bool coop = device.hasCoopMat({16, 16, 16, DType::F16, DType::F32});
+    for (std::uint32_t warps : {2u, 4u, 8u}) {
+      AttentionOptions o = base;
+      o.faPrefillWarps = warps;
+      o.faPrefillCoopMat = Force::Off;
+      out.emplace_back(fmt::format("w{} subgroup", warps), o);
+      if (!coop) continue;
+      o.faPrefillCoopMat = Force::On;
+      for (Force reg : {Force::Off, Force::On}) {
+        if (reg == Force::On && !device.coopMatLayout.quad()) continue;
+        o.faPrefillRegisterSoftmax = reg;
+        out.emplace_back(fmt::format("w{} coopmat {} softmax", warps, reg == Force::On ? "register" : "shared"), o);
+      }
+    }
+    for (std::uint32_t keys : {32u, 64u}) {
+      for (std::uint32_t warps : {4u, 8u}) {
+        if (!coop) break;
+        AttentionOptions o = base;
+        o.faPrefillCoopMat = Force::On;
+        o.faPrefillWarps = warps;
+        o.faPrefillKeysPerTile = keys;
+        out.emplace_back(fmt::format("w{} coopmat bc{}", warps, keys), o);
+      }
+    }
+    for (std::uint32_t splits : {2u, 4u}) {
+      AttentionOptions o = base;
+      o.faPrefillSplitK = splits;
+      out.emplace_back(fmt::format("split {}", splits), o);
+    }
+  }
+  return out;
+}
+
+namespace {
+// A value that was not measured or does not apply is null, never 0.
+nlohmann::json orNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+}  // namespace
+
+nlohmann::json toJson(const Result& r) {
+  return {{"kind", r.shape.kind},       {"name", r.shape.name()},      {"B", r.shape.batch},
+          {"Hq", r.shape.heads},        {"Hkv", r.shape.kvHeads},      {"Sq", r.shape.qLen},
+          {"Skv", r.shape.kvLen},       {"D", r.shape.headDim},        {"causal", r.shape.causal},
+          {"us", r.medianUs},           {"min_us", r.minUs},           {"tflops", r.tflops},
+          {"kv_gbs", r.kvGBs},          {"pct_ceiling", orNull(r.percentOfCeiling)}, {"ceiling", r.ceiling}, {"rel_error", r.relError},
+          {"variant", r.variant},       {"modifiers", r.shape.modifiers},
+          {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
+          {"plan", r.plan},             {"statistics", r.statistics}};
+}
+
+nlohmann::json toJson(const Ceilings& c) {
+  return {{"read_gbs", orNull(c.readGBs)},
+          {"mma_tflops", orNull(c.mmaTflops)},
+          {"empty_dispatch_us", c.emptyDispatchUs},
+          {"dependent_pair_us", c.dependentPairUs}};
+}
+
+}  // namespace foundry::bench

@@ -1,0 +1,111 @@
+#pragma once
+// The benchmark suite: attention shapes timed on GPU timestamps around each call's kernel sequence
+// (the Split-K reduce included), after warm-up, median of N runs, with a cold L2 (inputs rotate among
+// copies totalling more than four times the L2). Each shape's output is checked against the CPU
+// float64 reference on sampled rows before it is timed. The `ceilings` suite measures the device's
+// read bandwidth and cooperative-matrix rate with kernels built by the framework.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "foundry/Runtime.h"
+#include "foundry/steps/AttentionCall.h"
+#include "foundry/steps/AttentionOptions.h"
+
+namespace foundry::bench {
+
+struct Shape {
+  std::string kind;  ///< "decode" or "prefill"
+  std::uint32_t batch = 1, heads = 32, kvHeads = 8, qLen = 1, kvLen = 1024, headDim = 128;
+  bool causal = true;
+  /// Modifiers after the causal mask: "window<W>" (Hugging Face's sliding_window), "softcap<C>",
+  /// "alibi", "sinks".
+  std::vector<std::string> modifiers;
+  std::string name() const;
+  double flops() const;        ///< of the visible (query, key) pairs: causal prefill counts half, as torch_sdpa.py does
+  double kvBytes() const;      ///< K and V bytes read (f16): a window's keys only
+  std::uint32_t window() const;  ///< the window's size, or 0
+};
+
+struct Options {
+  std::string suite = "all";                ///< decode, prefill, ceilings, all, smoke
+  std::uint32_t runs = 20;                  ///< at least this many timed calls
+  std::uint32_t warmup = 5;                 ///< at least this many untimed calls first
+  double warmupMicros = 500000;             ///< and at least this much GPU time first (clocks ramp up)
+  double warmupSeconds = 1.0;               ///< and at least this long
+  double minTimedMicros = 50000;            ///< timed calls continue until this much GPU time
+  std::uint64_t l2Bytes = 64ull << 20;      ///< inputs rotate over more than 4x this
+  std::uint32_t checkRows = 48;             ///< sampled output rows checked per shape
+  AttentionOptions knobs;                   ///< the attention knobs a suite runs with
+};
+
+struct Ceilings {
+  std::optional<double> readGBs;    ///< nullopt when not measured
+  std::optional<double> mmaTflops;  ///< nullopt when the device has no cooperative matrices
+  /// The floor under any call: one dispatch of one workgroup that does nothing, and two such
+  /// dispatches with a barrier between (a Split-K part kernel, then its reduce), in microseconds.
+  double emptyDispatchUs = 0;
+  double dependentPairUs = 0;
+};
+
+struct Result {
+  Shape shape;
+  double medianUs = 0, minUs = 0;
+  double tflops = 0, kvGBs = 0;
+  /// decode: of the read ceiling; prefill: of the MMA ceiling; nullopt where that ceiling was not
+  /// measured. Over 100 where the data came from a cache faster than the cold read stream.
+  std::optional<double> percentOfCeiling;
+  std::string ceiling;  ///< which ceiling percentOfCeiling is of: "read" or "mma"
+  double relError = 0;
+  bool checked = false;
+  std::uint32_t copies = 1;
+  std::vector<std::string> kernels;
+  std::string plan;
+  std::string variant;  ///< the sweep's name for the knob set, or empty
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> statistics;  ///< per kernel, from the driver
+};
+
+/// decode, prefill, all, smoke, or modifiers: each modifier on the decode and prefill shapes it
+/// costs most on, beside the same shape without it, and the sliding-window speed shapes.
+std::vector<Shape> shapesFor(const std::string& suite);
+/// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal), each optionally followed by
+/// modifiers: "+window4096+sinks".
+Shape parseShape(const std::string& text);
+
+/// One shape's inputs on the device: copies to rotate over, and the host values for the check.
+struct Prepared {
+  Shape shape;
+  AttentionProblem problem;
+  std::vector<float> q, k, v;
+  std::vector<AttentionCall> calls;
+};
+
+/// Knob sets a sweep tries for a shape: every decode or prefill variant dimension.
+std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape& shape, const AttentionOptions& base,
+                                                                  const DeviceInfo& device);
+
+class Runner {
+ public:
+  Runner(Runtime& runtime, Options options);
+  Ceilings measureCeilings();
+  Prepared prepare(const Shape& shape);
+  /// Checks then times one call on prepared inputs with the given knobs.
+  Result measure(Prepared& prepared, const AttentionOptions& knobs, const Ceilings& ceilings);
+  Result run(const Shape& shape, const Ceilings& ceilings);
+
+ private:
+  double timeCall(const std::function<void(Dispatcher&, std::uint32_t copy)>& record, std::uint32_t copies,
+                  std::vector<double>& samples);
+  Runtime& rt_;
+  Options options_;
+};
+
+nlohmann::json toJson(const Result& r);
+nlohmann::json toJson(const Ceilings& c);
+
+}  // namespace foundry::bench

@@ -1,0 +1,98 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "Commands.h"
+#include "Table.h"
+#include "foundry/Error.h"
+#include "foundry/Runtime.h"
+#include "foundry/vk/Instance.h"
+
+namespace foundry::cli {
+
+namespace {
+
+std::string coopMatText(const DeviceInfo& c) {
+  if (c.coopMatShapes.empty()) return "-";
+  std::vector<std::string> shapes;
+  for (const auto& s : c.coopMatShapes) {
+    if (s.accumulator == DType::F32) shapes.push_back(fmt::format("{}x{}x{}", s.m, s.n, s.k));
+  }
+  return fmt::format("{}", fmt::join(shapes, " "));
+}
+
+std::string mib(std::uint64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+/// The device as a Runtime sees it: where it has cooperative matrices, the accumulator layout comes from
+/// a probe kernel, so the pretend string plans what a run on it would.
+DeviceInfo runtimeInfo(const PhysicalDeviceEntry& d, RuntimeOptions options) {
+  if (d.info.coopMatShapes.empty()) return d.info;
+  options.device = std::to_string(d.index);
+  try {
+    return Runtime(options).info();
+  } catch (const Error& e) {
+    spdlog::warn("device {}: the cooperative-matrix layout is unknown ({})", d.index, e.what());
+    return d.info;
+  }
+}
+
+}  // namespace
+
+void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto* cmd = app.add_subcommand("devices", "List Vulkan devices and their capabilities");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  cmd->callback([&global, &action, json] {
+    action = [&global, json] {
+      const RuntimeOptions options = global.resolve().runtime;
+      configureLogging(options);
+      VulkanInstance instance(options.validation);
+      std::vector<DeviceInfo> infos;
+      for (const auto& d : instance.devices()) infos.push_back(runtimeInfo(d, options));
+      if (*json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& d : instance.devices()) {
+          const auto& c = infos[d.index];
+          out.push_back({{"index", d.index},
+                         {"name", c.name},
+                         {"type", deviceKindName(c.kind)},
+                         {"vendor", vendorName(c.vendor)},
+                         {"family", deviceFamilyName(c.family)},
+                         {"driver", c.driverName},
+                         {"subgroup_size", c.subgroupSize},
+                         {"shared_memory_bytes", c.maxSharedMemoryBytes},
+                         {"max_storage_buffer_bytes", c.maxStorageBufferRange},
+                         {"fp16", c.fp16Arithmetic},
+                         {"storage_16bit", c.storage16Bit},
+                         {"cooperative_matrix", coopMatText(c)},
+                         {"compute_units", c.computeUnits},
+                         {"memory_bytes", c.deviceMemoryBytes},
+                         {"pretend", c.toString()}});
+        }
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+      }
+      Table t({"#", "name", "type", "family", "driver", "subgroup", "shared", "max buffer", "fp16",
+               "coopmat (f32 acc)", "CUs", "memory"});
+      for (const auto& d : instance.devices()) {
+        const auto& c = infos[d.index];
+        t.row({std::to_string(d.index), c.name, std::string(deviceKindName(c.kind)),
+               std::string(deviceFamilyName(c.family)), c.driverName,
+               fmt::format("{}{}", c.subgroupSize,
+                           c.minSubgroupSize != c.maxSubgroupSize
+                               ? fmt::format(" ({}..{})", c.minSubgroupSize, c.maxSubgroupSize)
+                               : ""),
+               fmt::format("{} KiB", c.maxSharedMemoryBytes / 1024), mib(c.maxStorageBufferRange),
+               c.fp16Arithmetic ? "yes" : "no", coopMatText(c), std::to_string(c.computeUnits),
+               mib(c.deviceMemoryBytes)});
+      }
+      fmt::print("{}", t.str());
+      // What `foundry kernels --pretend` takes to plan for this device elsewhere.
+      for (const auto& d : instance.devices()) fmt::print("#{} pretend: {}\n", d.index, infos[d.index].toString());
+      return 0;
+    };
+  });
+}
+
+}  // namespace foundry::cli

@@ -1,0 +1,97 @@
+#include <unistd.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "Commands.h"
+#include "StandardStreams.h"
+#include "foundry/AtomicFile.h"
+#include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
+#include "foundry/Runtime.h"
+#include "foundry/runner/Session.h"
+
+namespace foundry::cli {
+
+void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto* cmd = app.add_subcommand("run", "Run a model config's attention end to end: prefill, then the decode loop");
+  struct Args {
+    std::string config;
+    std::optional<std::int64_t> promptLen, decodeTokens, batch, layers;
+    std::optional<std::string> dtype;
+    bool check = false, noCheck = false;
+    std::string json, inputs, expect, save, path = "flash";
+    double tolerance = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("config", a->config, "A model config (configs/*.json)")->required();
+  cmd->add_option("--prompt-len", a->promptLen, "Tokens in the prompt (prefill)");
+  cmd->add_option("--decode-tokens", a->decodeTokens, "Tokens decoded after the prompt");
+  cmd->add_option("--batch", a->batch, "Sequences in the batch");
+  cmd->add_option("--layers", a->layers, "Layers to run (default: the config's run.layers)");
+  cmd->add_option("--dtype", a->dtype, "f16 or f32");
+  cmd->add_flag("--check", a->check,
+                "Compare sampled layers and tokens with the CPU and the materialised path (default: the config's run.check)");
+  cmd->add_flag("--no-check", a->noCheck, "Skip the check even where the config's run.check asks for it");
+  cmd->add_option("--json", a->json, "Write the report as JSON (atomically)");
+  cmd->add_option("--inputs", a->inputs, "Replay q, k, v from a safetensors file ([layers, batch, tokens, heads, D])");
+  cmd->add_option("--expect", a->expect, "Compare the outputs with tensor 'o' of a safetensors file");
+  cmd->add_option("--save", a->save, "Save the outputs as tensor 'o' of a safetensors file");
+  cmd->add_option("--tolerance", a->tolerance, "Relative error allowed by --check and --expect (default per dtype)");
+  cmd->add_option("--path", a->path, "flash (default) or reference (the materialised baseline)");
+  cmd->callback([&global, &action, a] {
+    action = [&global, a] {
+      // Before anything is read: no output may replace an input of the run, or another output.
+      checkOutputsApart({{"config", a->config}, {"--inputs", a->inputs}, {"--expect", a->expect}},
+                        {{"--json", a->json}, {"--save", a->save}});
+      RunRequest req;
+      req.config = loadModelConfig(a->config);
+      req.configPath = a->config;
+      req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype});
+      if (a->path != "flash" && a->path != "reference") {
+        throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", printable(a->path)));
+      }
+      if (!std::isfinite(a->tolerance) || a->tolerance < 0) {
+        throw UserError("--tolerance", fmt::format("'{}'; accepted: a finite relative error >= 0 (0: the dtype's bound)",
+                                                   a->tolerance));
+      }
+      if (a->check && a->noCheck) throw UserError("--no-check", "given with --check; give one of them");
+      req.path = a->path == "flash" ? AttentionPath::Flash : AttentionPath::Reference;
+      req.check = a->noCheck ? false : (a->check || req.config.run.check);
+      req.tolerance = a->tolerance;
+      if (!a->inputs.empty()) req.inputs = a->inputs;
+      if (!a->expect.empty()) req.expect = a->expect;
+      if (!a->save.empty()) req.save = a->save;
+      // Knobs: the environment, then the config's tuning, then --set and the other flags.
+      Options options = Options::fromEnvironment();
+      options.applyTuning(req.config.tuning, "/tuning");
+      global.applyTo(options);
+      if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the run, not after it
+      req.attention = options.attention;
+      Runtime rt(options.runtime);
+      const auto progress = makeProgress(::isatty(2) != 0);
+      const RunReport report = runModel(rt, req, *progress);
+      // Each output is attempted whatever became of the others; each failure is reported.
+      printOut(report.summary());
+      std::vector<OutputFailure> failures;
+      if (report.saveFailure) failures.push_back(*report.saveFailure);
+      if (!a->json.empty()) {
+        try {
+          writeFileAtomically(a->json, report.toJson().dump(2) + "\n");
+        } catch (const Error& e) {
+          failures.push_back({e.kind(), fmt::format("--json: {}", e.what())});
+        }
+      }
+      for (const auto& f : failures) printErrorLine(errorKindName(f.kind), f.message);
+      if (!report.passed()) {
+        printErrorLine("check failed", report.failure());
+      }
+      if (!failures.empty()) return exitCodeFor(failures.front().kind);
+      return report.passed() ? 0 : kExitCheckFailed;
+    };
+  });
+}
+
+}  // namespace foundry::cli

@@ -1,0 +1,32 @@
+#include "foundry/RuntimeOptions.h"
+
+#include <algorithm>
+
+namespace foundry {
+
+const std::vector<Knob<RuntimeOptions>>& RuntimeOptions::knobs() {
+  using O = RuntimeOptions;
+  static const std::vector<Knob<O>> table = {
+      knob::text<&O::device, O>("FOUNDRY_DEVICE", "a device index or a name substring", "which Vulkan device to use"),
+      knob::text<&O::cacheDir, O>("FOUNDRY_CACHE_DIR", "a directory, or off",
+                                  "SPIR-V and pipeline cache location (default $XDG_CACHE_HOME/foundry)"),
+      knob::text<&O::dumpKernels, O>("FOUNDRY_DUMP_KERNELS", "a directory",
+                                     "write each built kernel's .comp and .json there"),
+      knob::text<&O::kernelDir, O>("FOUNDRY_KERNEL_DIR", "a directory holding kernels/*.glsl",
+                                   "read GLSL snippets from disk instead of the binary"),
+      {{"FOUNDRY_LOG_LEVEL", "trace, debug, info, warn, error, off", "log verbosity"},
+       [](O& o, const std::string& v, const std::string& f) {
+         static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
+         if (std::find(levels.begin(), levels.end(), v) == levels.end()) {
+           knob::reject(f, v, "trace, debug, info, warn, error, off");
+         }
+         o.logLevel = v;
+       },
+       [](const O& o) { return o.logLevel; }},
+      knob::boolean<&O::validation, O>("FOUNDRY_VALIDATION",
+                                       "enable VK_LAYER_KHRONOS_validation with synchronization checks"),
+  };
+  return table;
+}
+
+}  // namespace foundry

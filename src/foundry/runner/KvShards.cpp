@@ -1,0 +1,49 @@
+#include "foundry/runner/KvShards.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+
+KvShards KvShards::even(std::uint32_t capacity, std::uint32_t ranks) {
+  if (ranks == 0) throw UserError("ranks", "0 ranks cannot hold a KV cache; accepted: 1 or more");
+  std::vector<std::uint32_t> sizes(ranks, capacity / ranks);
+  for (std::uint32_t r = 0; r < capacity % ranks; ++r) ++sizes[r];
+  return ofSizes(sizes);
+}
+
+KvShards KvShards::ofSizes(const std::vector<std::uint32_t>& sizes) {
+  if (sizes.empty()) throw UserError("ranks", "no ranks to hold the KV cache; accepted: one size per rank");
+  KvShards s;
+  std::uint64_t at = 0;
+  for (std::uint32_t size : sizes) {
+    if (at + size > 0xffffffffull) throw UserError("ranks", "the shards hold more than 2^32 positions");
+    s.shards_.push_back({static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(at + size)});
+    at += size;
+  }
+  return s;
+}
+
+std::uint32_t KvShards::owner(std::uint32_t position) const {
+  for (std::uint32_t r = 0; r < ranks(); ++r) {
+    if (position >= shards_[r].begin && position < shards_[r].end) return r;
+  }
+  throw UserError("position", fmt::format("position {} is past the sharded cache's capacity {} ({})", position,
+                                          capacity(), describe()));
+}
+
+std::uint32_t KvShards::keysHeld(std::uint32_t rank, std::uint32_t kvLen) const {
+  const KvShard& s = shard(rank);
+  return std::clamp(kvLen, s.begin, s.end) - s.begin;
+}
+
+std::string KvShards::describe() const {
+  std::string out;
+  for (const auto& s : shards_) out += fmt::format("{}[{}, {})", out.empty() ? "" : " ", s.begin, s.end);
+  return out;
+}
+
+}  // namespace foundry

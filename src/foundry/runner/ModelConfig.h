@@ -1,0 +1,105 @@
+#pragma once
+// A model's attention layout and one run of it, read from a JSON file in configs/ (schema:
+// configs/schema.json). Plain data: it says what to run, never how (STYLE 1). Every field is checked
+// when the file is read; a bad one is a UserError whose field() is its JSON pointer ("/run/prompt_len"),
+// a valid but unsupported one (bf16 runs, head_dim 96) an UnsupportedError.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "foundry/DType.h"
+#include "foundry/steps/AttentionProblem.h"
+
+namespace foundry {
+
+/// What one run does: a prefill of `promptLen` tokens then `decodeTokens` single-token steps, over the
+/// first `layers` layers, with random inputs from `seed`.
+struct RunSpec {
+  std::uint32_t batch = 1;
+  std::uint32_t promptLen = 64;
+  std::uint32_t decodeTokens = 8;  ///< 0: prefill only
+  std::uint32_t layers = 1;        ///< layers to run, 1..ModelConfig::layers (default in JSON: all)
+  DType dtype = DType::F16;        ///< F16 or F32
+  std::uint64_t seed = 1;
+  bool check = true;               ///< compare against the CPU reference
+};
+
+/// Which layers a modifier applies to: every layer, layers l with l % every == offset (alternating
+/// local and global layers), or a list.
+struct LayerSelector {
+  std::uint32_t every = 1;
+  std::uint32_t offset = 0;
+  std::vector<std::uint32_t> list;  ///< when non-empty, exactly these layers
+  bool matches(std::uint32_t layer) const;
+};
+
+/// One attention modifier a model applies, as plain data (what its Hugging Face config says).
+struct ModifierConfig {
+  enum class Kind { SlidingWindow, SoftCap, Alibi, Sinks };
+  Kind kind = Kind::SlidingWindow;
+  std::uint32_t left = 0, right = 0;  ///< SlidingWindow: keys [q - left, q + right]
+  double cap = 0;                     ///< SoftCap
+  std::vector<double> values;         ///< Alibi: slopes (empty: BLOOM's); Sinks: logits (empty: drawn per layer)
+  LayerSelector layers;
+  std::string typeName() const;       ///< the JSON "type"
+};
+
+/// One model config file, validated.
+struct ModelConfig {
+  std::string name;    ///< e.g. "Llama-3.1-8B"
+  std::string source;  ///< where the numbers come from, e.g. the Hugging Face repo id
+  std::string note;    ///< free text, may be empty
+  std::uint32_t layers = 1;
+  std::uint32_t nHeads = 1;
+  std::uint32_t nKvHeads = 1;
+  std::uint32_t headDim = 128;
+  std::uint32_t maxContext = 1;  ///< the longest sequence the model supports
+  /// Absent for models without rotary embeddings (ALiBi: MPT, BLOOM). rotaryDims is 0 when the file
+  /// leaves it out (all of head_dim).
+  std::optional<RopeSpec> rope;
+  double softmaxScale = 0;       ///< 0: 1 / sqrt(head_dim); query_pre_attn_scalar^-1/2 where given (Gemma 2)
+  std::vector<ModifierConfig> modifiers;  ///< after the causal mask, in order
+  RunSpec run;
+  nlohmann::json tuning = nlohmann::json::object();  ///< knob overrides; already checked by applyTuning
+
+  /// Query heads per KV head.
+  std::uint32_t group() const { return nHeads / nKvHeads; }
+  /// The modifiers of `layer`, in order.
+  std::vector<ModifierConfig> modifiersOf(std::uint32_t layer) const;
+  /// Tokens in the KV cache at the end of the run.
+  std::uint32_t totalTokens() const { return run.promptLen + run.decodeTokens; }
+};
+
+/// Sizes are bounded by configs/schema.json (products of its maxima fit in 64 bits). Config files larger
+/// than this are rejected unread.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t(16) << 20;
+
+/// Parses and validates a config. `origin` (a path, "<stdin>") is named in every error message.
+/// Throws UserError / UnsupportedError only, whatever the input.
+ModelConfig parseModelConfig(std::string_view text, const std::string& origin);
+/// Each field's own checks alone (type, range, enum, known keys), without configs/schema.json and
+/// without the rules between fields: what the schema states too, for the test that keeps them equal.
+ModelConfig readModelConfigFields(const nlohmann::json& doc, const std::string& origin);
+/// Reads and parses a file; a file that cannot be read or is over kMaxConfigBytes is a UserError
+/// naming the path.
+ModelConfig loadModelConfig(const std::filesystem::path& path);
+
+/// Command-line changes to a config's run. Values are signed and wide so that whatever the user typed
+/// is checked here, with the flag name as the error's field ("--prompt-len").
+struct RunOverrides {
+  std::optional<std::int64_t> batch;         ///< --batch
+  std::optional<std::int64_t> promptLen;     ///< --prompt-len
+  std::optional<std::int64_t> decodeTokens;  ///< --decode-tokens
+  std::optional<std::int64_t> layers;        ///< --layers
+  std::optional<std::string> dtype;          ///< --dtype
+};
+
+/// `config` with `overrides` applied and every rule checked again.
+ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& overrides);
+
+}  // namespace foundry

@@ -1,0 +1,607 @@
+#include "foundry/runner/Session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "foundry/AtomicFile.h"
+#include "foundry/Error.h"
+#include "foundry/FileIdentity.h"
+#include "foundry/MemoryBudget.h"
+#include "foundry/Random.h"
+#include "foundry/Runtime.h"
+#include "foundry/runner/LayerModifiers.h"
+#include "foundry/runner/RunMemory.h"
+#include "foundry/runner/io/Safetensors.h"
+#include "foundry/stages/TokenCopyStage.h"
+#include "foundry/steps/CpuReference.h"
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/RandomFill.h"
+#include "foundry/steps/RopeStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
+#include "foundry/vk/Buffer.h"
+#include "foundry/vk/Device.h"
+#include "foundry/vk/PipelineCache.h"
+#include "foundry/vk/VulkanDispatcher.h"
+
+namespace foundry {
+
+double defaultTolerance(DType dtype) { return dtype == DType::F32 ? 1e-4 : 3e-3; }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint32_t seedFor(std::uint64_t runSeed, std::uint32_t layer, std::uint32_t kind) {
+  const auto folded = static_cast<std::uint32_t>(runSeed ^ (runSeed >> 32));
+  return randomHash(folded ^ randomHash(layer * 3u + kind + 1u));
+}
+
+/// A token-major view of tokens [t0, t0 + n) of a [tokens, batch, heads, D] buffer as [B, n, H, D].
+Tensor tokenView(const Tensor& all, std::uint32_t t0, std::uint32_t n) {
+  const std::int64_t tokens = all.dim(0), batch = all.dim(1), heads = all.dim(2), d = all.dim(3);
+  (void)tokens;
+  Tensor v = all;
+  v.dims = {batch, n, heads, d};
+  v.strides = {heads * d, batch * heads * d, d, 1};
+  v.layout = Layout::TokenMajor;
+  v.offset = all.offset + static_cast<std::uint64_t>(t0) * batch * heads * d;
+  return v;
+}
+
+struct LayerInputs {
+  Tensor q, k, v;  ///< [tokens, batch, heads, D]
+};
+
+class Session {
+ public:
+  Session(Runtime& rt, const RunRequest& req, Progress& progress)
+      : rt_(rt), req_(req), c_(req.config), progress_(progress), flash_(rt.info(), rt.snippets(), req.attention),
+        reference_(rt.info(), rt.snippets()), rope_(rt.info(), rt.snippets()), append_(rt.info(), rt.snippets()),
+        workspace_(rt) {
+    B_ = c_.run.batch;
+    P_ = c_.run.promptLen;
+    N_ = c_.run.decodeTokens;
+    T_ = P_ + N_;
+    L_ = c_.run.layers;
+    dtype_ = c_.run.dtype;
+  }
+
+  RunReport run();
+
+ private:
+  Tensor alloc(const std::string& name, std::vector<std::int64_t> dims, Layout layout = Layout::Contiguous) {
+    return rt_.allocate(name, dtype_, std::move(dims), layout);
+  }
+  void fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count);
+  /// Elements [srcFirst, +count) of `src` to [dstFirst, +count) of `dst`, offsets as push constants.
+  void copy(Dispatcher& d, const Tensor& src, std::uint64_t srcFirst, const Tensor& dst, std::uint64_t dstFirst,
+            std::uint64_t count);
+  bool replayDecode() const;
+  /// Decode token `t`, every layer. With `fixedViews` the token's rows go through the fixed token
+  /// tensors, so that every token binds the same buffer ranges (a replayed recording's).
+  void decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews);
+  void decodeDirect(Dispatcher& d, RunReport& report);
+  void decodeReplayed(VulkanDispatcher& d, RunReport& report);
+  /// RoPE on K as it is appended at `pos0`, when the model has it.
+  std::optional<KvAppendStep::Rope> kRope(std::uint32_t pos0) const {
+    if (!c_.rope) return std::nullopt;
+    return KvAppendStep::Rope{*c_.rope, ropeTable_, pos0};
+  }
+  AttentionCall attentionCall(const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                              std::optional<std::uint32_t> fusedRopePosition) const;
+  void attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                 std::optional<std::uint32_t> fusedRopePosition);
+  void noteDecisions(const std::string& phase, const StepRecord& record);
+  void planEveryCall() const;
+  void record(const SubmitResult& r, PhaseReport& phase);
+  void loadInputs();
+  void checkOutputs(RunReport& report);
+  void compareExpected(RunReport& report);
+  void checkFilesBeforeRunning();
+  void checkMemoryBudget() const;
+  std::vector<float> hostInput(std::uint32_t layer, std::uint32_t kind);  ///< [T, B, H, D] as the device saw it
+
+  Runtime& rt_;
+  const RunRequest& req_;
+  const ModelConfig& c_;
+  Progress& progress_;
+  FlashAttentionStep flash_;
+  SdpaReferenceStep reference_;
+  RopeStep rope_;
+  KvAppendStep append_;
+  DeviceWorkspace workspace_;
+  std::uint32_t B_ = 1, P_ = 1, N_ = 0, T_ = 1, L_ = 1;
+  DType dtype_ = DType::F16;
+  Tensor ropeTable_;  ///< when the model has rotary embeddings
+  std::vector<Modifiers> modifiers_;  ///< per layer
+  std::vector<Tensor> kCache_, vCache_, out_;
+  std::vector<LayerInputs> inputs_;  ///< per layer from --inputs, or one shared synthetic set
+  std::optional<SafetensorsReader> inputFile_;   ///< headers read before the run
+  std::optional<SafetensorsReader> expectFile_;
+  std::vector<SafetensorsTensor> inputTensors_;  ///< q, k, v of --inputs, read once the budget is checked
+  std::map<std::string, std::uint64_t> kernels_;
+  std::vector<SelectorReport> decisions_;  ///< one per distinct (phase, kernels)
+  std::optional<RandomFill> fill_;
+  KernelSource copyKernel_;
+  bool keepOutputs_ = false;
+  std::uint64_t qRow_ = 0, kvRow_ = 0;
+  LayerInputs token_;  ///< one token's q, k, v ([1, batch, heads, D]) for a replayed decode
+  Tensor tokenOut_;
+};
+
+void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count) {
+  fill_->record(d, t, seed, first, count);
+}
+
+void Session::copy(Dispatcher& d, const Tensor& src, std::uint64_t srcFirst, const Tensor& dst, std::uint64_t dstFirst,
+                   std::uint64_t count) {
+  const std::uint32_t wg = copyKernel_.layout.workgroup[0];
+  const auto groups = static_cast<std::uint32_t>(std::min<std::uint64_t>((count + wg - 1) / wg, 4096));
+  d.dispatch(copyKernel_,
+             Arguments().bind("src", src).bind("dst", dst).set("count", static_cast<std::uint32_t>(count))
+                 .set("src_first", static_cast<std::uint32_t>(srcFirst))
+                 .set("dst_first", static_cast<std::uint32_t>(dstFirst)),
+             {groups});
+}
+
+AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                                     std::optional<std::uint32_t> fusedRopePosition) const {
+  AttentionCall call;
+  call.q = q;
+  call.k = kCache_[layer];
+  call.v = vCache_[layer];
+  call.o = o;
+  call.kvLen = kvLen;
+  call.scale = static_cast<float>(c_.softmaxScale);
+  call.modifiers = modifiers_[layer];
+  if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash) {
+    call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
+  }
+  return call;
+}
+
+void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
+                        std::optional<std::uint32_t> fusedRopePosition) {
+  const AttentionCall call = attentionCall(q, layer, o, kvLen, fusedRopePosition);
+  StepContext ctx{d, workspace_, &rt_};
+  if (req_.path == AttentionPath::Reference) {
+    if (fusedRopePosition && c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
+    reference_.run(ctx, call);
+    return;
+  }
+  noteDecisions(fusedRopePosition ? "decode" : "prefill", flash_.run(ctx, call));
+}
+
+void Session::noteDecisions(const std::string& phase, const StepRecord& record) {
+  const bool seen = std::any_of(decisions_.begin(), decisions_.end(), [&](const SelectorReport& s) {
+    return s.phase == phase && s.kernels == record.kernels;
+  });
+  if (!seen) decisions_.push_back({phase, record.kernels, record.plan.decisions});
+}
+
+// Every layer's prefill and first decode call planned before anything is recorded: a shape the
+// device cannot run fails here, not after the first layers' work.
+void Session::planEveryCall() const {
+  if (req_.path != AttentionPath::Flash) return;
+  const LayerInputs& in = inputs_[0];
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    flash_.plan(attentionCall(tokenView(in.q, 0, P_), l, tokenView(out_[0], 0, P_), P_, std::nullopt));
+    if (N_ > 0) flash_.plan(attentionCall(tokenView(in.q, P_, 1), l, tokenView(out_[0], P_, 1), P_ + 1, P_));
+  }
+}
+
+void Session::record(const SubmitResult& r, PhaseReport& phase) {
+  for (const auto& t : r.dispatches) {
+    ++kernels_[t.kernel];
+    // Making inputs and moving a replayed token's rows are not attention work.
+    if (t.kernel.starts_with("RandomFill") || t.kernel.starts_with("TokenCopy")) phase.inputGpuMicros += t.gpuMicros;
+    else phase.gpuMicros += t.gpuMicros;
+  }
+}
+
+void Session::loadInputs() {
+  for (const char* name : {"q", "k", "v"}) inputTensors_.push_back(inputFile_->read(name, "--inputs"));
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    LayerInputs in;
+    in.q = alloc(fmt::format("q{}", l), {T_, B_, c_.nHeads, c_.headDim});
+    in.k = alloc(fmt::format("k{}", l), {T_, B_, c_.nKvHeads, c_.headDim});
+    in.v = alloc(fmt::format("v{}", l), {T_, B_, c_.nKvHeads, c_.headDim});
+    for (std::uint32_t kind = 0; kind < 3; ++kind) rt_.upload(kind == 0 ? in.q : (kind == 1 ? in.k : in.v), hostInput(l, kind));
+    inputs_.push_back(in);
+  }
+}
+
+std::vector<float> Session::hostInput(std::uint32_t layer, std::uint32_t kind) {
+  const std::uint32_t heads = kind == 0 ? c_.nHeads : c_.nKvHeads;
+  const std::size_t row = std::size_t(heads) * c_.headDim;
+  std::vector<float> out(std::size_t(T_) * B_ * row);
+  if (inputFile_) {
+    // The file holds [layers, batch, tokens, heads, D]; the device buffers [tokens, batch, heads, D].
+    const SafetensorsTensor& t = inputTensors_[kind];
+    const std::size_t layerElements = std::size_t(B_) * T_ * row, size = dtypeBytes(t.dtype);
+    const auto all = decodeElements(
+        std::span<const std::byte>(t.bytes).subspan(layer * layerElements * size, layerElements * size), t.dtype);
+    for (std::uint32_t b = 0; b < B_; ++b) {
+      for (std::uint32_t t0 = 0; t0 < T_; ++t0) {
+        const float* src = all.data() + (std::size_t(b) * T_ + t0) * row;
+        std::copy(src, src + row, out.data() + (std::size_t(t0) * B_ + b) * row);
+      }
+    }
+  } else {
+    out = randomUniforms(seedFor(c_.run.seed, layer, kind), 0, out.size());
+  }
+  return decodeElements(encodeElements(out, dtype_), dtype_);
+}
+
+// Everything a run reads or writes at its end is checked at its start, so a long run is not wasted.
+void Session::checkFilesBeforeRunning() {
+  const auto named = [](const char* flag, const std::optional<std::filesystem::path>& p) {
+    return PathArgument{flag, p.value_or(std::filesystem::path())};
+  };
+  checkOutputsApart({named("--inputs", req_.inputs), named("--expect", req_.expect)}, {named("--save", req_.save)});
+  // Headers only: names and shapes are checked before any tensor is read.
+  const auto checkShape = [](const SafetensorsReader& file, const char* name, const char* flag,
+                             const std::vector<std::int64_t>& want, const char* verb) {
+    const auto& shape = file.entry(name, flag).shape;
+    if (shape != want) {
+      throw UserError(flag, fmt::format("tensor '{}' in {} has shape [{}]; this run {} [{}] (layers, batch, tokens, "
+                                        "heads, head_dim)", name, file.origin(), fmt::join(shape, ", "), verb,
+                                        fmt::join(want, ", ")));
+    }
+  };
+  if (req_.inputs) {
+    inputFile_ = SafetensorsReader::open(*req_.inputs);
+    for (const auto& [name, heads] : {std::pair<const char*, std::uint32_t>{"q", c_.nHeads}, {"k", c_.nKvHeads},
+                                      {"v", c_.nKvHeads}}) {
+      checkShape(*inputFile_, name, "--inputs", {L_, B_, T_, heads, c_.headDim}, "needs");
+    }
+  }
+  if (req_.expect) {
+    expectFile_ = SafetensorsReader::open(*req_.expect);
+    checkShape(*expectFile_, "o", "--expect", {L_, B_, T_, c_.nHeads, c_.headDim}, "produces");
+  }
+  if (req_.save) checkWritableTarget(*req_.save, "--save");
+}
+
+// The whole run's memory against the device's heap and the host's room, before the first allocation.
+void Session::checkMemoryBudget() const {
+  const auto bytesOf = [](const std::optional<SafetensorsReader>& file, std::initializer_list<const char*> names) {
+    std::uint64_t n = 0;
+    for (const char* name : names) {
+      if (file) n += file->entry(name).end - file->entry(name).begin;
+    }
+    return n;
+  };
+  const RunFileBytes files{bytesOf(inputFile_, {"q", "k", "v"}), bytesOf(expectFile_, {"o"})};
+  checkMemoryPlan(runMemoryPlan(req_, files, rt_.info()), rt_.info(), hostMemory());
+}
+
+RunReport Session::run() {
+  checkFilesBeforeRunning();
+  checkMemoryBudget();
+  RunReport report;
+  report.foundryVersion = FOUNDRY_VERSION;
+  report.timestamp = utcTimestamp();
+  report.configPath = req_.configPath;
+  report.knobs = knobReport(Options{rt_.options(), req_.attention});
+  report.model = c_.name;
+  report.device = rt_.info().name;
+  report.driver = rt_.info().driverName;
+  report.path = req_.path == AttentionPath::Flash ? "flash" : "reference";
+  report.run = c_.run;
+  report.nHeads = c_.nHeads;
+  report.nKvHeads = c_.nKvHeads;
+  report.headDim = c_.headDim;
+  rt_.device().resetPeak();
+  const std::uint64_t baseline = rt_.device().memoryStats().liveBytes;
+  const auto& kc = rt_.kernels();
+  const std::uint64_t compiles0 = kc.compiles(), memory0 = kc.memoryHits(), disk0 = kc.diskHits();
+  const std::uint64_t pipelines0 = rt_.pipelines().created();
+
+  fill_.emplace(rt_, dtype_);
+  if (c_.rope) ropeTable_ = makeRopeTable(rt_, *c_.rope, c_.headDim);
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    modifiers_.push_back(layerModifiers(c_, l, [&](const std::string& name, const std::vector<double>& values) {
+      const Tensor t = rt_.allocate(name, DType::F32, {static_cast<std::int64_t>(values.size())});
+      rt_.upload(t, std::vector<float>(values.begin(), values.end()));
+      return t;
+    }));
+    report.layerModifiers.push_back(describeModifiers(c_.modifiersOf(l)));
+  }
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
+    kCache_.push_back(alloc(fmt::format("k_cache{}", l), dims, Layout::KvCache));
+    vCache_.push_back(alloc(fmt::format("v_cache{}", l), dims, Layout::KvCache));
+    report.cacheBytes += kCache_.back().spanBytes() * 2;
+  }
+  // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
+  const bool keepOutputs = keepOutputs_ = req_.check || req_.expect || req_.save;
+  for (std::uint32_t l = 0; l < (keepOutputs ? L_ : 1); ++l) {
+    out_.push_back(alloc(fmt::format("o{}", l), {T_, B_, c_.nHeads, c_.headDim}));
+    // An output nobody wrote reads NaN, so the check and --expect see it.
+    if (keepOutputs) rt_.poison(out_.back());
+  }
+  if (req_.inputs) {
+    loadInputs();
+  } else {
+    inputs_.push_back({alloc("q_in", {T_, B_, c_.nHeads, c_.headDim}), alloc("k_in", {T_, B_, c_.nKvHeads, c_.headDim}),
+                       alloc("v_in", {T_, B_, c_.nKvHeads, c_.headDim})});
+  }
+  const std::uint64_t qRow = qRow_ = std::uint64_t(B_) * c_.nHeads * c_.headDim;
+  const std::uint64_t kvRow = kvRow_ = std::uint64_t(B_) * c_.nKvHeads * c_.headDim;
+  if (replayDecode() && N_ > 0) {
+    copyKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize)).emplace<TokenCopyStage>(dtype_).build();
+    token_ = {alloc("q_token", {1, B_, c_.nHeads, c_.headDim}), alloc("k_token", {1, B_, c_.nKvHeads, c_.headDim}),
+              alloc("v_token", {1, B_, c_.nKvHeads, c_.headDim})};
+    tokenOut_ = alloc("o_token", {1, B_, c_.nHeads, c_.headDim});
+  }
+  planEveryCall();
+  auto dispatcher = rt_.dispatcher();
+
+  // Prefill: a submission per layer, so that progress counts finished GPU work; the wait between
+  // layers costs little next to a layer's prefill.
+  auto start = Clock::now();
+  progress_.update("prefill", 0, L_);
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
+    if (!req_.inputs) {
+      fill(*dispatcher, in.q, seedFor(c_.run.seed, l, 0), 0, qRow * P_);
+      fill(*dispatcher, in.k, seedFor(c_.run.seed, l, 1), 0, kvRow * P_);
+      fill(*dispatcher, in.v, seedFor(c_.run.seed, l, 2), 0, kvRow * P_);
+    }
+    StepContext ctx{*dispatcher, workspace_, &rt_};
+    const Tensor q = tokenView(in.q, 0, P_);
+    if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, 0);
+    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0, kRope(0));
+    attention(*dispatcher, q, l, tokenView(out_[keepOutputs ? l : 0], 0, P_), P_, std::nullopt);
+    record(dispatcher->submit(), report.prefill);
+    progress_.update("prefill", l + 1, L_);
+  }
+  report.prefill.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.prefill.tokens = std::uint64_t(B_) * P_;
+
+  // Decode: one submission per token, every layer in it.
+  start = Clock::now();
+  progress_.update("decode", 0, N_);
+  if (replayDecode()) decodeReplayed(*dispatcher, report);
+  else decodeDirect(*dispatcher, report);
+  report.decode.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.decode.tokens = std::uint64_t(B_) * N_;
+  progress_.finish();
+
+  report.kernels = kernels_;
+  report.selector = decisions_;
+  report.scratchBytes = workspace_.bytes();
+  report.peakDeviceBytes = rt_.device().memoryStats().peakBytes - baseline;
+  report.kernelCompiles = kc.compiles() - compiles0;
+  report.kernelMemoryHits = kc.memoryHits() - memory0;
+  report.kernelDiskHits = kc.diskHits() - disk0;
+  report.pipelines = rt_.pipelines().created() - pipelines0;
+  if (req_.check) checkOutputs(report);
+  if (req_.expect || req_.save) compareExpected(report);
+  return report;
+}
+
+bool Session::replayDecode() const {
+  // The online compare submits part-way through a step, which a replayed recording cannot do.
+  // Off by default: on lavapipe it was a little slower (docs/performance.md); the H200 decides.
+  return req_.attention.decodeReplay == Force::On && !req_.attention.sdpaDebugOnlineCompare;
+}
+
+void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
+  const std::uint32_t pos = P_ + t;
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
+    const Tensor& out = out_[keepOutputs_ ? l : 0];
+    Tensor q = tokenView(in.q, pos, 1), k = tokenView(in.k, pos, 1), v = tokenView(in.v, pos, 1);
+    Tensor o = tokenView(out, pos, 1);
+    if (fixedViews) {
+      q = tokenView(token_.q, 0, 1), k = tokenView(token_.k, 0, 1), v = tokenView(token_.v, 0, 1);
+      o = tokenView(tokenOut_, 0, 1);
+    }
+    if (!req_.inputs) {
+      fill(d, q, seedFor(c_.run.seed, l, 0), qRow_ * pos, qRow_);
+      fill(d, k, seedFor(c_.run.seed, l, 1), kvRow_ * pos, kvRow_);
+      fill(d, v, seedFor(c_.run.seed, l, 2), kvRow_ * pos, kvRow_);
+    } else if (fixedViews) {
+      copy(d, in.q, qRow_ * pos, token_.q, 0, qRow_);
+      copy(d, in.k, kvRow_ * pos, token_.k, 0, kvRow_);
+      copy(d, in.v, kvRow_ * pos, token_.v, 0, kvRow_);
+    }
+    StepContext ctx{d, workspace_, &rt_};
+    append_.run(ctx, k, v, kCache_[l], vCache_[l], pos, kRope(pos));
+    attention(d, q, l, o, pos + 1, pos);
+    // Kept outputs go to their place in the layer's output; otherwise nobody reads them.
+    if (fixedViews && keepOutputs_) copy(d, tokenOut_, 0, out, qRow_ * pos, qRow_);
+  }
+}
+
+void Session::decodeDirect(Dispatcher& d, RunReport& report) {
+  for (std::uint32_t t = 0; t < N_; ++t) {
+    decodeToken(d, t, false);
+    record(d.submit(), report.decode);
+    progress_.update("decode", t + 1, N_);
+  }
+}
+
+// Token t's dispatches are those of the token before with other push constants and grids, so they
+// are recorded once (two recordings: the host writes token t + 1's parameters into one while the
+// device runs token t from the other) and replayed. A token whose dispatches differ (the Split-K
+// plan changed its scratch) is recorded afresh.
+void Session::decodeReplayed(VulkanDispatcher& d, RunReport& report) {
+  std::array<std::shared_ptr<Recording>, 2> recordings;
+  std::array<Submission, 2> running;
+  for (std::uint32_t t = 0; t < N_; ++t) {
+    auto& recording = recordings[t % 2];
+    bool replayed = false;
+    if (recording) {
+      RecordingUpdate update(d, recording);
+      decodeToken(update, t, true);
+      if (update.matches()) {
+        running[t % 2] = update.submitAsync();
+        replayed = true;
+        ++report.decode.replays;
+      } else {
+        report.decode.rerecorded = fmt::format("token {}: {}", t, update.mismatch());
+      }
+    }
+    if (!replayed) {
+      d.beginParameterized();
+      decodeToken(d, t, true);
+      recording = d.capture();
+      running[t % 2] = d.replay(*recording);
+      ++report.decode.recordings;
+    }
+    if (t > 0) {
+      record(d.wait(running[(t - 1) % 2]), report.decode);
+      progress_.update("decode", t, N_);
+    }
+  }
+  if (N_ > 0) record(d.wait(running[(N_ - 1) % 2]), report.decode);
+  progress_.update("decode", N_, N_);
+}
+
+// Sampled layers and tokens against the CPU float64 reference, and the sampled layers' prefill against
+// the materialised path on the device.
+void Session::checkOutputs(RunReport& report) {
+  CheckReport& chk = report.check;
+  chk.ran = true;
+  chk.bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
+  const std::set<std::uint32_t> layers = {0u, L_ - 1};
+  std::set<std::uint32_t> tokens = {0u, P_ / 2, P_ - 1};
+  if (N_ > 0) tokens.insert({P_, T_ - 1});
+  const std::uint32_t D = c_.headDim;
+  for (const std::uint32_t l : layers) {
+    auto q = hostInput(l, 0), k = hostInput(l, 1), v = hostInput(l, 2);
+    // RoPE on the host, token t at position t, as the device did.
+    std::vector<std::uint32_t> qPos(q.size() / D), kPos(k.size() / D);
+    for (std::size_t i = 0; i < qPos.size(); ++i) qPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nHeads));
+    for (std::size_t i = 0; i < kPos.size(); ++i) kPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nKvHeads));
+    if (c_.rope) {
+      cpuRope(*c_.rope, D, q, qPos);
+      cpuRope(*c_.rope, D, k, kPos);
+    }
+    k = decodeElements(encodeElements(k, dtype_), dtype_);  // the cache holds rotated K in its dtype
+    const auto got = rt_.download(out_[l]);
+    for (const std::uint32_t t : tokens) {
+      AttentionProblem p;
+      p.batch = B_;
+      p.nHeads = c_.nHeads;
+      p.nKvHeads = c_.nKvHeads;
+      p.qLen = 1;
+      p.kvLen = p.kvCapacity = t + 1;
+      p.headDim = D;
+      p.dtype = dtype_;
+      p.scale = static_cast<float>(c_.softmaxScale);
+      p.modifiers = modifiers_[l];
+      // Packed [B, H, 1, D] and [B, Hkv, t + 1, D] from the [tokens, batch, heads, D] host arrays.
+      std::vector<float> qs(std::size_t(B_) * c_.nHeads * D), ks(std::size_t(B_) * c_.nKvHeads * (t + 1) * D),
+          vs(ks.size()), gs(qs.size());
+      for (std::uint32_t b = 0; b < B_; ++b) {
+        for (std::uint32_t h = 0; h < c_.nHeads; ++h) {
+          const std::size_t src = ((std::size_t(t) * B_ + b) * c_.nHeads + h) * D;
+          std::copy_n(q.data() + src, D, qs.data() + (std::size_t(b) * c_.nHeads + h) * D);
+          std::copy_n(got.data() + src, D, gs.data() + (std::size_t(b) * c_.nHeads + h) * D);
+        }
+        for (std::uint32_t h = 0; h < c_.nKvHeads; ++h) {
+          for (std::uint32_t j = 0; j <= t; ++j) {
+            const std::size_t src = ((std::size_t(j) * B_ + b) * c_.nKvHeads + h) * D;
+            const std::size_t dst = kvIndex(p, b, h, j);
+            std::copy_n(k.data() + src, D, ks.data() + dst);
+            std::copy_n(v.data() + src, D, vs.data() + dst);
+          }
+        }
+      }
+      const auto want = cpuAttention(p, qs, ks, vs);
+      const ErrorStats e = compareOutputs(gs, want);
+      chk.rows += std::size_t(B_) * c_.nHeads;
+      chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.reportedRel());
+      if (!e.passes(chk.bound)) {
+        const Axis axes[] = {{"batch", B_}, {"head", c_.nHeads}, {"d", D}};
+        chk.failures.push_back(fmt::format("layer {} token {} vs the CPU: {}", l, t,
+                                           describeMismatch(e, chk.bound, "o", axes, gs, want)));
+      }
+    }
+    // The same layer's prefill through the materialised path, on the device.
+    if (req_.path == AttentionPath::Flash && SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_,
+                                                                              D, dtype_}) <= rt_.info().maxStorageBufferRange) {
+      const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});
+      const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, D});
+      rt_.upload(qr, hostInput(l, 0));
+      auto d = rt_.dispatcher();
+      StepContext ctx{*d, workspace_, &rt_};
+      if (c_.rope) rope_.run(ctx, tokenView(qr, 0, P_), ropeTable_, *c_.rope, 0);
+      AttentionCall call{tokenView(qr, 0, P_), kCache_[l], vCache_[l], tokenView(orr, 0, P_), P_};
+      call.scale = static_cast<float>(c_.softmaxScale);
+      call.modifiers = modifiers_[l];
+      reference_.run(ctx, call);
+      d->submit();
+      const auto want = rt_.download(orr);
+      const std::size_t n = std::size_t(P_) * B_ * c_.nHeads * D;
+      const std::vector<float> mine(got.begin(), got.begin() + n);
+      const std::vector<double> ref(want.begin(), want.begin() + n);
+      const ErrorStats e = compareOutputs(mine, ref);
+      chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.reportedRel());
+      if (!e.passes(chk.bound)) {
+        const Axis axes[] = {{"token", P_}, {"batch", B_}, {"head", c_.nHeads}, {"d", D}};
+        chk.failures.push_back(fmt::format("layer {} prefill vs SdpaReferenceStep: {}", l,
+                                           describeMismatch(e, chk.bound, "o", axes, mine, ref)));
+      }
+    }
+  }
+  chk.passed = chk.failures.empty();
+}
+
+// --expect and --save: outputs as [layers, batch, tokens, heads, D].
+void Session::compareExpected(RunReport& report) {
+  const std::size_t row = std::size_t(c_.nHeads) * c_.headDim;
+  std::vector<float> all(std::size_t(L_) * B_ * T_ * row);
+  for (std::uint32_t l = 0; l < L_; ++l) {
+    const auto got = rt_.download(out_[l]);
+    for (std::uint32_t b = 0; b < B_; ++b) {
+      for (std::uint32_t t = 0; t < T_; ++t) {
+        std::copy_n(got.data() + (std::size_t(t) * B_ + b) * row, row,
+                    all.data() + ((std::size_t(l) * B_ + b) * T_ + t) * row);
+      }
+    }
+  }
+  const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
+  if (req_.save) {
+    const std::vector<NamedTensor> tensors = {{"o", shape, all}};
+    report.savePath = req_.save->string();
+    try {
+      writeSafetensors(*req_.save, tensors, dtype_, {{"model", c_.name}, {"producer", "foundry run"}});
+    } catch (const Error& e) {
+      // Kept in the report, not thrown: a full disk must not also cost the summary and --json.
+      report.saveFailure = OutputFailure{e.kind(), fmt::format("--save: {}", e.what())};
+    }
+  }
+  if (!expectFile_) return;
+  const auto read = expectFile_->read("o", "--expect").floats();
+  const std::vector<double> want(read.begin(), read.end());
+  const ErrorStats e = compareOutputs(all, want);
+  report.expectRelError = e.reportedRel();
+  const double bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
+  report.expectPassed = e.passes(bound);
+  const Axis axes[] = {{"layer", L_}, {"batch", B_}, {"token", T_}, {"head", c_.nHeads}, {"d", c_.headDim}};
+  if (!report.expectPassed) report.expectFailure = describeMismatch(e, bound, "o", axes, all, want);
+}
+
+}  // namespace
+
+RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress) {
+  return Session(runtime, request, progress).run();
+}
+
+}  // namespace foundry

@@ -1,0 +1,63 @@
+#include "foundry/stages/DecodeVariant.h"
+
+#include <fmt/format.h>
+
+#include "foundry/stages/HeadLayoutStage.h"
+
+namespace foundry {
+
+std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
+  auto pad = [](std::uint32_t b) { return (b + 15u) & ~15u; };
+  const std::uint32_t parts = scalar ? 1 : warps;
+  std::uint32_t bytes = pad(heads * headDim * 4);                                         // q_shared
+  bytes += pad(parts * heads * vDim() * (partial == PartialStorage::Float ? 4 : 2));      // part_o
+  bytes += 2 * pad(parts * heads * 4);                                                    // part_m, part_l
+  if (scalar) bytes += pad(heads * workgroupSize(subgroupSize) * 4) + 3 * pad(heads * 4);  // block_*
+  if (split && fusedReduce) bytes += pad(4);                                              // merge_here
+  return bytes;
+}
+
+std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
+  if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8) {
+    return fmt::format("vector width {} is not 1, 2, 4 or 8", vecWidth);
+  }
+  if (scalar) {  // loads one element at a time whatever the width
+    return partial == PartialStorage::Float ? "" : "the scalar variant accumulates its outputs in float partials";
+  }
+  if (vecWidth == 8 && dtype != DType::F16) return "8-element loads need f16 K/V (16 bytes)";
+  if (keysPerWarp == 0 || subgroupSize % keysPerWarp != 0) {
+    return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
+  }
+  const std::uint32_t lanes = lanesPerKey(subgroupSize);
+  if (headDim % lanes != 0) return fmt::format("{} lanes per key do not divide head_dim {}", lanes, headDim);
+  if (vDim() % lanes != 0) return fmt::format("{} lanes per key do not divide value_dim {}", lanes, vDim());
+  const std::uint32_t elems = elemsPerLane(subgroupSize), valueElems = valueElemsPerLane(subgroupSize);
+  if (elems % vecWidth != 0 || valueElems % vecWidth != 0) {
+    return fmt::format("{} elements per lane are not a multiple of the vector width {}",
+                       elems % vecWidth != 0 ? elems : valueElems, vecWidth);
+  }
+  if (vRow() % vecWidth != 0) return fmt::format("V rows of {} are not a multiple of the vector width {}", vRow(), vecWidth);
+  if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8) {
+    return fmt::format("unroll {} is not 1, 2, 4 or 8", unroll);
+  }
+  // q and o for every head, and K and V rows for every unrolled step twice over (the next step's
+  // loads are in flight while this one's are used), all in registers. Counting them once let D80
+  // take 4 steps of 20-element rows on the H200, which spilled: 118 us at kv 65536 against 69 us
+  // with 2 steps (docs/performance.md, "Head dims").
+  if (heads * (elems + valueElems) + 2 * unroll * (elems + valueElems) > 384) {
+    return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
+  }
+  return {};
+}
+
+std::string DecodeVariant::key() const {
+  const std::string dims = HeadLayoutStage::rowsKey(headDim, vDim(), vRow());
+  if (scalar) {
+    return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
+                       splitSuffix());
+  }
+  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
+                     vecWidth, partialStorageName(partial), splitSuffix());
+}
+
+}  // namespace foundry

@@ -1,0 +1,172 @@
+#include "foundry/stages/FlashDecodeCommon.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Error.h"
+#include "foundry/stages/AttentionHooks.h"
+#include "foundry/stages/HeadLayoutStage.h"
+#include "foundry/stages/LseOutput.h"
+
+namespace foundry::decode_detail {
+
+std::string kvView(DType dtype, std::uint32_t vecWidth) {
+  const bool half = dtype == DType::F16;
+  switch (vecWidth) {
+    case 8: return "uvec4";  // f16 only
+    case 4: return half ? "uvec2" : "vec4";
+    case 2: return half ? "uint" : "vec2";
+    default: return half ? "float16_t" : "float";
+  }
+}
+
+namespace {
+
+/// How chunk p of a register holding `kvView` widens to f32.
+std::string kvUnpack(DType dtype, std::uint32_t vecWidth) {
+  if (dtype != DType::F16) return "(r)";
+  switch (vecWidth) {
+    case 8:
+      return "((p) == 0u ? vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y)) "
+             ": vec4(unpackHalf2x16((r).z), unpackHalf2x16((r).w)))";
+    case 4: return "vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y))";
+    case 2: return "unpackHalf2x16(r)";
+    default: return "float(r)";
+  }
+}
+
+}  // namespace
+
+void declareOutputMacros(KernelInterface& k, DType dtype, const std::string& prefix) {
+  k.define(prefix + "_T", std::string(glslScalarType(dtype)));
+  // f16 outputs are clamped to the f16 range rather than overflowing to inf.
+  k.define(prefix + "_CLAMP(x)", dtype == DType::F16 ? "clamp_to_half(x)" : "(x)");
+}
+
+std::set<std::string> hookPoints(const DecodeVariant& v) {
+  auto points = attentionHookNames(v.split && !v.fusedReduce ? HookPhase::Keys : HookPhase::All);
+  points.erase(hook::kTileVisible);  // keys stream one step at a time: no tiles to skip
+  return points;
+}
+
+void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device) {
+  const std::string reason = v.unusableReason(device.subgroupSize);
+  FOUNDRY_CHECK_INTERNAL(reason.empty(), "decode variant {}: {}", v.key(), reason);
+  const std::uint32_t vec = v.scalar ? 1 : v.vecWidth;
+  k.buffer("k_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
+  k.buffer("v_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
+  if (v.split) {
+    // Merged in place, the partials are read back by another workgroup of the same dispatch.
+    const Access partials = v.fusedReduce ? Access::Coherent : Access::WriteOnly;
+    k.buffer("partial_o", DType::F32, partials);
+    k.buffer("partial_ml", DType::F32, partials, "vec2");
+    k.push("n_splits", PushType::U32);
+  }
+  const bool writesOutput = !v.split || v.fusedReduce;
+  if (writesOutput) k.buffer("o", v.dtype, Access::WriteOnly);
+  FOUNDRY_CHECK_INTERNAL(!v.lse || writesOutput, "decode variant {} writes an LSE but no output", v.key());
+  if (v.lse) lse_detail::declare(k);
+  if (v.split && v.fusedReduce) {
+    k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
+    k.shared("merge_here", "uint", 1, 4);
+    k.snippet("flashattention/splitk_reduce.glsl");
+  }
+  k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
+  for (const char* s : {"batch", "q_head0", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
+  HeadLayoutStage::usesShapeFields(k);
+  // A Split-K part leaves the output's hooks to whoever merges its partials.
+  hostAttentionHooks(k, hookPoints(v));
+
+  const std::uint32_t parts = v.scalar ? 1 : v.warps;
+  HeadLayoutStage::declareRows(k, v.headDim, v.vDim(), v.vRow());
+  k.constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
+  const bool halfPartial = v.partial == PartialStorage::Half;
+  k.define("PART_T", halfPartial ? "float16_t" : "float");
+  k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");
+  k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.vDim(), halfPartial ? 2 : 4);
+  k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
+  if (writesOutput) declareOutputMacros(k, v.dtype, "OUT");
+  if (v.scalar) {
+    k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize), 4);
+    k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
+    k.snippet("flashattention/decode_scalar.glsl");
+  } else {
+    k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp).constant("DECODE_UNROLL", v.unroll);
+    k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize));
+    k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize));
+    k.constant("DECODE_ELEMS_V", v.valueElemsPerLane(device.subgroupSize));
+    // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
+    const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
+    k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));
+    // Single f16 elements are widened on load: f16 registers would need fp16 arithmetic types.
+    const bool singleHalf = v.dtype == DType::F16 && v.vecWidth == 1;
+    k.define("DECODE_RAW", singleHalf ? "float" : kvView(v.dtype, v.vecWidth));
+    k.define("DECODE_LOAD(x)", singleHalf ? "float(x)" : "(x)");
+    k.define("DECODE_UNPACK(r, p)", singleHalf ? "(r)" : kvUnpack(v.dtype, v.vecWidth));
+    k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
+    k.snippet("flashattention/decode_subgroup.glsl");
+  }
+  k.snippet("flashattention/decode_combine.glsl");
+  // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
+  k.extension("GL_EXT_control_flow_attributes");
+}
+
+namespace {
+
+// Every invocation's partial writes are made visible device-wide before its workgroup's arrival is
+// counted; the workgroup that arrives last merges all the splits of its head group, then leaves
+// the counter at zero for the next call. One dispatch instead of part, barrier and reduce.
+void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
+  w.line("memoryBarrierBuffer();");
+  w.line("barrier();");
+  w.line("const uint group = batch * gl_NumWorkGroups.y + gl_WorkGroupID.y;");
+  w.open("if (gl_LocalInvocationIndex == 0u)");
+  w.line("merge_here[0] = atomicAdd(split_arrivals[group], 1u) == pc.n_splits - 1u ? 1u : 0u;");
+  w.close();
+  w.line("barrier();");
+  w.open("if (merge_here[0] != 0u)");
+  w.line("memoryBarrierBuffer();");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
+  w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
+  w.line("float o_merged, m_merged, l_merged;");
+  w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
+  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_merged, m_merged, l_merged, batch, q_head0 + h, "
+         "q_pos, d)));");
+  if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_merged", "l_merged"));
+  w.close();
+  w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
+  w.close();
+}
+
+}  // namespace
+
+void emitBody(const DecodeVariant& v, GlslWriter& w) {
+  // Split s takes the s-th chunk of the keys the workgroup's heads can see at all.
+  w.line("const uint q_pos = fa_query_pos(batch, 0u);");
+  w.line("const uvec4 keys = fa_keys_heads(batch, q_head0, DECODE_HEADS, q_pos, q_pos);");
+  w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
+  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
+  w.line("{}(kv_begin, kv_end, k_base, v_base, pc.qk_scale, batch, q_head0, q_pos, keys);",
+         v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
+  w.line("barrier();");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
+  w.line("float o_unnorm, m_all, l_all;");
+  w.line("decode_combine(h, d, o_unnorm, m_all, l_all);");
+  if (v.split) {
+    w.line("const uint row = (batch * pc.n_heads + q_head0 + h) * pc.n_splits + gl_WorkGroupID.x;");
+    w.line("partial_o[row * VALUE_DIM + d] = o_unnorm;");
+    w.line("if (d == 0u) partial_ml[row] = vec2(m_all, l_all);");
+  } else {
+    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_unnorm, m_all, l_all, batch, q_head0 + h, "
+           "q_pos, d)));");
+    if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_all", "l_all"));
+  }
+  w.close();
+  if (v.split && v.fusedReduce) emitLastArrivalMerge(v, w);
+}
+
+}  // namespace foundry::decode_detail

@@ -1,0 +1,16 @@
+#include "foundry/stages/FlashDecodeFusedStage.h"
+
+#include <fmt/format.h>
+
+#include "foundry/stages/FlashDecodeCommon.h"
+
+namespace foundry {
+
+void FlashDecodeFusedStage::declare(KernelInterface& k, const DeviceInfo& device) const {
+  k.consumes("q_shared", fmt::format("shared float[{}]", v_.heads * v_.headDim));
+  decode_detail::declareBody(v_, k, device);
+}
+
+void FlashDecodeFusedStage::emit(GlslWriter& w, const DeviceInfo&) const { decode_detail::emitBody(v_, w); }
+
+}  // namespace foundry

@@ -1,0 +1,22 @@
+#include "foundry/stages/FlashDecodeStage.h"
+
+#include "foundry/stages/FlashDecodeCommon.h"
+
+namespace foundry {
+
+void FlashDecodeStage::declare(KernelInterface& k, const DeviceInfo& device) const {
+  k.buffer("q", v_.dtype, Access::ReadOnly);
+  k.consumes("q_base", "uint");
+  k.shared("q_shared", "float", v_.heads * v_.headDim, 4);
+  decode_detail::declareBody(v_, k, device);
+}
+
+void FlashDecodeStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * HEAD_DIM; i += WORKGROUP_SIZE)");
+  w.line("q_shared[i] = float(q[q_base + (i / HEAD_DIM) * pc.q_stride_h + i % HEAD_DIM]);");
+  w.close();
+  w.line("barrier();");
+  decode_detail::emitBody(v_, w);
+}
+
+}  // namespace foundry

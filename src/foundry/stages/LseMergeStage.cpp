@@ -1,0 +1,51 @@
+#include "foundry/stages/LseMergeStage.h"
+
+#include <fmt/format.h>
+
+#include "foundry/stages/FlashDecodeCommon.h"
+#include "foundry/stages/LseOutput.h"
+
+namespace foundry {
+
+std::string LseMergeStage::partOutput(std::uint32_t i) { return fmt::format("part{}_o", i); }
+std::string LseMergeStage::partLse(std::uint32_t i) { return fmt::format("part{}_lse", i); }
+
+void LseMergeStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  for (std::uint32_t i = 0; i < p_.parts; ++i) {
+    k.buffer(partOutput(i), p_.partDtype, Access::ReadOnly).buffer(partLse(i), DType::F32, Access::ReadOnly);
+  }
+  k.buffer("o", p_.outDtype, Access::WriteOnly);
+  k.push("n_heads", PushType::U32).push("q_len", PushType::U32);
+  // The parts share one layout; the output has its own.
+  for (const char* s : {"part_stride_b", "part_stride_h", "part_stride_s", "o_stride_b", "o_stride_h", "o_stride_s"}) {
+    k.push(s, PushType::U32);
+  }
+  if (p_.lse) lse_detail::declare(k);
+  k.constant("VALUE_DIM", p_.valueDim);
+  decode_detail::declareOutputMacros(k, p_.outDtype, "OUT");
+  k.snippet("flashattention/common.glsl");
+}
+
+void LseMergeStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.line("const uint token = gl_WorkGroupID.x, head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;");
+  w.line("const uint part_row = batch * pc.part_stride_b + head * pc.part_stride_h + token * pc.part_stride_s;");
+  w.line("const uint o_row = batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s;");
+  w.line("const uint lse_row = {};", lse_detail::row("batch", "head", "token"));
+  // Every part's (m, l) once per row; then each dimension folds the parts in order.
+  for (std::uint32_t i = 0; i < p_.parts; ++i) w.line("const vec2 ml{} = softmax_state_of_lse({}[lse_row]);", i, partLse(i));
+  w.open("for (uint d = gl_LocalInvocationIndex; d < VALUE_DIM; d += WORKGROUP_SIZE)");
+  w.line("float m = NEG_BIG, l = 0.0, acc = 0.0;");
+  for (std::uint32_t i = 0; i < p_.parts; ++i) {
+    w.line("softmax_fold(m, l, acc, ml{0}.x, ml{0}.y, float({1}[part_row + d]));", i, partOutput(i));
+  }
+  w.line("o[o_row + d] = OUT_T(OUT_CLAMP(l > 0.0 ? acc / l : 0.0));");
+  if (p_.lse) w.line("if (d == 0u) lse[lse_row] = softmax_lse(m, l);");
+  w.close();
+}
+
+std::string LseMergeStage::key() const {
+  return fmt::format("p{}_D{}_{}_to_{}{}", p_.parts, p_.valueDim, dtypeName(p_.partDtype), dtypeName(p_.outDtype),
+                     p_.lse ? "_lse" : "");
+}
+
+}  // namespace foundry

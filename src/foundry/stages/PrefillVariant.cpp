@@ -1,0 +1,55 @@
+#include "foundry/stages/PrefillVariant.h"
+
+#include <fmt/format.h>
+
+namespace foundry {
+
+std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
+  auto pad = [](std::uint32_t b) { return (b + 15u) & ~15u; };
+  const std::uint32_t esize = tileBytes();
+  const std::uint32_t row = headDim + padElements();
+  if (coopMat) {
+    // K and V tiles in f16 with 16 bytes of skew per row, S per subgroup in f32, row max and alpha.
+    const std::uint32_t kv = 2 * stages * keysPerTile * (headDim + 8) * 2;
+    if (quadSoftmax) return pad(kv);
+    return pad(kv) + pad(warps * 16 * keysPerTile * 4) + 2 * pad(warps * 16 * 4);
+  }
+  return pad(rowsPerWorkgroup() * row * esize) + 2 * pad(stages * keysPerTile * row * esize) +
+         pad(rowsPerWorkgroup() * keysPerTile * 4);
+}
+
+std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
+  if (stages != 1 && stages != 2) return fmt::format("{} staging buffers; 1 or 2 are supported", stages);
+  if (coopMat) {
+    if (dtype != DType::F16) return "the cooperative-matrix variant takes f16 inputs";
+    if (rowsPerWarp != 16) return "the cooperative-matrix variant gives each subgroup 16 rows";
+    if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";
+    if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
+    if (rowsPerWorkgroup() > 2 * stages * keysPerTile) return "the query tile does not fit the K/V staging area";
+    if ((keysPerTile * headDim / 8) % workgroupSize(subgroupSize) != 0) {
+      return fmt::format("a {}x{} tile does not split evenly over {} invocations", keysPerTile, headDim,
+                         workgroupSize(subgroupSize));
+    }
+    return {};
+  }
+  if (keysPerTile == 0 || (keysPerTile % subgroupSize != 0 && subgroupSize % keysPerTile != 0)) {
+    return fmt::format("keys per tile {} neither is a multiple of nor divides the subgroup size {}", keysPerTile,
+                       subgroupSize);
+  }
+  if ((keysPerTile * headDim) % workgroupSize(subgroupSize) != 0) {
+    return fmt::format("a {}x{} tile does not split evenly over {} invocations", keysPerTile, headDim,
+                       workgroupSize(subgroupSize));
+  }
+  const std::uint32_t regs = rowsPerWarp * (keysPerLane(subgroupSize) + dimsPerLane(subgroupSize));
+  if (regs > 192) return fmt::format("{} rows per warp need too many registers", rowsPerWarp);
+  return {};
+}
+
+std::string PrefillVariant::key() const {
+  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}", headDim, dtypeName(dtype),
+                     coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
+                     warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
+                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "");
+}
+
+}  // namespace foundry

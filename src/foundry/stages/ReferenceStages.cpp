@@ -1,0 +1,113 @@
+#include "foundry/stages/ReferenceStages.h"
+
+#include <fmt/format.h>
+
+#include "foundry/stages/AttentionHooks.h"
+#include "foundry/stages/FlashDecodeCommon.h"
+#include "foundry/stages/HeadLayoutStage.h"
+
+namespace foundry {
+
+namespace {
+
+void declareCommon(const ReferenceParams& p, KernelInterface& k, const std::set<std::string>& hooks) {
+  HeadLayoutStage::declareShapeFields(k);
+  HeadLayoutStage::declareRows(k, p.headDim, p.valueDim, p.valueRow);
+  k.snippet("softmax/reference.glsl");
+  hostAttentionHooks(k, hooks);
+}
+
+std::string keyOf(const ReferenceParams& p) {
+  return fmt::format("{}_{}", HeadLayoutStage::rowsKey(p.headDim, p.valueDim, p.valueRow), dtypeName(p.dtype));
+}
+
+// Grid y is the token, grid z is batch * n_heads + head.
+void emitRowIndices(GlslWriter& w) {
+  w.line("const uint token = gl_WorkGroupID.y;");
+  w.line("const uint batch = gl_WorkGroupID.z / pc.n_heads, head = gl_WorkGroupID.z % pc.n_heads;");
+  w.line("const uint kv_head = head / (pc.n_heads / pc.n_kv_heads);");
+  w.line("const uint row = ref_row(batch, head, token);");
+}
+
+}  // namespace
+
+std::set<std::string> ReferenceScoresStage::hookPoints() {
+  return {hook::kKvLen, hook::kDistanceBias, hook::kScore, hook::kVisible, hook::kKeyRange};
+}
+std::set<std::string> ReferenceSoftmaxStage::hookPoints() { return {hook::kKvLen, hook::kSink}; }
+std::set<std::string> ReferencePvStage::hookPoints() { return {hook::kKvLen, hook::kEpilogue}; }
+
+void ReferenceScoresStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareCommon(p_, k, hookPoints());
+  k.buffer("q", p_.dtype, Access::ReadOnly).buffer("k_cache", p_.dtype, Access::ReadOnly);
+  k.buffer("scores", DType::F32, Access::WriteOnly).push("scale", PushType::F32);
+}
+
+void ReferenceScoresStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  emitRowIndices(w);
+  w.line("const uint key = gl_GlobalInvocationID.x;");
+  w.line("const uint q_pos = fa_query_pos(batch, token);");
+  w.open("if (key < pc.kv_len)");
+  w.line("const uint qa = batch * pc.q_stride_b + head * pc.q_stride_h + token * pc.q_stride_s;");
+  w.line("const uint ka = batch * pc.k_stride_b + kv_head * pc.k_stride_h + key * HEAD_DIM;");
+  w.line("float s = 0.0;");
+  w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += float(q[qa + d]) * float(k_cache[ka + d]);");
+  w.line("const bool seen = fa_key_visible(fa_keys(batch, head, q_pos, q_pos), batch, head, q_pos, key);");
+  w.line("scores[row * pc.kv_len + key] = seen ? fa_score_natural(s * pc.scale, batch, head, q_pos, key) : NEG_BIG;");
+  w.close();
+}
+
+std::string ReferenceScoresStage::key() const { return keyOf(p_); }
+
+void ReferenceSoftmaxStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareCommon(p_, k, hookPoints());
+  k.buffer("scores", DType::F32, Access::ReadWrite);
+  k.shared("ref_scratch", "float", p_.workgroup, 4).snippet("softmax/workgroup_reduce.glsl");
+}
+
+void ReferenceSoftmaxStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.line("const uint batch = gl_WorkGroupID.z, head = gl_WorkGroupID.y;");
+  w.line("const uint row = ref_row(batch, head, gl_WorkGroupID.x) * pc.kv_len;");
+  // A sink joins the denominator: the maximum and the sum take it in, no output weight does.
+  w.line("const float sink = FA_SINK_HOOKED ? max(fa_sink(batch, head), NEG_BIG) : NEG_BIG;");
+  w.line("float m = NEG_BIG;");
+  w.line("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE) m = max(m, scores[row + j]);");
+  w.line("m = max(ref_reduce(m, true), sink);");
+  w.line("float l = 0.0;");
+  w.open("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE)");
+  w.line("const float s = scores[row + j];");
+  w.line("l += s > 0.5 * NEG_BIG ? exp(s - m) : 0.0;");
+  w.close();
+  w.line("l = ref_reduce(l, false) + (FA_SINK_HOOKED ? exp(sink - m) : 0.0);");
+  w.open("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE)");
+  w.line("const float s = scores[row + j];");
+  w.line("scores[row + j] = s > 0.5 * NEG_BIG && l > 0.0 ? exp(s - m) / l : 0.0;");
+  w.close();
+}
+
+std::string ReferenceSoftmaxStage::key() const { return keyOf(p_); }
+
+void ReferencePvStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  declareCommon(p_, k, hookPoints());
+  k.buffer("scores", DType::F32, Access::ReadOnly).buffer("v_cache", p_.dtype, Access::ReadOnly);
+  k.buffer("o", p_.dtype, Access::WriteOnly);
+  decode_detail::declareOutputMacros(k, p_.dtype, "OUT");
+}
+
+void ReferencePvStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  emitRowIndices(w);
+  w.line("const uint d = gl_GlobalInvocationID.x;");
+  w.open("if (d < VALUE_DIM)");
+  w.line("const uint va = batch * pc.v_stride_b + kv_head * pc.v_stride_h + d;");
+  w.line("float acc = 0.0;");
+  // Only the sequence's own keys: rows past them are not its values (0 * NaN would still be NaN).
+  w.line("const uint keys = fa_kv_len(batch);");
+  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * float(v_cache[va + j * V_ROW]);");
+  w.line("const float out_d = fa_epilogue(acc, batch, head, fa_query_pos(batch, token), d);");
+  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_T(OUT_CLAMP(out_d));");
+  w.close();
+}
+
+std::string ReferencePvStage::key() const { return keyOf(p_); }
+
+}  // namespace foundry

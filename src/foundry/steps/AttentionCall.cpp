@@ -1,0 +1,158 @@
+#include "foundry/steps/AttentionCall.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/Error.h"
+
+namespace foundry {
+
+void requireRank4(const Tensor& t, const std::string& role, const char* lastDim) {
+  if (t.rank() != 4) {
+    throw UserError(role, fmt::format("tensor '{}' must have 4 dims, has {} ({})", t.name, t.rank(), t.shapeString()));
+  }
+  // The problem and the kernels count in 32 bits; a larger dimension must not wrap into a small one.
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (t.dim(i) < 0 || t.dim(i) > std::numeric_limits<std::uint32_t>::max()) {
+      throw UserError(role, fmt::format("dimension {} of tensor '{}' is {}; dimensions must be below 2^32 ({})", i,
+                                        t.name, t.dim(i), t.shapeString()));
+    }
+  }
+  if (!t.lastDimContiguous()) {
+    throw UserError(role, fmt::format("tensor '{}' must be contiguous in {} (last stride 1), has strides [{}]",
+                                      t.name, lastDim, fmt::join(t.strides, ", ")));
+  }
+  for (auto s : t.strides) {
+    if (s < 0 || s > std::numeric_limits<std::uint32_t>::max()) {
+      throw UnsupportedError(fmt::format("tensor '{}' has stride {}; strides must fit in 32 bits", t.name, s));
+    }
+  }
+}
+
+namespace {
+
+/// (stride_b, stride_h, stride_s) of a Q/O tensor from its layout.
+std::array<std::uint32_t, 3> qStrides(const Tensor& t) {
+  const auto& s = t.strides;
+  if (t.layout == Layout::TokenMajor) return {std::uint32_t(s[0]), std::uint32_t(s[2]), std::uint32_t(s[1])};
+  return {std::uint32_t(s[0]), std::uint32_t(s[1]), std::uint32_t(s[2])};
+}
+
+}  // namespace
+
+AttentionProblem describeCall(const AttentionCall& c) {
+  requireRank4(c.q, "q");
+  requireRank4(c.k, "k");
+  requireRank4(c.v, "v");
+  requireRank4(c.o, "o");
+  for (const auto* t : {&c.q, &c.o}) {
+    if (t->layout != Layout::HeadMajor && t->layout != Layout::TokenMajor) {
+      throw UserError(t == &c.q ? "q" : "o", fmt::format("tensor '{}' has layout {}; accepted: head-major, token-major",
+                                                         t->name, layoutName(t->layout)));
+    }
+  }
+  for (const auto* t : {&c.k, &c.v}) {
+    if (t->layout != Layout::KvCache) {
+      throw UserError(t == &c.k ? "k" : "v",
+                      fmt::format("tensor '{}' has layout {}; the KV cache must be kv-cache [batch, n_kv_heads, "
+                                  "capacity, head_dim]", t->name, layoutName(t->layout)));
+    }
+  }
+  for (const auto* t : {&c.k, &c.o, &c.v}) {
+    if (t->dtype != c.q.dtype) {
+      throw UserError("dtype", fmt::format("mixed dtypes: q '{}' is {} but '{}' is {}; all four tensors must match",
+                                           c.q.name, dtypeName(c.q.dtype), t->name, dtypeName(t->dtype)));
+    }
+  }
+  AttentionProblem p;
+  p.dtype = c.q.dtype;
+  p.qLayout = c.q.layout;
+  p.oLayout = c.o.layout;
+  const bool tokenMajor = c.q.layout == Layout::TokenMajor;
+  p.batch = static_cast<std::uint32_t>(c.q.dim(0));
+  p.qLen = static_cast<std::uint32_t>(c.q.dim(tokenMajor ? 1 : 2));
+  p.nHeads = static_cast<std::uint32_t>(c.q.dim(tokenMajor ? 2 : 1));
+  p.headDim = static_cast<std::uint32_t>(c.q.dim(3));
+  p.nKvHeads = static_cast<std::uint32_t>(c.k.dim(1));
+  p.kvCapacity = static_cast<std::uint32_t>(c.k.dim(2));
+  p.kvLen = c.kvLen;
+  p.causal = c.causal;
+  p.scale = c.scale;
+  if (p.batch == 0 || p.qLen == 0 || p.nHeads == 0 || p.nKvHeads == 0 || p.headDim == 0) {
+    throw UserError("q", fmt::format("empty attention: {}", p.describe()));
+  }
+  if (c.k.dim(0) != c.v.dim(0) || c.k.dim(1) != c.v.dim(1) || c.k.dim(2) != c.v.dim(2) || c.v.dim(3) == 0) {
+    throw UserError("v", fmt::format("k is [{}] but v is [{}]; the caches must match in batch, n_kv_heads and "
+                                     "capacity (the value dim may differ from head_dim)",
+                                     fmt::join(c.k.dims, ", "), fmt::join(c.v.dims, ", ")));
+  }
+  p.valueDim = static_cast<std::uint32_t>(c.v.dim(3));
+  p.valueRow = static_cast<std::uint32_t>(c.v.stride(2));
+  if (c.k.dim(0) != p.batch || c.k.dim(3) != p.headDim) {
+    throw UserError("k", fmt::format("k is [{}] but q has batch {} and head_dim {}", fmt::join(c.k.dims, ", "), p.batch,
+                                     p.headDim));
+  }
+  if (c.k.stride(2) != p.headDim) {
+    throw UserError("k", fmt::format("cache rows must be packed: stride of dim 2 is {}, expected {}", c.k.stride(2),
+                                     p.headDim));
+  }
+  // V rows may sit inside wider rows (a view of a shared latent cache), head and batch on whole rows.
+  if (p.valueRow < p.valueDim || c.v.stride(1) % p.valueRow != 0 || c.v.stride(0) % p.valueRow != 0) {
+    throw UserError("v", fmt::format("v rows must be at least value_dim {} apart, with head and batch strides on whole "
+                                     "rows: strides are [{}]", p.valueDim, fmt::join(c.v.strides, ", ")));
+  }
+  if (c.o.dims != p.oDims(c.o.layout)) {
+    throw UserError("o", fmt::format("o is [{}] but a {} output for q and v needs [{}]", fmt::join(c.o.dims, ", "),
+                                     layoutName(c.o.layout), fmt::join(p.oDims(c.o.layout), ", ")));
+  }
+  if (c.lse) {
+    const Tensor& t = *c.lse;
+    if (t.dtype != DType::F32) {
+      throw UserError("lse", fmt::format("tensor '{}' is {}; the log-sum-exp output is f32", t.name, dtypeName(t.dtype)));
+    }
+    if (t.dims != p.lseDims() || !t.packed()) {
+      throw UserError("lse", fmt::format("tensor '{}' is {}; the log-sum-exp output for q needs packed [{}] "
+                                         "[batch, n_heads, q_len]", t.name, t.shapeString(),
+                                         fmt::join(p.lseDims(), ", ")));
+    }
+    p.lse = true;
+  }
+  if (p.nHeads % p.nKvHeads != 0) {
+    throw UserError("n_heads", fmt::format("n_heads {} is not divisible by n_kv_heads {}", p.nHeads, p.nKvHeads));
+  }
+  if (p.kvLen == 0 || p.kvLen > p.kvCapacity) {
+    throw UserError("kv_len", fmt::format("kv_len {} must be in 1..capacity {}", p.kvLen, p.kvCapacity));
+  }
+  if (p.qLen > p.kvLen) {
+    throw UserError("q_len", fmt::format("q_len {} exceeds kv_len {}: the cache must already hold the new tokens",
+                                         p.qLen, p.kvLen));
+  }
+  if (c.rope && !p.decode()) {
+    throw UserError("rope", "fused RoPE is a decode feature (q_len 1); rotate prefill queries with RopeStep");
+  }
+  if (!std::isfinite(p.scale) || p.scale < 0.0f) {
+    throw UserError("scale", fmt::format("softmax scale {} must be finite and positive (0: 1/sqrt(head_dim))", p.scale));
+  }
+  p.modifiers = c.modifiers;
+  const ModifierCall mc = p.modifierCall();
+  for (const auto& m : p.modifiers) {
+    if (!m) throw UserError("modifiers", "a modifier is null");
+    m->validate(mc);
+  }
+  return p;
+}
+
+void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& c) {
+  const auto qs = qStrides(c.q), os = qStrides(c.o);
+  args.set("n_heads", p.nHeads).set("n_kv_heads", p.nKvHeads).set("q_len", p.qLen).set("kv_len", p.kvLen);
+  args.set("q_stride_b", qs[0]).set("q_stride_h", qs[1]).set("q_stride_s", qs[2]);
+  args.set("o_stride_b", os[0]).set("o_stride_h", os[1]).set("o_stride_s", os[2]);
+  args.set("k_stride_b", std::uint32_t(c.k.stride(0))).set("k_stride_h", std::uint32_t(c.k.stride(1)));
+  args.set("v_stride_b", std::uint32_t(c.v.stride(0))).set("v_stride_h", std::uint32_t(c.v.stride(1)));
+}
+
+}  // namespace foundry

@@ -1,0 +1,72 @@
+#include "foundry/steps/AttentionOptions.h"
+
+#include "foundry/steps/Options.h"
+
+namespace foundry {
+
+const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
+  using O = AttentionOptions;
+  static const std::vector<Knob<O>> table = {
+      knob::boolean<&O::disableFa, O>("FOUNDRY_DISABLE_FA",
+                                      "FlashAttentionStep refuses to run and points at SdpaReferenceStep"),
+      knob::boolean<&O::sdpaForceMaterialized, O>(
+          "FOUNDRY_SDPA_FORCE_MATERIALIZED", "as FOUNDRY_DISABLE_FA: the materialised path must be chosen explicitly"),
+      knob::boolean<&O::debugSdpa, O>("FOUNDRY_DEBUG_SDPA", "log attention shapes and selector decisions"),
+      knob::boolean<&O::debugSdpaVerbose, O>("FOUNDRY_DEBUG_SDPA_VERBOSE", "also log strides, push constants and grids"),
+      knob::boolean<&O::sdpaDebugOnlineCompare, O>(
+          "FOUNDRY_SDPA_DEBUG_ONLINE_COMPARE", "run flash and reference once per shape; log max-abs and relative error"),
+      knob::unsignedOrAuto<&O::faPrefillWarps, O>("FOUNDRY_FA_PREFILL_WARPS", "auto, 1, 2, 4, 8", 1, 8, true,
+                                                  "subgroups per prefill workgroup"),
+      knob::unsignedOrAuto<&O::faPrefillSplitK, O>("FOUNDRY_FA_PREFILL_SPLIT_K", "auto or 1..64", 1, 64, false,
+                                                   "prefill Split-K factor (1 = off)"),
+      knob::boolean<&O::disableFaPrefillSplitK, O>("FOUNDRY_DISABLE_FA_PREFILL_SPLITK",
+                                                   "never split prefill over the KV length"),
+      knob::force<&O::faPrefillCoopMat, O>("FOUNDRY_FA_PREFILL_COOPMAT",
+                                           "force the cooperative-matrix prefill variant on or off"),
+      knob::force<&O::faPrefillRegisterSoftmax, O>(
+          "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX",
+          "cooperative-matrix prefill: softmax in registers (needs the probed quad layout) or through shared memory"),
+      knob::unsignedOrAuto<&O::faPrefillKeysPerTile, O>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE",
+                                                        "auto, 4, 8, 16, 32, 64, 128", 4, 128, true,
+                                                        "keys per prefill K/V tile in shared memory"),
+      knob::force<&O::faPrefillHeadsFirst, O>(
+          "FOUNDRY_FA_PREFILL_HEADS_FIRST",
+          "prefill grid order: heads vary fastest (1) or each head's query tiles in turn (0)"),
+      knob::unsignedOrAuto<&O::faDecodeWarps, O>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
+                                                 "subgroups per decode workgroup"),
+      knob::unsignedOrAuto<&O::faDecodeKeysPerWarp, O>("FOUNDRY_FA_DECODE_KEYS_PER_WARP", "auto, 1, 2, 4, ..., 256", 1,
+                                                       256, true, "keys each decode subgroup takes per step"),
+      knob::boolean<&O::faDecodeScalar, O>("FOUNDRY_FA_DECODE_SCALAR",
+                                           "decode without subgroup operations (reductions through shared memory)"),
+      {{"FOUNDRY_FA_DECODE_TG_OUT", "auto, float, half", "storage of decode partials in shared memory"},
+       [](O& o, const std::string& v, const std::string& f) {
+         if (v == "auto" || v.empty()) o.faDecodeTgOut = std::nullopt;
+         else if (v == "float") o.faDecodeTgOut = PartialStorage::Float;
+         else if (v == "half") o.faDecodeTgOut = PartialStorage::Half;
+         else knob::reject(f, v, "auto, float, half");
+       },
+       [](const O& o) {
+         return o.faDecodeTgOut ? std::string(partialStorageName(*o.faDecodeTgOut)) : std::string("auto");
+       }},
+      knob::unsignedOrAuto<&O::faDecodeVectorWidth, O>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4, 8", 1, 8, true,
+                                                       "elements per K/V load in decode (8: f16 only)"),
+      knob::unsignedOrAuto<&O::faDecodeUnroll, O>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8", 1, 8, true,
+                                                  "decode steps whose K/V loads a subgroup issues together"),
+      knob::unsignedOrAuto<&O::faDecodeSplitK, O>("FOUNDRY_FA_DECODE_SPLIT_K", "auto or 1..256", 1, 256, false,
+                                                  "decode Split-K factor (1 = off)"),
+      knob::force<&O::faDecodeFusedReduce, O>(
+          "FOUNDRY_FA_DECODE_FUSED_REDUCE",
+          "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
+      knob::force<&O::decodeReplay, O>(
+          "FOUNDRY_DECODE_REPLAY",
+          "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "
+          "every token (0, and auto until measured faster)"),
+  };
+  return table;
+}
+
+AttentionOptions AttentionOptions::fromEnvironment(const std::map<std::string, std::string>& env) {
+  return Options::fromEnvironment(env).attention;
+}
+
+}  // namespace foundry

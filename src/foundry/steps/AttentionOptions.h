@@ -1,0 +1,53 @@
+#pragma once
+// The attention steps' knobs: what FlashAttentionStep and the Selector may be forced to do, and their
+// debug switches. Parsed with the runtime's knobs by Options (foundry/steps/Options.h).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "foundry/Knobs.h"
+#include "foundry/stages/DecodeVariant.h"
+
+namespace foundry {
+
+struct AttentionOptions {
+  bool disableFa = false;                          ///< FOUNDRY_DISABLE_FA
+  bool sdpaForceMaterialized = false;              ///< FOUNDRY_SDPA_FORCE_MATERIALIZED
+  bool debugSdpa = false;                          ///< FOUNDRY_DEBUG_SDPA
+  bool debugSdpaVerbose = false;                   ///< FOUNDRY_DEBUG_SDPA_VERBOSE
+  bool sdpaDebugOnlineCompare = false;             ///< FOUNDRY_SDPA_DEBUG_ONLINE_COMPARE
+  std::optional<std::uint32_t> faPrefillWarps;     ///< FOUNDRY_FA_PREFILL_WARPS
+  std::optional<std::uint32_t> faPrefillSplitK;    ///< FOUNDRY_FA_PREFILL_SPLIT_K
+  bool disableFaPrefillSplitK = false;             ///< FOUNDRY_DISABLE_FA_PREFILL_SPLITK
+  Force faPrefillCoopMat = Force::Auto;            ///< FOUNDRY_FA_PREFILL_COOPMAT
+  Force faPrefillRegisterSoftmax = Force::Auto;    ///< FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX
+  std::optional<std::uint32_t> faPrefillKeysPerTile;///< FOUNDRY_FA_PREFILL_KEYS_PER_TILE
+  Force faPrefillHeadsFirst = Force::Auto;         ///< FOUNDRY_FA_PREFILL_HEADS_FIRST
+  std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
+  std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP
+  bool faDecodeScalar = false;                     ///< FOUNDRY_FA_DECODE_SCALAR
+  std::optional<PartialStorage> faDecodeTgOut;     ///< FOUNDRY_FA_DECODE_TG_OUT
+  std::optional<std::uint32_t> faDecodeVectorWidth;///< FOUNDRY_FA_DECODE_VEC
+  std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
+  std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
+  Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
+  Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY (read by the runner's decode loop)
+  /// Where each of these knobs got its value.
+  KnobSources sources;
+
+  /// The attention knobs.
+  static const std::vector<Knob<AttentionOptions>>& knobs();
+  /// The attention knobs of a given environment (tests pass a map); Options::fromEnvironment(env).attention,
+  /// so an unknown FOUNDRY_* variable is an error here too.
+  static AttentionOptions fromEnvironment(const std::map<std::string, std::string>& env);
+  /// Every one of these knobs and its current value.
+  std::vector<std::pair<std::string, std::string>> describe() const { return knob::describe(knobs(), *this); }
+  std::string sourceOf(std::string_view knob) const { return sources.sourceOf(knob); }
+  std::string fieldOf(std::string_view knob) const { return sources.fieldOf(knob); }
+};
+
+}  // namespace foundry

@@ -1,0 +1,78 @@
+#include "foundry/steps/KernelCatalog.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/RopeStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
+
+namespace foundry {
+
+namespace {
+
+AttentionCall shapeCall(const AttentionLayout& l, const Modifiers& mods, std::uint32_t batch, std::uint32_t qLen,
+                        std::uint32_t kvLen) {
+  AttentionProblem p;
+  p.batch = batch;
+  p.nHeads = l.nHeads;
+  p.nKvHeads = l.nKvHeads;
+  p.qLen = qLen;
+  p.kvLen = kvLen;
+  p.kvCapacity = kvLen;
+  p.headDim = l.headDim;
+  AttentionCall c;
+  c.q = Tensor::describe("q", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+  c.o = Tensor::describe("o", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+  c.k = Tensor::describe("k_cache", l.dtype, p.kvDims(), Layout::KvCache);
+  c.v = Tensor::describe("v_cache", l.dtype, p.kvDims(), Layout::KvCache);
+  c.kvLen = kvLen;
+  c.scale = l.scale;
+  c.modifiers = mods;
+  return c;
+}
+
+}  // namespace
+
+std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const DeviceInfo& device,
+                                           std::shared_ptr<const SnippetLibrary> snippets,
+                                           const AttentionOptions& options) {
+  std::vector<CatalogEntry> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& role, std::vector<KernelSource> kernels) {
+    for (auto& k : kernels) {
+      if (seen.insert(k.hash).second) out.push_back({role, std::move(k)});
+    }
+  };
+  FlashAttentionStep flash(device, snippets, options);
+  AttentionOptions split = options;
+  split.faDecodeSplitK = split.faDecodeSplitK.value_or(4);
+  AttentionOptions prefillSplit = options;
+  prefillSplit.faPrefillSplitK = prefillSplit.faPrefillSplitK.value_or(4);
+  prefillSplit.disableFaPrefillSplitK = false;
+  const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);
+  for (const auto& [layers, mods] : layout.modifierSets) {
+    const std::string of = layers.empty() ? std::string() : fmt::format(" ({})", layers);
+    add("decode" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 1, 256)));
+    add("decode split-k" + of,
+        FlashAttentionStep(device, snippets, split).kernelsFor(shapeCall(layout, mods, 1, 1, longKv)));
+    if (layout.rope) {
+      AttentionCall fused = shapeCall(layout, mods, 1, 1, 256);
+      const std::uint32_t rotary = layout.rope->dims(layout.headDim);
+      fused.rope = FusedRope{*layout.rope, Tensor::describe("rope_inv_freq", DType::F32, {rotary / 2}), 255};
+      add("rope->decode" + of, flash.kernelsFor(fused));
+    }
+    add("prefill" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 512, 512)));
+    add("prefill split-k" + of,
+        FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, mods, 1, 16, longKv)));
+    add("reference" + of, SdpaReferenceStep(device, snippets).kernelsFor(shapeCall(layout, mods, 1, 128, 128)));
+  }
+  const AttentionCall prompt = shapeCall(layout, {}, 1, 128, 128);
+  if (layout.rope) add("rope", {RopeStep(device, snippets).kernelFor(prompt.q, *layout.rope)});
+  add("kv append", {KvAppendStep(device, snippets).kernelFor(layout.headDim, layout.dtype, layout.rope)});
+  return out;
+}
+
+}  // namespace foundry

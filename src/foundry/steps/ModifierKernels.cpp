@@ -1,0 +1,62 @@
+#include "foundry/steps/ModifierKernels.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/Error.h"
+
+#include "foundry/stages/AttentionHooks.h"
+
+namespace foundry {
+
+void KernelModifiers::addTo(KernelBuilder& builder) const {
+  for (const auto& s : stages) builder.add(s);
+}
+
+void KernelModifiers::bind(Arguments& args, const ModifierCall& call, Workspace& ws, TileShape tile) const {
+  for (const auto& m : modifiers) m->bind(args, call, ws, tile);
+}
+
+void requireHosted(const Modifiers& all, const std::set<std::string>& hosted, const DeviceInfo& device,
+                   const std::string& what) {
+  for (const auto& m : all) {
+    KernelInterface probe;
+    m->declare(probe, device);
+    for (const auto& h : probe.hooks()) {
+      if (h.hint || hosted.count(h.point)) continue;
+      throw UserError(fmt::format("kernel {}", what),
+                      fmt::format("stage {} hooks '{}' with {}, but no stage of this kernel hosts that point (hosted "
+                                  "here: {})", m->name(), h.point, h.function, fmt::join(hosted, ", ")));
+    }
+  }
+}
+
+KernelModifiers modifiersFor(const Modifiers& all, const std::set<std::string>& points, const DeviceInfo& device) {
+  KernelModifiers out;
+  for (const auto& m : all) {
+    StagePtr stage = onlyHooks(m, points, device);
+    if (!stage) continue;
+    out.modifiers.push_back(m);
+    out.stages.push_back(std::move(stage));
+    out.key += fmt::format("|{}:{}", m->name(), m->key());
+  }
+  return out;
+}
+
+std::vector<std::string> recordModifierPasses(
+    StepContext& ctx, const KernelModifiers& modifiers, const ModifierCall& call, TileShape tile,
+    const std::function<std::shared_ptr<const KernelSource>(const std::string&, const std::function<KernelSource()>&)>& kernel,
+    const DeviceInfo& device, const std::shared_ptr<const SnippetLibrary>& snippets) {
+  std::vector<std::string> names;
+  for (const auto& m : modifiers.modifiers) {
+    for (const auto& pass : m->passes(call, ctx.workspace, tile)) {
+      const std::string key = fmt::format("pass_{}_{}_wg{}", pass.stage->name(), pass.stage->key(), pass.workgroup);
+      const auto k = kernel(key, [&] { return KernelBuilder(device, snippets).workgroup(pass.workgroup).add(pass.stage).build(); });
+      ctx.dispatcher.dispatch(*k, pass.args, pass.grid);
+      names.push_back(k->name);
+    }
+  }
+  return names;
+}
+
+}  // namespace foundry

@@ -1,0 +1,161 @@
+#include "foundry/steps/RopeStep.h"
+
+#include <numbers>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
+#include "foundry/Runtime.h"
+#include "foundry/stages/KvAppendStage.h"
+#include "foundry/stages/RopeStage.h"
+
+namespace foundry {
+
+namespace {
+
+constexpr std::uint32_t kWorkgroup = 64;
+
+std::uint32_t workgroupFor(const DeviceInfo& d) { return std::max(kWorkgroup, d.subgroupSize); }
+
+/// (batch, heads, tokens, head_dim) and their strides for a head-major or token-major tensor.
+struct Rows {
+  std::uint32_t batch, heads, tokens, dim;
+  std::uint32_t sb, sh, ss;
+};
+
+Rows rowsOf(const Tensor& t, const char* role) {
+  if (t.rank() != 4 || !t.lastDimContiguous()) {
+    throw UserError(role, fmt::format("'{}' must be a 4-d tensor contiguous in head_dim, got {}", t.name, t.shapeString()));
+  }
+  const bool token = t.layout == Layout::TokenMajor;
+  if (!token && t.layout != Layout::HeadMajor) {
+    throw UserError(role, fmt::format("'{}' has layout {}; accepted: head-major, token-major", t.name, layoutName(t.layout)));
+  }
+  auto u = [](std::int64_t x) { return static_cast<std::uint32_t>(x); };
+  return {u(t.dim(0)), u(t.dim(token ? 2 : 1)), u(t.dim(token ? 1 : 2)), u(t.dim(3)),
+          u(t.stride(0)), u(t.stride(token ? 2 : 1)), u(t.stride(token ? 1 : 2))};
+}
+
+RopeStageParams paramsFor(const RopeSpec& spec, std::uint32_t headDim, DType dtype) {
+  const std::uint32_t dims = spec.dims(headDim);
+  if (dims == 0 || dims % 2 != 0 || dims > headDim) {
+    throw UserError("rope.rotary_dims", fmt::format("{} must be even and in 2..head_dim {}", dims, headDim));
+  }
+  if (dtype == DType::BF16) throw UnsupportedError("bf16 RoPE is not supported yet; use f16 or f32");
+  return {headDim, dims, spec.pairing == RopePairing::Interleaved, dtype, 1};
+}
+
+void checkTable(const Tensor& invFreq, const RopeStageParams& p) {
+  if (invFreq.dtype != DType::F32 || invFreq.numel() != p.rotaryDims / 2) {
+    throw UserError("rope.inv_freq", fmt::format("expected {} f32 values (makeRopeTable), got {}", p.rotaryDims / 2,
+                                                 invFreq.shapeString()));
+  }
+}
+
+}  // namespace
+
+std::vector<float> ropeTurnsPerPosition(const RopeSpec& spec, std::uint32_t headDim) {
+  const auto inv = spec.inverseFrequencies(headDim);
+  std::vector<float> turns(inv.size());
+  for (std::size_t i = 0; i < inv.size(); ++i) turns[i] = static_cast<float>(inv[i] / (2.0 * std::numbers::pi));
+  return turns;
+}
+
+Tensor makeRopeTable(Runtime& runtime, const RopeSpec& spec, std::uint32_t headDim) {
+  const auto turns = ropeTurnsPerPosition(spec, headDim);
+  Tensor t = runtime.allocate("rope_inv_freq", DType::F32, {static_cast<std::int64_t>(turns.size())});
+  runtime.upload(t, turns);
+  return t;
+}
+
+RopeStep::RopeStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets)
+    : device_(device), snippets_(std::move(snippets)) {}
+
+const KernelSource& RopeStep::kernelFor(const Tensor& x, const RopeSpec& spec) {
+  const RopeStageParams p = paramsFor(spec, static_cast<std::uint32_t>(x.dim(3)), x.dtype);
+  const std::string key = RopeStage(RopeStage::Mode::InPlace, p).key();
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    it = cache_.emplace(key, std::make_shared<const KernelSource>(KernelBuilder(device_, snippets_)
+                                                                      .workgroup(workgroupFor(device_))
+                                                                      .emplace<RopeStage>(RopeStage::Mode::InPlace, p)
+                                                                      .build()))
+             .first;
+  }
+  return *it->second;
+}
+
+void RopeStep::run(StepContext& ctx, const Tensor& x, const Tensor& invFreq, const RopeSpec& spec, std::uint32_t pos0) {
+  const Rows r = rowsOf(x, "x");
+  const RopeStageParams p = paramsFor(spec, r.dim, x.dtype);
+  checkTable(invFreq, p);
+  const KernelSource& k = kernelFor(x, spec);
+  Arguments a;
+  a.bind("x", x).bind("rope_inv_freq", invFreq).set("rope_pos0", pos0);
+  a.set("rope_scale", static_cast<float>(spec.attentionScale()));
+  a.set("x_stride_b", r.sb).set("x_stride_h", r.sh).set("x_stride_s", r.ss);
+  ctx.dispatcher.dispatch(k, a, {r.tokens, r.heads, r.batch});
+}
+
+KvAppendStep::KvAppendStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets)
+    : device_(device), snippets_(std::move(snippets)) {}
+
+void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache,
+                       const Tensor& vCache, std::uint32_t cachePos, const std::optional<Rope>& rope) {
+  const Rows k = rowsOf(kNew, "k_new");
+  const Rows v = rowsOf(vNew, "v_new");
+  if (k.batch != v.batch || k.heads != v.heads || k.tokens != v.tokens || k.dim != v.dim || k.sb != v.sb ||
+      k.sh != v.sh || k.ss != v.ss) {
+    throw UserError("v_new", fmt::format("k_new {} and v_new {} must have the same shape and strides", kNew.shapeString(),
+                                         vNew.shapeString()));
+  }
+  for (const Tensor* c : {&kCache, &vCache}) {
+    if (c->layout != Layout::KvCache || c->rank() != 4 || c->dim(0) != k.batch || c->dim(1) != k.heads ||
+        c->dim(3) != k.dim || c->stride(2) != k.dim || !c->lastDimContiguous()) {
+      throw UserError(c == &kCache ? "k_cache" : "v_cache",
+                      fmt::format("'{}' is {}; expected a kv-cache [{}, {}, capacity, {}] with packed rows", c->name,
+                                  c->shapeString(), k.batch, k.heads, k.dim));
+    }
+  }
+  for (const Tensor* t : {&vNew, &kCache, &vCache}) {
+    if (t->dtype != kNew.dtype) {
+      throw UserError("dtype", fmt::format("'{}' is {} but k_new is {}", t->name, dtypeName(t->dtype), dtypeName(kNew.dtype)));
+    }
+  }
+  if (std::uint64_t(cachePos) + k.tokens > static_cast<std::uint64_t>(kCache.dim(2))) {
+    throw UserError("kv_len", fmt::format("appending {} tokens at row {} overruns the cache capacity {}", k.tokens,
+                                          cachePos, kCache.dim(2)));
+  }
+  if (rope) checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
+  const KernelSource& kernel = kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt);
+  Arguments a;
+  a.bind("k_new", kNew).bind("v_new", vNew).bind("k_cache", kCache).bind("v_cache", vCache);
+  a.set("new_stride_b", k.sb).set("new_stride_h", k.sh).set("new_stride_s", k.ss);
+  a.set("k_stride_b", std::uint32_t(kCache.stride(0))).set("k_stride_h", std::uint32_t(kCache.stride(1)));
+  a.set("v_stride_b", std::uint32_t(vCache.stride(0))).set("v_stride_h", std::uint32_t(vCache.stride(1)));
+  a.set("cache_pos0", cachePos);
+  if (rope) {
+    a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
+    a.set("rope_scale", static_cast<float>(rope->spec.attentionScale()));
+  }
+  if (k.tokens) ctx.dispatcher.dispatch(kernel, a, {k.tokens, k.heads, k.batch});
+}
+
+const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope) {
+  std::optional<RopeStageParams> rp;
+  if (rope) rp = paramsFor(*rope, headDim, dtype);
+  const std::string key = KvAppendStage(headDim, dtype, rp).key();
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    it = cache_.emplace(key, std::make_shared<const KernelSource>(KernelBuilder(device_, snippets_)
+                                                                      .workgroup(workgroupFor(device_))
+                                                                      .emplace<KvAppendStage>(headDim, dtype, rp)
+                                                                      .build()))
+             .first;
+  }
+  return *it->second;
+}
+
+}  // namespace foundry

@@ -1,0 +1,59 @@
+#pragma once
+// RoPE on its own: rotates a Q or K tensor ([B, H, S, D] head-major or [B, S, H, D] token-major) in
+// place, token t at position pos0 + t. makeRopeTable uploads the inverse frequencies every RoPE kernel
+// reads.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/KernelSource.h"
+#include "foundry/SnippetLibrary.h"
+#include "foundry/steps/AttentionProblem.h"
+#include "foundry/steps/StepContext.h"
+
+namespace foundry {
+
+class Runtime;
+
+/// The f32 table of inverse frequencies in turns per position (inv_freq / 2 pi), computed in double.
+std::vector<float> ropeTurnsPerPosition(const RopeSpec& spec, std::uint32_t headDim);
+Tensor makeRopeTable(Runtime& runtime, const RopeSpec& spec, std::uint32_t headDim);
+
+class RopeStep {
+ public:
+  RopeStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets);
+
+  /// Rotates `x` in place. `invFreq` comes from makeRopeTable for the same spec and head_dim.
+  void run(StepContext& ctx, const Tensor& x, const Tensor& invFreq, const RopeSpec& spec, std::uint32_t pos0);
+  const KernelSource& kernelFor(const Tensor& x, const RopeSpec& spec);
+
+ private:
+  const DeviceInfo& device_;
+  std::shared_ptr<const SnippetLibrary> snippets_;
+  std::map<std::string, std::shared_ptr<const KernelSource>> cache_;
+};
+
+/// Writes new K/V rows into the caches at `cachePos`, rotating K at positions ropePos0 + t if asked.
+class KvAppendStep {
+ public:
+  KvAppendStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets);
+
+  struct Rope {
+    RopeSpec spec;
+    Tensor invFreq;
+    std::uint32_t pos0 = 0;
+  };
+  /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major; caches [B, Hkv, capacity, D].
+  void run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,
+           std::uint32_t cachePos, const std::optional<Rope>& rope);
+  const KernelSource& kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope);
+
+ private:
+  const DeviceInfo& device_;
+  std::shared_ptr<const SnippetLibrary> snippets_;
+  std::map<std::string, std::shared_ptr<const KernelSource>> cache_;
+};
+
+}  // namespace foundry

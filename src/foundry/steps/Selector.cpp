@@ -1,0 +1,511 @@
+#include "foundry/steps/Selector.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "foundry/Error.h"
+#include "foundry/steps/TuningTable.h"
+
+namespace foundry {
+
+namespace {
+
+std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
+
+std::uint64_t partialBytes(const AttentionProblem& p, std::uint32_t splits) {
+  const std::uint64_t rows = std::uint64_t(p.batch) * p.nHeads * p.qLen * splits;
+  return rows * p.vDim() * 4 + rows * 8;
+}
+
+// Keeps the Split-K scratch within what one storage buffer can bind.
+std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& device, std::uint32_t splits) {
+  while (splits > 1 && partialBytes(p, splits) > device.maxStorageBufferRange) --splits;
+  return splits;
+}
+
+[[noreturn]] void rejectKnob(const AttentionOptions& o, const char* knob, std::uint32_t value, const std::string& why,
+                             const std::string& accepted) {
+  throw UserError(o.fieldOf(knob), fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
+}
+
+// Replaces the value and reason of an earlier decision that a later constraint changed.
+void revise(std::vector<Decision>& why, const std::string& what, std::string value, std::string reason) {
+  for (auto& d : why) {
+    if (d.what == what) d.value = value, d.reason = reason;
+  }
+}
+
+AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
+  AttentionPlan plan;
+  plan.decode = true;
+  auto& v = plan.decodeVariant;
+  auto& why = plan.decisions;
+  const std::uint32_t sg = device.subgroupSize;
+  const Tuning tune = tuningFor(device, p.headDim, p.dtype);
+  v.headDim = p.headDim;
+  if (!p.plainValues()) v.valueDim = p.vDim(), v.valueRow = p.vRow();
+  v.dtype = p.dtype;
+  v.heads = Selector::decodeHeadsPerWorkgroup(p.group());
+  why.push_back({"heads per workgroup", std::to_string(v.heads),
+                 fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads", p.group(),
+                             v.heads)});
+
+  v.scalar = o.faDecodeScalar || !device.subgroupShuffle;
+  why.push_back({"variant", v.scalar ? "scalar" : "subgroup",
+                 o.faDecodeScalar ? "FOUNDRY_FA_DECODE_SCALAR=1"
+                                  : (v.scalar ? "the device has no subgroup shuffles" : "subgroup shuffles available")});
+
+  // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
+  // divide head_dim, preferring the widest loads, then the tuned elements per lane (few enough
+  // registers, few enough shuffles per key). A knob fixes its side of the choice.
+  v.vecWidth = o.faDecodeVectorWidth.value_or(v.scalar ? 1 : tune.decodeVecWidth);
+  if (o.faDecodeKeysPerWarp) v.keysPerWarp = *o.faDecodeKeysPerWarp;
+  if (!v.scalar && !(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth)) {
+    std::optional<DecodeVariant> best;
+    auto distance = [&](const DecodeVariant& x) {
+      const std::uint32_t e = x.elemsPerLane(sg), aim = tune.decodeLaneElems;
+      return e > aim ? e - aim : aim - e;
+    };
+    std::vector<std::uint32_t> widths;
+    for (std::uint32_t w = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth); w >= 1; w /= 2) {
+      widths.push_back(w);
+      if (o.faDecodeVectorWidth) break;
+    }
+    for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
+      if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
+      for (std::uint32_t vec : widths) {
+        DecodeVariant c = v;
+        c.keysPerWarp = kpw;
+        c.vecWidth = vec;
+        c.unroll = 1;
+        if (!c.unusableReason(sg).empty()) continue;
+        if (!best || c.vecWidth > best->vecWidth || (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) best = c;
+      }
+    }
+    if (best) {
+      v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth;
+    } else if (!o.faDecodeKeysPerWarp && !o.faDecodeVectorWidth) {
+      // No split of head_dim over the subgroup leaves q, o and a K/V row in registers: the scalar
+      // variant keeps q in shared memory and takes any head_dim.
+      v.scalar = true;
+      v.vecWidth = 1;
+      revise(why, "variant", "scalar",
+             fmt::format("no split of head_dim {} over a subgroup of {} fits in registers", p.headDim, sg));
+    }
+  }
+  why.push_back({"vector width", std::to_string(v.vecWidth),
+                 o.faDecodeVectorWidth ? "FOUNDRY_FA_DECODE_VEC"
+                 : v.scalar            ? "scalar loads"
+                                       : fmt::format("{}-byte K/V loads", v.vecWidth * dtypeBytes(p.dtype))});
+  why.push_back({"keys per warp", std::to_string(v.keysPerWarp),
+                 o.faDecodeKeysPerWarp ? std::string("FOUNDRY_FA_DECODE_KEYS_PER_WARP")
+                                       : fmt::format("{} elements of each key per lane with subgroup size {}",
+                                                     v.elemsPerLane(sg), sg)});
+
+  if (o.faDecodeUnroll) {
+    v.unroll = *o.faDecodeUnroll;
+    why.push_back({"unroll", std::to_string(v.unroll), "FOUNDRY_FA_DECODE_UNROLL"});
+  } else if (!v.scalar) {
+    // Loads in flight are what a memory-bound kernel needs, as far as registers hold them.
+    v.unroll = tune.decodeUnroll;
+    while (v.unroll > 1 && !v.unusableReason(sg).empty()) v.unroll /= 2;
+    why.push_back({"unroll", std::to_string(v.unroll),
+                   v.unroll == tune.decodeUnroll
+                       ? tune.sourceOf("decodeUnroll")
+                       : fmt::format("{} K/V rows in flight would not fit in registers", tune.decodeUnroll)});
+  }
+  if (o.faDecodeWarps) {
+    v.warps = *o.faDecodeWarps;
+    why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
+  } else {
+    v.warps = std::max<std::uint32_t>(1, std::min<std::uint32_t>(tune.decodeWarps, device.maxWorkgroupInvocations / sg));
+    why.push_back({"warps", std::to_string(v.warps), tune.sourceOf("decodeWarps")});
+  }
+  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
+    rejectKnob(o, "FOUNDRY_FA_DECODE_WARPS", v.warps,
+               fmt::format("{} invocations exceed the device's {}", v.workgroupSize(sg), device.maxWorkgroupInvocations),
+               fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
+  }
+  if (!v.scalar) {
+    if (const std::string reason = v.unusableReason(sg); !reason.empty()) {
+      DecodeVariant noUnroll = v;
+      noUnroll.unroll = 1;
+      if (o.faDecodeUnroll && noUnroll.unusableReason(sg).empty()) {
+        rejectKnob(o, "FOUNDRY_FA_DECODE_UNROLL", v.unroll, reason,
+                   "1, 2, 4 or 8, as far as q, o and the unrolled K/V rows fit in registers");
+      }
+      if (o.faDecodeKeysPerWarp) {
+        rejectKnob(o, "FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,
+                   fmt::format("powers of two up to {} that leave a multiple of the vector width per lane", sg));
+      }
+      if (o.faDecodeVectorWidth) {
+        rejectKnob(o, "FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason,
+                   p.dtype == DType::F16 ? "1, 2, 4, 8 (as far as they divide the elements per lane)" : "1, 2, 4");
+      }
+      throw InternalError(fmt::format("decode heuristic chose an unusable variant {}: {}", v.key(), reason));
+    }
+  }
+
+  if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic) {
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), fmt::format("half cannot be used here: device '{}' has no fp16 "
+                                                            "arithmetic; accepted on this device: auto, float",
+                                                            device.name));
+  }
+  if (o.faDecodeTgOut == PartialStorage::Half && v.scalar) {
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), "half cannot be used here: the scalar decode variant accumulates its "
+                                                "outputs in float partials; accepted with it: auto, float");
+  }
+  if (o.faDecodeTgOut) {
+    v.partial = *o.faDecodeTgOut;
+    why.push_back({"partial storage", std::string(partialStorageName(v.partial)), "FOUNDRY_FA_DECODE_TG_OUT"});
+  } else {
+    v.partial = PartialStorage::Float;
+    // Half partials only for f16 inputs: for f32 they would cost f32 attention its accuracy.
+    if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && device.fp16Arithmetic && p.dtype == DType::F16 &&
+        !v.scalar) {
+      v.partial = PartialStorage::Half;
+    }
+    why.push_back({"partial storage", std::string(partialStorageName(v.partial)),
+                   v.partial == PartialStorage::Float ? "float partials fit in shared memory"
+                                                      : "float partials would not fit in shared memory"});
+  }
+  if (!o.faDecodeWarps && !v.scalar && v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
+    // Each subgroup keeps its own partial rows: fewer subgroups fit where half partials cannot help.
+    // (The scalar variant keeps one partial for the workgroup: fewer heads are what helps there.)
+    while (v.warps > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes) v.warps /= 2;
+    revise(why, "warps", std::to_string(v.warps),
+           fmt::format("the {} partials of more subgroups would not fit in {} bytes of shared memory",
+                       partialStorageName(v.partial), device.maxSharedMemoryBytes));
+  }
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && v.heads > 1 && !o.faDecodeWarps) {
+    // Wide heads: fewer query heads per workgroup (each then reads its K/V head itself).
+    while (v.heads > 1 && v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
+      do --v.heads; while (p.group() % v.heads != 0);
+    }
+    revise(why, "heads per workgroup", std::to_string(v.heads),
+           fmt::format("the q and partial rows of head_dim {} for more heads would not fit in {} bytes of shared memory",
+                       p.headDim, device.maxSharedMemoryBytes));
+  }
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && !o.faDecodeWarps) {
+    throw UnsupportedError(fmt::format("decode of head_dim {} needs {} bytes of shared memory with one head and {} "
+                                       "subgroup(s) per workgroup; device '{}' has {}; SdpaReferenceStep handles this "
+                                       "shape", p.headDim, v.sharedBytes(sg), v.warps, device.name,
+                                       device.maxSharedMemoryBytes));
+  }
+  if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
+    const bool halfHelps =
+        v.partial == PartialStorage::Float && device.fp16Arithmetic && p.dtype == DType::F16 && !v.scalar;
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_WARPS"),
+                    fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
+                                "memory; device '{}' has {}. Use fewer warps{}",
+                                v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name,
+                                device.maxSharedMemoryBytes, halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
+  }
+
+  // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys. The
+  // splits divide the keys the query can see (a window's, not the whole cache).
+  const std::uint32_t base = p.batch * (p.nHeads / v.heads);
+  const std::uint32_t granule = v.keyGranule(sg);
+  const std::uint32_t minChunk = std::max<std::uint32_t>(tune.decodeSplitKeys, granule);
+  const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, 1, 1);
+  const std::string over = keys < p.kvLen ? fmt::format("; over the {} visible keys of {}", keys, p.kvLen) : "";
+  std::uint32_t wanted = 1;
+  std::string reason;
+  if (o.faDecodeSplitK) {
+    wanted = *o.faDecodeSplitK;
+    reason = "FOUNDRY_FA_DECODE_SPLIT_K";
+  } else {
+    // One wave of workgroups, one per compute unit, never a partial extra one (the H200 sweeps,
+    // docs/performance.md: a second wave, full or partial, was never faster).
+    const std::uint32_t fill = std::max<std::uint32_t>(1, device.computeUnits / base);
+    wanted = std::max<std::uint32_t>(1, std::min(fill, keys / minChunk));
+    reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split{}", base,
+                         device.computeUnits, minChunk, over);
+  }
+  wanted = capSplitsToScratch(p, device, wanted);
+  Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
+  // Long ranges per workgroup: wider loads and more steps in flight (a longer pipeline, slower to
+  // fill on short ranges). The register check is the variant's own.
+  DecodeVariant wide = v;
+  wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
+  if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
+      !v.scalar && wide.unusableReason(sg).empty()) {
+    v = wide;
+    Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
+    const std::string reasonWide =
+        fmt::format("at least {} keys per workgroup; {}", tune.wideDecodeKeys, tune.sourceOf("wideDecodeKeys"));
+    revise(why, "vector width", std::to_string(wide.vecWidth), reasonWide);
+    revise(why, "unroll", std::to_string(wide.unroll), reasonWide);
+  }
+  v.split = plan.splits > 1;
+  why.push_back({"split-k", std::to_string(plan.splits), reason});
+  if (v.split) {
+    // Merging in the last workgroup saves a dispatch and a barrier, but every workgroup's hand-over
+    // (a device-wide fence and an atomic) holds its compute unit a little longer: a loss once later
+    // workgroups wait for that unit (the H200 sweep, docs/performance.md).
+    const std::uint64_t workgroups = std::uint64_t(plan.splits) * base;
+    const bool oneWave = workgroups <= device.computeUnits;
+    v.fusedReduce = o.faDecodeFusedReduce == Force::On || (o.faDecodeFusedReduce == Force::Auto && oneWave);
+    why.push_back({"split-k merge", v.fusedReduce ? "last workgroup" : "reduce kernel",
+                   o.faDecodeFusedReduce != Force::Auto ? std::string("FOUNDRY_FA_DECODE_FUSED_REDUCE")
+                   : oneWave ? fmt::format("{} workgroups in one wave: the last of each head group merges, one dispatch",
+                                           workgroups)
+                             : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
+                                           device.computeUnits)});
+  }
+  // With a reduce kernel the partials' merge writes the LSE, like the output.
+  v.lse = p.lse && (!v.split || v.fusedReduce);
+  plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
+  plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
+  plan.reduceGrid = {p.nHeads, 1, p.batch};
+  plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
+  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4;  // arrival counters
+  return plan;
+}
+
+AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
+  if (!p.plainValues()) {
+    throw UnsupportedError(fmt::format("prefill takes V rows like K's (value_dim {} packed); this call has value_dim {} "
+                                       "in rows of {}: the decode kernels (q_len 1) and SdpaReferenceStep take it",
+                                       p.headDim, p.vDim(), p.vRow()));
+  }
+  AttentionPlan plan;
+  plan.decode = false;
+  auto& v = plan.prefillVariant;
+  auto& why = plan.decisions;
+  const std::uint32_t sg = device.subgroupSize;
+  const Tuning tune = tuningFor(device, p.headDim, p.dtype);
+  v.headDim = p.headDim;
+  v.dtype = p.dtype;
+  // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
+  // the tail of the grid. With heads varying fastest, the longest tiles of all heads go first; but
+  // then every KV head is read at once, which pays only while they stay in the cache together.
+  v.longestFirst = p.causal;
+  const std::uint64_t kvKiB =
+      std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim()) * dtypeBytes(p.dtype) / 1024;
+  v.headsFirst = o.faPrefillHeadsFirst == Force::Auto ? kvKiB <= tune.prefillHeadsFirstKiB
+                                                      : o.faPrefillHeadsFirst == Force::On;
+  why.push_back({"grid order", v.headsFirst ? "heads first" : "each head's tiles in turn",
+                 o.faPrefillHeadsFirst != Force::Auto
+                     ? std::string("FOUNDRY_FA_PREFILL_HEADS_FIRST")
+                     : fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
+                                   tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
+  v.halfTiles = device.fp16Arithmetic;
+
+  // Why the cooperative-matrix variant cannot take this call, or empty.
+  const std::string noCoop =
+      !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
+          ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name)
+      : p.dtype != DType::F16 ? fmt::format("device '{}' takes cooperative matrices in f16 only and the inputs are {}",
+                                            device.name, dtypeName(p.dtype))
+      : p.headDim % 16 != 0   ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
+                              : std::string();
+  if (o.faPrefillCoopMat == Force::On && !noCoop.empty()) {
+    throw UnsupportedError(fmt::format("FOUNDRY_FA_PREFILL_COOPMAT=1 but {}; set it to auto or 0", noCoop));
+  }
+  v.coopMat = noCoop.empty() && o.faPrefillCoopMat != Force::Off;
+  why.push_back({"variant", v.coopMat ? "coopmat" : "subgroup",
+                 o.faPrefillCoopMat != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_COOPMAT")
+                 : v.coopMat                       ? std::string("the device has 16x16x16 f16 cooperative matrices")
+                                                   : noCoop});
+
+  if (!v.coopMat && !device.subgroupArithmetic) {
+    // prefill_subgroup.glsl reduces rows with subgroupMax/subgroupAdd; there is no scalar prefill.
+    throw UnsupportedError(fmt::format("device '{}' has no subgroup arithmetic, which the subgroup prefill variant "
+                                       "needs; SdpaReferenceStep handles prefill on this device",
+                                       device.name));
+  }
+  if (v.coopMat) {
+    v.rowsPerWarp = 16;
+    v.quadSoftmax = device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off;
+    v.warps = o.faPrefillWarps.value_or(v.quadSoftmax ? tune.coopWarps : tune.coopWarpsShared);
+    if (o.faPrefillRegisterSoftmax == Force::On && !device.coopMatLayout.quad()) {
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX"),
+                      fmt::format("1 cannot be used here: device '{}' did not show the quad accumulator layout; "
+                                  "accepted on this device: auto, 0", device.name));
+    }
+    v.keysPerTile = v.quadSoftmax ? tune.coopKeysPerTile : tune.coopKeysPerTileShared;
+    why.push_back({"softmax", v.quadSoftmax ? "registers" : "shared memory",
+                   o.faPrefillRegisterSoftmax != Force::Auto ? "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX"
+                 : v.quadSoftmax ? "the accumulator layout is the quad pattern (probed)"
+                                 : "the accumulator layout is unknown: rows go through shared memory"});
+  } else {
+    v.warps = o.faPrefillWarps.value_or(tune.prefillWarps);
+    v.rowsPerWarp = tune.prefillRowsPerWarp;
+    // A tile as wide as the subgroup at least: one key per lane in the scores.
+    v.keysPerTile = std::max<std::uint32_t>(sg, tune.prefillKeysPerTile);
+  }
+  if (o.faPrefillKeysPerTile) v.keysPerTile = *o.faPrefillKeysPerTile;
+  why.push_back({"warps", std::to_string(v.warps),
+                 o.faPrefillWarps ? std::string("FOUNDRY_FA_PREFILL_WARPS")
+                                  : tune.sourceOf(!v.coopMat ? "prefillWarps"
+                                                  : v.quadSoftmax ? "coopWarps"
+                                                                  : "coopWarpsShared")});
+  if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
+    rejectKnob(o, "FOUNDRY_FA_PREFILL_WARPS", v.warps, "too many invocations per workgroup",
+               fmt::format("1..{}", device.maxWorkgroupInvocations / sg));
+  }
+  // The first tile, in order of preference, that is usable and fits in shared memory. Cooperative-
+  // matrix tiles keep their width (more products per softmax) and give up double buffering first,
+  // then narrow, then take fewer subgroups (a smaller query tile, fewer invocations to share the
+  // loads); the subgroup variant narrows its tile first, then gives up double buffering, then rows,
+  // and last takes tiles narrower than the subgroup (idle lanes in the scores, but wide f32 rows fit).
+  std::vector<PrefillVariant> order;
+  // Tile widths from the preferred one down by halves (a forced width is the only one); those below
+  // `narrowest` (idle lanes in the subgroup variant's scores) come after every wider tile.
+  const std::uint32_t narrowest = v.coopMat ? 16 : std::max<std::uint32_t>(16, sg);
+  const std::uint32_t narrowestAtAll = v.coopMat ? 16 : 4;
+  std::vector<std::uint32_t> widths, narrower;
+  for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
+    (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
+  }
+  if (v.coopMat) {
+    for (std::uint32_t w = v.warps; w >= 1; w /= 2) {
+      for (std::uint32_t kpt : widths) {
+        for (std::uint32_t st : {2u, 1u}) {
+          PrefillVariant c = v;
+          c.warps = w, c.keysPerTile = kpt, c.stages = st;
+          order.push_back(c);
+        }
+      }
+      if (o.faPrefillWarps) break;
+    }
+  } else {
+    auto add = [&](std::uint32_t rows, std::uint32_t st, std::uint32_t kpt) {
+      PrefillVariant c = v;
+      c.rowsPerWarp = rows, c.keysPerTile = kpt, c.stages = st;
+      order.push_back(c);
+    };
+    for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) {
+      for (std::uint32_t st : {2u, 1u}) {
+        for (std::uint32_t kpt : widths) add(rows, st, kpt);
+      }
+    }
+    // Below the subgroup's width the share of idle lanes matters most: the widest such tile first.
+    for (std::uint32_t kpt : narrower) {
+      for (std::uint32_t st : {2u, 1u}) {
+        for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) add(rows, st, kpt);
+      }
+    }
+  }
+  const auto fits = std::find_if(order.begin(), order.end(), [&](const PrefillVariant& c) {
+    return c.sharedBytes(sg) <= device.maxSharedMemoryBytes && c.unusableReason(sg).empty();
+  });
+  if (fits == order.end()) {
+    v = order.back();
+    const std::string unusable = v.unusableReason(sg);
+    const std::string detail = !unusable.empty() ? unusable
+                                              : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
+                                                            v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
+                                                            v.sharedBytes(sg));
+    if (o.faPrefillKeysPerTile) {
+      rejectKnob(o, "FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
+                 fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowestAtAll,
+                             device.maxSharedMemoryBytes));
+    }
+    if (o.faPrefillWarps) {
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_WARPS"),
+                      fmt::format("no prefill tile with {} warps fits device '{}' ({} bytes of shared memory): {}",
+                                  v.warps, device.name, device.maxSharedMemoryBytes, detail));
+    }
+    // Not a knob's fault: this head_dim's K/V tiles need more shared memory than the device has.
+    throw UnsupportedError(fmt::format("no prefill tile for head_dim {} with {} tiles fits device '{}' ({} bytes of "
+                                       "shared memory): {}; SdpaReferenceStep handles this shape",
+                                       p.headDim, v.tilesAreHalf() ? "f16" : "f32", device.name,
+                                       device.maxSharedMemoryBytes, detail));
+  }
+  if (fits->warps != v.warps) {
+    revise(why, "warps", std::to_string(fits->warps),
+           fmt::format("fewer subgroups than {}: the query tile and the K/V loads must fit the staging for head_dim {}",
+                       v.warps, p.headDim));
+  }
+  v = *fits;
+  why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),
+                 fmt::format("{}{} bytes of shared memory of {}",
+                             o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "", v.sharedBytes(sg),
+                             device.maxSharedMemoryBytes)});
+
+  const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
+  const std::uint32_t base = qTiles * p.nHeads * p.batch;
+  plan.tile = {v.rowsPerWorkgroup(), v.keysPerTile};
+  const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, v.rowsPerWorkgroup(), v.keysPerTile);
+  std::uint32_t wanted = 1;
+  std::string reason;
+  if (o.disableFaPrefillSplitK) {
+    reason = "FOUNDRY_DISABLE_FA_PREFILL_SPLITK=1";
+  } else if (o.faPrefillSplitK) {
+    wanted = *o.faPrefillSplitK;
+    reason = "FOUNDRY_FA_PREFILL_SPLIT_K";
+  } else if (base < device.computeUnits) {
+    // Few query tiles: split the keys so the device fills, keeping a few tiles per split.
+    wanted = std::max<std::uint32_t>(
+        1, std::min(ceilDiv(2ull * device.computeUnits, base), keys / (tune.prefillSplitTiles * v.keysPerTile)));
+    reason = fmt::format("{} workgroups for {} compute units{}", base, device.computeUnits,
+                         keys < p.kvLen ? fmt::format("; over the {} keys a query tile can see", keys) : "");
+  } else {
+    reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits);
+  }
+  wanted = capSplitsToScratch(p, device, wanted);
+  Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
+  v.split = plan.splits > 1;
+  v.lse = p.lse && !v.split;
+  why.push_back({"split-k", std::to_string(plan.splits), reason});
+  plan.grid = v.headsFirst ? Grid{p.nHeads, qTiles * plan.splits, p.batch} : Grid{qTiles * plan.splits, p.nHeads, p.batch};
+  plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
+  plan.reduceGrid = {p.qLen, p.nHeads, p.batch};
+  plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
+  return plan;
+}
+
+}  // namespace
+
+std::string AttentionPlan::describe() const {
+  std::string s;
+  for (const auto& d : decisions) s += fmt::format("{}{} = {} ({})", s.empty() ? "" : "; ", d.what, d.value, d.reason);
+  return s;
+}
+
+std::uint32_t Selector::decodeHeadsPerWorkgroup(std::uint32_t group) {
+  for (std::uint32_t h = std::min<std::uint32_t>(group, 8); h > 1; --h) {
+    if (group % h == 0) return h;
+  }
+  return 1;
+}
+
+std::uint32_t Selector::visibleKeys(const AttentionProblem& p, std::uint32_t rows, std::uint32_t align) {
+  const Modifiers mods = p.activeModifiers();
+  const ModifierChain chain{mods};
+  const std::uint32_t heads = chain.rangeDependsOnHead() ? p.nHeads : 1;
+  std::uint32_t widest = 0;
+  for (std::uint32_t b = 0; b < p.batch; ++b) {
+    const std::uint32_t n = chain.kvLength(b, p.kvLen), offset = n - p.qLen;
+    for (std::uint32_t i0 = 0; i0 < p.qLen; i0 += rows) {
+      const std::uint32_t qLo = offset + i0, qHi = offset + std::min(i0 + rows, p.qLen) - 1;
+      // A decode workgroup serves several heads: a head-dependent range counts as their union.
+      std::uint32_t lo = KeyRange::kEnd, hi = 0;
+      for (std::uint32_t h = 0; h < heads; ++h) {
+        const KeyRange r = chain.keyRange({b, h, qLo, qHi, offset}).within(n);
+        if (r.anyHi > r.anyLo) lo = std::min(lo, r.anyLo), hi = std::max(hi, r.anyHi);
+      }
+      const std::uint32_t first = lo / align * align;
+      widest = std::max(widest, hi > first ? hi - first : 0u);
+    }
+  }
+  return std::max<std::uint32_t>(widest, 1);
+}
+
+void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
+                         std::uint32_t& chunk) {
+  wanted = std::max<std::uint32_t>(1, std::min(wanted, kvLen));
+  chunk = ceilDiv(ceilDiv(kvLen, wanted), granule) * granule;
+  splits = ceilDiv(kvLen, chunk);  // recomputed: the last split is never empty
+}
+
+AttentionPlan Selector::plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options) {
+  return problem.decode() ? planDecode(problem, device, options) : planPrefill(problem, device, options);
+}
+
+}  // namespace foundry

@@ -1,0 +1,60 @@
+#pragma once
+// The Selector: a pure function (problem, device, knobs) -> plan. It picks the kernel variant, the
+// Split-K factor and the grids, and gives a reason for every decision. Knobs beat the heuristics; a
+// knob value this device cannot honour is a UserError naming the knob and what is accepted here.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Dispatcher.h"
+#include "foundry/stages/DecodeVariant.h"
+#include "foundry/stages/PrefillVariant.h"
+#include "foundry/steps/AttentionOptions.h"
+#include "foundry/steps/AttentionProblem.h"
+
+namespace foundry {
+
+struct Decision {
+  std::string what;
+  std::string value;
+  std::string reason;
+};
+
+struct AttentionPlan {
+  bool decode = true;
+  DecodeVariant decodeVariant;    ///< when decode
+  PrefillVariant prefillVariant;  ///< when prefill
+  std::uint32_t splits = 1;       ///< Split-K factor (1: no split)
+  std::uint32_t kvChunk = 0;      ///< keys per split
+  Grid grid;                      ///< the main (or part) kernel
+  Grid reduceGrid;                ///< the Split-K reduce kernel, when reduceKernel()
+  std::uint32_t reduceWorkgroup = 64;
+  std::uint64_t scratchBytes = 0; ///< Split-K partials (and arrival counters)
+  TileShape tile;                 ///< the prefill kernel's (query rows, keys) per tile; 0 x 0 for decode
+  std::uint32_t visibleKeys = 0;  ///< the most keys one workgroup's rows can see (what splits divide)
+  std::vector<Decision> decisions;
+
+  /// Whether a separate reduce kernel merges the Split-K partials (not when decode merges them in
+  /// its last workgroup).
+  bool reduceKernel() const { return splits > 1 && !(decode && decodeVariant.fusedReduce); }
+
+  /// One line per decision: "what = value (reason)".
+  std::string describe() const;
+};
+
+class Selector {
+ public:
+  static AttentionPlan plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options);
+
+  /// Query heads one decode workgroup serves: the largest divisor of the GQA group up to 8.
+  static std::uint32_t decodeHeadsPerWorkgroup(std::uint32_t group);
+  /// The most keys the query rows of one workgroup (`rows` consecutive queries) can see under the
+  /// problem's modifiers, from the start of its `align`-aligned first tile: what Split-K divides.
+  static std::uint32_t visibleKeys(const AttentionProblem& problem, std::uint32_t rows, std::uint32_t align);
+  /// Splits of `kvLen` keys into chunks that are multiples of `granule`, with no empty trailing split.
+  static void splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
+                        std::uint32_t& chunk);
+};
+
+}  // namespace foundry

@@ -1,0 +1,97 @@
+#include "foundry/steps/TuningTable.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "foundry/DeviceInfo.h"
+#include "foundry/Error.h"
+
+namespace foundry {
+
+namespace {
+
+struct Field {
+  std::string_view name;
+  std::optional<std::uint32_t> TuningValues::*row;
+  std::uint32_t Tuning::*resolved;
+};
+
+#define FOUNDRY_TUNING_FIELD(n) Field{#n, &TuningValues::n, &Tuning::n}
+constexpr Field kFields[] = {
+    FOUNDRY_TUNING_FIELD(decodeWarps),         FOUNDRY_TUNING_FIELD(decodeUnroll),
+    FOUNDRY_TUNING_FIELD(decodeVecWidth),      FOUNDRY_TUNING_FIELD(decodeLaneElems),
+    FOUNDRY_TUNING_FIELD(decodeSplitKeys),     FOUNDRY_TUNING_FIELD(wideDecodeKeys),
+    FOUNDRY_TUNING_FIELD(wideDecodeVec),       FOUNDRY_TUNING_FIELD(wideDecodeUnroll),
+    FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
+    FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
+    FOUNDRY_TUNING_FIELD(prefillWarps),        FOUNDRY_TUNING_FIELD(prefillRowsPerWarp),
+    FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillSplitTiles),
+    FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB),
+};
+#undef FOUNDRY_TUNING_FIELD
+
+}  // namespace
+
+const std::vector<TuningRow>& tuningTable() {
+  static const std::vector<TuningRow> table = {
+      {{},
+       {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
+        .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .coopWarps = 8, .coopWarpsShared = 4,
+        .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .prefillWarps = 4, .prefillRowsPerWarp = 4,
+        .prefillKeysPerTile = 32, .prefillSplitTiles = 4},
+       "every device: the H200's sweeps (docs/performance.md), until a family is measured apart"},
+      {{},
+       {.prefillHeadsFirstKiB = 48 * 1024},
+       "every device: H200 causal prefill, heads first against each head in turn: 18% faster at S 2048 and 3-5% "
+       "at S 8192 with 32 MiB of K/V, 11% slower with 64 MiB (D256 S 8192); the bound lies between"},
+      {{.dtype = DType::F16},
+       {.wideDecodeKeys = 4096},
+       "f16 K/V: 16-byte loads, 8 steps in flight from 4096 keys per workgroup (H200: 2.6% faster at 8192, "
+       "1.3% at 4096, 1-7% slower below)"},
+      {{.minHeadDim = 65},
+       {.coopKeysPerTileShared = 32},
+       "rows wider than 64 with the softmax in shared memory: 32-key tiles keep the staging small"},
+      {{.narrowSubgroup = true},
+       {.decodeWarps = 4, .prefillWarps = 2},
+       "subgroups narrower than 32: fewer subgroups per workgroup"},
+      {{.family = DeviceFamily::Lavapipe},
+       {.decodeUnroll = 1, .wideDecodeKeys = 0},
+       "lavapipe: a CPU driver gains nothing from more loads in flight"},
+  };
+  return table;
+}
+
+std::vector<std::string_view> tuningValueNames() {
+  std::vector<std::string_view> names;
+  for (const Field& f : kFields) names.push_back(f.name);
+  return names;
+}
+
+bool tuningMatches(const TuningMatch& m, const DeviceInfo& device, std::uint32_t headDim, DType dtype) {
+  return (!m.family || *m.family == device.family) && headDim >= m.minHeadDim && headDim <= m.maxHeadDim &&
+         (!m.dtype || *m.dtype == dtype) && (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32));
+}
+
+Tuning tuningFor(const DeviceInfo& device, std::uint32_t headDim, DType dtype) {
+  Tuning t;
+  for (const Field& f : kFields) t.sources.emplace_back(f.name, std::string_view());
+  for (const TuningRow& row : tuningTable()) {
+    if (!tuningMatches(row.match, device, headDim, dtype)) continue;
+    for (std::size_t i = 0; i < std::size(kFields); ++i) {
+      if (const auto& value = row.values.*kFields[i].row) t.*kFields[i].resolved = *value, t.sources[i].second = row.why;
+    }
+  }
+  for (const auto& [name, why] : t.sources) {
+    if (why.empty()) throw InternalError(fmt::format("the tuning table's rows for every device leave {} unset", name));
+  }
+  return t;
+}
+
+std::string Tuning::sourceOf(std::string_view value) const {
+  const auto it = std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == value; });
+  if (it == sources.end()) throw InternalError(fmt::format("no tuning value named {}", value));
+  return fmt::format("tuning table: {}", it->second);
+}
+
+}  // namespace foundry
