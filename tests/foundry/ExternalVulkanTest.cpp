@@ -4,7 +4,7 @@
 // Foundry's own device and the CPU reference; the application's own submission chains on Foundry's
 // timeline semaphore; after Foundry is gone every application handle still works, and the application
 // destroys them all itself with the layer silent (a handle Foundry destroyed, or one it leaked, is a
-// validation error). Self-contained, so it can serve as an example program.
+// validation error). examples/adopt_vulkan is the same program against the installed package.
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -21,188 +21,13 @@
 #include "foundry/steps/OutputComparison.h"
 #include "support/TestRuntime.h"
 
+// The application's side, shared with the example program: raw Vulkan only.
+#include "adopt_vulkan/ApplicationVulkan.h"
+
 namespace foundry {
 namespace {
 
-#define APP_VK(call) ASSERT_EQ((call), VK_SUCCESS) << #call
-
-/// The application's Vulkan: created and destroyed here only.
-struct App {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  std::uint32_t family = 0;
-  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  int errors = 0;
-
-  struct Buffer {
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceMemory memory = VK_NULL_HANDLE;
-    float* mapped = nullptr;
-    VkDeviceSize bytes = 0;
-  };
-
-  static VKAPI_ATTR VkBool32 VKAPI_CALL onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                  VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                                  void* self) {
-    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-      ++static_cast<App*>(self)->errors;
-      ADD_FAILURE() << "validation: " << data->pMessage;
-    }
-    return VK_FALSE;
-  }
-
-  void create(bool validation) {
-    VkApplicationInfo appInfo{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    appInfo.pApplicationName = "an engine";
-    appInfo.apiVersion = VK_API_VERSION_1_2;
-    const char* layer = "VK_LAYER_KHRONOS_validation";
-    const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    info.pApplicationInfo = &appInfo;
-    info.enabledLayerCount = validation ? 1 : 0;
-    info.ppEnabledLayerNames = &layer;
-    info.enabledExtensionCount = validation ? 1 : 0;
-    info.ppEnabledExtensionNames = &ext;
-    APP_VK(vkCreateInstance(&info, nullptr, &instance));
-    if (validation) {
-      VkDebugUtilsMessengerCreateInfoEXT m{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      m.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-      m.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
-      m.pfnUserCallback = &App::onMessage;
-      m.pUserData = this;
-      auto make = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-          vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
-      ASSERT_NE(make, nullptr);
-      APP_VK(make(instance, &m, nullptr, &messenger));
-    }
-    std::uint32_t n = 1;
-    ASSERT_NE(vkEnumeratePhysicalDevices(instance, &n, &physical), VK_ERROR_INITIALIZATION_FAILED);
-    ASSERT_GE(n, 1u);
-    std::uint32_t families = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
-    std::vector<VkQueueFamilyProperties> props(families);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
-    while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-    ASSERT_LT(family, families);
-    // What the engine enables; Foundry must make do with exactly this.
-    VkPhysicalDeviceVulkan11Features s11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    VkPhysicalDeviceVulkan12Features s12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    s11.pNext = &s12;
-    VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    supported.pNext = &s11;
-    vkGetPhysicalDeviceFeatures2(physical, &supported);
-    ASSERT_TRUE(s12.timelineSemaphore);
-    f11.storageBuffer16BitAccess = s11.storageBuffer16BitAccess;
-    f12.shaderFloat16 = s12.shaderFloat16;
-    f12.timelineSemaphore = VK_TRUE;
-    features.pNext = &f11;
-    f11.pNext = &f12;
-    const float priority = 1.0f;
-    VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    q.queueFamilyIndex = family;
-    q.queueCount = 1;
-    q.pQueuePriorities = &priority;
-    VkDeviceCreateInfo d{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    d.pNext = &features;
-    d.queueCreateInfoCount = 1;
-    d.pQueueCreateInfos = &q;
-    APP_VK(vkCreateDevice(physical, &d, nullptr, &device));
-    vkGetDeviceQueue(device, family, 0, &queue);
-  }
-
-  void makeBuffer(Buffer& b, VkDeviceSize bytes) {
-    b.bytes = bytes;
-    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    info.size = bytes;
-    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    APP_VK(vkCreateBuffer(device, &info, nullptr, &b.buffer));
-    VkMemoryRequirements req{};
-    vkGetBufferMemoryRequirements(device, b.buffer, &req);
-    VkPhysicalDeviceMemoryProperties mem{};
-    vkGetPhysicalDeviceMemoryProperties(physical, &mem);
-    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    std::uint32_t type = 0;
-    while (type < mem.memoryTypeCount &&
-           (!(req.memoryTypeBits & (1u << type)) || (mem.memoryTypes[type].propertyFlags & want) != want)) {
-      ++type;
-    }
-    ASSERT_LT(type, mem.memoryTypeCount);
-    VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex = type;
-    APP_VK(vkAllocateMemory(device, &alloc, nullptr, &b.memory));
-    APP_VK(vkBindBufferMemory(device, b.buffer, b.memory, 0));
-    void* p = nullptr;
-    APP_VK(vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &p));
-    b.mapped = static_cast<float*>(p);
-  }
-
-  void destroy(Buffer& b) const {
-    vkDestroyBuffer(device, b.buffer, nullptr);
-    vkFreeMemory(device, b.memory, nullptr);
-  }
-
-  /// Records `record` and submits it, waiting first for `waitValue` on `timeline` (if given).
-  void run(const std::function<void(VkCommandBuffer)>& record, VkSemaphore timeline = VK_NULL_HANDLE,
-           std::uint64_t waitValue = 0) {
-    VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    poolInfo.queueFamilyIndex = family;
-    VkCommandPool pool = VK_NULL_HANDLE;
-    APP_VK(vkCreateCommandPool(device, &poolInfo, nullptr, &pool));
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = pool;
-    alloc.commandBufferCount = 1;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    APP_VK(vkAllocateCommandBuffers(device, &alloc, &cmd));
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    APP_VK(vkBeginCommandBuffer(cmd, &begin));
-    record(cmd);
-    APP_VK(vkEndCommandBuffer(cmd));
-    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-    values.waitSemaphoreValueCount = 1;
-    values.pWaitSemaphoreValues = &waitValue;
-    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    if (timeline) {
-      submit.pNext = &values;
-      submit.waitSemaphoreCount = 1;
-      submit.pWaitSemaphores = &timeline;
-      submit.pWaitDstStageMask = &stage;
-    }
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    VkFenceCreateInfo fenceInfo{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkFence fence = VK_NULL_HANDLE;
-    APP_VK(vkCreateFence(device, &fenceInfo, nullptr, &fence));
-    APP_VK(vkQueueSubmit(queue, 1, &submit, fence));
-    APP_VK(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX));
-    vkDestroyFence(device, fence, nullptr);
-    vkDestroyCommandPool(device, pool, nullptr);
-  }
-
-  /// Destroys the device, then reads the layer's verdict, then the instance.
-  void destroyAll() {
-    if (device) {
-      vkDeviceWaitIdle(device);
-      vkDestroyDevice(device, nullptr);  // the layer reports any child Foundry leaked
-      device = VK_NULL_HANDLE;
-    }
-    if (messenger) {
-      auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-          vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
-      destroy(instance, messenger, nullptr);
-      messenger = VK_NULL_HANDLE;
-    }
-    if (instance) vkDestroyInstance(instance, nullptr);
-    instance = VK_NULL_HANDLE;
-  }
-  ~App() { destroyAll(); }
-};
+using engine::App;
 
 /// Runs `call` through FlashAttentionStep on `rt` and waits; returns the kernels it used.
 std::vector<std::string> runFlash(Runtime& rt, const AttentionCall& call, Submission* async = nullptr,
@@ -226,7 +51,6 @@ TEST(ExternalVulkan, AttentionOnTheApplicationsDeviceAndBuffersMatchesFoundrysOw
   const bool validation = own.options().validation;
   App app;
   app.create(validation);
-  ASSERT_FALSE(HasFatalFailure());
 
   // Prefill of 5 queries over 37 keys, GQA 4:2, f32, head-major.
   const std::uint32_t B = 1, H = 4, Hkv = 2, M = 5, N = 37, D = 64;
@@ -234,14 +58,10 @@ TEST(ExternalVulkan, AttentionOnTheApplicationsDeviceAndBuffersMatchesFoundrysOw
   const auto kvDesc = Tensor::describe("k", DType::F32, {B, Hkv, N, D}, Layout::KvCache);
   const auto q = test::randomVector(qDesc.numel(), 11), k = test::randomVector(kvDesc.numel(), 12),
              v = test::randomVector(kvDesc.numel(), 13);
-  App::Buffer qb, kvb, ob, readback;
   // K and V share one application buffer: V starts at an aligned offset after K.
   const VkDeviceSize kBytes = kvDesc.spanBytes(), vOffset = (kBytes + 255) / 256 * 256;
-  app.makeBuffer(qb, qDesc.spanBytes());
-  app.makeBuffer(kvb, vOffset + kBytes);
-  app.makeBuffer(ob, qDesc.spanBytes());
-  app.makeBuffer(readback, qDesc.spanBytes());
-  ASSERT_FALSE(HasFatalFailure());
+  App::Buffer qb = app.makeBuffer(qDesc.spanBytes()), kvb = app.makeBuffer(vOffset + kBytes),
+              ob = app.makeBuffer(qDesc.spanBytes()), readback = app.makeBuffer(qDesc.spanBytes());
   std::memcpy(qb.mapped, q.data(), qb.bytes);
   std::memcpy(kvb.mapped, k.data(), kBytes);
   std::memcpy(reinterpret_cast<std::byte*>(kvb.mapped) + vOffset, v.data(), kBytes);
