@@ -20,6 +20,19 @@ Tensor rows(Tensor t, std::uint32_t from, std::uint32_t count) {
   return t;
 }
 
+/// Keeps `slot` as a tensor of `dtype` and `dims`, allocating only when it is not one already.
+void keep(Runtime& rt, Tensor& slot, const std::string& name, DType dtype, const std::vector<std::int64_t>& dims,
+          Layout layout = Layout::Contiguous) {
+  if (!slot.buffer || slot.dtype != dtype || slot.dims != dims) slot = rt.allocate(name, dtype, dims, layout);
+}
+
+/// Keeps `part` as an output of `o`'s dtype and dims (head-major) with its f32 LSE.
+void keep(Runtime& rt, MergePart& part, const std::string& name, DType dtype, const std::vector<std::int64_t>& oDims,
+          const std::vector<std::int64_t>& lseDims) {
+  keep(rt, part.o, name + "_o", dtype, oDims, Layout::HeadMajor);
+  keep(rt, part.lse, name + "_lse", DType::F32, lseDims);
+}
+
 double micros(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
@@ -47,7 +60,9 @@ ContextParallelDecode::ContextParallelDecode(Runtime& runtime, Communicator& com
       shards_(std::move(shards)),
       flash_(runtime.info(), runtime.snippets(), std::move(options)),
       merge_(runtime.info(), runtime.snippets()),
-      append_(runtime.info(), runtime.snippets()) {
+      append_(runtime.info(), runtime.snippets()),
+      dispatcher_(runtime.dispatcher()),
+      workspace_(runtime) {
   if (shards_.ranks() != comm_.size()) {
     throw UserError("ranks", fmt::format("{} shards ({}) for {} ranks; one shard per rank", shards_.ranks(),
                                          shards_.describe(), comm_.size()));
@@ -61,14 +76,12 @@ void ContextParallelDecode::append(const Tensor& kNew, const Tensor& vNew, const
   shards_.owner(pos0 + tokens - 1);  // the last position must exist somewhere
   const std::uint32_t from = std::max(pos0, mine.begin), to = std::min(pos0 + tokens, mine.end);
   if (from >= to) return;  // none of these positions is this rank's
-  auto d = rt_.dispatcher();
-  DeviceWorkspace workspace(rt_);
-  StepContext ctx{*d, workspace, &rt_};
+  StepContext ctx{*dispatcher_, workspace_, &rt_};
   std::optional<KvAppendStep::Rope> r = rope;
   if (r) r->pos0 = rope->pos0 + (from - pos0);
   append_.run(ctx, rows(kNew, from - pos0, to - from), rows(vNew, from - pos0, to - from), kCache, vCache,
               from - mine.begin, r);
-  d->submit();
+  dispatcher_->submit();
 }
 
 ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
@@ -88,14 +101,14 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
   // This rank's partial: [o..., lse...] in f32, the layout every rank sends.
   std::vector<float> partial(oCount + rowsCount, 0.0f);
   for (std::uint64_t i = 0; i < rowsCount; ++i) partial[oCount + i] = -std::numeric_limits<float>::infinity();
+  const std::vector<std::int64_t> oDims = whole.oDims(Layout::HeadMajor), lseDims = whole.lseDims();
   if (keys > 0) {
-    local.o = rt_.allocate("cp_partial_o", whole.dtype, whole.oDims(Layout::HeadMajor), Layout::HeadMajor);
-    local.lse = rt_.allocate("cp_partial_lse", DType::F32, whole.lseDims());
-    auto d = rt_.dispatcher();
-    DeviceWorkspace workspace(rt_);
-    StepContext ctx{*d, workspace, &rt_};
+    keep(rt_, partial_, "cp_partial", whole.dtype, oDims, lseDims);
+    local.o = partial_.o;
+    local.lse = partial_.lse;
+    StepContext ctx{*dispatcher_, workspace_, &rt_};
     flash_.run(ctx, local);
-    mine.attentionMicros = d->submit().totalGpuMicros;
+    mine.attentionMicros = dispatcher_->submit().totalGpuMicros;
     const auto o = rt_.download(local.o), lse = rt_.download(*local.lse);
     std::copy(o.begin(), o.end(), partial.begin());
     std::copy(lse.begin(), lse.end(), partial.begin() + static_cast<std::ptrdiff_t>(oCount));
@@ -107,23 +120,20 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
 
   ContextParallelReport report;
   if (rank == 0) {
-    MergeCall merge;
+    parts_.resize(comm_.size());
     for (std::uint32_t r = 0; r < comm_.size(); ++r) {
       const float* at = all.data() + r * partial.size();
-      MergePart part{rt_.allocate(fmt::format("cp_part{}_o", r), whole.dtype, whole.oDims(Layout::HeadMajor),
-                                  Layout::HeadMajor),
-                     rt_.allocate(fmt::format("cp_part{}_lse", r), DType::F32, whole.lseDims())};
-      rt_.upload(part.o, std::span<const float>(at, oCount));
-      rt_.upload(part.lse, std::span<const float>(at + oCount, rowsCount));
-      merge.parts.push_back(std::move(part));
+      keep(rt_, parts_[r], fmt::format("cp_part{}", r), whole.dtype, oDims, lseDims);
+      rt_.upload(parts_[r].o, std::span<const float>(at, oCount));
+      rt_.upload(parts_[r].lse, std::span<const float>(at + oCount, rowsCount));
     }
+    MergeCall merge;
+    merge.parts = parts_;
     merge.o = call.o;
     merge.lse = call.lse;
-    auto d = rt_.dispatcher();
-    DeviceWorkspace workspace(rt_);
-    StepContext ctx{*d, workspace, &rt_};
+    StepContext ctx{*dispatcher_, workspace_, &rt_};
     merge_.run(ctx, merge);
-    report.mergeMicros = d->submit().totalGpuMicros;
+    report.mergeMicros = dispatcher_->submit().totalGpuMicros;
   }
   // Every rank's timing, everywhere (the report is printed by rank 0).
   const std::vector<double> mineValues{double(mine.keys), mine.attentionMicros, mine.gatherMicros,

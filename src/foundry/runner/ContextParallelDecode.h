@@ -12,9 +12,11 @@
 #include "foundry/Runtime.h"
 #include "foundry/runner/Communicator.h"
 #include "foundry/runner/KvShards.h"
+#include "foundry/Workspace.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/MergeStep.h"
 #include "foundry/steps/RopeStep.h"
+#include "foundry/vk/VulkanDispatcher.h"
 
 namespace foundry {
 
@@ -60,6 +62,12 @@ class ContextParallelDecode {
   FlashAttentionStep flash_;
   MergeStep merge_;
   KvAppendStep append_;
+  // Kept across decode steps: one dispatcher and workspace, this rank's partial output and LSE, and on
+  // rank 0 a device copy of every rank's partial (reallocated only when the call's shape changes).
+  std::unique_ptr<VulkanDispatcher> dispatcher_;
+  DeviceWorkspace workspace_;
+  MergePart partial_;
+  std::vector<MergePart> parts_;
 };
 
 }  // namespace foundry
