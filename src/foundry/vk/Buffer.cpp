@@ -15,6 +15,17 @@ namespace foundry {
 namespace {
 
 /// A host-visible buffer for one transfer, freed when it goes out of scope.
+/// Makes host writes to mapped memory visible to the device (`flush`) or device writes visible to the
+/// host; nothing to do for host-coherent memory.
+void syncMapped(VkDevice device, VkDeviceMemory memory, bool coherent, bool flush) {
+  if (coherent) return;
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+  range.memory = memory;
+  range.size = VK_WHOLE_SIZE;
+  if (flush) vkFlushMappedMemoryRanges(device, 1, &range);
+  else vkInvalidateMappedMemoryRanges(device, 1, &range);
+}
+
 struct Staging {
   VulkanDevice& device;
   Owned<VkDevice, VkDeviceMemory> memory;
@@ -47,14 +58,7 @@ struct Staging {
     FOUNDRY_VK(vkBindBufferMemory(d.handle(), buffer.get(), memory.get(), 0));
     FOUNDRY_VK(vkMapMemory(d.handle(), memory.get(), 0, VK_WHOLE_SIZE, 0, &mapped));
   }
-  void flushOrInvalidate(bool flush) const {
-    if (coherent) return;
-    VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
-    range.memory = memory.get();
-    range.size = VK_WHOLE_SIZE;
-    if (flush) vkFlushMappedMemoryRanges(device.handle(), 1, &range);
-    else vkInvalidateMappedMemoryRanges(device.handle(), 1, &range);
-  }
+  void flushOrInvalidate(bool flush) const { syncMapped(device.handle(), memory.get(), coherent, flush); }
 };
 
 // Transfers are ordered against compute work on both sides (memoryBarrier): earlier shader access
@@ -126,12 +130,7 @@ void Buffer::upload(std::span<const std::byte> bytes, std::uint64_t offset) {
   if (bytes.empty()) return;
   if (mapped_) {
     std::memcpy(static_cast<std::byte*>(mapped_) + offset, bytes.data(), bytes.size());
-    if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
-      range.memory = memory_.get();
-      range.size = VK_WHOLE_SIZE;
-      vkFlushMappedMemoryRanges(device_->handle(), 1, &range);
-    }
+    syncMapped(device_->handle(), memory_.get(), coherent_, true);
     return;
   }
   Staging staging(*device_, bytes.size(), false);
@@ -154,12 +153,7 @@ void Buffer::download(std::span<std::byte> bytes, std::uint64_t offset) const {
   }
   if (bytes.empty()) return;
   if (mapped_) {
-    if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
-      range.memory = memory_.get();
-      range.size = VK_WHOLE_SIZE;
-      vkInvalidateMappedMemoryRanges(device_->handle(), 1, &range);
-    }
+    syncMapped(device_->handle(), memory_.get(), coherent_, false);
     std::memcpy(bytes.data(), static_cast<const std::byte*>(mapped_) + offset, bytes.size());
     return;
   }
@@ -180,12 +174,7 @@ void Buffer::fill(std::uint32_t pattern) {
   if (mapped_) {
     auto* words = static_cast<std::uint32_t*>(mapped_);
     for (std::uint64_t i = 0; i < size_ / 4; ++i) words[i] = pattern;
-    if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
-      range.memory = memory_.get();
-      range.size = VK_WHOLE_SIZE;
-      vkFlushMappedMemoryRanges(device_->handle(), 1, &range);
-    }
+    syncMapped(device_->handle(), memory_.get(), coherent_, true);
     return;
   }
   device_->submitAndWait([&](VkCommandBuffer cmd) {
