@@ -15,6 +15,8 @@
 #                                        # and every modifier included), the replays, the modifier timings
 #   bash bench/h200.sh replays           # on the device: gpt-oss-20b, MPT-7B and a Gemma-2 layout
 #                                        # against PyTorch's own math
+#   bash bench/h200.sh formats           # on the device: attention suite, then f16 against bf16 and
+#                                        # token-major KV caches (3 rounds), and PyTorch f16/bf16
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
 #   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
@@ -121,6 +123,24 @@ case "${1:-}" in
     python3 .device/torch_sdpa.py >"$out/torch.jsonl"
     python3 .device/torch_batch.py >>"$out/torch.jsonl"
     python3 bench/compare.py "$out/bench.json" "$out/torch.jsonl" --ggml "$out/ggml.jsonl" | tee "$out/table.md"
+    exit $status
+    ;;
+  formats)
+    # KV formats and layouts: the attention suite (KvFormat* among it, the cooperative-matrix route
+    # with f32 output included), then f16 head-major caches against bf16 and token-major ones on the
+    # same shapes, three rounds interleaved, and PyTorch in f16 and bf16 on those shapes.
+    on_device
+    status=0
+    attention_suite || status=1
+    shapes=()
+    for base in decode:1:32:8:65536:128 decode:8:32:8:16384:128 prefill:1:32:8:8192:128; do
+      shapes+=("$base" "$base+bf16" "$base+kvtok" "$base+bf16+kvtok")
+    done
+    for round in 1 2 3; do
+      foundry bench --shape "${shapes[@]}" --json "$out/formats-$round.json" >"$out/formats-$round.txt" 2>&1 || status=1
+    done
+    cat "$out/formats-3.txt"
+    python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
     exit $status
     ;;
   headdims)

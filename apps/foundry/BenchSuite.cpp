@@ -31,6 +31,12 @@ std::string Shape::name() const {
   return fmt::format("prefill B{} D{} S{}{}{}", batch, headDim, qLen, causal ? " causal" : "", mods);
 }
 
+DType Shape::dtype() const {
+  return std::find(modifiers.begin(), modifiers.end(), "bf16") != modifiers.end() ? DType::BF16 : DType::F16;
+}
+
+bool Shape::kvTokenMajor() const { return std::find(modifiers.begin(), modifiers.end(), "kvtok") != modifiers.end(); }
+
 std::uint32_t Shape::window() const {
   for (const auto& m : modifiers) {
     if (m.starts_with("window")) return static_cast<std::uint32_t>(std::stoul(m.substr(6)));
@@ -217,12 +223,23 @@ Ceilings Runner::measureCeilings() {
 
 namespace {
 
-std::vector<float> randomValues(std::size_t n, std::uint32_t seed) {
+std::vector<float> randomValues(std::size_t n, std::uint32_t seed, DType dtype) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> v(n);
   for (auto& x : v) x = dist(gen);
-  return decodeElements(encodeElements(v, DType::F16), DType::F16);
+  return decodeElements(encodeElements(v, dtype), dtype);
+}
+
+// Head-major [B, H, S, D] values in token-major order [B, S, H, D].
+std::vector<float> tokenMajor(const std::vector<float>& x, std::uint32_t h, std::uint32_t s,
+                              std::uint32_t d) {
+  std::vector<float> out(x.size());
+  for (std::size_t i = 0; i < x.size() / d; ++i) {
+    const std::size_t bi = i / (std::size_t(h) * s), hi = i / s % h, si = i % s;
+    std::copy_n(x.begin() + i * d, d, out.begin() + ((bi * s + si) * h + hi) * d);
+  }
+  return out;
 }
 
 }  // namespace
@@ -238,7 +255,7 @@ Prepared Runner::prepare(const Shape& s) {
   p.kvLen = s.kvLen;
   p.kvCapacity = s.kvLen;
   p.headDim = s.headDim;
-  p.dtype = DType::F16;
+  p.dtype = s.dtype();
   p.causal = s.causal;
   for (const auto& m : s.modifiers) {
     auto perHead = [&](const std::string& name, std::vector<double> values) {
@@ -254,28 +271,36 @@ Prepared Runner::prepare(const Shape& s) {
       p.modifiers.push_back(std::make_shared<SoftCapStage>(std::stod(m.substr(7))));
     } else if (m == "alibi") {
       p.modifiers.push_back(std::make_shared<AlibiStage>(perHead("alibi_slopes", AlibiStage::alibiSlopes(p.nHeads))));
+    } else if (m == "bf16" || m == "kvtok") {
+      continue;  // storage, not a modifier
     } else if (m == "sinks") {
       std::vector<double> logits;
       for (std::uint32_t h = 0; h < p.nHeads; ++h) logits.push_back(-2.0 + 0.25 * h);
       p.modifiers.push_back(std::make_shared<SinksStage>(perHead("attn_sinks", logits)));
     }
   }
-  pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11);
-  pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12);
-  pr.v = randomValues(pr.k.size(), 13);
+  pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11, p.dtype);
+  pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12, p.dtype);
+  pr.v = randomValues(pr.k.size(), 13, p.dtype);
+  const bool tok = s.kvTokenMajor();
+  const std::vector<std::int64_t> cacheDims =
+      tok ? std::vector<std::int64_t>{p.batch, p.kvCapacity, p.nKvHeads, p.headDim} : p.kvDims();
+  const Layout cacheLayout = tok ? Layout::TokenMajor : Layout::KvCache;
+  const std::vector<float> kUp = tok ? tokenMajor(pr.k, p.nKvHeads, p.kvCapacity, p.headDim) : pr.k;
+  const std::vector<float> vUp = tok ? tokenMajor(pr.v, p.nKvHeads, p.kvCapacity, p.headDim) : pr.v;
   // Enough copies that one pass over what the calls read exceeds four times the L2 (a windowed
   // decode reads its window only: sized by the cache, its copies' windows could stay in the L2).
   const double setBytes = 2.0 * pr.q.size() + s.kvBytes();
   const auto copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
   pr.calls.resize(copies);
   for (auto& call : pr.calls) {
-    call.q = rt_.allocate("q", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
-    call.k = rt_.allocate("k_cache", DType::F16, p.kvDims(), Layout::KvCache);
-    call.v = rt_.allocate("v_cache", DType::F16, p.kvDims(), Layout::KvCache);
-    call.o = rt_.allocate("o", DType::F16, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    call.q = rt_.allocate("q", p.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    call.k = rt_.allocate("k_cache", p.dtype, cacheDims, cacheLayout);
+    call.v = rt_.allocate("v_cache", p.dtype, cacheDims, cacheLayout);
+    call.o = rt_.allocate("o", p.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
     rt_.upload(call.q, pr.q);
-    rt_.upload(call.k, pr.k);
-    rt_.upload(call.v, pr.v);
+    rt_.upload(call.k, kUp);
+    rt_.upload(call.v, vUp);
     call.kvLen = p.kvLen;
     call.causal = p.causal;
     call.modifiers = p.modifiers;
@@ -315,7 +340,8 @@ Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilin
     }
     const ErrorStats e = compareOutputs(gotRows, wantRows);
     res.relError = e.reportedRel();
-    res.checked = e.passes(3e-3);
+    // Six units of rounding of the output's format: bf16 keeps 8 bits where f16 keeps 11.
+    res.checked = e.passes(p.dtype == DType::BF16 ? 1.2e-2 : 3e-3);
   }
   std::vector<double> samples;
   res.medianUs = timeCall(
@@ -375,8 +401,9 @@ Shape parseShape(const std::string& text) {
                         m.size() < 15) ||
                        (m.starts_with("softcap") && m.size() > 7 &&
                         m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0);
-    if (!sized && m != "alibi" && m != "sinks") {
-      throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks", text, m));
+    if (!sized && m != "alibi" && m != "sinks" && m != "bf16" && m != "kvtok") {
+      throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks, and "
+                                             "the storage bf16, kvtok", text, m));
     }
   }
   if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {

@@ -24,8 +24,11 @@ struct Shape {
   std::uint32_t batch = 1, heads = 32, kvHeads = 8, qLen = 1, kvLen = 1024, headDim = 128;
   bool causal = true;
   /// Modifiers after the causal mask: "window<W>" (Hugging Face's sliding_window), "softcap<C>",
-  /// "alibi", "sinks".
+  /// "alibi", "sinks"; and the storage: "bf16" (q, K/V and o in bf16 instead of f16), "kvtok" (a
+  /// token-major cache [B, S, Hkv, D] instead of head-major).
   std::vector<std::string> modifiers;
+  DType dtype() const;      ///< f16, or bf16 with "+bf16"
+  bool kvTokenMajor() const;
   std::string name() const;
   double flops() const;        ///< of the visible (query, key) pairs: causal prefill counts half, as torch_sdpa.py does
   double kvBytes() const;      ///< K and V bytes read (f16): a window's keys only
@@ -74,7 +77,7 @@ struct Result {
 /// costs most on, beside the same shape without it, and the sliding-window speed shapes.
 std::vector<Shape> shapesFor(const std::string& suite);
 /// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal), each optionally followed by
-/// modifiers: "+window4096+sinks".
+/// modifiers and storage: "+window4096+sinks", "+bf16+kvtok".
 Shape parseShape(const std::string& text);
 
 /// One shape's inputs on the device: copies to rotate over, and the host values for the check.

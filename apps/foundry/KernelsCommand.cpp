@@ -41,7 +41,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
   for (auto* layoutFlag : {cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str(),
                            cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str(),
                            cmd->add_option("--head-dim", a->layout.headDim, "Head dimension")->capture_default_str(),
-                           cmd->add_option("--dtype", a->dtype, "f16 or f32")->capture_default_str()}) {
+                           cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32")->capture_default_str()}) {
     layoutFlag->excludes(config);
   }
   cmd->callback([&global, &action, a] {
@@ -63,8 +63,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
         options.applyTuning(c.tuning, "/tuning");
       } else {
         const auto dtype = parseDType(a->dtype);
-        if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, f32", printable(a->dtype)));
-        if (*dtype == DType::BF16) throw UnsupportedError("--dtype: bf16 attention is not supported yet; use f16 or f32");
+        if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, bf16, f32", printable(a->dtype)));
         a->layout.dtype = *dtype;
       }
       global.applyTo(options);

@@ -31,7 +31,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   cmd->add_option("--decode-tokens", a->decodeTokens, "Tokens decoded after the prompt");
   cmd->add_option("--batch", a->batch, "Sequences in the batch");
   cmd->add_option("--layers", a->layers, "Layers to run (default: the config's run.layers)");
-  cmd->add_option("--dtype", a->dtype, "f16 or f32");
+  cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32");
   cmd->add_flag("--check", a->check,
                 "Compare sampled layers and tokens with the CPU and the materialised path (default: the config's run.check)");
   cmd->add_flag("--no-check", a->noCheck, "Skip the check even where the config's run.check asks for it");

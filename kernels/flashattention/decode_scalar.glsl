@@ -7,12 +7,12 @@
 // The outputs accumulate in that partial, part_o (float), rather than in registers: an invocation
 // owns DECODE_HEADS * VALUE_DIM / WORKGROUP_SIZE of them, hundreds for wide heads, and each is read
 // and written once per block of WORKGROUP_SIZE keys. K rows hold HEAD_DIM elements; V rows VALUE_DIM
-// elements, V_ROW apart.
+// elements; rows come from stages/KvAccessStage.h.
 
 const uint DECODE_OUTPUTS = DECODE_HEADS * VALUE_DIM;
 
 // Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
-void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale, uint b, uint h0,
+void flash_decode_scalar(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0,
                          uint q_pos, uvec4 keys) {
   const uint tid = gl_LocalInvocationIndex;
   for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) part_o[idx] = 0.0;
@@ -28,7 +28,8 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
     for (uint h = 0u; h < DECODE_HEADS; ++h) {
       float acc = 0.0;
       if (valid) {
-        for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * float(k_cache[k_base + key * HEAD_DIM + d]);
+        const uint k_row = kv_k_row(b, kv_h, key);
+        for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * kv_load_k(k_row + d);
       }
       const bool seen = valid && (exact || fa_visible(b, h0 + h, q_pos, key));
       const float x = fa_score_log2(acc * fa_logit_scale(qk_scale), b, h0 + h, q_pos, key);
@@ -56,7 +57,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint k_base, uint v_base, f
     for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) {
       const uint h = idx / VALUE_DIM, d = idx % VALUE_DIM;
       float acc = part_o[idx] * block_alpha[h];
-      for (uint j = 0u; j < count; ++j) acc += block_s[h * WORKGROUP_SIZE + j] * float(v_cache[v_base + (base + j) * V_ROW + d]);
+      for (uint j = 0u; j < count; ++j) acc += block_s[h * WORKGROUP_SIZE + j] * kv_load_v(kv_v_row(b, kv_h, base + j) + d);
       part_o[idx] = acc;
     }
     barrier();

@@ -24,8 +24,8 @@ const uint DECODE_LOADS_V = DECODE_CHUNKS_V / DECODE_PAIR;
 const uint DECODE_LOAD_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC * DECODE_PAIR;
 const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
-// K/V stay in registers in their stored form (DECODE_RAW: e.g. four f16 in a uvec2, half the
-// registers of a vec4) until used; DECODE_UNPACK(r, p) widens chunk p of a load to f32.
+// K/V stay in registers in their stored form (KV_RAW: e.g. four f16 in a uvec2, half the registers of
+// a vec4) until used; KV_UNPACK(r, p) widens chunk p of a load to f32 (stages/KvAccessStage.h).
 
 // The first of the DECODE_VEC dimensions chunk c of lane `lik` holds.
 uint decode_dim(uint c, uint lik) {
@@ -64,21 +64,18 @@ void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V]
 
 // The K/V rows of one iteration: keys base + u * DECODE_KEYS_PER_WARP + cluster (past the end: the
 // last valid row, masked later).
-void decode_load_step(uint base, uint cluster, uint lik, uint last, uint k_base, uint v_base,
-                      out DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS], out DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS_V]) {
+void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint kv_h,
+                      out KV_RAW kr[DECODE_UNROLL][DECODE_LOADS], out KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V]) {
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
     const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
-    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
-      kr[u][j] = DECODE_LOAD(k_cache[(k_base + key * HEAD_DIM + decode_dim(j * DECODE_PAIR, lik)) / (DECODE_VEC * DECODE_PAIR)]);
-    }
-    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
-      vr[u][j] = DECODE_LOAD(v_cache[(v_base + key * V_ROW + decode_dim(j * DECODE_PAIR, lik)) / (DECODE_VEC * DECODE_PAIR)]);
-    }
+    const uint k_row = kv_k_row(b, kv_h, key), v_row = kv_v_row(b, kv_h, key);
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) kr[u][j] = kv_load_k(k_row + decode_dim(j * DECODE_PAIR, lik));
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) vr[u][j] = kv_load_v(v_row + decode_dim(j * DECODE_PAIR, lik));
   }
 }
 
 // Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
-void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base, float qk_scale, uint b, uint h0,
+void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0,
                            uint q_pos, uvec4 keys) {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
@@ -106,21 +103,21 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
   const uint stride = DECODE_WARPS * DECODE_STEP;
   // Causal masks, windows and lengths are settled by the range for one query: no key needs asking.
   const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
-  DECODE_RAW kr[DECODE_UNROLL][DECODE_LOADS];
-  DECODE_RAW vr[DECODE_UNROLL][DECODE_LOADS_V];
+  KV_RAW kr[DECODE_UNROLL][DECODE_LOADS];
+  KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V];
   uint base = kv_begin + sg * DECODE_STEP;
-  if (base < kv_end) decode_load_step(base, cluster, lik, last, k_base, v_base, kr, vr);
+  if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr);
   for (; base < kv_end; base += stride) {
-    DECODE_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
-    DECODE_RAW next_v[DECODE_UNROLL][DECODE_LOADS_V];
-    if (base + stride < kv_end) decode_load_step(base + stride, cluster, lik, last, k_base, v_base, next_k, next_v);
+    KV_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
+    KV_RAW next_v[DECODE_UNROLL][DECODE_LOADS_V];
+    if (base + stride < kv_end) decode_load_step(base + stride, cluster, lik, last, b, kv_h, next_k, next_v);
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
     [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
       valid[u] = base + u * DECODE_KEYS_PER_WARP + cluster < kv_end;
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], DECODE_UNPACK(kr[u][c / DECODE_PAIR], c % DECODE_PAIR));
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], KV_UNPACK(kr[u][c / DECODE_PAIR], c % DECODE_PAIR));
         s[u][h] = acc;
       }
     }
@@ -155,7 +152,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint k_base, uint v_base,
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] += p * DECODE_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
+        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] += p * KV_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;

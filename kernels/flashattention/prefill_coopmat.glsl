@@ -37,12 +37,12 @@ void cm_stage_q(uint q_base, uint q0, uint rows) {
   }
 }
 
-void pf_fetch_kv(uint t, uint kv_last, uint k_base, uint v_base, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
+void pf_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
   [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
-    kr[j] = k_cache[(k_base + key * HEAD_DIM) / 8u + c];
-    vr[j] = v_cache[(v_base + key * HEAD_DIM) / 8u + c];
+    kr[j] = kv_load_k(kv_k_row(b, kv_h, key) + c * 8u);
+    vr[j] = kv_load_v(kv_v_row(b, kv_h, key) + c * 8u);
   }
 }
 

@@ -22,13 +22,13 @@ uint pf_next_tile(uint t, uint kv_end, uint b, uint h, uint pos0, uint pos_hi) {
   return t;
 }
 
-void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, uint v_base, uint b, uint h, uint pos0,
+void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint b, uint h, uint pos0,
                   uint pos_hi, uvec4 keys, float qk_scale) {
   uint t = pf_next_tile(kv_begin, kv_end, b, h, pos0, pos_hi);
   if (t >= kv_end) return;
   const uint kv_last = kv_end - 1u;
   PF_KV_T kr[PF_KV_LOADS], vr[PF_KV_LOADS];
-  pf_fetch_kv(t, kv_last, k_base, v_base, kr, vr);
+  pf_fetch_kv(t, kv_last, b, kv_h, kr, vr);
   pf_store_kv(0u, kr, vr);
   barrier();
   uint stage = 0u;
@@ -36,7 +36,7 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, ui
     const uint next = pf_next_tile(t + PF_BC, kv_end, b, h, pos0, pos_hi);
     const bool has_next = next < kv_end;
 #if PF_STAGES == 2
-    if (has_next) pf_fetch_kv(next, kv_last, k_base, v_base, kr, vr);
+    if (has_next) pf_fetch_kv(next, kv_last, b, kv_h, kr, vr);
 #endif
     // Element masks only where the tile is not surely visible to every row (it crosses the diagonal,
     // a window's edge, the end of the range, or a mask without a range).
@@ -49,7 +49,7 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint k_base, ui
 #else
     barrier();
     if (has_next) {
-      pf_fetch_kv(next, kv_last, k_base, v_base, kr, vr);
+      pf_fetch_kv(next, kv_last, b, kv_h, kr, vr);
       pf_store_kv(0u, kr, vr);
       barrier();
     }

@@ -31,7 +31,7 @@ std::string_view glslScalarType(DType dtype) {
   switch (dtype) {
     case DType::F16: return "float16_t";
     case DType::F32: return "float";
-    case DType::BF16: throw UnsupportedError("bf16 tensors cannot be bound to kernels yet; use f16 or f32");
+    case DType::BF16: return "uint16_t";  // bits only: kernels widen with StorageFormat.h's glsl::read
     case DType::U32: return "uint";
   }
   return "float";

@@ -16,7 +16,7 @@ enum class DType { F16, F32, BF16, U32 };
 std::string_view dtypeName(DType dtype);          ///< "f16", "f32", "bf16", "u32"
 std::optional<DType> parseDType(std::string_view name);
 std::size_t dtypeBytes(DType dtype);
-std::string_view glslScalarType(DType dtype);      ///< "float16_t", "float", "uint"
+std::string_view glslScalarType(DType dtype);      ///< "float16_t", "float", "uint16_t" (bf16), "uint"
 
 /// IEEE binary16 conversion with round-to-nearest-even; overflow becomes +-inf, as hardware does.
 std::uint16_t floatToHalf(float value);

@@ -1,5 +1,7 @@
 #include "foundry/Runtime.h"
 
+#include "foundry/StorageFormat.h"
+
 #include <cmath>
 #include <limits>
 
@@ -9,6 +11,7 @@
 
 #include "foundry/CoopMatProbe.h"
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/Device.h"
 #include "foundry/vk/PipelineCache.h"
@@ -122,8 +125,10 @@ std::vector<float> Runtime::download(const Tensor& tensor) {
 }
 
 void Runtime::poison(const Tensor& tensor) {
-  // Two f16 quiet NaNs per word, or one f32 quiet NaN.
-  tensor.buffer->fill(tensor.dtype == DType::F32 ? 0x7fc00000u : 0x7e007e00u);
+  // The format's quiet NaN, twice per 32-bit word for the 16-bit formats.
+  const StorageFormat& f = storageFormat(tensor.dtype);
+  const auto nan = static_cast<std::uint32_t>(f.nanBits);
+  tensor.buffer->fill(f.bytes == 2 ? nan | (nan << 16) : nan);
 }
 
 }  // namespace foundry

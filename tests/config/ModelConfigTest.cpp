@@ -480,10 +480,8 @@ const BadConfig kBadConfigs[] = {
      with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "longrope"; }, fullConfig()),
      ErrorKind::Unsupported, "/attention/rope/scaling/type", "rope scaling \"longrope\" is not supported; supported: llama3"},
     // Supported or not.
-    {"DTypeBf16IsUnsupported", set("/run/dtype", "bf16"), ErrorKind::Unsupported, "/run/dtype",
-     "bf16 runs are not supported yet"},
     {"DTypeUnknown", set("/run/dtype", "f8"), ErrorKind::User, "/run/dtype",
-     "expected \"f16\" or \"f32\", found \"f8\""},
+     "expected \"f16\", \"bf16\" or \"f32\", found \"f8\""},
     {"DTypeAliasIsNotAccepted", set("/run/dtype", "float16"), ErrorKind::User, "/run/dtype", "found \"float16\""},
     {"DTypeIsNumber", set("/run/dtype", 16), ErrorKind::User, "/run/dtype", "found 16"},
     // Tuning: checked by Options::applyTuning, pointer /tuning/<key>.
@@ -820,8 +818,7 @@ const BadOverride kBadOverrides[] = {
     {"LayersBeyondModel", RunOverrides{.layers = 23}, ErrorKind::User, "--layers",
      "cannot run 23 layers of TinyLlama-1.1B, which has 22"},
     {"ZeroLayers", RunOverrides{.layers = 0}, ErrorKind::User, "--layers", "found 0"},
-    {"DTypeUnknown", RunOverrides{.dtype = "f64"}, ErrorKind::User, "--dtype", "expected \"f16\" or \"f32\""},
-    {"DTypeBf16", RunOverrides{.dtype = "bf16"}, ErrorKind::Unsupported, "--dtype", "bf16 runs are not supported"},
+    {"DTypeUnknown", RunOverrides{.dtype = "f64"}, ErrorKind::User, "--dtype", "expected \"f16\", \"bf16\" or \"f32\""},
 };
 
 class RejectedOverride : public ::testing::TestWithParam<BadOverride> {};

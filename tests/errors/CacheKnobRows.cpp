@@ -361,7 +361,7 @@ std::vector<CliRow> cacheKnobRows() {
              std::ofstream(ctx.tmp / "kernels" / "flashattention" / "decode_subgroup.glsl", std::ios::app) << "}}}\n";
            },
        .exitCode = 4,
-       .fragment = "compiling kernel HeadLayout_Rope_FlashDecodeFused",
+       .fragment = "compiling kernel HeadLayout_KvAccess_Rope_FlashDecodeFused",
        .note = "the error (with its quoted lines) and nothing else: no warning about the work left unsubmitted",
        .multiLine = true,
        .check = [](const CliContext&, const CliOutcome& o) -> std::string {

@@ -68,9 +68,10 @@ std::function<void(const InProcessContext&)> attentionPlan(test::CallShape shape
   };
 }
 
-std::function<void(const InProcessContext&)> attentionCall(std::function<AttentionCall()> make) {
-  return [make](const InProcessContext&) {
-    const DeviceInfo device = parseDevicePreset("lavapipe");
+std::function<void(const InProcessContext&)> attentionCall(std::function<AttentionCall()> make,
+                                                          std::string preset = "lavapipe") {
+  return [make, preset](const InProcessContext&) {
+    const DeviceInfo device = parseDevicePreset(preset);
     FlashAttentionStep(device, SnippetLibrary::embedded(), AttentionOptions()).validate(make());
   };
 }
@@ -192,14 +193,6 @@ std::vector<InProcessRow> inProcessRows() {
        .field = "/run/decode_tokens",
        .fragment = "prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)",
        .action = configWith("/run/prompt_len", 4090),
-       .mentions = kConfigFile},
-      {.id = "ConfigDTypeBf16",
-       .area = "config",
-       .input = "an unsupported dtype",
-       .via = "loadModelConfig",
-       .kind = ErrorKind::Unsupported,
-       .fragment = "/run/dtype: bf16 runs are not supported yet",
-       .action = configWith("/run/dtype", "bf16"),
        .mentions = kConfigFile},
       {.id = "ConfigTuningInvalid",
        .area = "config",
@@ -394,22 +387,38 @@ std::vector<InProcessRow> inProcessRows() {
        .kind = ErrorKind::Unsupported,
        .fragment = "no prefill tile for head_dim 1024 with f32 tiles fits device",
        .action = attentionPlan({.qLen = 64, .kvLen = 64, .headDim = 1024, .dtype = DType::F32})},
-      {.id = "CallBf16",
+      {.id = "CallBf16Without16BitStorage",
        .area = "attention call",
-       .input = "an unsupported dtype",
+       .input = "a format the device cannot read (bf16 without 16-bit storage)",
        .via = "FlashAttentionStep::validate",
        .kind = ErrorKind::Unsupported,
-       .fragment = "bf16 attention is not supported yet",
-       .action = attention({.dtype = DType::BF16})},
-      {.id = "CallMixedDTypes",
+       .fragment = "k: bf16 tensors: device 'custom' cannot store 16-bit values in buffers (no "
+                   "storageBuffer16BitAccess); use f32",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({.dtype = DType::F32});
+         c.k.dtype = c.v.dtype = DType::BF16;
+         return c;
+       }, "lavapipe,storage16=0,name=custom")},
+      {.id = "CallMixedCacheFormats",
        .area = "attention call",
-       .input = "f16 queries against an f32 cache",
+       .input = "k and v of one cache in different formats",
        .via = "FlashAttentionStep::validate",
-       .field = "dtype",
-       .fragment = "mixed dtypes: q 'q' is f16 but 'k_cache' is f32",
+       .field = "v",
+       .fragment = "mixed formats within one cache: k 'k_cache' is bf16 but v 'v_cache' is f16",
        .action = attentionCall([] {
          AttentionCall c = test::shapeCall({});
-         c.k.dtype = DType::F32;
+         c.k.dtype = DType::BF16;
+         return c;
+       })},
+      {.id = "CallOverlappingCacheRows",
+       .area = "attention call",
+       .input = "cache rows closer together than head_dim",
+       .via = "FlashAttentionStep::validate",
+       .field = "k",
+       .fragment = "rows of 'k_cache' are 64 elements apart but 128 wide: they overlap",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({});
+         c.k.strides[2] = 64;
          return c;
        })},
       {.id = "TensorNegativeDim",

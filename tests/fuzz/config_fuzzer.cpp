@@ -22,14 +22,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(c.nKvHeads >= 1 && c.nHeads % c.nKvHeads == 0);
     require(c.run.layers >= 1 && c.run.layers <= c.layers);
     require(c.totalTokens() <= c.maxContext && c.maxContext <= maximum("/attention/max_context"));
-    require(c.run.dtype == DType::F16 || c.run.dtype == DType::F32);
+    require(c.run.dtype == DType::F16 || c.run.dtype == DType::BF16 || c.run.dtype == DType::F32);
     // Re-applying the config's own run as command-line overrides must be accepted unchanged.
     RunOverrides same;
     same.batch = c.run.batch;
     same.promptLen = c.run.promptLen;
     same.decodeTokens = c.run.decodeTokens;
     same.layers = c.run.layers;
-    same.dtype = c.run.dtype == DType::F16 ? "f16" : "f32";
+    same.dtype = std::string(dtypeName(c.run.dtype));
     const ModelConfig again = applyOverrides(c, same);
     require(again.run.promptLen == c.run.promptLen && again.run.layers == c.run.layers);
   } catch (const UserError&) {

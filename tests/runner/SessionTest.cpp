@@ -59,11 +59,21 @@ TEST(Session, ARealConfigRunsEndToEndAndPassesItsCheck) {
   std::uint64_t attention = 0, appends = 0;
   for (const auto& [kernel, n] : r.kernels) {
     if (kernel.find("SdpaPrefill") != std::string::npos || kernel.find("FlashDecodeFused") != std::string::npos) attention += n;
-    if (kernel.starts_with("KvAppend")) appends += n;
+    if (kernel.find("KvAppend") != std::string::npos) appends += n;
   }
   EXPECT_EQ(attention, 2u * (1 + 5));
   EXPECT_EQ(appends, 2u * (1 + 5));
   EXPECT_GT(r.cacheBytes, 0u);
+}
+
+TEST(Session, ABf16RunPassesItsCheck) {
+  // bf16 q, K/V caches and o throughout: RoPE, the appends, prefill and the fused decode.
+  ModelConfig c = tinyConfig(40, 3, 1);
+  c.run.dtype = DType::BF16;
+  const RunReport r = run(c, AttentionPath::Flash, true);
+  ASSERT_TRUE(r.check.ran);
+  EXPECT_TRUE(r.check.passed) << r.summary();
+  EXPECT_EQ(r.decode.tokens, 3u);
 }
 
 TEST(Session, FlashNeedsNoScratchProportionalToQueriesTimesKeysTheMaterialisedPathDoes) {
@@ -78,7 +88,7 @@ TEST(Session, FlashNeedsNoScratchProportionalToQueriesTimesKeysTheMaterialisedPa
   const std::uint64_t partialsPerRow = 64 * (c.headDim + 2) * 4;
   EXPECT_LE(flash.scratchBytes, std::uint64_t(c.run.batch) * c.nHeads * 192 * partialsPerRow);
   EXPECT_LT(flash.scratchBytes, scores / 4);
-  EXPECT_EQ(reference.kernels.count("Causal_ReferenceScores__bottom_right_D64_f16"), 1u);
+  EXPECT_EQ(reference.kernels.count("KvAccess_Causal_ReferenceScores__f16_w1_bottom_right_D64_f16"), 1u);
 }
 
 // The JSON report says what ran, with what and why (docs/report.md): version, layout version, time,

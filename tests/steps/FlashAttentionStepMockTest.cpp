@@ -50,8 +50,8 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsOneSplitKDispatchThatMergesInItsLast
   // each head group to finish merges the 16 partials: one dispatch, one arrival counter per group.
   const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
   const KernelSource* recorded = nullptr;
-  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
-                                         KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split_merged")),
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
+                                         KernelNamed("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged")),
                                    AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512), PushU32("kv_len", 8192),
                                          PushU32("n_heads", 32), PushU32("n_kv_heads", 8), PushU32("q_len", 1),
                                          PushU32("q_stride_b", 32 * 128), PushU32("q_stride_h", 128),
@@ -69,7 +69,7 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsOneSplitKDispatchThatMergesInItsLast
   const StepRecord record = run(call);
   EXPECT_EQ(record.plan.splits, 16u);
   EXPECT_FALSE(record.plan.reduceKernel());
-  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split_merged"));
+  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged"));
   ASSERT_EQ(workspace.requests().size(), 3u);
   EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 128}));
   EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 2}));
@@ -86,8 +86,8 @@ TEST_F(StepMockTest, FusedReduceOffRecordsASplitKPartThenTheReduce) {
   const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
   {
     InSequence inOrder;
-    EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
-                                           KernelNamed("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split")),
+    EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
+                                           KernelNamed("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split")),
                                      AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512),
                                            Binds("partial_o", "splitk_partial_o"),
                                            Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o"),
@@ -101,7 +101,7 @@ TEST_F(StepMockTest, FusedReduceOffRecordsASplitKPartThenTheReduce) {
                                      (Grid{32, 1, 1})));
   }
   const StepRecord record = run(call);
-  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_FlashDecode__g4_D128_f16_h4_w8_k2_u4_v4_float_split",
+  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split",
                                           "FlashDecodeSplitKReduce__D128_f16"));
   EXPECT_EQ(workspace.requests().size(), 2u);
 }
@@ -109,7 +109,7 @@ TEST_F(StepMockTest, FusedReduceOffRecordsASplitKPartThenTheReduce) {
 TEST_F(StepMockTest, ShortDecodeOnH200WritesTheOutputDirectly) {
   pretend("h200");
   // Fewer than 256 keys: one split, whose chunk covers the cache in whole granules of 8 x 2 x 4 keys.
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
                                    AllOf(Binds("o", "out"), LacksBinding("partial_o"), LacksPush("n_splits"),
                                          PushU32("kv_chunk", 256), PushU32("kv_len", 200)),
                                    (Grid{1, 8, 1})));
@@ -124,7 +124,7 @@ TEST_F(StepMockTest, DecodeOnLavapipeIsTheSubgroupVariantWithoutCooperativeMatri
   {
     InSequence inOrder;
     // One workgroup (4 heads share the KV head) on 2 compute units: one wave, 2 splits of 1024 keys.
-    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
                                      AllOf(PushU32("n_splits", 2), PushU32("kv_chunk", 1024)), (Grid{2, 1, 1})))
         .WillOnce([&](const KernelSource& k, const Arguments& a, Grid) {
           checkArguments(k, a);
@@ -146,7 +146,7 @@ TEST_F(StepMockTest, DecodeWithoutShufflesRecordsTheScalarKernel) {
   DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   lavapipe.subgroupShuffle = false;
   pretend(lavapipe);
-  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
                                          KernelNamed(HasSubstr("_scalar_")),
                                          ::testing::Field(&KernelSource::glsl, Not(HasSubstr("subgroup_shuffle")))),
                                    _, (Grid{1, 8, 1})));
@@ -155,7 +155,7 @@ TEST_F(StepMockTest, DecodeWithoutShufflesRecordsTheScalarKernel) {
 
 TEST_F(StepMockTest, FusedRopeDecodeRecordsOneKernelThatRotatesTheQuery) {
   pretend("h200");
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "RopeStage", "FlashDecodeFusedStage")),
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "RopeStage", "FlashDecodeFusedStage")),
                                    AllOf(Binds("rope_inv_freq", "rope_inv_freq"), PushU32("rope_pos0", 299),
                                          Binds("q", "q"), Binds("o", "out")),
                                    (Grid{1, 8, 1})));
@@ -170,12 +170,30 @@ TEST_F(StepMockTest, TokenMajorQueriesPassTheirStridesAsPushConstants) {
   // The coopmat prefill kernel is not asserted here: use f32, which takes the subgroup variant.
   s.dtype = DType::F32;
   EXPECT_CALL(dispatcher,
-              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
+              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "CausalStage", "SdpaPrefillStage")),
                        AllOf(PushU32("q_stride_b", 64 * 8 * 128), PushU32("q_stride_h", 128),
                              PushU32("q_stride_s", 8 * 128), PushU32("o_stride_s", 8 * 128),
                              PushU32("k_stride_h", 64 * 128), PushU32("n_kv_heads", 2), PushU32("n_splits", 1)),
                        _));
   run(test::shapeCall(s));
+}
+
+TEST_F(StepMockTest, TokenMajorCachesPassTheirRowStrideToTheKvAccessStage) {
+  pretend("h200");
+  AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 300));
+  const std::int64_t cap = call.k.dim(2);
+  for (Tensor* t : {&call.k, &call.v}) {
+    *t = Tensor::describe(t->name, DType::BF16, {1, cap, 8, 128}, Layout::TokenMajor);
+  }
+  call.q.dtype = DType::BF16;
+  call.o.dtype = DType::F32;
+  EXPECT_CALL(dispatcher,
+              dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
+                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_bf16_w"))),
+                       AllOf(PushU32("k_stride_b", cap * 8 * 128), PushU32("k_stride_h", 128),
+                             PushU32("k_stride_s", 8 * 128), PushU32("v_stride_s", 8 * 128)),
+                       (Grid{1, 8, 1})));
+  run(call);
 }
 
 TEST_F(StepMockTest, KernelsAreBuiltOncePerVariant) {
@@ -210,7 +228,7 @@ TEST_F(StepMockTest, LavapipePrefillRecordsTheSubgroupKernel) {
   pretend("lavapipe");
   const KernelSource* recorded = nullptr;
   // 64 rows in tiles of 2 subgroups x 4 rows: 8 tiles x 8 heads = 64 workgroups, no split.
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "CausalStage", "SdpaPrefillStage")),
                                    AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 128), PushU32("q_len", 64),
                                          Binds("o", "out"), LacksBinding("partial_o")),
                                    (Grid{8, 8, 1})))
@@ -231,7 +249,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
   // 1024 keys (16 keys per tile).
   {
     InSequence inOrder;
-    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillSplitKPartStage")),
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "CausalStage", "SdpaPrefillSplitKPartStage")),
                                      AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 1024),
                                            Binds("partial_o", "splitk_partial_o"),
                                            Binds("partial_ml", "splitk_partial_ml"), LacksBinding("o")),
@@ -251,7 +269,7 @@ TEST_F(StepMockTest, PrefillWithFewQueryTilesAndALongCacheRecordsSplitKPartThenR
 TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
   pretend("lavapipe", AttentionOptions::fromEnvironment({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}));
   EXPECT_CALL(dispatcher,
-              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
+              dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "CausalStage", "SdpaPrefillStage")),
                        AllOf(PushU32("n_splits", 1), PushU32("kv_chunk", 4096), Binds("o", "out")), (Grid{1, 1, 1})));
   const StepRecord record = run(test::shapeCall(prefillShape(1, 1, 8, 4096)));
   EXPECT_EQ(record.kernels.size(), 1u);
@@ -261,7 +279,7 @@ TEST_F(StepMockTest, DisablePrefillSplitKRecordsOnePrefillKernel) {
 TEST_F(StepMockTest, AKnobOverrideBeatsTheHeuristicInWhatIsRecorded) {
   // The heuristic wants 32 splits here (see LongDecodeOnH200...); the knob asks for 4.
   pretend("h200", AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}));
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
                                    AllOf(PushU32("n_splits", 4), PushU32("kv_chunk", 2048)), (Grid{4, 8, 1})));
   run(test::shapeCall(decodeShape(1, 32, 8, 8192)));
 }
@@ -277,10 +295,10 @@ TEST_F(StepMockTest, SmallGpuWithoutFp16RecordsKernelsWithNoHalfValuesInSharedMe
   const auto noHalfShared =
       ::testing::Field(&KernelSource::glsl, Not(HasSubstr("GL_EXT_shader_explicit_arithmetic_types_float16")));
   EXPECT_CALL(dispatcher,
-              dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")), noHalfShared), _,
+              dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")), noHalfShared), _,
                        (Grid{1, 8, 1})));
   run(test::shapeCall(decodeShape(1, 32, 8, 128)));
-  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SdpaPrefillStage")),
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "CausalStage", "SdpaPrefillStage")),
                                          KernelNamed(HasSubstr("_f32tiles")), noHalfShared),
                                    _, _));
   run(test::shapeCall(prefillShape(8, 8, 256, 256, 64)));
@@ -372,10 +390,10 @@ TEST_P(RejectedCall, IsAUserErrorNamingTheFieldAndRecordsNothing) {
 INSTANTIATE_TEST_SUITE_P(
     FlashAttentionStep, RejectedCall,
     ::testing::Values(
-        BadCall{"MixedDtypes",
+        BadCall{"MixedCacheFormats",
                 [](AttentionCall& c) { c.v.dtype = DType::F32; },
-                "dtype",
-                {"mixed dtypes", "'v_cache' is f32", "q 'q' is f16"}},
+                "v",
+                {"mixed formats within one cache", "'v_cache' is f32", "k 'k_cache' is f16"}},
         BadCall{"NonContiguousHeadDim",
                 [](AttentionCall& c) {
                   c.q.strides = {32 * 16 * 256, 16 * 256, 256, 2};

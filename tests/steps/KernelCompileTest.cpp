@@ -20,6 +20,7 @@
 #include "foundry/stages/FlashDecodeSplitKReduceStage.h"
 #include "foundry/stages/FlashDecodeStage.h"
 #include "foundry/stages/HeadLayoutStage.h"
+#include "foundry/stages/KvAccessStage.h"
 #include "foundry/stages/KvAppendStage.h"
 #include "foundry/stages/ReferenceStages.h"
 #include "foundry/stages/RopeStage.h"
@@ -167,9 +168,9 @@ TEST_P(KernelCompile, DecodeVariants) {
   std::vector<std::uint32_t> kpw;
   for (std::uint32_t k = 1; k <= sg; k *= 2) kpw.push_back(k);
   const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16}, vecs = {1, 2, 4, 8};
-  const std::vector<DType> dtypes = {DType::F16, DType::F32};
+  const std::vector<DType> dtypes = {DType::F16, DType::BF16, DType::F32};
   const std::vector<PartialStorage> partials = {PartialStorage::Float, PartialStorage::Half};
-  const std::vector<std::uint32_t> sizes = {2, 2, 4, 5, std::uint32_t(kpw.size()), 4, 2, 2, 3, 3};
+  const std::vector<std::uint32_t> sizes = {2, 3, 4, 5, std::uint32_t(kpw.size()), 4, 2, 2, 3, 3};
 
   std::vector<Point> points;
   std::vector<DecodeVariant> variants;
@@ -214,6 +215,7 @@ TEST_P(KernelCompile, DecodeVariants) {
     buildAndCompile(what, [&] {
       KernelBuilder b = builder();
       b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
+      b.emplace<KvAccessStage>(v.kvAccess());
       if (query == 0) {
         b.emplace<FlashDecodeStage>(v);
       } else {
@@ -239,8 +241,8 @@ TEST_P(KernelCompile, PrefillSubgroupVariants) {
   std::vector<std::uint32_t> keys;
   for (std::uint32_t k = sg; k <= 64; k *= 2) keys.push_back(k);
   const std::vector<std::uint32_t> dims = {64, 128}, warps = {1, 2, 4, 8}, rows = {1, 2, 4, 8};
-  const std::vector<DType> dtypes = {DType::F16, DType::F32};
-  const std::vector<std::uint32_t> sizes = {2, 2, 2, 4, 4, std::uint32_t(keys.size()), 2, 2, 2};
+  const std::vector<DType> dtypes = {DType::F16, DType::BF16, DType::F32};
+  const std::vector<std::uint32_t> sizes = {2, 3, 2, 4, 4, std::uint32_t(keys.size()), 2, 2, 2};
 
   std::vector<Point> points;
   std::vector<PrefillVariant> variants;
@@ -256,7 +258,7 @@ TEST_P(KernelCompile, PrefillSubgroupVariants) {
     v.stages = x[6] + 1;
     v.longestFirst = x[7] == 1;
     v.split = x[8] == 1;
-    if (v.dtype == DType::F32 && v.halfTiles) return;  // f32 inputs are staged as f32
+    if (v.dtype != DType::F16 && v.halfTiles) return;  // bf16 and f32 inputs are staged as f32
     if (!v.unusableReason(sg).empty()) return;
     if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) return;
     if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) return;
@@ -267,13 +269,14 @@ TEST_P(KernelCompile, PrefillSubgroupVariants) {
   const auto picked = coverPairs(points, sizes);
   EXPECT_EQ(valuesSeen(points, picked, sizes.size()), valuesSeen(points, all(points.size()), sizes.size()));
   const auto seen = valuesSeen(points, picked, sizes.size());
-  for (std::size_t a : {0, 1, 2, 6, 7, 8}) EXPECT_EQ(seen[a].size(), 2u) << "axis " << a;
+  for (std::size_t a : {0, 1, 2, 6, 7, 8}) EXPECT_EQ(seen[a].size(), sizes[a]) << "axis " << a;
 
   for (const auto i : picked) {
     const PrefillVariant& v = variants[i];
     buildAndCompile(fmt::format("prefill {}", v.key()), [&] {
       KernelBuilder b = builder();
       b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Prefill, 1);
+      b.emplace<KvAccessStage>(v.kvAccess());
       if (v.split)
         b.emplace<SdpaPrefillSplitKPartStage>(v);
       else
@@ -292,8 +295,14 @@ TEST_P(KernelCompile, PrefillSubgroupVariants) {
 
 TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
   for (const std::uint32_t d : {64u, 128u}) {
-    for (const DType t : {DType::F16, DType::F32}) {
+    for (const DType t : {DType::F16, DType::BF16, DType::F32}) {
       const std::string dt(dtypeName(t));
+      const KvAccessStage store(KvAccess{t, 1, true}), load(KvAccess{t, 1, false});
+      auto withCache = [&](const KvAccessStage& access) {
+        KernelBuilder b = builder();
+        b.add(std::make_shared<KvAccessStage>(access));
+        return b;
+      };
       buildAndCompile(fmt::format("decode reduce D{} {}", d, dt), [&] {
         return builder().workgroup(auxWorkgroup()).emplace<FlashDecodeSplitKReduceStage>(d, t).build();
       });
@@ -307,7 +316,7 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
             return builder().workgroup(auxWorkgroup()).emplace<RopeStage>(RopeStage::Mode::InPlace, rp).build();
           });
           buildAndCompile(fmt::format("kv append rope D{} r{} {} {}", d, rot, interleaved, dt),
-                          [&] { return builder().workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, rp).build(); });
+                          [&] { return withCache(store).workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, rp).build(); });
         }
       }
       // RoPE into shared memory for a decode of several heads (the rest of SharedQuery is covered by
@@ -323,18 +332,19 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
         return builder()
             .workgroup(v.workgroupSize(sg))
             .emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, 4)
+            .emplace<KvAccessStage>(v.kvAccess())
             .emplace<RopeStage>(RopeStage::Mode::SharedQuery, RopeStageParams{d, d, false, t, 4})
             .emplace<FlashDecodeFusedStage>(v)
             .build();
       });
       buildAndCompile(fmt::format("kv append D{} {}", d, dt), [&] {
-        return builder().workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, std::nullopt).build();
+        return withCache(store).workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, std::nullopt).build();
       });
       // Without modifiers, and with the causal mask hooked into the scores kernel.
       for (const bool causal : {false, true}) {
-        const ReferenceParams p{d, d, d, t, auxWorkgroup()};
+        const ReferenceParams p{d, d, t, t, t, auxWorkgroup()};
         auto chain = [&](StagePtr stage) {
-          KernelBuilder b = builder();
+          KernelBuilder b = withCache(load);
           b.workgroup(p.workgroup);
           if (causal) b.emplace<CausalStage>();
           return b.add(std::move(stage)).build();
@@ -344,11 +354,11 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
         buildAndCompile(fmt::format("reference softmax D{} {}", d, dt),
                         [&] { return builder().workgroup(p.workgroup).emplace<ReferenceSoftmaxStage>(p).build(); });
         buildAndCompile(fmt::format("reference pv D{} {}", d, dt),
-                        [&] { return builder().workgroup(p.workgroup).emplace<ReferencePvStage>(p).build(); });
+                        [&] { return withCache(load).workgroup(p.workgroup).emplace<ReferencePvStage>(p).build(); });
       }
     }
   }
-  EXPECT_EQ(compiled, 2 * 2 * (2 + 8 + 1 + 1 + 6));
+  EXPECT_EQ(compiled, 2 * 3 * (2 + 8 + 1 + 1 + 6));
 }
 
 // ---- what the steps build ------------------------------------------------------------------------
@@ -365,7 +375,7 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
   SdpaReferenceStep reference(device, SnippetLibrary::embedded());
   std::set<std::string> names;
   for (const std::uint32_t d : {64u, 128u}) {
-    for (const DType t : {DType::F16, DType::F32}) {
+    for (const DType t : {DType::F16, DType::BF16, DType::F32}) {
       std::vector<AttentionCall> calls;
       for (const std::uint32_t kvLen : {200u, 16384u}) {  // without and with Split-K
         test::CallShape s;
@@ -406,10 +416,10 @@ TEST_P(KernelCompile, KernelsTheStepsChooseCompile) {
   // Decode, decode split + reduce, fused RoPE decode, prefill, prefill split + reduce, reference x3.
   std::set<std::string> kinds;
   for (const auto& n : names) kinds.insert(n.substr(0, n.find("__")));
-  EXPECT_THAT(kinds, ::testing::IsSupersetOf({"HeadLayout_FlashDecode", "HeadLayout_Rope_FlashDecodeFused",
-                                              "FlashDecodeSplitKReduce", "HeadLayout_Causal_SdpaPrefill",
-                                              "HeadLayout_Causal_SdpaPrefillSplitKPart", "SdpaPrefillSplitKReduce",
-                                              "Causal_ReferenceScores", "ReferenceSoftmax", "ReferencePv"}));
+  EXPECT_THAT(kinds, ::testing::IsSupersetOf({"HeadLayout_KvAccess_FlashDecode", "HeadLayout_KvAccess_Rope_FlashDecodeFused",
+                                              "FlashDecodeSplitKReduce", "HeadLayout_KvAccess_Causal_SdpaPrefill",
+                                              "HeadLayout_KvAccess_Causal_SdpaPrefillSplitKPart", "SdpaPrefillSplitKReduce",
+                                              "KvAccess_Causal_ReferenceScores", "ReferenceSoftmax", "KvAccess_ReferencePv"}));
 }
 
 // ---- modifiers -----------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ TEST_F(ModifierMockTest, TheSelectorSplitsAWindowedDecodeOverTheWindowNotTheCach
   ASSERT_NE(split, windowed.decisions.end());
   EXPECT_THAT(split->reason, HasSubstr("over the 4096 visible keys of 65536"));
   // What is recorded: the window's extents and the chunk, in one dispatch merged in place.
-  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "SlidingWindowStage",
+  EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "SlidingWindowStage",
                                                                   "FlashDecodeStage")),
                                          KernelNamed(HasSubstr("SlidingWindow"))),
                                    AllOf(PushU32("window_left", 4095), PushU32("window_right", 0),
@@ -75,7 +75,7 @@ TEST_F(ModifierMockTest, TheSelectorSplitsAWindowedDecodeOverTheWindowNotTheCach
 TEST_F(ModifierMockTest, DecodeDropsTheCausalMaskItDoesNotNeed) {
   pretend("h200");
   // A single query at the end of its sequence sees every key: the causal modifier changes nothing.
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")), _, _));
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")), _, _));
   const StepRecord r = run(test::shapeCall(decodeShape(1, 32, 8, 1000)));
   EXPECT_THAT(r.modifiers, IsEmpty());
 }
@@ -96,7 +96,7 @@ TEST_F(ModifierMockTest, AMaskedPrefillRecordsTheBlockMapPassFirstAtTheKernelsTi
                                            PushU32("mask_tile_q", 8), PushU32("mask_tile_k", 16),
                                            PushU32("mask_k_tiles", 4), PushU32("mask_stride_b", 0)),
                                      (Grid{4, 8, 1})));
-    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "MaskStage", "SdpaPrefillStage")),
+    EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "MaskStage", "SdpaPrefillStage")),
                                      AllOf(Binds("mask_bits", "my_mask"), Binds("mask_blocks", "mask_blocks"),
                                            PushU32("mask_tile_q", 8), PushU32("mask_tile_k", 16)),
                                      _));
@@ -112,7 +112,7 @@ TEST_F(ModifierMockTest, EachKernelOfASplitKPairTakesTheModifiersItHosts) {
   call.modifiers = {std::make_shared<SoftCapStage>(30.0), std::make_shared<SinksStage>(sinkValues(4))};
   InSequence inOrder;
   // The key loop's hooks (causal, soft-cap) in the part kernel; the sinks where the partials merge.
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "CausalStage", "SoftCapStage",
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "CausalStage", "SoftCapStage",
                                                             "SdpaPrefillSplitKPartStage")),
                                    AllOf(test::PushF32Near("soft_cap", 30.0f, 1e-6f), test::LacksBinding("attn_sinks")), _));
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("SinksStage", "SdpaPrefillSplitKReduceStage")),
@@ -172,9 +172,9 @@ TEST_F(ModifierMockTest, TheReferencePathHandsEachOfItsKernelsItsOwnHooks) {
   AttentionCall call = test::shapeCall(prefillShape(4, 1, 16, 16));
   call.modifiers = {std::make_shared<SoftCapStage>(30.0), std::make_shared<SinksStage>(sinkValues(4))};
   InSequence inOrder;
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("CausalStage", "SoftCapStage", "ReferenceScoresStage")), _, _));
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("KvAccessStage", "CausalStage", "SoftCapStage", "ReferenceScoresStage")), _, _));
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("SinksStage", "ReferenceSoftmaxStage")), _, _));
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("ReferencePvStage")), _, _));
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("KvAccessStage", "ReferencePvStage")), _, _));
   reference.run(ctx, call);
 }
 

@@ -417,6 +417,11 @@ TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
   EXPECT_THAT([&] { planFor(h200, f32, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}})); },
               ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_VEC"), HasSubstr("f16"),
                                              HasSubstr("accepted on this device: 1, 2, 4"))));
+  // bf16 K/V load like f16: 16-byte loads over long ranges.
+  CallShape bf16 = longRanges;
+  bf16.dtype = DType::BF16;
+  EXPECT_EQ(planFor(h200, bf16).decodeVariant.vecWidth, 8u);
+  EXPECT_EQ(planFor(h200, bf16).decodeVariant.unroll, planFor(h200, longRanges).decodeVariant.unroll);
   // A CPU driver keeps one step in flight whatever the length.
   const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   const DecodeVariant cpu = planFor(lavapipe, longRanges).decodeVariant;
@@ -692,10 +697,9 @@ TEST(Selector, ValueRowsNarrowerThanKeyRowsPlanInDecodeAndAreRefusedInPrefill) {
   const DecodeVariant& v = plan.decodeVariant;
   EXPECT_EQ(v.unusableReason(32), "");
   EXPECT_EQ(v.vDim(), 512u);
-  EXPECT_EQ(v.vRow(), 576u);
   EXPECT_EQ(576 % v.lanesPerKey(32), 0u);
   EXPECT_EQ(512 % v.lanesPerKey(32), 0u);
-  EXPECT_THAT(v.key(), HasSubstr("D576v512r576"));
+  EXPECT_THAT(v.key(), HasSubstr("D576v512"));  // the rows' stride is a push constant (KvAccessStage)
   // Split-K partials are value rows: 512 floats and (m, l) per head and split, plus arrival counters.
   ASSERT_GT(plan.splits, 1u);
   const std::uint64_t counters = v.fusedReduce ? 4ull * (16 / v.heads) : 0;
@@ -768,6 +772,81 @@ TEST(Selector, EveryDecisionHasAReason) {
     }
   }
   EXPECT_GT(planned, 300);
+}
+
+}  // namespace
+}  // namespace foundry
+
+namespace foundry {
+namespace {
+
+// ---- KV formats and layouts ------------------------------------------------------------------------
+
+AttentionCall formatCall(test::CallShape s, DType q, DType kv, DType o, bool tokenMajorCache) {
+  AttentionCall c = test::shapeCall(s);
+  c.q.dtype = q;
+  c.o.dtype = o;
+  c.k.dtype = c.v.dtype = kv;
+  if (tokenMajorCache) {
+    const std::int64_t cap = c.k.dim(2);
+    for (Tensor* t : {&c.k, &c.v}) {
+      *t = Tensor::describe(t->name, kv, {s.batch, cap, s.nKvHeads, s.headDim}, Layout::TokenMajor);
+    }
+  }
+  return c;
+}
+
+TEST(SelectorFormats, Bf16DecodeLoadsLikeF16AndKeepsItsTypesInTheKernelKey) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
+  const AttentionPlan f16 = Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, {});
+  const AttentionPlan bf16 = Selector::plan(describeCall(formatCall(s, DType::BF16, DType::BF16, DType::BF16, false)), h200, {});
+  EXPECT_EQ(bf16.decodeVariant.vecWidth, f16.decodeVariant.vecWidth);
+  EXPECT_EQ(bf16.decodeVariant.unroll, f16.decodeVariant.unroll);
+  EXPECT_EQ(bf16.splits, f16.splits);
+  EXPECT_EQ(bf16.decodeVariant.kvAccess().key(), "bf16_w8");
+  // Separate types are in the key: two calls that differ only in o's type get two kernels.
+  const AttentionPlan f32out = Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F32, false)), h200, {});
+  EXPECT_NE(f32out.decodeVariant.key(), f16.decodeVariant.key());
+  EXPECT_THAT(f32out.decodeVariant.key(), HasSubstr("_of32"));
+  // Half partials only for f16 K/V: bf16 values beyond 65504 would overflow them.
+  EXPECT_EQ(bf16.decodeVariant.partial, PartialStorage::Float);
+}
+
+TEST(SelectorFormats, PrefillTakesCooperativeMatricesOnlyForF16QueriesAndKeys) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const test::CallShape s = test::prefillShape(32, 8, 1024, 1024);
+  EXPECT_TRUE(Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F32, false)), h200, {})
+                  .prefillVariant.coopMat);  // f32 output from f16 inputs: still tensor cores
+  for (const auto& [q, kv] : {std::pair{DType::BF16, DType::BF16}, std::pair{DType::F16, DType::BF16},
+                              std::pair{DType::F32, DType::F16}}) {
+    const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, q, kv, DType::F16, false)), h200, {});
+    EXPECT_FALSE(plan.prefillVariant.coopMat) << dtypeName(q) << " " << dtypeName(kv);
+    EXPECT_FALSE(plan.prefillVariant.tilesAreHalf());  // staged as f32: every bf16 value exactly
+    EXPECT_THAT(plan, HasDecision("variant", HasSubstr("f16 only")));
+  }
+  EXPECT_THROW(Selector::plan(describeCall(formatCall(s, DType::BF16, DType::BF16, DType::BF16, false)), h200,
+                              AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}})),
+               UnsupportedError);
+}
+
+TEST(SelectorFormats, TokenMajorCachesPassTheirRowStrideAndKeepWideLoads) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const AttentionCall call = formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::F16, DType::F16, true);
+  const AttentionProblem p = describeCall(call);
+  EXPECT_EQ(p.kvAlign, 8u);
+  EXPECT_EQ(p.valueRow, 8u * 128u);
+  EXPECT_EQ(Selector::plan(p, h200, {}).decodeVariant.vecWidth, 8u);
+  // Rows 68 elements apart (a view inside wider rows): loads no wider than 4 elements.
+  AttentionCall odd = test::shapeCall(test::decodeShape(1, 4, 1, 300, 64));
+  for (Tensor* t : {&odd.k, &odd.v}) {
+    t->strides = {300 * 68, 300 * 68, 68, 1};
+  }
+  const AttentionProblem q = describeCall(odd);
+  EXPECT_EQ(q.kvAlign, 4u);
+  const DecodeVariant v = Selector::plan(q, h200, {}).decodeVariant;
+  EXPECT_LE(v.vecWidth, 4u);
+  EXPECT_EQ(v.unusableReason(32), "");
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ TEST(TuningTable, MatchesByEachKey) {
   EXPECT_TRUE(tuningMatches({.family = DeviceFamily::Hopper}, h200, 128, DType::F16));
   EXPECT_FALSE(tuningMatches({.minHeadDim = 129}, h200, 128, DType::F16));
   EXPECT_FALSE(tuningMatches({.maxHeadDim = 127}, h200, 128, DType::F16));
-  EXPECT_FALSE(tuningMatches({.dtype = DType::F32}, h200, 128, DType::F16));
+  EXPECT_FALSE(tuningMatches({.elementBytes = 4}, h200, 128, DType::F16));
+  EXPECT_TRUE(tuningMatches({.elementBytes = 2}, h200, 128, DType::BF16));  // bf16 loads like f16
   EXPECT_FALSE(tuningMatches({.narrowSubgroup = true}, h200, 128, DType::F16));
 }
 

@@ -33,6 +33,8 @@ AttentionProblem AttentionCase::problem() const {
   p.valueDim = valueDim;
   p.valueRow = valuesInKeys ? headDim : 0;
   p.dtype = dtype;
+  if (qType && *qType != dtype) p.queryType = qType;
+  if (oType && *oType != dtype) p.outputType = oType;
   p.qLayout = qLayout;
   p.oLayout = oLayout;
   p.causal = causal;
@@ -67,7 +69,9 @@ std::string AttentionCase::name() const {
                      magnitude != 1.0f ? fmt::format("_mag{}", static_cast<int>(magnitude)) : "",
                      scale != 0.0f ? fmt::format("_scale{}", static_cast<int>(1.0f / scale)) : "",
                      pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()), mods) +
-         (lse ? "_lse" : "");
+         (lse ? "_lse" : "") + (qType ? fmt::format("_q{}", dtypeName(*qType)) : "") +
+         (oType ? fmt::format("_o{}", dtypeName(*oType)) : "") + (tokenMajorCache ? "_kvtok" : "") +
+         (valueMagnitude != 1.0f ? fmt::format("_vmag{:.0e}", valueMagnitude) : "");
 }
 
 std::string ModifierSpec::name() const {
@@ -110,12 +114,15 @@ ModifierSpec custom(std::string label, std::function<ModifierPtr(Runtime&, const
 
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name(); }
 
-double relativeBound(DType dtype) { return dtype == DType::F32 ? 1e-4 : 3e-3; }
+// About six units of rounding of the format the output is stored in (bf16 keeps 8 bits, f16 11).
+double relativeBound(DType dtype) { return dtype == DType::F32 ? 1e-4 : dtype == DType::BF16 ? 1.2e-2 : 3e-3; }
 
 double relativeBound(const AttentionCase& c, const AttentionResult& r) {
   const bool halfPartials = r.record.plan.decode && !r.record.kernels.empty() &&
                             r.record.plan.decodeVariant.partial == PartialStorage::Half;
-  return relativeBound(halfPartials ? DType::F16 : c.dtype) + 4.0 * std::ldexp(1.0, -24) * r.maxAbsLogit;
+  double bound = relativeBound(halfPartials ? DType::F16 : c.dtype);
+  for (const auto& t : {c.qType, c.oType}) bound = std::max(bound, t ? relativeBound(*t) : 0.0);
+  return bound + 4.0 * std::ldexp(1.0, -24) * r.maxAbsLogit;
 }
 
 namespace {
@@ -215,9 +222,9 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   const std::size_t qn = std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim;
   const std::size_t kvn = std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
   const std::size_t vn = kvn / p.headDim * p.vDim();
-  in.q = rounded(randomVector(qn, c.seed * 3 + 1, -c.magnitude, c.magnitude), c.dtype);
+  in.q = rounded(randomVector(qn, c.seed * 3 + 1, -c.magnitude, c.magnitude), c.qType.value_or(c.dtype));
   in.k = rounded(randomVector(kvn, c.seed * 3 + 2, -c.magnitude, c.magnitude), c.dtype);
-  in.v = rounded(randomVector(vn, c.seed * 3 + 3, -1.0f, 1.0f), c.dtype);
+  in.v = rounded(randomVector(vn, c.seed * 3 + 3, -c.valueMagnitude, c.valueMagnitude), c.dtype);
   // Rows past each sequence's keys hold NaN: any kernel that reads them poisons its output.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (std::uint32_t b = 0; b < p.batch; ++b) {
@@ -237,12 +244,34 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
       if (!poke.dim || *poke.dim == d) x.at(row + d) = poke.value;
     }
   }
-  in.call.q = rt.allocate("q", c.dtype, p.qDims(c.qLayout), c.qLayout);
-  in.call.k = rt.allocate("k_cache", c.dtype, p.kvDims(), Layout::KvCache);
-  in.call.o = rt.allocate("o", c.dtype, p.oDims(c.oLayout), c.oLayout);
+  in.call.q = rt.allocate("q", c.qType.value_or(c.dtype), p.qDims(c.qLayout), c.qLayout);
+  in.call.o = rt.allocate("o", c.oType.value_or(c.dtype), p.oDims(c.oLayout), c.oLayout);
   rt.upload(in.call.q, in.q);
-  rt.upload(in.call.k, in.k);
-  if (c.valuesInKeys) {
+  if (c.tokenMajorCache) {
+    // [B, capacity, Hkv, D]: the host arrays stay head-major for the CPU reference.
+    auto tokenMajor = [&](const char* name, const std::vector<float>& x, std::uint32_t dim) {
+      const Tensor t = rt.allocate(name, c.dtype, {p.batch, p.kvCapacity, p.nKvHeads, dim}, Layout::TokenMajor);
+      std::vector<float> moved(x.size());
+      for (std::uint32_t b = 0; b < p.batch; ++b) {
+        for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
+          for (std::uint32_t s = 0; s < p.kvCapacity; ++s) {
+            const std::size_t from = ((std::size_t(b) * p.nKvHeads + h) * p.kvCapacity + s) * dim;
+            const std::size_t to = ((std::size_t(b) * p.kvCapacity + s) * p.nKvHeads + h) * dim;
+            std::copy_n(x.begin() + from, dim, moved.begin() + to);
+          }
+        }
+      }
+      rt.upload(t, moved);
+      return t;
+    };
+    in.call.k = tokenMajor("k_cache", in.k, p.headDim);
+    in.call.v = tokenMajor("v_cache", in.v, p.vDim());
+  } else {
+    in.call.k = rt.allocate("k_cache", c.dtype, p.kvDims(), Layout::KvCache);
+    rt.upload(in.call.k, in.k);
+  }
+  if (c.tokenMajorCache) {
+  } else if (c.valuesInKeys) {
     // The values are the keys' leading columns, read in place: what the CPU sees is that slice.
     in.call.v = in.call.k;
     in.call.v.name = "v_in_k_cache";

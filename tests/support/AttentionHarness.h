@@ -70,7 +70,11 @@ struct AttentionCase {
   std::uint32_t headDim = 64;
   std::uint32_t valueDim = 0;        ///< of v and o; 0: headDim
   bool valuesInKeys = false;         ///< v is a view of k's leading valueDim columns (MLA's latent)
-  DType dtype = DType::F16;
+  DType dtype = DType::F16;          ///< of the KV cache; of q and o too unless set below
+  std::optional<DType> qType;        ///< q's own type
+  std::optional<DType> oType;        ///< o's own type
+  bool tokenMajorCache = false;      ///< k and v as [B, capacity, Hkv, D], read in place
+  float valueMagnitude = 1.0f;       ///< v is uniform in [-valueMagnitude, valueMagnitude]
   Layout qLayout = Layout::HeadMajor;
   Layout oLayout = Layout::HeadMajor;
   bool causal = true;

@@ -172,15 +172,12 @@ class Reader {
     };
     if (!v.is_string()) fail(field, fmt::format("expected {}, found {}", accepted, describeJsonValue(v)));
     const std::string& s = v.get_ref<const std::string&>();
-    if (s == "bf16" && schemaField == "/run/dtype" && !known(s)) {
-      unsupported(field, fmt::format("bf16 runs are not supported yet; use {}", accepted));
-    }
     if (!known(s)) fail(field, fmt::format("expected {}, found {}", accepted, quoteForMessage(s)));
     return s;
   }
 
   DType runDType(const json& v, const std::string& field) const {
-    return choice(v, field, "/run/dtype") == "f16" ? DType::F16 : DType::F32;
+    return *parseDType(choice(v, field, "/run/dtype"));  // the schema's enum: f16, bf16, f32
   }
 
   /// Checks a `tuning` object by applying it to default options; errors carry "/tuning/<key>".

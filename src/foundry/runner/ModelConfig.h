@@ -24,7 +24,7 @@ struct RunSpec {
   std::uint32_t promptLen = 64;
   std::uint32_t decodeTokens = 8;  ///< 0: prefill only
   std::uint32_t layers = 1;        ///< layers to run, 1..ModelConfig::layers (default in JSON: all)
-  DType dtype = DType::F16;        ///< F16 or F32
+  DType dtype = DType::F16;        ///< F16, BF16 or F32
   std::uint64_t seed = 1;
   bool check = true;               ///< compare against the CPU reference
 };

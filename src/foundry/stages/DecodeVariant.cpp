@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/HeadLayoutStage.h"
 
 namespace foundry {
@@ -24,7 +25,13 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (scalar) {  // loads one element at a time whatever the width
     return partial == PartialStorage::Float ? "" : "the scalar variant accumulates its outputs in float partials";
   }
-  if (vecWidth == 8 && dtype != DType::F16) return "8-element loads need f16 K/V (16 bytes)";
+  if (vecWidth > storageFormat(dtype).maxLoadWidth) {
+    return fmt::format("{}-element loads of {} K/V exceed 16 bytes (8 need f16 or bf16)", vecWidth, dtypeName(dtype));
+  }
+  if (vecWidth > strideAlign) {
+    return fmt::format("{}-element loads need K/V strides that are multiples of {}; this cache's are multiples of {}",
+                       vecWidth, vecWidth, strideAlign);
+  }
   if (keysPerWarp == 0 || subgroupSize % keysPerWarp != 0) {
     return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
   }
@@ -36,7 +43,6 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     return fmt::format("{} elements per lane are not a multiple of the vector width {}",
                        elems % vecWidth != 0 ? elems : valueElems, vecWidth);
   }
-  if (vRow() % vecWidth != 0) return fmt::format("V rows of {} are not a multiple of the vector width {}", vRow(), vecWidth);
   if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8) {
     return fmt::format("unroll {} is not 1, 2, 4 or 8", unroll);
   }
@@ -50,8 +56,16 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   return {};
 }
 
+std::string DecodeVariant::splitSuffix() const {
+  std::string s = split ? (fusedReduce ? "_split_merged" : "_split") : "";
+  if (lse) s += "_lse";
+  if (qType() != dtype) s += fmt::format("_q{}", dtypeName(qType()));
+  if (oType() != dtype) s += fmt::format("_o{}", dtypeName(oType()));
+  return s;
+}
+
 std::string DecodeVariant::key() const {
-  const std::string dims = HeadLayoutStage::rowsKey(headDim, vDim(), vRow());
+  const std::string dims = HeadLayoutStage::rowsKey(headDim, vDim());
   if (scalar) {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());

@@ -1,10 +1,12 @@
 #pragma once
 // The parameters of a decode kernel: everything that changes the emitted code.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "foundry/DType.h"
+#include "foundry/stages/KvAccessStage.h"
 
 namespace foundry {
 
@@ -17,8 +19,12 @@ inline std::string_view partialStorageName(PartialStorage storage) {
 struct DecodeVariant {
   std::uint32_t headDim = 128;       ///< of q and k
   std::uint32_t valueDim = 0;        ///< of v and out; 0: headDim
-  std::uint32_t valueRow = 0;        ///< elements between V rows; 0: packed
-  DType dtype = DType::F16;          ///< q, k, v and out
+  DType dtype = DType::F16;          ///< of K and V; of q and out too unless set below
+  std::optional<DType> queryType;    ///< of q where it differs
+  std::optional<DType> outputType;   ///< of out where it differs
+  /// The largest power of two (up to 8) dividing every K/V stride: no load may be wider. Not part of
+  /// the code (the key); part of whether the variant can read the call's cache.
+  std::uint32_t strideAlign = 8;
   std::uint32_t heads = 1;           ///< query heads per workgroup (all share one KV head)
   std::uint32_t warps = 4;           ///< subgroups per workgroup
   std::uint32_t keysPerWarp = 1;     ///< keys a subgroup takes per step (one per lane cluster)
@@ -39,7 +45,10 @@ struct DecodeVariant {
   std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return headDim / lanesPerKey(subgroupSize); }
   std::uint32_t valueElemsPerLane(std::uint32_t subgroupSize) const { return vDim() / lanesPerKey(subgroupSize); }
   std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
-  std::uint32_t vRow() const { return valueRow ? valueRow : vDim(); }
+  DType qType() const { return queryType.value_or(dtype); }
+  DType oType() const { return outputType.value_or(dtype); }
+  /// The KvAccessStage the kernel's chain needs.
+  KvAccess kvAccess() const { return {dtype, scalar ? 1u : vecWidth, false}; }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
   /// Keys a workgroup takes per iteration: Split-K chunks are multiples of this.
   std::uint32_t keyGranule(std::uint32_t subgroupSize) const {
@@ -52,9 +61,7 @@ struct DecodeVariant {
   std::string key() const;
 
  private:
-  std::string splitSuffix() const {
-    return std::string(split ? (fusedReduce ? "_split_merged" : "_split") : "") + (lse ? "_lse" : "");
-  }
+  std::string splitSuffix() const;
 };
 
 }  // namespace foundry

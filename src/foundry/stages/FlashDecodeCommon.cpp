@@ -6,44 +6,12 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/LseOutput.h"
 
 namespace foundry::decode_detail {
-
-std::string kvView(DType dtype, std::uint32_t vecWidth) {
-  const bool half = dtype == DType::F16;
-  switch (vecWidth) {
-    case 8: return "uvec4";  // f16 only
-    case 4: return half ? "uvec2" : "vec4";
-    case 2: return half ? "uint" : "vec2";
-    default: return half ? "float16_t" : "float";
-  }
-}
-
-namespace {
-
-/// How chunk p of a register holding `kvView` widens to f32.
-std::string kvUnpack(DType dtype, std::uint32_t vecWidth) {
-  if (dtype != DType::F16) return "(r)";
-  switch (vecWidth) {
-    case 8:
-      return "((p) == 0u ? vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y)) "
-             ": vec4(unpackHalf2x16((r).z), unpackHalf2x16((r).w)))";
-    case 4: return "vec4(unpackHalf2x16((r).x), unpackHalf2x16((r).y))";
-    case 2: return "unpackHalf2x16(r)";
-    default: return "float(r)";
-  }
-}
-
-}  // namespace
-
-void declareOutputMacros(KernelInterface& k, DType dtype, const std::string& prefix) {
-  k.define(prefix + "_T", std::string(glslScalarType(dtype)));
-  // f16 outputs are clamped to the f16 range rather than overflowing to inf.
-  k.define(prefix + "_CLAMP(x)", dtype == DType::F16 ? "clamp_to_half(x)" : "(x)");
-}
 
 std::set<std::string> hookPoints(const DecodeVariant& v) {
   auto points = attentionHookNames(v.split && !v.fusedReduce ? HookPhase::Keys : HookPhase::All);
@@ -54,9 +22,7 @@ std::set<std::string> hookPoints(const DecodeVariant& v) {
 void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::string reason = v.unusableReason(device.subgroupSize);
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "decode variant {}: {}", v.key(), reason);
-  const std::uint32_t vec = v.scalar ? 1 : v.vecWidth;
-  k.buffer("k_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
-  k.buffer("v_cache", v.dtype, Access::ReadOnly, kvView(v.dtype, vec));
+  k.usesBuffer("k_cache").usesBuffer("v_cache");
   if (v.split) {
     // Merged in place, the partials are read back by another workgroup of the same dispatch.
     const Access partials = v.fusedReduce ? Access::Coherent : Access::WriteOnly;
@@ -65,7 +31,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.push("n_splits", PushType::U32);
   }
   const bool writesOutput = !v.split || v.fusedReduce;
-  if (writesOutput) k.buffer("o", v.dtype, Access::WriteOnly);
+  if (writesOutput) k.buffer("o", v.oType(), Access::WriteOnly);
   FOUNDRY_CHECK_INTERNAL(!v.lse || writesOutput, "decode variant {} writes an LSE but no output", v.key());
   if (v.lse) lse_detail::declare(k);
   if (v.split && v.fusedReduce) {
@@ -74,20 +40,20 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.snippet("flashattention/splitk_reduce.glsl");
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
-  for (const char* s : {"batch", "q_head0", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
+  for (const char* s : {"batch", "q_head0", "kv_head", "o_base"}) k.consumes(s, "uint");
   HeadLayoutStage::usesShapeFields(k);
   // A Split-K part leaves the output's hooks to whoever merges its partials.
   hostAttentionHooks(k, hookPoints(v));
 
   const std::uint32_t parts = v.scalar ? 1 : v.warps;
-  HeadLayoutStage::declareRows(k, v.headDim, v.vDim(), v.vRow());
+  HeadLayoutStage::declareRows(k, v.headDim, v.vDim());
   k.constant("DECODE_HEADS", v.heads).constant("DECODE_PARTS", parts);
   const bool halfPartial = v.partial == PartialStorage::Half;
   k.define("PART_T", halfPartial ? "float16_t" : "float");
   k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");
   k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.vDim(), halfPartial ? 2 : 4);
   k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
-  if (writesOutput) declareOutputMacros(k, v.dtype, "OUT");
+  if (writesOutput) glsl::declareWrite(k, "OUT_STORE", v.oType());
   if (v.scalar) {
     k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize), 4);
     k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
@@ -100,11 +66,6 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
     const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
     k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));
-    // Single f16 elements are widened on load: f16 registers would need fp16 arithmetic types.
-    const bool singleHalf = v.dtype == DType::F16 && v.vecWidth == 1;
-    k.define("DECODE_RAW", singleHalf ? "float" : kvView(v.dtype, v.vecWidth));
-    k.define("DECODE_LOAD(x)", singleHalf ? "float(x)" : "(x)");
-    k.define("DECODE_UNPACK(r, p)", singleHalf ? "(r)" : kvUnpack(v.dtype, v.vecWidth));
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
     k.snippet("flashattention/decode_subgroup.glsl");
   }
@@ -133,8 +94,8 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
   w.line("float o_merged, m_merged, l_merged;");
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
-  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_merged, m_merged, l_merged, batch, q_head0 + h, "
-         "q_pos, d)));");
+  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_STORE(fa_output(o_merged, m_merged, l_merged, batch, q_head0 + h, "
+         "q_pos, d));");
   if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_merged", "l_merged"));
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
@@ -149,7 +110,7 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
   w.line("const uvec4 keys = fa_keys_heads(batch, q_head0, DECODE_HEADS, q_pos, q_pos);");
   w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
-  w.line("{}(kv_begin, kv_end, k_base, v_base, pc.qk_scale, batch, q_head0, q_pos, keys);",
+  w.line("{}(kv_begin, kv_end, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);",
          v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
   w.line("barrier();");
   w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
@@ -161,8 +122,8 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
     w.line("partial_o[row * VALUE_DIM + d] = o_unnorm;");
     w.line("if (d == 0u) partial_ml[row] = vec2(m_all, l_all);");
   } else {
-    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(fa_output(o_unnorm, m_all, l_all, batch, q_head0 + h, "
-           "q_pos, d)));");
+    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_STORE(fa_output(o_unnorm, m_all, l_all, batch, q_head0 + h, "
+           "q_pos, d));");
     if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_all", "l_all"));
   }
   w.close();

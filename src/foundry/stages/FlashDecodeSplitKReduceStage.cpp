@@ -18,7 +18,7 @@ void FlashDecodeSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const 
   w.line("float o_merged, m_merged, l_merged;");
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
   w.line("const float out_d = fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, 0u), d);");
-  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + d] = OUT_T(OUT_CLAMP(out_d));");
+  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + d] = OUT_STORE(out_d);");
   if (lse_) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "head", "0u", "m_merged", "l_merged"));
   w.close();
 }

@@ -7,7 +7,8 @@ namespace foundry {
 namespace {
 constexpr const char* kShapeFields[] = {"n_heads",    "n_kv_heads", "q_len",      "kv_len",     "q_stride_b",
                                         "q_stride_h", "q_stride_s", "o_stride_b", "o_stride_h", "o_stride_s",
-                                        "k_stride_b", "k_stride_h", "v_stride_b", "v_stride_h"};
+                                        "k_stride_b", "k_stride_h", "k_stride_s", "v_stride_b", "v_stride_h",
+                                        "v_stride_s"};
 }
 
 void HeadLayoutStage::declareShapeFields(KernelInterface& k) {
@@ -18,20 +19,18 @@ void HeadLayoutStage::usesShapeFields(KernelInterface& k) {
   for (const char* f : kShapeFields) k.usesPush(f);
 }
 
-void HeadLayoutStage::declareRows(KernelInterface& k, std::uint32_t headDim, std::uint32_t valueDim,
-                                  std::uint32_t valueRow) {
-  k.constant("HEAD_DIM", headDim).constant("VALUE_DIM", valueDim).constant("V_ROW", valueRow);
+void HeadLayoutStage::declareRows(KernelInterface& k, std::uint32_t headDim, std::uint32_t valueDim) {
+  k.constant("HEAD_DIM", headDim).constant("VALUE_DIM", valueDim);
 }
 
-std::string HeadLayoutStage::rowsKey(std::uint32_t headDim, std::uint32_t valueDim, std::uint32_t valueRow) {
-  if (valueRow != valueDim) return fmt::format("D{}v{}r{}", headDim, valueDim, valueRow);
+std::string HeadLayoutStage::rowsKey(std::uint32_t headDim, std::uint32_t valueDim) {
   return valueDim != headDim ? fmt::format("D{}v{}", headDim, valueDim) : fmt::format("D{}", headDim);
 }
 
 void HeadLayoutStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareShapeFields(k);
   k.constant("HEADS_PER_WORKGROUP", heads_);
-  for (const char* s : {"batch", "q_head0", "kv_head", "q_base", "o_base", "k_base", "v_base"}) k.produces(s, "uint");
+  for (const char* s : {"batch", "q_head0", "kv_head", "q_base", "o_base"}) k.produces(s, "uint");
   if (grid_ != Grid::Decode) k.produces("q_slot", "uint");
 }
 
@@ -50,8 +49,6 @@ void HeadLayoutStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint kv_head = q_head0 / (pc.n_heads / pc.n_kv_heads);");
   w.line("const uint q_base = batch * pc.q_stride_b + q_head0 * pc.q_stride_h;");
   w.line("const uint o_base = batch * pc.o_stride_b + q_head0 * pc.o_stride_h;");
-  w.line("const uint k_base = batch * pc.k_stride_b + kv_head * pc.k_stride_h;");
-  w.line("const uint v_base = batch * pc.v_stride_b + kv_head * pc.v_stride_h;");
 }
 
 std::string HeadLayoutStage::key() const {

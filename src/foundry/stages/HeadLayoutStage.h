@@ -1,7 +1,7 @@
 #pragma once
-// Base element offsets of q, k, v and out for the workgroup's (batch, heads), from strides passed as
-// push constants, and the KV head that GQA/MQA maps the query heads to. Works for head-major and
-// token-major Q/O and the head-major KV cache [batch, n_kv_heads, capacity, head_dim].
+// Base element offsets of q and out for the workgroup's (batch, heads), from strides passed as push
+// constants, and the KV head that GQA/MQA maps the query heads to (its rows: KvAccessStage). Works for
+// head-major and token-major Q/O.
 #include "foundry/Stage.h"
 
 namespace foundry {
@@ -27,11 +27,11 @@ class HeadLayoutStage : public Stage {
   static void declareShapeFields(KernelInterface& k);
   /// Marks them as read by a stage that follows HeadLayoutStage in its kernel.
   static void usesShapeFields(KernelInterface& k);
-  /// The rows of the caches: K rows of head_dim elements, V rows of value_dim elements `valueRow`
-  /// apart (a view of wider rows: MLA's latent). Declares HEAD_DIM, VALUE_DIM and V_ROW.
-  static void declareRows(KernelInterface& k, std::uint32_t headDim, std::uint32_t valueDim, std::uint32_t valueRow);
-  /// Their part of a kernel key: "D128", or "D192v128", "D576v512r576" where V differs.
-  static std::string rowsKey(std::uint32_t headDim, std::uint32_t valueDim, std::uint32_t valueRow);
+  /// The widths of the cache rows: K rows of head_dim elements, V rows of value_dim (where the rows
+  /// are, KvAccessStage says). Declares HEAD_DIM and VALUE_DIM.
+  static void declareRows(KernelInterface& k, std::uint32_t headDim, std::uint32_t valueDim);
+  /// Their part of a kernel key: "D128", or "D192v128" where V differs.
+  static std::string rowsKey(std::uint32_t headDim, std::uint32_t valueDim);
 
  private:
   Grid grid_;

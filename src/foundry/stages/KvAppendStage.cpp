@@ -2,15 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "foundry/StorageFormat.h"
+
 namespace foundry {
 
 void KvAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.buffer("k_new", dtype_, Access::ReadOnly).buffer("v_new", dtype_, Access::ReadOnly);
-  k.buffer("k_cache", dtype_, Access::WriteOnly).buffer("v_cache", dtype_, Access::WriteOnly);
-  for (const char* f : {"new_stride_b", "new_stride_h", "new_stride_s", "k_stride_b", "k_stride_h", "v_stride_b",
-                        "v_stride_h", "cache_pos0"}) {
-    k.push(f, PushType::U32);
-  }
+  k.usesBuffer("k_cache").usesBuffer("v_cache");
+  for (const char* f : {"new_stride_b", "new_stride_h", "new_stride_s", "cache_pos0"}) k.push(f, PushType::U32);
+  glsl::declareRead(k, "NEW_READ", dtype_);
   k.constant("HEAD_DIM", headDim_);
   if (rope_) RopeStage::declareRope(k, *rope_);
 }
@@ -18,17 +18,17 @@ void KvAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
 void KvAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint token = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;");
   w.line("const uint src = batch * pc.new_stride_b + kv_head * pc.new_stride_h + token * pc.new_stride_s;");
-  w.line("const uint k_dst = batch * pc.k_stride_b + kv_head * pc.k_stride_h + (pc.cache_pos0 + token) * HEAD_DIM;");
-  w.line("const uint v_dst = batch * pc.v_stride_b + kv_head * pc.v_stride_h + (pc.cache_pos0 + token) * HEAD_DIM;");
+  w.line("const uint k_dst = kv_k_row(batch, kv_head, pc.cache_pos0 + token);");
+  w.line("const uint v_dst = kv_v_row(batch, kv_head, pc.cache_pos0 + token);");
   w.open("for (uint d = gl_LocalInvocationIndex; d < HEAD_DIM; d += WORKGROUP_SIZE)");
+  w.line("const float k_d = NEW_READ(k_new[src + d]);");
   if (rope_) {
-    w.line("const float k_d = float(k_new[src + d]);");
-    w.line("const float k_rot = d < ROPE_DIMS ? rope_rotate(d, pc.rope_pos0 + token, k_d, float(k_new[src + rope_partner(d)])) : k_d;");
-    w.line("k_cache[k_dst + d] = {}(k_rot);", glslScalarType(dtype_));
+    w.line("kv_store_k(k_dst + d, d < ROPE_DIMS ? rope_rotate(d, pc.rope_pos0 + token, k_d, "
+           "NEW_READ(k_new[src + rope_partner(d)])) : k_d);");
   } else {
-    w.line("k_cache[k_dst + d] = k_new[src + d];");
+    w.line("kv_store_k(k_dst + d, k_d);");
   }
-  w.line("v_cache[v_dst + d] = v_new[src + d];");
+  w.line("kv_store_v(v_dst + d, NEW_READ(v_new[src + d]));");
   w.close();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Writes new K and V rows into the head-major KV caches at row `cache_pos0 + token`, optionally
-// rotating K (RoPE at position rope_pos0 + token) on the way. Grid: (new tokens, KV heads, batch).
-// The new rows may be head-major [B, Hkv, T, D] or token-major [B, T, Hkv, D]: strides say which.
+// Writes new K and V rows into the KV caches at row `cache_pos0 + token`, optionally rotating K (RoPE
+// at position rope_pos0 + token) on the way. Grid: (new tokens, KV heads, batch). The new rows (of
+// `dtype`) may be head-major [B, Hkv, T, D] or token-major [B, T, Hkv, D]: strides say which. The
+// caches are written through a KvAccessStage (write access) earlier in the chain, in their format.
 #include <optional>
 
 #include "foundry/Stage.h"

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/FlashDecodeCommon.h"
 #include "foundry/stages/LseOutput.h"
 
@@ -22,7 +23,8 @@ void LseMergeStage::declare(KernelInterface& k, const DeviceInfo&) const {
   }
   if (p_.lse) lse_detail::declare(k);
   k.constant("VALUE_DIM", p_.valueDim);
-  decode_detail::declareOutputMacros(k, p_.outDtype, "OUT");
+  glsl::declareWrite(k, "OUT_STORE", p_.outDtype);
+  glsl::declareRead(k, "PART_READ", p_.partDtype);
   k.snippet("flashattention/common.glsl");
 }
 
@@ -36,9 +38,9 @@ void LseMergeStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.open("for (uint d = gl_LocalInvocationIndex; d < VALUE_DIM; d += WORKGROUP_SIZE)");
   w.line("float m = NEG_BIG, l = 0.0, acc = 0.0;");
   for (std::uint32_t i = 0; i < p_.parts; ++i) {
-    w.line("softmax_fold(m, l, acc, ml{0}.x, ml{0}.y, float({1}[part_row + d]));", i, partOutput(i));
+    w.line("softmax_fold(m, l, acc, ml{0}.x, ml{0}.y, PART_READ({1}[part_row + d]));", i, partOutput(i));
   }
-  w.line("o[o_row + d] = OUT_T(OUT_CLAMP(l > 0.0 ? acc / l : 0.0));");
+  w.line("o[o_row + d] = OUT_STORE(l > 0.0 ? acc / l : 0.0);");
   if (p_.lse) w.line("if (d == 0u) lse[lse_row] = softmax_lse(m, l);");
   w.close();
 }

@@ -21,7 +21,8 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
 std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (stages != 1 && stages != 2) return fmt::format("{} staging buffers; 1 or 2 are supported", stages);
   if (coopMat) {
-    if (dtype != DType::F16) return "the cooperative-matrix variant takes f16 inputs";
+    if (dtype != DType::F16 || qType() != DType::F16) return "the cooperative-matrix variant takes f16 q, K and V";
+    if (strideAlign < 8) return "the cooperative-matrix variant loads 8 elements at once: strides must be multiples of 8";
     if (rowsPerWarp != 16) return "the cooperative-matrix variant gives each subgroup 16 rows";
     if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";
     if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
@@ -49,7 +50,9 @@ std::string PrefillVariant::key() const {
   return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}", headDim, dtypeName(dtype),
                      coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
-                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "");
+                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "") +
+         (qType() != dtype ? fmt::format("_q{}", dtypeName(qType())) : "") +
+         (oType() != dtype ? fmt::format("_o{}", dtypeName(oType())) : "");
 }
 
 }  // namespace foundry

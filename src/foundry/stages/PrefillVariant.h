@@ -1,17 +1,23 @@
 #pragma once
 // The parameters of a prefill kernel: everything that changes the emitted code.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "foundry/DType.h"
+#include "foundry/stages/KvAccessStage.h"
 
 namespace foundry {
 
 struct PrefillVariant {
   std::uint32_t headDim = 128;
-  DType dtype = DType::F16;
+  DType dtype = DType::F16;       ///< of K and V; of q and out too unless set below
+  std::optional<DType> queryType;
+  std::optional<DType> outputType;
+  /// The largest power of two (up to 8) dividing every q, K and V stride (not part of the code).
+  std::uint32_t strideAlign = 8;
   bool halfTiles = true;          ///< f16 inputs staged as f16 (needs fp16 arithmetic); else as f32
-  bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores)
+  bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores), f16 q, K and V
   bool quadSoftmax = false;       ///< coopMat: softmax in registers (the device's layout is the quad pattern)
   std::uint32_t warps = 4;        ///< subgroups per workgroup
   std::uint32_t rowsPerWarp = 4;  ///< query rows each subgroup owns (16 with cooperative matrices)
@@ -35,7 +41,13 @@ struct PrefillVariant {
   std::uint32_t keysPerLane(std::uint32_t subgroupSize) const {
     return keysPerTile >= subgroupSize ? keysPerTile / subgroupSize : 1;
   }
-  bool tilesAreHalf() const { return dtype == DType::F16 && halfTiles; }
+  DType qType() const { return queryType.value_or(dtype); }
+  DType oType() const { return outputType.value_or(dtype); }
+  /// The KvAccessStage the kernel's chain needs: 16-byte loads for the cooperative-matrix tiles.
+  KvAccess kvAccess() const { return {dtype, coopMat ? 8u : 1u, false}; }
+  /// Tiles stay f16 only where every value staged in them (q, K, V) is f16 already: bf16 and f32
+  /// inputs are staged as f32, which holds every one of their values exactly.
+  bool tilesAreHalf() const { return dtype == DType::F16 && qType() == DType::F16 && halfTiles; }
   std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
   std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/stages/FlashDecodeCommon.h"
 #include "foundry/stages/HeadLayoutStage.h"
@@ -12,13 +13,16 @@ namespace {
 
 void declareCommon(const ReferenceParams& p, KernelInterface& k, const std::set<std::string>& hooks) {
   HeadLayoutStage::declareShapeFields(k);
-  HeadLayoutStage::declareRows(k, p.headDim, p.valueDim, p.valueRow);
+  HeadLayoutStage::declareRows(k, p.headDim, p.valueDim);
   k.snippet("softmax/reference.glsl");
   hostAttentionHooks(k, hooks);
 }
 
 std::string keyOf(const ReferenceParams& p) {
-  return fmt::format("{}_{}", HeadLayoutStage::rowsKey(p.headDim, p.valueDim, p.valueRow), dtypeName(p.dtype));
+  std::string key = fmt::format("{}_{}", HeadLayoutStage::rowsKey(p.headDim, p.valueDim), dtypeName(p.dtype));
+  if (p.qType != p.dtype) key += fmt::format("_q{}", dtypeName(p.qType));
+  if (p.oType != p.dtype) key += fmt::format("_o{}", dtypeName(p.oType));
+  return key;
 }
 
 // Grid y is the token, grid z is batch * n_heads + head.
@@ -39,7 +43,8 @@ std::set<std::string> ReferencePvStage::hookPoints() { return {hook::kKvLen, hoo
 
 void ReferenceScoresStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareCommon(p_, k, hookPoints());
-  k.buffer("q", p_.dtype, Access::ReadOnly).buffer("k_cache", p_.dtype, Access::ReadOnly);
+  k.buffer("q", p_.qType, Access::ReadOnly).usesBuffer("k_cache");
+  glsl::declareRead(k, "Q_READ", p_.qType);
   k.buffer("scores", DType::F32, Access::WriteOnly).push("scale", PushType::F32);
 }
 
@@ -49,9 +54,9 @@ void ReferenceScoresStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint q_pos = fa_query_pos(batch, token);");
   w.open("if (key < pc.kv_len)");
   w.line("const uint qa = batch * pc.q_stride_b + head * pc.q_stride_h + token * pc.q_stride_s;");
-  w.line("const uint ka = batch * pc.k_stride_b + kv_head * pc.k_stride_h + key * HEAD_DIM;");
+  w.line("const uint ka = kv_k_row(batch, kv_head, key);");
   w.line("float s = 0.0;");
-  w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += float(q[qa + d]) * float(k_cache[ka + d]);");
+  w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += Q_READ(q[qa + d]) * kv_load_k(ka + d);");
   w.line("const bool seen = fa_key_visible(fa_keys(batch, head, q_pos, q_pos), batch, head, q_pos, key);");
   w.line("scores[row * pc.kv_len + key] = seen ? fa_score_natural(s * pc.scale, batch, head, q_pos, key) : NEG_BIG;");
   w.close();
@@ -89,22 +94,21 @@ std::string ReferenceSoftmaxStage::key() const { return keyOf(p_); }
 
 void ReferencePvStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareCommon(p_, k, hookPoints());
-  k.buffer("scores", DType::F32, Access::ReadOnly).buffer("v_cache", p_.dtype, Access::ReadOnly);
-  k.buffer("o", p_.dtype, Access::WriteOnly);
-  decode_detail::declareOutputMacros(k, p_.dtype, "OUT");
+  k.buffer("scores", DType::F32, Access::ReadOnly).usesBuffer("v_cache");
+  k.buffer("o", p_.oType, Access::WriteOnly);
+  glsl::declareWrite(k, "OUT_STORE", p_.oType);
 }
 
 void ReferencePvStage::emit(GlslWriter& w, const DeviceInfo&) const {
   emitRowIndices(w);
   w.line("const uint d = gl_GlobalInvocationID.x;");
   w.open("if (d < VALUE_DIM)");
-  w.line("const uint va = batch * pc.v_stride_b + kv_head * pc.v_stride_h + d;");
   w.line("float acc = 0.0;");
   // Only the sequence's own keys: rows past them are not its values (0 * NaN would still be NaN).
   w.line("const uint keys = fa_kv_len(batch);");
-  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * float(v_cache[va + j * V_ROW]);");
+  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * kv_load_v(kv_v_row(batch, kv_head, j) + d);");
   w.line("const float out_d = fa_epilogue(acc, batch, head, fa_query_pos(batch, token), d);");
-  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_T(OUT_CLAMP(out_d));");
+  w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_STORE(out_d);");
   w.close();
 }
 

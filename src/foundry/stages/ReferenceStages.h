@@ -5,7 +5,8 @@
 //   ReferenceSoftmaxStage: a softmax over each score row, in place, sinks in its denominator
 //                                                                          grid (q_len, Hq, B)
 //   ReferencePvStage:      O = P V through the epilogue hooks              grid (D blocks, q_len, B*Hq)
-// Each kernel hosts the hook points it calls (foundry/stages/AttentionHooks.h), in natural units.
+// Each kernel hosts the hook points it calls (foundry/stages/AttentionHooks.h), in natural units. The
+// scores and PV kernels read the cache through a KvAccessStage (width 1) earlier in their chain.
 #include <set>
 #include <string>
 
@@ -16,8 +17,9 @@ namespace foundry {
 struct ReferenceParams {
   std::uint32_t headDim = 128;
   std::uint32_t valueDim = 128;  ///< of v and o
-  std::uint32_t valueRow = 128;  ///< elements between V rows
-  DType dtype = DType::F16;
+  DType dtype = DType::F16;      ///< of K and V (reached through the chain's KvAccessStage)
+  DType qType = DType::F16;
+  DType oType = DType::F16;
   std::uint32_t workgroup = 64;  ///< a power of two; the softmax reduces over it
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 
 namespace foundry {
 
@@ -13,6 +14,7 @@ void RopeStage::declareRope(KernelInterface& k, const RopeStageParams& p) {
   k.define("ROPE_DIMS", fmt::format("{}u", p.rotaryDims)).define("ROPE_INTERLEAVED", p.interleaved ? "1" : "0");
   k.constant("HEAD_DIM", p.headDim);
   k.snippet("rope/rope.glsl");
+  glsl::declareRead(k, "ROPE_READ", p.dtype);
 }
 
 void RopeStage::declare(KernelInterface& k, const DeviceInfo&) const {
@@ -34,8 +36,8 @@ void RopeStage::emit(GlslWriter& w, const DeviceInfo&) const {
     w.line("const uint rope_pos = pc.rope_pos0 + fa_kv_len(batch) - pc.kv_len;");
     w.open("for (uint i = gl_LocalInvocationIndex; i < {}u * HEAD_DIM; i += WORKGROUP_SIZE)", p_.heads);
     w.line("const uint row = q_base + (i / HEAD_DIM) * pc.q_stride_h, d = i % HEAD_DIM;");
-    w.line("const float x_d = float(q[row + d]);");
-    w.line("q_shared[i] = d < ROPE_DIMS ? rope_rotate(d, rope_pos, x_d, float(q[row + rope_partner(d)])) : x_d;");
+    w.line("const float x_d = ROPE_READ(q[row + d]);");
+    w.line("q_shared[i] = d < ROPE_DIMS ? rope_rotate(d, rope_pos, x_d, ROPE_READ(q[row + rope_partner(d)])) : x_d;");
     w.close();
     w.line("barrier();");
     return;
@@ -46,9 +48,9 @@ void RopeStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.open("for (uint d = gl_LocalInvocationIndex; d < ROPE_DIMS; d += WORKGROUP_SIZE)");
   w.line("const uint p = rope_partner(d);");
   w.line("if (p < d) continue;");
-  w.line("const float a = float(x[row + d]), b = float(x[row + p]);");
-  w.line("x[row + d] = {}(rope_rotate(d, pos, a, b));", glslScalarType(p_.dtype));
-  w.line("x[row + p] = {}(rope_rotate(p, pos, b, a));", glslScalarType(p_.dtype));
+  w.line("const float a = ROPE_READ(x[row + d]), b = ROPE_READ(x[row + p]);");
+  w.line("x[row + d] = {};", glsl::convert(p_.dtype, "rope_rotate(d, pos, a, b)"));
+  w.line("x[row + p] = {};", glsl::convert(p_.dtype, "rope_rotate(p, pos, b, a)"));
   w.close();
 }
 

@@ -6,6 +6,7 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/stages/FlashDecodeCommon.h"
 #include "foundry/stages/HeadLayoutStage.h"
@@ -80,8 +81,8 @@ void emitStore(const PrefillVariant& v, GlslWriter& w, const char* value, const 
   if (v.split) {
     w.line("partial_o[prow * HEAD_DIM + {}] = {};", dim, value);
   } else {
-    w.line("o[o_base + (q0 + row) * pc.o_stride_s + {0}] = OUT_T(OUT_CLAMP(fa_epilogue({1}, batch, q_head0, pos0 + row, "
-           "{0})));", dim, value);
+    w.line("o[o_base + (q0 + row) * pc.o_stride_s + {0}] = OUT_STORE(fa_epilogue({1}, batch, q_head0, pos0 + row, "
+           "{0}));", dim, value);
   }
 }
 
@@ -95,19 +96,21 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   const std::string reason = v.unusableReason(device.subgroupSize);
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "prefill variant {}: {}", v.key(), reason);
   // The cooperative-matrix variant moves f16 in 16-byte pieces.
-  const std::string view = v.coopMat ? "uvec4" : std::string(glslScalarType(v.dtype));
-  k.buffer("q", v.dtype, Access::ReadOnly, view);
-  k.buffer("k_cache", v.dtype, Access::ReadOnly, view).buffer("v_cache", v.dtype, Access::ReadOnly, view);
+  k.buffer("q", v.qType(), Access::ReadOnly, glsl::view(v.qType(), v.coopMat ? 8 : 1));
+  if (!v.coopMat) {
+    glsl::declareRead(k, "Q_READ", v.qType());
+  }
+  k.usesBuffer("k_cache").usesBuffer("v_cache");
   if (v.split) {
     k.buffer("partial_o", DType::F32, Access::WriteOnly).buffer("partial_ml", DType::F32, Access::WriteOnly, "vec2");
   } else {
-    k.buffer("o", v.dtype, Access::WriteOnly);
-    decode_detail::declareOutputMacros(k, v.dtype, "OUT");
+    k.buffer("o", v.oType(), Access::WriteOnly);
+    glsl::declareWrite(k, "OUT_STORE", v.oType());
     if (v.lse) lse_detail::declare(k);
   }
   FOUNDRY_CHECK_INTERNAL(!(v.lse && v.split), "prefill variant {}: a Split-K part writes no LSE", v.key());
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
-  for (const char* s : {"batch", "q_head0", "q_slot", "q_base", "o_base", "k_base", "v_base"}) k.consumes(s, "uint");
+  for (const char* s : {"batch", "q_head0", "q_slot", "kv_head", "q_base", "o_base"}) k.consumes(s, "uint");
   k.constant("HEAD_DIM", v.headDim).constant("PF_LONGEST_FIRST", "bool", v.longestFirst ? "true" : "false");
   HeadLayoutStage::usesShapeFields(k);
   // A Split-K part leaves the output's hooks to the reduce kernel.
@@ -123,7 +126,7 @@ namespace {
 void emitTileLoop(GlslWriter& w) {
   w.line("PF_STATE st;");
   w.line("pf_begin(st);");
-  w.line("pf_tile_loop(st, kv_begin, kv_end, k_base, v_base, batch, q_head0, pos0, pos_hi, keys, pc.qk_scale);");
+  w.line("pf_tile_loop(st, kv_begin, kv_end, kv_head, batch, q_head0, pos0, pos_hi, keys, pc.qk_scale);");
 }
 
 void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
@@ -149,7 +152,7 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
       }
       w.line("const uint d0 = CM_COL_OF[e] + lane_col, at = o_base + (q0 + row) * pc.o_stride_s + d0;");
       w.open("[[unroll]] for (uint dd = 0u; dd < CM_D; ++dd)");
-      w.line("o[at + dd * 16u] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[dd][e] * scale, batch, q_head0, pos0 + row, d0 + dd * 16u)));");
+      w.line("o[at + dd * 16u] = OUT_STORE(fa_epilogue(st.o[dd][e] * scale, batch, q_head0, pos0 + row, d0 + dd * 16u));");
       w.close();
     }
     w.close();
@@ -225,7 +228,7 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
     w.open("for (uint e = 0u; e < PF_DPL; ++e)");
     w.line("const uint d = pf_lane_dim(e);");
     w.line("if (d >= HEAD_DIM) break;");
-    w.line("o[o_base + (q0 + row) * pc.o_stride_s + d] = OUT_T(OUT_CLAMP(fa_epilogue(st.o[r][e] * scale, batch, q_head0, pos0 + row, d)));");
+    w.line("o[o_base + (q0 + row) * pc.o_stride_s + d] = OUT_STORE(fa_epilogue(st.o[r][e] * scale, batch, q_head0, pos0 + row, d));");
     w.close();
   }
   w.close();

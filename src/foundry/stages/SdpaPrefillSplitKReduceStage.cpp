@@ -18,7 +18,7 @@ void SdpaPrefillSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const 
   w.open("for (uint d = gl_LocalInvocationIndex; d < VALUE_DIM; d += WORKGROUP_SIZE)");
   w.line("float o_merged, m_merged, l_merged;");
   w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
-  w.line("o[o_row + d] = OUT_T(OUT_CLAMP(fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, token), d)));");
+  w.line("o[o_row + d] = OUT_STORE(fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, token), d));");
   if (lse_) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "head", "token", "m_merged", "l_merged"));
   w.close();
 }

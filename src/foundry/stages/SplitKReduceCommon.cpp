@@ -1,5 +1,6 @@
 #include "foundry/stages/SplitKReduceCommon.h"
 
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/stages/FlashDecodeCommon.h"
 #include "foundry/stages/HeadLayoutStage.h"
@@ -16,7 +17,7 @@ void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype, bool
   HeadLayoutStage::declareShapeFields(k);
   k.push("n_splits", PushType::U32);
   k.constant("VALUE_DIM", valueDim);
-  decode_detail::declareOutputMacros(k, dtype, "OUT");
+  glsl::declareWrite(k, "OUT_STORE", dtype);
   k.snippet("flashattention/splitk_reduce.glsl");
   // The partials' merge is where the output's hooks (sinks, epilogue) run.
   hostAttentionHooks(k, hookPoints());

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -44,32 +45,49 @@ std::array<std::uint32_t, 3> qStrides(const Tensor& t) {
 
 }  // namespace
 
+CacheView cacheView(const Tensor& t, const std::string& role) {
+  requireRank4(t, role, role == "v" ? "value_dim" : "head_dim");
+  const auto u = [&](std::size_t i) { return static_cast<std::uint32_t>(t.dim(i)); };
+  const auto s = [&](std::size_t i) { return static_cast<std::uint32_t>(t.stride(i)); };
+  if (t.layout == Layout::KvCache) return {u(0), u(1), u(2), u(3), s(0), s(1), s(2)};
+  if (t.layout == Layout::TokenMajor) return {u(0), u(2), u(1), u(3), s(0), s(2), s(1)};
+  throw UserError(role, fmt::format("tensor '{}' has layout {}; a KV cache is kv-cache [batch, n_kv_heads, capacity, "
+                                    "head_dim] or token-major [batch, capacity, n_kv_heads, head_dim]",
+                                    t.name, layoutName(t.layout)));
+}
+
+std::uint32_t strideAlignment(std::initializer_list<std::uint32_t> strides) {
+  std::uint32_t align = 8;
+  for (auto s : strides) {
+    while (align > 1 && s % align != 0) align /= 2;
+  }
+  return align;
+}
+
 AttentionProblem describeCall(const AttentionCall& c) {
   requireRank4(c.q, "q");
-  requireRank4(c.k, "k");
-  requireRank4(c.v, "v");
   requireRank4(c.o, "o");
+  const CacheView kv = cacheView(c.k, "k"), vv = cacheView(c.v, "v");
   for (const auto* t : {&c.q, &c.o}) {
     if (t->layout != Layout::HeadMajor && t->layout != Layout::TokenMajor) {
       throw UserError(t == &c.q ? "q" : "o", fmt::format("tensor '{}' has layout {}; accepted: head-major, token-major",
                                                          t->name, layoutName(t->layout)));
     }
   }
-  for (const auto* t : {&c.k, &c.v}) {
-    if (t->layout != Layout::KvCache) {
-      throw UserError(t == &c.k ? "k" : "v",
-                      fmt::format("tensor '{}' has layout {}; the KV cache must be kv-cache [batch, n_kv_heads, "
-                                  "capacity, head_dim]", t->name, layoutName(t->layout)));
-    }
+  if (c.v.dtype != c.k.dtype) {
+    throw UserError("v", fmt::format("mixed formats within one cache: k '{}' is {} but v '{}' is {}; k and v must "
+                                     "share a format", c.k.name, dtypeName(c.k.dtype), c.v.name, dtypeName(c.v.dtype)));
   }
-  for (const auto* t : {&c.k, &c.o, &c.v}) {
-    if (t->dtype != c.q.dtype) {
-      throw UserError("dtype", fmt::format("mixed dtypes: q '{}' is {} but '{}' is {}; all four tensors must match",
-                                           c.q.name, dtypeName(c.q.dtype), t->name, dtypeName(t->dtype)));
+  for (const auto* t : {&c.q, &c.k, &c.o}) {
+    if (t->dtype != DType::F16 && t->dtype != DType::BF16 && t->dtype != DType::F32) {
+      throw UserError(t == &c.q ? "q" : t == &c.k ? "k" : "o",
+                      fmt::format("tensor '{}' is {}; accepted: f16, bf16, f32", t->name, dtypeName(t->dtype)));
     }
   }
   AttentionProblem p;
-  p.dtype = c.q.dtype;
+  p.dtype = c.k.dtype;
+  if (c.q.dtype != p.dtype) p.queryType = c.q.dtype;
+  if (c.o.dtype != p.dtype) p.outputType = c.o.dtype;
   p.qLayout = c.q.layout;
   p.oLayout = c.o.layout;
   const bool tokenMajor = c.q.layout == Layout::TokenMajor;
@@ -77,34 +95,37 @@ AttentionProblem describeCall(const AttentionCall& c) {
   p.qLen = static_cast<std::uint32_t>(c.q.dim(tokenMajor ? 1 : 2));
   p.nHeads = static_cast<std::uint32_t>(c.q.dim(tokenMajor ? 2 : 1));
   p.headDim = static_cast<std::uint32_t>(c.q.dim(3));
-  p.nKvHeads = static_cast<std::uint32_t>(c.k.dim(1));
-  p.kvCapacity = static_cast<std::uint32_t>(c.k.dim(2));
+  p.nKvHeads = kv.heads;
+  p.kvCapacity = kv.capacity;
   p.kvLen = c.kvLen;
   p.causal = c.causal;
   p.scale = c.scale;
   if (p.batch == 0 || p.qLen == 0 || p.nHeads == 0 || p.nKvHeads == 0 || p.headDim == 0) {
     throw UserError("q", fmt::format("empty attention: {}", p.describe()));
   }
-  if (c.k.dim(0) != c.v.dim(0) || c.k.dim(1) != c.v.dim(1) || c.k.dim(2) != c.v.dim(2) || c.v.dim(3) == 0) {
+  if (kv.batch != vv.batch || kv.heads != vv.heads || kv.capacity != vv.capacity || vv.dim == 0) {
     throw UserError("v", fmt::format("k is [{}] but v is [{}]; the caches must match in batch, n_kv_heads and "
                                      "capacity (the value dim may differ from head_dim)",
                                      fmt::join(c.k.dims, ", "), fmt::join(c.v.dims, ", ")));
   }
-  p.valueDim = static_cast<std::uint32_t>(c.v.dim(3));
-  p.valueRow = static_cast<std::uint32_t>(c.v.stride(2));
-  if (c.k.dim(0) != p.batch || c.k.dim(3) != p.headDim) {
+  p.valueDim = vv.dim;
+  p.valueRow = vv.rowStride;
+  if (kv.batch != p.batch || kv.dim != p.headDim) {
     throw UserError("k", fmt::format("k is [{}] but q has batch {} and head_dim {}", fmt::join(c.k.dims, ", "), p.batch,
                                      p.headDim));
   }
-  if (c.k.stride(2) != p.headDim) {
-    throw UserError("k", fmt::format("cache rows must be packed: stride of dim 2 is {}, expected {}", c.k.stride(2),
-                                     p.headDim));
+  // Rows may sit inside wider rows (a token-major cache, a view of a shared latent cache), but never
+  // overlap the next.
+  for (const auto& [view, role, width] : {std::tuple{kv, "k", p.headDim}, std::tuple{vv, "v", p.valueDim}}) {
+    if (view.rowStride < width) {
+      const Tensor& t = role[0] == 'k' ? c.k : c.v;
+      throw UserError(role, fmt::format("rows of '{}' are {} elements apart but {} wide: they overlap (strides [{}])",
+                                        t.name, view.rowStride, width, fmt::join(t.strides, ", ")));
+    }
   }
-  // V rows may sit inside wider rows (a view of a shared latent cache), head and batch on whole rows.
-  if (p.valueRow < p.valueDim || c.v.stride(1) % p.valueRow != 0 || c.v.stride(0) % p.valueRow != 0) {
-    throw UserError("v", fmt::format("v rows must be at least value_dim {} apart, with head and batch strides on whole "
-                                     "rows: strides are [{}]", p.valueDim, fmt::join(c.v.strides, ", ")));
-  }
+  p.kvAlign = strideAlignment({kv.batchStride, kv.headStride, kv.rowStride, vv.batchStride, vv.headStride, vv.rowStride});
+  const auto qs = qStrides(c.q);
+  p.qAlign = strideAlignment({qs[0], qs[1], qs[2]});
   if (c.o.dims != p.oDims(c.o.layout)) {
     throw UserError("o", fmt::format("o is [{}] but a {} output for q and v needs [{}]", fmt::join(c.o.dims, ", "),
                                      layoutName(c.o.layout), fmt::join(p.oDims(c.o.layout), ", ")));
@@ -146,13 +167,17 @@ AttentionProblem describeCall(const AttentionCall& c) {
   return p;
 }
 
+void setCacheStrides(Arguments& args, const CacheView& k, const CacheView& v) {
+  args.set("k_stride_b", k.batchStride).set("k_stride_h", k.headStride).set("k_stride_s", k.rowStride);
+  args.set("v_stride_b", v.batchStride).set("v_stride_h", v.headStride).set("v_stride_s", v.rowStride);
+}
+
 void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& c) {
   const auto qs = qStrides(c.q), os = qStrides(c.o);
   args.set("n_heads", p.nHeads).set("n_kv_heads", p.nKvHeads).set("q_len", p.qLen).set("kv_len", p.kvLen);
   args.set("q_stride_b", qs[0]).set("q_stride_h", qs[1]).set("q_stride_s", qs[2]);
   args.set("o_stride_b", os[0]).set("o_stride_h", os[1]).set("o_stride_s", os[2]);
-  args.set("k_stride_b", std::uint32_t(c.k.stride(0))).set("k_stride_h", std::uint32_t(c.k.stride(1)));
-  args.set("v_stride_b", std::uint32_t(c.v.stride(0))).set("v_stride_h", std::uint32_t(c.v.stride(1)));
+  setCacheStrides(args, cacheView(c.k, "k"), cacheView(c.v, "v"));
 }
 
 }  // namespace foundry

@@ -1,6 +1,7 @@
 #pragma once
 // The tensors and scalars of one attention call, and their checks. Shared by FlashAttentionStep and
 // SdpaReferenceStep so both accept exactly the same inputs.
+#include <initializer_list>
 #include <optional>
 
 #include "foundry/Dispatcher.h"
@@ -16,11 +17,23 @@ struct FusedRope {
   std::uint32_t position = 0;
 };
 
+/// A KV cache tensor as the kernels see it: kv-cache [B, Hkv, capacity, D] (rows `rowStride` apart:
+/// packed, or a view of wider rows) or token-major [B, capacity, Hkv, D], read in place.
+struct CacheView {
+  std::uint32_t batch = 0, heads = 0, capacity = 0, dim = 0;
+  std::uint32_t batchStride = 0, headStride = 0, rowStride = 0;
+};
+/// UserError naming `role` for another layout or rank; requireRank4's checks first.
+CacheView cacheView(const Tensor& t, const std::string& role);
+/// The largest power of two, up to 8, dividing every one of `strides`.
+std::uint32_t strideAlignment(std::initializer_list<std::uint32_t> strides);
+
+/// q, k, v and o may each have their own type (f16, bf16, f32), but k and v are one cache: one format.
 struct AttentionCall {
   Tensor q;  ///< [B, Hq, q_len, D] head-major or [B, q_len, Hq, D] token-major
-  Tensor k;  ///< [B, Hkv, capacity, D] KV cache
-  Tensor v;  ///< [B, Hkv, capacity, D] KV cache
-  Tensor o;  ///< like q, in its own layout
+  Tensor k;  ///< [B, Hkv, capacity, D] kv-cache, or [B, capacity, Hkv, D] token-major
+  Tensor v;  ///< like k, with value_dim for D
+  Tensor o;  ///< like q, in its own layout, with value_dim for D
   std::uint32_t kvLen = 0;  ///< valid rows of the caches, the new tokens included
   bool causal = true;       ///< the bottom-right causal mask, first of the modifiers
   float scale = 0.0f;       ///< 0: 1/sqrt(D)
@@ -42,6 +55,8 @@ void requireRank4(const Tensor& t, const std::string& role, const char* lastDim 
 /// support is checked by the step).
 AttentionProblem describeCall(const AttentionCall& call);
 
+/// Sets the stride push constants of a KvAccessStage.
+void setCacheStrides(Arguments& args, const CacheView& k, const CacheView& v);
 /// Sets the shape and stride push constants every attention kernel declares.
 void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& call);
 

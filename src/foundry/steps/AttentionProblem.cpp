@@ -91,11 +91,14 @@ float AttentionProblem::softmaxScale() const {
 std::string AttentionProblem::describe() const {
   std::string mods;
   for (const auto& m : modifiers) mods += "; " + m->describe();
-  const std::string values = plainValues() ? ""
-                             : vRow() == vDim() ? fmt::format(" Dv={}", vDim())
-                                                : fmt::format(" Dv={} (rows of {})", vDim(), vRow());
+  const std::string values = vRow() == vDim() ? (plainValues() ? "" : fmt::format(" Dv={}", vDim()))
+                                               : fmt::format(" Dv={} (rows of {})", vDim(), vRow());
+  std::string types(dtypeName(dtype));
+  if (qType() != dtype || oType() != dtype) {
+    types = fmt::format("q {} kv {} o {}", dtypeName(qType()), dtypeName(dtype), dtypeName(oType()));
+  }
   return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={} D={}{} {} q:{} o:{}{}{}{}", batch, nHeads,
-                     nKvHeads, qLen, kvLen, kvCapacity, headDim, values, dtypeName(dtype), layoutName(qLayout),
+                     nKvHeads, qLen, kvLen, kvCapacity, headDim, values, types, layoutName(qLayout),
                      layoutName(oLayout), causal ? " causal" : "", lse ? " +lse" : "", mods);
 }
 

@@ -66,7 +66,9 @@ struct AttentionProblem {
   std::uint32_t kvLen = 1;
   std::uint32_t kvCapacity = 1;
   std::uint32_t headDim = 128;   ///< of q and k
-  DType dtype = DType::F16;
+  DType dtype = DType::F16;      ///< the KV cache's format (k and v alike); of q and o too unless set below
+  std::optional<DType> queryType;   ///< q's type where it differs from the cache's
+  std::optional<DType> outputType;  ///< o's type where it differs (f32 output from f16 inputs)
   Layout qLayout = Layout::HeadMajor;  ///< HeadMajor or TokenMajor; O uses oLayout
   Layout oLayout = Layout::HeadMajor;
   bool causal = true;
@@ -75,12 +77,18 @@ struct AttentionProblem {
   std::uint32_t valueDim = 0;    ///< of v and o; 0: head_dim (DeepSeek's MLA decode: 512 against 576)
   std::uint32_t valueRow = 0;    ///< elements from one V row to the next; 0: packed (value_dim)
   bool lse = false;              ///< the call also returns each query row's log-sum-exp
+  /// The largest power of two, up to 8, dividing every K and V stride (rows of a token-major cache
+  /// are n_kv_heads * head_dim apart): the widest loads the kernels may use.
+  std::uint32_t kvAlign = 8;
+  std::uint32_t qAlign = 8;      ///< the same for q's strides
 
   std::uint32_t group() const { return nKvHeads ? nHeads / nKvHeads : 0; }
   std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
   std::uint32_t vRow() const { return valueRow ? valueRow : vDim(); }
-  /// V and O as q and k: packed rows of one width (what the prefill and append kernels take).
-  bool plainValues() const { return vDim() == headDim && vRow() == vDim(); }
+  DType qType() const { return queryType.value_or(dtype); }
+  DType oType() const { return outputType.value_or(dtype); }
+  /// V and O rows as wide as q and k (what the prefill kernels take).
+  bool plainValues() const { return vDim() == headDim; }
   /// The causal modifier (when `causal`) and then `modifiers`: the chain the CPU reference runs.
   Modifiers allModifiers() const;
   /// allModifiers() without those that change nothing for this call (causal at q_len 1): what the

@@ -11,11 +11,13 @@
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
 #include "foundry/Runtime.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/FlashDecodeCommon.h"
 #include "foundry/stages/FlashDecodeFusedStage.h"
 #include "foundry/stages/FlashDecodeSplitKReduceStage.h"
 #include "foundry/stages/FlashDecodeStage.h"
 #include "foundry/stages/HeadLayoutStage.h"
+#include "foundry/stages/KvAccessStage.h"
 #include "foundry/stages/RopeStage.h"
 #include "foundry/stages/SdpaPrefillCommon.h"
 #include "foundry/stages/SdpaPrefillSplitKPartStage.h"
@@ -39,10 +41,9 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
         options_.disableFa ? "FOUNDRY_DISABLE_FA" : "FOUNDRY_SDPA_FORCE_MATERIALIZED"));
   }
   const AttentionProblem p = describeCall(call);
-  if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
-  if (p.dtype == DType::F16 && !device_.storage16Bit) {
-    throw UnsupportedError(fmt::format("device '{}' cannot store 16-bit values in buffers; use f32", device_.name));
-  }
+  requireStorage(p.qType(), device_, "q");
+  requireStorage(p.dtype, device_, "k");
+  requireStorage(p.oType(), device_, "o");
   if (call.rope) {
     const auto& r = call.rope->spec;
     const std::uint32_t dims = r.dims(p.headDim);
@@ -82,7 +83,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
   auto reduce = [&](const std::string& what, auto stage) {
     const std::set<std::string> points = splitk_detail::hookPoints();
     KernelModifiers rm = modifiersFor(mods, points, device_);
-    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}{}", what, p.vDim(), dtypeName(p.dtype), p.lse ? "_lse" : "",
+    auto source = kernel(fmt::format("{}_reduce_D{}_{}{}{}", what, p.vDim(), dtypeName(p.oType()), p.lse ? "_lse" : "",
                                      rm.key), [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(plan.reduceWorkgroup);
@@ -105,12 +106,13 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
     std::string key = "decode_" + v.key();
     RopeStageParams rp;
     if (fusedRope) {
-      rp = {p.headDim, rope->dims(p.headDim), rope->pairing == RopePairing::Interleaved, p.dtype, v.heads};
+      rp = {p.headDim, rope->dims(p.headDim), rope->pairing == RopePairing::Interleaved, p.qType(), v.heads};
       key += fmt::format("_rope{}_{}", rp.rotaryDims, rp.interleaved);
     }
     auto source = kernel(key + km.key, [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
+      b.emplace<KvAccessStage>(v.kvAccess());
       km.addTo(b);
       if (fusedRope) {
         b.emplace<RopeStage>(RopeStage::Mode::SharedQuery, rp).emplace<FlashDecodeFusedStage>(v);
@@ -121,7 +123,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
       return b.build();
     });
     out.push_back({std::move(source), std::move(km), points});
-    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.vDim(), p.dtype, p.lse));
+    if (plan.reduceKernel()) reduce("decode", std::make_shared<FlashDecodeSplitKReduceStage>(p.vDim(), p.oType(), p.lse));
     return out;
   }
   const PrefillVariant& v = plan.prefillVariant;
@@ -131,6 +133,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
     KernelBuilder b(device_, snippets_);
     b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(
         v.headsFirst ? HeadLayoutStage::Grid::PrefillHeadsFirst : HeadLayoutStage::Grid::Prefill, 1);
+    b.emplace<KvAccessStage>(v.kvAccess());
     km.addTo(b);
     if (v.split) b.emplace<SdpaPrefillSplitKPartStage>(v);
     else b.emplace<SdpaPrefillStage>(v);
@@ -138,7 +141,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
     return b.build();
   });
   out.push_back({std::move(source), std::move(km), points});
-  if (v.split) reduce("prefill", std::make_shared<SdpaPrefillSplitKReduceStage>(p.headDim, p.dtype, p.lse));
+  if (v.split) reduce("prefill", std::make_shared<SdpaPrefillSplitKReduceStage>(p.headDim, p.oType(), p.lse));
   return out;
 }
 
@@ -165,9 +168,10 @@ std::string PreparedAttention::ropeKey(const AttentionCall& call, std::uint32_t 
 }
 
 std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::string& rope) {
-  std::string key = fmt::format("{} {} {} B{} Hq{} Hkv{} q{} kv{}/{} D{} Dv{} row{} causal{} scale{}", dtypeName(p.dtype),
-                                layoutName(p.qLayout), layoutName(p.oLayout), p.batch, p.nHeads, p.nKvHeads, p.qLen,
-                                p.kvLen, p.kvCapacity, p.headDim, p.vDim(), p.vRow(), p.causal, p.scale);
+  std::string key = fmt::format("q {} kv {} o {} {} {} B{} Hq{} Hkv{} q{} kv{}/{} D{} Dv{} row{} align{}/{} causal{} scale{}",
+                                dtypeName(p.qType()), dtypeName(p.dtype), dtypeName(p.oType()), layoutName(p.qLayout),
+                                layoutName(p.oLayout), p.batch, p.nHeads, p.nKvHeads, p.qLen, p.kvLen, p.kvCapacity,
+                                p.headDim, p.vDim(), p.vRow(), p.kvAlign, p.qAlign, p.causal, p.scale);
   if (!rope.empty()) key += " " + rope;
   // The modifier objects themselves: the Selector sizes Split-K by their key ranges, which their values
   // (a window's width, a prefix's length) decide.

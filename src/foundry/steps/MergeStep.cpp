@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/KernelBuilder.h"
 #include "foundry/Workspace.h"
 #include "foundry/stages/LseMergeStage.h"
@@ -39,9 +40,8 @@ Rows rowsOf(const Tensor& t, const std::string& field) {
 }
 
 void requireOutputDtype(const Tensor& t, const std::string& field) {
-  if (t.dtype == DType::BF16) throw UnsupportedError(fmt::format("{}: bf16 outputs are not supported yet; use f16 or f32", field));
-  if (t.dtype != DType::F16 && t.dtype != DType::F32) {
-    throw UserError(field, fmt::format("tensor '{}' is {}; accepted: f16, f32", t.name, dtypeName(t.dtype)));
+  if (t.dtype != DType::F16 && t.dtype != DType::BF16 && t.dtype != DType::F32) {
+    throw UserError(field, fmt::format("tensor '{}' is {}; accepted: f16, bf16, f32", t.name, dtypeName(t.dtype)));
   }
 }
 
@@ -117,11 +117,8 @@ MergeProblem MergeStep::validate(const MergeCall& call) const {
     throw UnsupportedError(fmt::format("a merge's grid is (q_len, n_heads, batch), each at most {}: {}", kMaxGrid,
                                        rowsString(first)));
   }
-  for (DType d : {p.partDtype, p.outDtype}) {
-    if (d == DType::F16 && !device_.storage16Bit) {
-      throw UnsupportedError(fmt::format("device '{}' cannot store 16-bit values in buffers; use f32", device_.name));
-    }
-  }
+  requireStorage(p.partDtype, device_, "parts");
+  requireStorage(p.outDtype, device_, "o");
   return p;
 }
 

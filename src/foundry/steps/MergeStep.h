@@ -25,7 +25,7 @@ struct MergePart {
 
 struct MergeCall {
   std::vector<MergePart> parts;  ///< one or more; the outputs share dims, dtype, layout and strides
-  Tensor o;                      ///< the merged output: the parts' dims in its own layout, f16 or f32
+  Tensor o;                      ///< the merged output: the parts' dims in its own layout, f16, bf16 or f32
   std::optional<Tensor> lse;     ///< the merged log-sum-exp, f32 [B, Hq, q_len] packed
 };
 

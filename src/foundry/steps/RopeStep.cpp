@@ -8,6 +8,9 @@
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
 #include "foundry/Runtime.h"
+#include "foundry/StorageFormat.h"
+#include "foundry/stages/KvAccessStage.h"
+#include "foundry/steps/AttentionCall.h"
 #include "foundry/stages/KvAppendStage.h"
 #include "foundry/stages/RopeStage.h"
 
@@ -43,7 +46,6 @@ RopeStageParams paramsFor(const RopeSpec& spec, std::uint32_t headDim, DType dty
   if (dims == 0 || dims % 2 != 0 || dims > headDim) {
     throw UserError("rope.rotary_dims", fmt::format("{} must be even and in 2..head_dim {}", dims, headDim));
   }
-  if (dtype == DType::BF16) throw UnsupportedError("bf16 RoPE is not supported yet; use f16 or f32");
   return {headDim, dims, spec.pairing == RopePairing::Interleaved, dtype, 1};
 }
 
@@ -111,30 +113,36 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
     throw UserError("v_new", fmt::format("k_new {} and v_new {} must have the same shape and strides", kNew.shapeString(),
                                          vNew.shapeString()));
   }
+  CacheView views[2];
   for (const Tensor* c : {&kCache, &vCache}) {
-    if (c->layout != Layout::KvCache || c->rank() != 4 || c->dim(0) != k.batch || c->dim(1) != k.heads ||
-        c->dim(3) != k.dim || c->stride(2) != k.dim || !c->lastDimContiguous()) {
-      throw UserError(c == &kCache ? "k_cache" : "v_cache",
-                      fmt::format("'{}' is {}; expected a kv-cache [{}, {}, capacity, {}] with packed rows", c->name,
-                                  c->shapeString(), k.batch, k.heads, k.dim));
+    const char* role = c == &kCache ? "k_cache" : "v_cache";
+    const CacheView cv = views[c == &vCache] = cacheView(*c, role);
+    if (cv.batch != k.batch || cv.heads != k.heads || cv.dim != k.dim || cv.rowStride < k.dim) {
+      throw UserError(role, fmt::format("'{}' is {}; expected a kv-cache [{}, {}, capacity, {}] (or token-major [{}, "
+                                        "capacity, {}, {}]) whose rows do not overlap", c->name, c->shapeString(),
+                                        k.batch, k.heads, k.dim, k.batch, k.heads, k.dim));
     }
   }
-  for (const Tensor* t : {&vNew, &kCache, &vCache}) {
-    if (t->dtype != kNew.dtype) {
-      throw UserError("dtype", fmt::format("'{}' is {} but k_new is {}", t->name, dtypeName(t->dtype), dtypeName(kNew.dtype)));
-    }
+  if (vNew.dtype != kNew.dtype) {
+    throw UserError("v_new", fmt::format("'{}' is {} but k_new is {}", vNew.name, dtypeName(vNew.dtype), dtypeName(kNew.dtype)));
   }
-  if (std::uint64_t(cachePos) + k.tokens > static_cast<std::uint64_t>(kCache.dim(2))) {
+  if (vCache.dtype != kCache.dtype) {
+    throw UserError("v_cache", fmt::format("mixed formats within one cache: '{}' is {} but '{}' is {}", vCache.name,
+                                           dtypeName(vCache.dtype), kCache.name, dtypeName(kCache.dtype)));
+  }
+  requireStorage(kNew.dtype, device_, "k_new");
+  requireStorage(kCache.dtype, device_, "k_cache");
+  if (std::uint64_t(cachePos) + k.tokens > views[0].capacity) {
     throw UserError("kv_len", fmt::format("appending {} tokens at row {} overruns the cache capacity {}", k.tokens,
-                                          cachePos, kCache.dim(2)));
+                                          cachePos, views[0].capacity));
   }
   if (rope) checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
-  const KernelSource& kernel = kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt);
+  const KernelSource& kernel =
+      kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt, kCache.dtype);
   Arguments a;
   a.bind("k_new", kNew).bind("v_new", vNew).bind("k_cache", kCache).bind("v_cache", vCache);
   a.set("new_stride_b", k.sb).set("new_stride_h", k.sh).set("new_stride_s", k.ss);
-  a.set("k_stride_b", std::uint32_t(kCache.stride(0))).set("k_stride_h", std::uint32_t(kCache.stride(1)));
-  a.set("v_stride_b", std::uint32_t(vCache.stride(0))).set("v_stride_h", std::uint32_t(vCache.stride(1)));
+  setCacheStrides(a, views[0], views[1]);
   a.set("cache_pos0", cachePos);
   if (rope) {
     a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
@@ -143,14 +151,17 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
   if (k.tokens) ctx.dispatcher.dispatch(kernel, a, {k.tokens, k.heads, k.batch});
 }
 
-const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope) {
+const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope,
+                                            std::optional<DType> cacheFormat) {
   std::optional<RopeStageParams> rp;
   if (rope) rp = paramsFor(*rope, headDim, dtype);
-  const std::string key = KvAppendStage(headDim, dtype, rp).key();
+  const KvAccess access{cacheFormat.value_or(dtype), 1, true};
+  const std::string key = KvAppendStage(headDim, dtype, rp).key() + "_" + access.key();
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     it = cache_.emplace(key, std::make_shared<const KernelSource>(KernelBuilder(device_, snippets_)
                                                                       .workgroup(workgroupFor(device_))
+                                                                      .emplace<KvAccessStage>(access)
                                                                       .emplace<KvAppendStage>(headDim, dtype, rp)
                                                                       .build()))
              .first;

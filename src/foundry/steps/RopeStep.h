@@ -45,10 +45,14 @@ class KvAppendStep {
     Tensor invFreq;
     std::uint32_t pos0 = 0;
   };
-  /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major; caches [B, Hkv, capacity, D].
+  /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major; caches kv-cache [B, Hkv,
+  /// capacity, D] or token-major [B, capacity, Hkv, D], k and v in one format (f16, bf16, f32), which
+  /// may differ from the new rows'.
   void run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,
            std::uint32_t cachePos, const std::optional<Rope>& rope);
-  const KernelSource& kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope);
+  /// The kernel for new rows of `dtype` into a cache of `cacheFormat` (default: the same).
+  const KernelSource& kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope,
+                                std::optional<DType> cacheFormat = std::nullopt);
 
  private:
   const DeviceInfo& device_;

@@ -4,6 +4,8 @@
 
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
+#include "foundry/StorageFormat.h"
+#include "foundry/stages/KvAccessStage.h"
 #include "foundry/stages/ReferenceStages.h"
 
 namespace foundry {
@@ -25,7 +27,9 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
   if (call.lse) {
     throw UnsupportedError("SdpaReferenceStep writes the output only; FlashAttentionStep returns the log-sum-exp (lse)");
   }
-  if (p.dtype == DType::BF16) throw UnsupportedError("bf16 attention is not supported yet; use f16 or f32");
+  requireStorage(p.qType(), device_, "q");
+  requireStorage(p.dtype, device_, "k");
+  requireStorage(p.oType(), device_, "o");
   const std::uint64_t bytes = scratchBytes(p);
   if (bytes > device_.maxStorageBufferRange) {
     throw UnsupportedError(fmt::format("the materialised scores of {} need {} bytes; device '{}' binds at most {} per "
@@ -40,7 +44,7 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
 }
 
 const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProblem& p) {
-  const ReferenceParams params{p.headDim, p.vDim(), p.vRow(), p.dtype, std::max(kWorkgroup, device_.subgroupSize)};
+  const ReferenceParams params{p.headDim, p.vDim(), p.dtype, p.qType(), p.oType(), std::max(kWorkgroup, device_.subgroupSize)};
   const Modifiers mods = p.activeModifiers();
   std::set<std::string> hosted = ReferenceScoresStage::hookPoints();
   hosted.merge(ReferenceSoftmaxStage::hookPoints());
@@ -50,18 +54,19 @@ const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProb
   k.scoresMods = modifiersFor(mods, ReferenceScoresStage::hookPoints(), device_);
   k.softmaxMods = modifiersFor(mods, ReferenceSoftmaxStage::hookPoints(), device_);
   k.pvMods = modifiersFor(mods, ReferencePvStage::hookPoints(), device_);
-  const std::string key = fmt::format("{}_{}_{}_{}{}{}{}", p.headDim, p.vDim(), p.vRow(), dtypeName(p.dtype),
-                                      k.scoresMods.key, k.softmaxMods.key, k.pvMods.key);
+  const std::string key = fmt::format("{}_{}_{}_{}_{}{}{}{}", p.headDim, p.vDim(), dtypeName(p.qType()), dtypeName(p.dtype),
+                                      dtypeName(p.oType()), k.scoresMods.key, k.softmaxMods.key, k.pvMods.key);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  auto build = [&](const KernelModifiers& m, StagePtr stage) {
+  auto build = [&](const KernelModifiers& m, StagePtr stage, bool readsCache = true) {
     KernelBuilder b(device_, snippets_);
     b.workgroup(params.workgroup);
+    if (readsCache) b.emplace<KvAccessStage>(KvAccess{p.dtype, 1, false});
     m.addTo(b);
     return std::make_shared<const KernelSource>(b.add(std::move(stage)).build());
   };
   k.scores = build(k.scoresMods, std::make_shared<ReferenceScoresStage>(params));
-  k.softmax = build(k.softmaxMods, std::make_shared<ReferenceSoftmaxStage>(params));
+  k.softmax = build(k.softmaxMods, std::make_shared<ReferenceSoftmaxStage>(params), false);
   k.pv = build(k.pvMods, std::make_shared<ReferencePvStage>(params));
   return cache_.emplace(key, std::move(k)).first->second;
 }
@@ -80,7 +85,8 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   Arguments base;
   setShapeArguments(base, p, call);
   Arguments a = base;
-  a.bind("q", call.q).bind("k_cache", call.k).bind("scores", scores).set("scale", p.softmaxScale());
+  a.bind("q", call.q).bind("k_cache", call.k).bind("v_cache", call.v).bind("scores", scores);
+  a.set("scale", p.softmaxScale());
   k.scoresMods.bind(a, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.scores, a, {(p.kvLen + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   Arguments s = base;
@@ -88,7 +94,7 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   k.softmaxMods.bind(s, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.softmax, s, {p.qLen, p.nHeads, p.batch});
   Arguments v = base;
-  v.bind("scores", scores).bind("v_cache", call.v).bind("o", call.o);
+  v.bind("scores", scores).bind("k_cache", call.k).bind("v_cache", call.v).bind("o", call.o);
   k.pvMods.bind(v, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.pv, v, {(p.vDim() + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   StepRecord r;

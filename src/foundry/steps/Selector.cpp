@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/steps/TuningTable.h"
 
 namespace foundry {
@@ -46,8 +47,11 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   const std::uint32_t sg = device.subgroupSize;
   const Tuning tune = tuningFor(device, p.headDim, p.dtype);
   v.headDim = p.headDim;
-  if (!p.plainValues()) v.valueDim = p.vDim(), v.valueRow = p.vRow();
+  if (!p.plainValues()) v.valueDim = p.vDim();
   v.dtype = p.dtype;
+  if (p.qType() != p.dtype) v.queryType = p.qType();
+  if (p.oType() != p.dtype) v.outputType = p.oType();
+  v.strideAlign = p.kvAlign;
   v.heads = Selector::decodeHeadsPerWorkgroup(p.group());
   why.push_back({"heads per workgroup", std::to_string(v.heads),
                  fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads", p.group(),
@@ -143,7 +147,12 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
       }
       if (o.faDecodeVectorWidth) {
         rejectKnob(o, "FOUNDRY_FA_DECODE_VEC", v.vecWidth, reason,
-                   p.dtype == DType::F16 ? "1, 2, 4, 8 (as far as they divide the elements per lane)" : "1, 2, 4");
+                   fmt::format("{} (as far as they divide the elements per lane and the K/V strides)", [&] {
+                     std::string widths = "1";
+                     const std::uint32_t most = std::min(storageFormat(p.dtype).maxLoadWidth, p.kvAlign);
+                     for (std::uint32_t w = 2; w <= most; w *= 2) widths += fmt::format(", {}", w);
+                     return widths;
+                   }()));
       }
       throw InternalError(fmt::format("decode heuristic chose an unusable variant {}: {}", v.key(), reason));
     }
@@ -280,6 +289,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   const Tuning tune = tuningFor(device, p.headDim, p.dtype);
   v.headDim = p.headDim;
   v.dtype = p.dtype;
+  if (p.qType() != p.dtype) v.queryType = p.qType();
+  if (p.oType() != p.dtype) v.outputType = p.oType();
+  v.strideAlign = std::min(p.kvAlign, p.qAlign);
   // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
   // the tail of the grid. With heads varying fastest, the longest tiles of all heads go first; but
   // then every KV head is read at once, which pays only while they stay in the cache together.
@@ -299,8 +311,13 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   const std::string noCoop =
       !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
           ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name)
-      : p.dtype != DType::F16 ? fmt::format("device '{}' takes cooperative matrices in f16 only and the inputs are {}",
-                                            device.name, dtypeName(p.dtype))
+      // bf16 (and f32) go to the subgroup variant, which stages them as f32: exact for every bf16
+      // value, where f16 operands would overflow past 65504 and flush the smallest to zero.
+      : p.dtype != DType::F16 || p.qType() != DType::F16
+          ? fmt::format("device '{}' takes cooperative matrices in f16 only and q is {}, K/V {}", device.name,
+                        dtypeName(p.qType()), dtypeName(p.dtype))
+      : v.strideAlign < 8 ? fmt::format("the cooperative-matrix tiles load 8 elements at once and the q/K/V strides are "
+                                        "multiples of {} only", v.strideAlign)
       : p.headDim % 16 != 0   ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
                               : std::string();
   if (o.faPrefillCoopMat == Force::On && !noCoop.empty()) {

@@ -45,9 +45,9 @@ const std::vector<TuningRow>& tuningTable() {
        {.prefillHeadsFirstKiB = 48 * 1024},
        "every device: H200 causal prefill, heads first against each head in turn: 18% faster at S 2048 and 3-5% "
        "at S 8192 with 32 MiB of K/V, 11% slower with 64 MiB (D256 S 8192); the bound lies between"},
-      {{.dtype = DType::F16},
+      {{.elementBytes = 2},
        {.wideDecodeKeys = 4096},
-       "f16 K/V: 16-byte loads, 8 steps in flight from 4096 keys per workgroup (H200: 2.6% faster at 8192, "
+       "16-bit K/V (f16, bf16): 16-byte loads, 8 steps in flight from 4096 keys per workgroup (H200: 2.6% faster at 8192, "
        "1.3% at 4096, 1-7% slower below)"},
       {{.minHeadDim = 65},
        {.coopKeysPerTileShared = 32},
@@ -70,7 +70,7 @@ std::vector<std::string_view> tuningValueNames() {
 
 bool tuningMatches(const TuningMatch& m, const DeviceInfo& device, std::uint32_t headDim, DType dtype) {
   return (!m.family || *m.family == device.family) && headDim >= m.minHeadDim && headDim <= m.maxHeadDim &&
-         (!m.dtype || *m.dtype == dtype) && (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32));
+         (!m.elementBytes || *m.elementBytes == dtypeBytes(dtype)) && (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32));
 }
 
 Tuning tuningFor(const DeviceInfo& device, std::uint32_t headDim, DType dtype) {

@@ -51,7 +51,7 @@ struct TuningMatch {
   std::optional<DeviceFamily> family;
   std::uint32_t minHeadDim = 0;
   std::uint32_t maxHeadDim = UINT32_MAX;
-  std::optional<DType> dtype;
+  std::optional<std::uint32_t> elementBytes;  ///< of the K/V format: 2 for f16 and bf16 alike
   /// Devices whose default subgroup is narrower than 32 (a family that does not fix its width).
   std::optional<bool> narrowSubgroup;
 };

@@ -1,0 +1,224 @@
+// KV formats and layouts against the CPU float64 reference: bf16 storage (values far beyond the f16
+// range, and values in f16's subnormal range), q, kv and o of separate types, and token-major caches
+// [B, S, Hkv, D] read in place, through every kernel variant (subgroup decode at each load width,
+// scalar decode, Split-K decode, subgroup prefill, Split-K prefill, the materialised reference) and
+// through KvAppendStep. Outputs are NaN-poisoned and rows past kv_len hold NaN (AttentionHarness).
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "foundry/Error.h"
+#include "foundry/Runtime.h"
+#include "foundry/StorageFormat.h"
+#include "foundry/steps/RopeStep.h"
+#include "foundry/vk/VulkanDispatcher.h"
+#include "support/AttentionHarness.h"
+#include "support/TestRuntime.h"
+
+namespace foundry::test {
+namespace {
+
+struct FormatCase {
+  AttentionCase c;
+  std::vector<std::pair<std::string, std::string>> knobs;  ///< forces a variant
+  std::string label;
+};
+
+void PrintTo(const FormatCase& f, std::ostream* os) { *os << f.label << "_" << f.c.name(); }
+
+FormatCase formatCase(std::string label, std::uint32_t qLen, std::uint32_t kvLen, DType kv,
+                      std::optional<DType> q = std::nullopt, std::optional<DType> o = std::nullopt,
+                      bool tokenMajorCache = false, std::vector<std::pair<std::string, std::string>> knobs = {}) {
+  FormatCase f;
+  f.c = attentionCase(2, 8, 2, qLen, kvLen, 64, kv);
+  f.c.qType = q;
+  f.c.oType = o;
+  f.c.tokenMajorCache = tokenMajorCache;
+  f.knobs = std::move(knobs);
+  f.label = std::move(label);
+  return f;
+}
+
+// bf16 inputs no f16 could hold: q and k in f16's subnormal range (a softmax scale brings the logits
+// back to order 1) and v far beyond 65504. A kernel that took any of them through f16 would flush
+// the first and overflow the second.
+FormatCase extremeBf16(FormatCase f) {
+  f.c.magnitude = 3e-5f;
+  f.c.scale = 1.0f / (3e-5f * 3e-5f * 8.0f);
+  f.c.valueMagnitude = 1e6f;
+  f.label += "_extreme";
+  return f;
+}
+
+std::string formatName(const ::testing::TestParamInfo<FormatCase>& info) {
+  std::string s = info.param.label + "_" + info.param.c.name();
+  for (char& ch : s) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return s;
+}
+
+class KvFormatParity : public ::testing::TestWithParam<FormatCase> {};
+
+TEST_P(KvFormatParity, FlashMatchesCpuReference) {
+  const FormatCase& f = GetParam();
+  const AttentionResult r = runFlash(f.c, AttentionOptions::fromEnvironment({f.knobs.begin(), f.knobs.end()}));
+  EXPECT_TRUE(matchesReference(f.c, r)) << r.record.plan.describe();
+  if (f.c.valueMagnitude > 65504.0f) {
+    // The outputs really are beyond f16 (else the case would prove nothing).
+    double most = 0;
+    for (double w : r.want) most = std::max(most, std::abs(w));
+    EXPECT_GT(most, 65504.0);
+  }
+}
+
+TEST_P(KvFormatParity, ReferenceMatchesCpuReference) {
+  const FormatCase& f = GetParam();
+  if (!f.knobs.empty()) GTEST_SKIP() << "the knobs choose FlashAttentionStep variants";
+  const AttentionResult r = runReference(f.c);
+  EXPECT_TRUE(matchesReference(f.c, r));
+}
+
+constexpr DType F16 = DType::F16, BF16 = DType::BF16, F32 = DType::F32;
+using Knobs = std::vector<std::pair<std::string, std::string>>;
+
+INSTANTIATE_TEST_SUITE_P(
+    Decode, KvFormatParity,
+    ::testing::Values(formatCase("bf16", 1, 300, BF16),
+                      extremeBf16(formatCase("bf16", 1, 300, BF16)),
+                      extremeBf16(formatCase("bf16_f32out", 1, 300, BF16, BF16, F32)),
+                      formatCase("bf16_vec8", 1, 300, BF16, {}, {}, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "8"}}),
+                      formatCase("bf16_vec2", 1, 300, BF16, {}, {}, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "2"}}),
+                      formatCase("bf16_vec1", 1, 300, BF16, {}, {}, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "1"}}),
+                      formatCase("bf16_scalar", 1, 300, BF16, {}, {}, false, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
+                      formatCase("bf16_splitk", 1, 4100, BF16, {}, {}, false, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}}),
+                      formatCase("bf16_splitk_reduce", 1, 4100, BF16, {}, {}, false,
+                                 Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}),
+                      formatCase("f16_f32out", 1, 300, F16, F16, F32),
+                      formatCase("f32q_bf16kv_f16out", 1, 300, BF16, F32, F16),
+                      formatCase("bf16q_f32kv", 1, 300, F32, BF16, BF16),
+                      formatCase("f16_kvtok", 1, 300, F16, {}, {}, true),
+                      formatCase("bf16_kvtok", 1, 300, BF16, {}, {}, true),
+                      formatCase("f32_kvtok_scalar", 1, 300, F32, {}, {}, true, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
+                      formatCase("f16_kvtok_splitk", 1, 4100, F16, {}, {}, true, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
+    formatName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Prefill, KvFormatParity,
+    ::testing::Values(formatCase("bf16", 37, 100, BF16),
+                      extremeBf16(formatCase("bf16", 37, 100, BF16)),
+                      formatCase("bf16_splitk", 7, 1000, BF16, {}, {}, false, Knobs{{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}}),
+                      formatCase("f16_f32out", 37, 100, F16, F16, F32),
+                      formatCase("f16q_bf16kv_bf16out", 37, 100, BF16, F16, BF16),
+                      formatCase("f16_kvtok", 37, 100, F16, {}, {}, true),
+                      formatCase("bf16_kvtok_f32out", 37, 100, BF16, {}, BF16, true),
+                      formatCase("f32_kvtok_splitk", 7, 1000, F32, {}, {}, true,
+                                 Knobs{{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})),
+    formatName);
+
+// ---- The LSE of a bf16 call merges like any other (MergeStep reads bf16 parts).
+
+TEST(KvFormat, Bf16LseMatchesTheReference) {
+  FormatCase f = formatCase("bf16", 1, 300, BF16);
+  f.c.lse = true;
+  const AttentionResult r = runFlash(f.c, AttentionOptions());
+  EXPECT_TRUE(matchesReference(f.c, r));
+  EXPECT_EQ(lseMismatch(r.lseGot, r.lseWant, lseBound(f.c, r)), "");
+}
+
+// ---- What the format description says.
+
+TEST(StorageFormat, DescribesEachFormatOnce) {
+  EXPECT_EQ(storageFormat(F16).bytes, 2u);
+  EXPECT_EQ(storageFormat(BF16).bytes, 2u);
+  EXPECT_EQ(storageFormat(F32).bytes, 4u);
+  EXPECT_EQ(storageFormat(BF16).maxLoadWidth, 8u);
+  EXPECT_EQ(storageFormat(F32).maxLoadWidth, 4u);
+  EXPECT_EQ(glsl::view(BF16, 4), "uvec2");
+  EXPECT_EQ(glsl::view(F32, 4), "vec4");
+  EXPECT_EQ(glsl::view(BF16, 1), "uint16_t");
+  for (DType t : {F16, BF16, F32}) {
+    const auto poison = nanPoison(t, 3);
+    const auto back = decodeElements(poison, t);
+    ASSERT_EQ(back.size(), 3u);
+    for (float x : back) EXPECT_TRUE(std::isnan(x)) << dtypeName(t);
+  }
+  DeviceInfo no16 = devicePreset("lavapipe");
+  no16.storage16Bit = false;
+  EXPECT_EQ(unsupportedStorageReason(F32, no16), "");
+  EXPECT_NE(unsupportedStorageReason(BF16, no16).find("storageBuffer16BitAccess"), std::string::npos);
+  EXPECT_THROW(requireStorage(F16, no16, "q"), UnsupportedError);
+}
+
+// ---- KvAppendStep writes new rows in any float type into a cache of any format and layout.
+
+struct AppendCase {
+  DType rows, cache;
+  bool tokenMajorCache;
+};
+
+class KvAppendFormats : public ::testing::TestWithParam<AppendCase> {};
+
+TEST_P(KvAppendFormats, WritesEachRowRoundedToTheCacheFormat) {
+  const AppendCase& a = GetParam();
+  Runtime& rt = runtime();
+  const std::int64_t B = 2, H = 3, T = 5, D = 64, S = 16, pos = 7;
+  const Tensor kNew = rt.allocate("k_new", a.rows, {B, H, T, D}, Layout::HeadMajor);
+  const Tensor vNew = rt.allocate("v_new", a.rows, {B, H, T, D}, Layout::HeadMajor);
+  const std::vector<std::int64_t> cacheDims = a.tokenMajorCache ? std::vector<std::int64_t>{B, S, H, D}
+                                                                : std::vector<std::int64_t>{B, H, S, D};
+  const Layout cacheLayout = a.tokenMajorCache ? Layout::TokenMajor : Layout::KvCache;
+  const Tensor kCache = rt.allocate("k_cache", a.cache, cacheDims, cacheLayout);
+  const Tensor vCache = rt.allocate("v_cache", a.cache, cacheDims, cacheLayout);
+  // Large and small values alike: what bf16 and f32 caches keep and f16 would not.
+  std::vector<float> k = randomVector(kNew.numel(), 5, -1.0f, 1.0f), v = randomVector(vNew.numel(), 6, -1.0f, 1.0f);
+  if (a.rows != F16 && a.cache != F16) {
+    for (std::size_t i = 0; i < k.size(); i += 7) k[i] *= 1e6f, v[i] *= 1e-6f;
+  }
+  rt.upload(kNew, k);
+  rt.upload(vNew, v);
+  rt.poison(kCache);
+  rt.poison(vCache);
+  KvAppendStep step(rt.info(), rt.snippets());
+  auto dispatcher = rt.dispatcher();
+  DeviceWorkspace workspace(rt);
+  StepContext ctx{*dispatcher, workspace, &rt};
+  step.run(ctx, kNew, vNew, kCache, vCache, pos, std::nullopt);
+  dispatcher->submit();
+  const auto kGot = rt.download(kCache), vGot = rt.download(vCache);
+  auto cacheAt = [&](std::int64_t b, std::int64_t h, std::int64_t s, std::int64_t d) {
+    return a.tokenMajorCache ? ((b * S + s) * H + h) * D + d : ((b * H + h) * S + s) * D + d;
+  };
+  auto inCache = [&](float x) { return decodeElements(encodeElements(std::vector<float>{x}, a.cache), a.cache)[0]; };
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      for (std::int64_t s = 0; s < S; ++s) {
+        for (std::int64_t d = 0; d < D; ++d) {
+          const std::size_t at = cacheAt(b, h, s, d);
+          if (s < pos || s >= pos + T) {  // untouched rows keep their poison
+            ASSERT_TRUE(std::isnan(kGot[at]) && std::isnan(vGot[at])) << b << " " << h << " " << s << " " << d;
+            continue;
+          }
+          const std::size_t from = ((b * H + h) * T + (s - pos)) * D + d;
+          const float kIn = decodeElements(encodeElements(std::vector<float>{k[from]}, a.rows), a.rows)[0];
+          const float vIn = decodeElements(encodeElements(std::vector<float>{v[from]}, a.rows), a.rows)[0];
+          ASSERT_EQ(kGot[at], inCache(kIn)) << b << " " << h << " " << s << " " << d;
+          ASSERT_EQ(vGot[at], inCache(vIn)) << b << " " << h << " " << s << " " << d;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, KvAppendFormats,
+                         ::testing::Values(AppendCase{BF16, BF16, false}, AppendCase{F32, BF16, false},
+                                           AppendCase{F32, BF16, true}, AppendCase{F16, F16, true},
+                                           AppendCase{BF16, F32, true}, AppendCase{F32, F16, false}),
+                         [](const ::testing::TestParamInfo<AppendCase>& p) {
+                           return fmt::format("{}_rows_{}_cache{}", dtypeName(p.param.rows), dtypeName(p.param.cache),
+                                              p.param.tokenMajorCache ? "_tok" : "");
+                         });
+
+}  // namespace
+}  // namespace foundry::test
