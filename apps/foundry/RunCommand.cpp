@@ -21,6 +21,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
     std::string config;
     std::optional<std::int64_t> promptLen, decodeTokens, batch, layers;
     std::optional<std::string> dtype;
+    std::optional<std::string> kvDtype;
     bool check = false, noCheck = false;
     std::string json, inputs, expect, save, path = "flash";
     double tolerance = 0;
@@ -32,6 +33,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   cmd->add_option("--batch", a->batch, "Sequences in the batch");
   cmd->add_option("--layers", a->layers, "Layers to run (default: the config's run.layers)");
   cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32");
+  cmd->add_option("--kv-dtype", a->kvDtype, "KV cache storage, f16, bf16 or f32 (default: --dtype)");
   cmd->add_flag("--check", a->check,
                 "Compare sampled layers and tokens with the CPU and the materialised path (default: the config's run.check)");
   cmd->add_flag("--no-check", a->noCheck, "Skip the check even where the config's run.check asks for it");
@@ -49,7 +51,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       RunRequest req;
       req.config = loadModelConfig(a->config);
       req.configPath = a->config;
-      req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype});
+      req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype, a->kvDtype});
       if (a->path != "flash" && a->path != "reference") {
         throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", printable(a->path)));
       }

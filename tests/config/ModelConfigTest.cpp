@@ -403,7 +403,7 @@ const BadConfig kBadConfigs[] = {
     {"UnknownScalingKey", with([](json& c) { c["attention"]["rope"]["scaling"]["rope_type"] = "llama3"; }, fullConfig()),
      ErrorKind::User, "/attention/rope/scaling/rope_type", "unknown key \"rope_type\""},
     {"UnknownRunKey", set("/run/prompt_length", 64), ErrorKind::User, "/run/prompt_length",
-     "accepted: batch, prompt_len, decode_tokens, layers, dtype, seed, check"},
+     "accepted: batch, prompt_len, decode_tokens, layers, dtype, kv_dtype, seed, check"},
     {"UnknownKeyIsEscaped", set("/a~1b~0c", 1), ErrorKind::User, "/a~1b~0c", "unknown key \"a/b~c\""},
     {"UnknownKeyIsReportedBeforeMissing", with([](json& c) {
        c["attention"].erase("n_heads");
@@ -480,6 +480,8 @@ const BadConfig kBadConfigs[] = {
      with([](json& c) { c["attention"]["rope"]["scaling"]["type"] = "longrope"; }, fullConfig()),
      ErrorKind::Unsupported, "/attention/rope/scaling/type", "rope scaling \"longrope\" is not supported; supported: llama3"},
     // Supported or not.
+    {"KvDTypeUnknown", set("/run/kv_dtype", "f8"), ErrorKind::User, "/run/kv_dtype",
+     "expected \"f16\", \"bf16\" or \"f32\", found \"f8\""},
     {"DTypeUnknown", set("/run/dtype", "f8"), ErrorKind::User, "/run/dtype",
      "expected \"f16\", \"bf16\" or \"f32\", found \"f8\""},
     {"DTypeAliasIsNotAccepted", set("/run/dtype", "float16"), ErrorKind::User, "/run/dtype", "found \"float16\""},
@@ -819,6 +821,8 @@ const BadOverride kBadOverrides[] = {
      "cannot run 23 layers of TinyLlama-1.1B, which has 22"},
     {"ZeroLayers", RunOverrides{.layers = 0}, ErrorKind::User, "--layers", "found 0"},
     {"DTypeUnknown", RunOverrides{.dtype = "f64"}, ErrorKind::User, "--dtype", "expected \"f16\", \"bf16\" or \"f32\""},
+    {"KvDTypeUnknown", RunOverrides{.kvDtype = "q4"}, ErrorKind::User, "--kv-dtype",
+     "expected \"f16\", \"bf16\" or \"f32\", found \"q4\""},
 };
 
 class RejectedOverride : public ::testing::TestWithParam<BadOverride> {};

@@ -30,6 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     same.decodeTokens = c.run.decodeTokens;
     same.layers = c.run.layers;
     same.dtype = std::string(dtypeName(c.run.dtype));
+    if (c.run.kvDtype) same.kvDtype = std::string(dtypeName(*c.run.kvDtype));
     const ModelConfig again = applyOverrides(c, same);
     require(again.run.promptLen == c.run.promptLen && again.run.layers == c.run.layers);
   } catch (const UserError&) {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -74,6 +75,20 @@ TEST(Session, ABf16RunPassesItsCheck) {
   ASSERT_TRUE(r.check.ran);
   EXPECT_TRUE(r.check.passed) << r.summary();
   EXPECT_EQ(r.decode.tokens, 3u);
+}
+
+TEST(Session, KvCachesOfTheirOwnTypePassTheCheckAndReportTheirBytesPerToken) {
+  // f16 activations with bf16 and f32 caches: the appends convert, the kernels read the cache's type.
+  for (const DType kv : {DType::BF16, DType::F32}) {
+    ModelConfig c = tinyConfig(40, 3, 2);
+    c.run.kvDtype = kv;
+    const RunReport r = run(c, AttentionPath::Flash, true);
+    ASSERT_TRUE(r.check.ran);
+    EXPECT_TRUE(r.check.passed) << dtypeName(kv) << ": " << r.summary();
+    // TinyLlama: 4 KV heads of 64, K and V, 2 layers.
+    EXPECT_EQ(r.kvBytesPerToken, 2u * 2u * 4u * 64u * dtypeBytes(kv));
+    EXPECT_THAT(r.summary(), ::testing::HasSubstr(fmt::format("f16, {} KV cache", dtypeName(kv))));
+  }
 }
 
 TEST(Session, FlashNeedsNoScratchProportionalToQueriesTimesKeysTheMaterialisedPathDoes) {

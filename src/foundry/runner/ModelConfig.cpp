@@ -52,7 +52,7 @@ constexpr Key kScalingKeys[] = {{"type", true},
                                 {"high_freq_factor", true},
                                 {"original_max_position", true}};
 constexpr Key kRunKeys[] = {{"batch", true}, {"prompt_len", true}, {"decode_tokens", true}, {"layers", false},
-                            {"dtype", true}, {"seed", false},      {"check", false}};
+                            {"dtype", true}, {"kv_dtype", false}, {"seed", false}, {"check", false}};
 
 // Rope scaling types Hugging Face configs use; only llama3 is implemented.
 constexpr std::string_view kKnownRopeScalings[] = {"linear", "dynamic", "yarn", "longrope", "llama3"};
@@ -65,6 +65,7 @@ struct FieldNames {
   std::string decodeTokens = "/run/decode_tokens";
   std::string layers = "/run/layers";
   std::string dtype = "/run/dtype";
+  std::string kvDtype = "/run/kv_dtype";
 };
 
 const json kNoDocument = json::object();
@@ -176,8 +177,9 @@ class Reader {
     return s;
   }
 
-  DType runDType(const json& v, const std::string& field) const {
-    return *parseDType(choice(v, field, "/run/dtype"));  // the schema's enum: f16, bf16, f32
+  /// `schemaField`: /run/dtype or /run/kv_dtype, whose enum is f16, bf16, f32.
+  DType runDType(const json& v, const std::string& field, const std::string& schemaField = "/run/dtype") const {
+    return *parseDType(choice(v, field, schemaField));
   }
 
   /// Checks a `tuning` object by applying it to default options; errors carry "/tuning/<key>".
@@ -485,6 +487,7 @@ ModelConfig readConfig(const Reader& r, const json& doc) {
   c.run.decodeTokens = r.integer(run.at("decode_tokens"), "/run/decode_tokens");
   c.run.layers = run.contains("layers") ? r.integer(run.at("layers"), "/run/layers") : c.layers;
   c.run.dtype = r.runDType(run.at("dtype"), "/run/dtype");
+  if (run.contains("kv_dtype")) c.run.kvDtype = r.runDType(run.at("kv_dtype"), "/run/kv_dtype", "/run/kv_dtype");
   if (run.contains("seed")) c.run.seed = r.seed(run.at("seed"), "/run/seed");
   if (run.contains("check")) c.run.check = r.boolean(run.at("check"), "/run/check");
 
@@ -600,6 +603,10 @@ ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& o) {
   if (o.dtype) {
     names.dtype = "--dtype";
     c.run.dtype = r.runDType(json(*o.dtype), names.dtype);
+  }
+  if (o.kvDtype) {
+    names.kvDtype = "--kv-dtype";
+    c.run.kvDtype = r.runDType(json(*o.kvDtype), names.kvDtype, "/run/kv_dtype");
   }
   checkRelations(r, c, names, o.promptLen.has_value(), o.decodeTokens.has_value());
   return c;

@@ -24,7 +24,9 @@ struct RunSpec {
   std::uint32_t promptLen = 64;
   std::uint32_t decodeTokens = 8;  ///< 0: prefill only
   std::uint32_t layers = 1;        ///< layers to run, 1..ModelConfig::layers (default in JSON: all)
-  DType dtype = DType::F16;        ///< F16, BF16 or F32
+  DType dtype = DType::F16;        ///< of q, k, v and o: F16, BF16 or F32
+  std::optional<DType> kvDtype;    ///< of the KV caches, where it differs from dtype
+  DType cacheType() const { return kvDtype.value_or(dtype); }
   std::uint64_t seed = 1;
   bool check = true;               ///< compare against the CPU reference
 };
@@ -97,6 +99,7 @@ struct RunOverrides {
   std::optional<std::int64_t> decodeTokens;  ///< --decode-tokens
   std::optional<std::int64_t> layers;        ///< --layers
   std::optional<std::string> dtype;          ///< --dtype
+  std::optional<std::string> kvDtype;        ///< --kv-dtype
 };
 
 /// `config` with `overrides` applied and every rule checked again.

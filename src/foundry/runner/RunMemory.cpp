@@ -29,15 +29,16 @@ MemoryPlan runMemoryPlan(const RunRequest& req, const RunFileBytes& files, const
   const std::uint64_t dt = dtypeBytes(r.dtype);
   // One layer's tensors as the device holds them: [tokens, batch, heads, head_dim].
   const std::uint64_t q = product({T, B, c.nHeads, c.headDim, dt}), kv = product({T, B, c.nKvHeads, c.headDim, dt});
+  const std::uint64_t cache = product({T, B, c.nKvHeads, c.headDim, dtypeBytes(r.cacheType())});
   const bool keepOutputs = req.check || req.expect || req.save;
   const std::uint64_t inputSets = req.inputs ? L : 1, outputs = keepOutputs ? L : 1;
 
   MemoryPlan plan;
   // Largest buffers first, named as Session names them, so a single one too large for the device is
   // reported as it would be when allocated.
-  plan.device.push_back({"k_cache0", kv, true});
-  plan.device.push_back({"v_cache0", kv, true});
-  plan.device.push_back({fmt::format("KV caches of the other {} layers", L - 1), product({2, kv, L - 1})});
+  plan.device.push_back({"k_cache0", cache, true});
+  plan.device.push_back({"v_cache0", cache, true});
+  plan.device.push_back({fmt::format("KV caches of the other {} layers", L - 1), product({2, cache, L - 1})});
   plan.device.push_back({"o0", q, true});
   plan.device.push_back({"other outputs", product({q, outputs - 1})});
   plan.device.push_back({req.inputs ? "q0" : "q_in", q, true});

@@ -36,7 +36,8 @@ nlohmann::json RunReport::toJson() const {
   j["driver"] = driver;
   j["path"] = path;
   j["run"] = {{"batch", run.batch}, {"prompt_len", run.promptLen}, {"decode_tokens", run.decodeTokens},
-              {"layers", run.layers}, {"dtype", dtypeName(run.dtype)}, {"seed", run.seed}};
+              {"layers", run.layers}, {"dtype", dtypeName(run.dtype)}, {"kv_dtype", dtypeName(run.cacheType())},
+              {"seed", run.seed}};
   j["knobs"] = nlohmann::json::array();
   for (const auto& k : knobs) j["knobs"].push_back({{"name", k.name}, {"value", k.value}, {"source", k.source}});
   j["selector"] = nlohmann::json::array();
@@ -64,7 +65,8 @@ nlohmann::json RunReport::toJson() const {
   j["decode"]["recordings"] = decode.recordings;
   j["decode"]["replays"] = decode.replays;
   j["kernels"] = kernels;
-  j["memory"] = {{"peak_bytes", peakDeviceBytes}, {"kv_cache_bytes", cacheBytes}, {"scratch_bytes", scratchBytes}};
+  j["memory"] = {{"peak_bytes", peakDeviceBytes}, {"kv_cache_bytes", cacheBytes}, {"kv_bytes_per_token", kvBytesPerToken},
+                 {"scratch_bytes", scratchBytes}};
   j["kernel_cache"] = {{"compiles", kernelCompiles}, {"memory_hits", kernelMemoryHits}, {"disk_hits", kernelDiskHits},
                        {"pipelines_created", pipelines}};
   if (check.ran) {
@@ -96,7 +98,10 @@ std::string RunReport::failure() const {
 
 std::string RunReport::summary() const {
   std::string s = fmt::format("{} on {} ({} path): batch {}, prompt {}, {} decode tokens, {} layers, {}\n", model, device,
-                              path, run.batch, run.promptLen, run.decodeTokens, run.layers, dtypeName(run.dtype));
+                              path, run.batch, run.promptLen, run.decodeTokens, run.layers,
+                              run.cacheType() == run.dtype ? std::string(dtypeName(run.dtype))
+                                                           : fmt::format("{}, {} KV cache", dtypeName(run.dtype),
+                                                                         dtypeName(run.cacheType())));
   s += fmt::format("  {:<8} {:>12} {:>16} {:>14} {:>10}\n", "phase", "GPU ms", "ms per layer", "tokens/s (GPU)", "wall s");
   for (const auto& [name, p] : {std::pair<const char*, const PhaseReport*>{"prefill", &prefill}, {"decode", &decode}}) {
     const std::string rate = p->gpuMicros > 0 ? fmt::format("{:.0f}", p->tokens / (p->gpuMicros * 1e-6)) : "n/a";
@@ -120,8 +125,9 @@ std::string RunReport::summary() const {
   }
   s += "  kernels:\n";
   for (const auto& [k, n] : kernels) s += fmt::format("    {:>6} x {}\n", n, k);
-  s += fmt::format("  device memory: peak {:.1f} MiB above the start (KV caches {:.1f} MiB, scratch {:.1f} MiB)\n",
-                   peakDeviceBytes / 1048576.0, cacheBytes / 1048576.0, scratchBytes / 1048576.0);
+  s += fmt::format("  device memory: peak {:.1f} MiB above the start (KV caches {:.1f} MiB, {} bytes per token; scratch "
+                   "{:.1f} MiB)\n", peakDeviceBytes / 1048576.0, cacheBytes / 1048576.0, kvBytesPerToken,
+                   scratchBytes / 1048576.0);
   s += fmt::format("  kernel cache: {} compiled, {} from disk, {} from memory; {} pipelines created\n", kernelCompiles,
                    kernelDiskHits, kernelMemoryHits, pipelines);
   if (check.ran) {

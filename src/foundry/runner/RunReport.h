@@ -76,6 +76,8 @@ struct RunReport {
   std::map<std::string, std::uint64_t> kernels;  ///< kernel -> dispatches
   std::uint64_t peakDeviceBytes = 0;   ///< above what was held when the run started
   std::uint64_t cacheBytes = 0;        ///< the KV caches
+  /// K and V bytes one token adds over the run's layers (what a decode step reads per cached token).
+  std::uint64_t kvBytesPerToken = 0;
   std::uint64_t scratchBytes = 0;      ///< Split-K partials or materialised scores
   std::uint64_t kernelCompiles = 0, kernelMemoryHits = 0, kernelDiskHits = 0, pipelines = 0;
   CheckReport check;

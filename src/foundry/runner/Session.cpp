@@ -76,6 +76,7 @@ class Session {
     T_ = P_ + N_;
     L_ = c_.run.layers;
     dtype_ = c_.run.dtype;
+    kvDtype_ = c_.run.cacheType();
   }
 
   RunReport run();
@@ -124,6 +125,7 @@ class Session {
   DeviceWorkspace workspace_;
   std::uint32_t B_ = 1, P_ = 1, N_ = 0, T_ = 1, L_ = 1;
   DType dtype_ = DType::F16;
+  DType kvDtype_ = DType::F16;  ///< of the caches: appends convert to it
   Tensor ropeTable_;  ///< when the model has rotary embeddings
   std::vector<Modifiers> modifiers_;  ///< per layer
   std::vector<Tensor> kCache_, vCache_, out_;
@@ -322,9 +324,10 @@ RunReport Session::run() {
   }
   for (std::uint32_t l = 0; l < L_; ++l) {
     const std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
-    kCache_.push_back(alloc(fmt::format("k_cache{}", l), dims, Layout::KvCache));
-    vCache_.push_back(alloc(fmt::format("v_cache{}", l), dims, Layout::KvCache));
+    kCache_.push_back(rt_.allocate(fmt::format("k_cache{}", l), kvDtype_, dims, Layout::KvCache));
+    vCache_.push_back(rt_.allocate(fmt::format("v_cache{}", l), kvDtype_, dims, Layout::KvCache));
     report.cacheBytes += kCache_.back().spanBytes() * 2;
+    report.kvBytesPerToken += 2ull * c_.nKvHeads * c_.headDim * dtypeBytes(kvDtype_);
   }
   // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
   const bool keepOutputs = keepOutputs_ = req_.check || req_.expect || req_.save;
@@ -478,7 +481,7 @@ void Session::decodeReplayed(VulkanDispatcher& d, RunReport& report) {
 void Session::checkOutputs(RunReport& report) {
   CheckReport& chk = report.check;
   chk.ran = true;
-  chk.bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
+  chk.bound = req_.tolerance > 0 ? req_.tolerance : std::max(defaultTolerance(dtype_), defaultTolerance(kvDtype_));
   const std::set<std::uint32_t> layers = {0u, L_ - 1};
   std::set<std::uint32_t> tokens = {0u, P_ / 2, P_ - 1};
   if (N_ > 0) tokens.insert({P_, T_ - 1});
@@ -493,7 +496,9 @@ void Session::checkOutputs(RunReport& report) {
       cpuRope(*c_.rope, D, q, qPos);
       cpuRope(*c_.rope, D, k, kPos);
     }
-    k = decodeElements(encodeElements(k, dtype_), dtype_);  // the cache holds rotated K in its dtype
+    // The caches hold rotated K, and V, converted to their own type.
+    k = decodeElements(encodeElements(k, kvDtype_), kvDtype_);
+    v = decodeElements(encodeElements(v, kvDtype_), kvDtype_);
     const auto got = rt_.download(out_[l]);
     for (const std::uint32_t t : tokens) {
       AttentionProblem p;
