@@ -2,7 +2,7 @@
 // A model's attention layout and one run of it, read from a JSON file in configs/ (schema:
 // configs/schema.json). Plain data: it says what to run, never how (STYLE 1). Every field is checked
 // when the file is read; a bad one is a UserError whose field() is its JSON pointer ("/run/prompt_len"),
-// a valid but unsupported one (bf16 runs, head_dim 96) an UnsupportedError.
+// a valid but unsupported one (a rope scaling type other than llama3 or yarn) an UnsupportedError.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
