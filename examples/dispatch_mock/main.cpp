@@ -24,7 +24,7 @@ using DispatchDecisions = foundry::test::StepMockTest;
 TEST_F(DispatchDecisions, LongDecodeOnAnH200IsOneSplitKDispatch) {
   pretend("h200");
   const foundry::AttentionCall call = foundry::test::shapeCall(foundry::test::decodeShape(1, 32, 8, 8192));
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")),
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
                                    AllOf(PushU32("n_splits", 16), PushU32("kv_len", 8192), Binds("o", "out")),
                                    (foundry::Grid{16, 8, 1})));
   const foundry::StepRecord record = run(call);
@@ -36,7 +36,7 @@ TEST_F(DispatchDecisions, AReduceKernelWhenTheKnobAsksForOne) {
   pretend("h200", foundry::AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}));
   const foundry::AttentionCall call = foundry::test::shapeCall(foundry::test::decodeShape(1, 32, 8, 8192));
   ::testing::InSequence order;
-  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "FlashDecodeStage")), _, _));
+  EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")), _, _));
   EXPECT_CALL(dispatcher, dispatch(KernelStages(ElementsAre("FlashDecodeSplitKReduceStage")), Binds("o", "out"), _));
   run(call);
 }
