@@ -16,7 +16,8 @@
 #   bash bench/h200.sh replays           # on the device: gpt-oss-20b, MPT-7B and a Gemma-2 layout
 #                                        # against PyTorch's own math
 #   bash bench/h200.sh formats           # on the device: attention suite, then f16 against bf16 and
-#                                        # token-major KV caches (3 rounds), and PyTorch f16/bf16
+#                                        # token-major KV caches (3 rounds), PyTorch f16/bf16, and
+#   bash bench/h200.sh formats-replay    # bf16 replays of Llama 3.1 8B and gpt-oss-20b against PyTorch
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
 #   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
@@ -141,6 +142,30 @@ case "${1:-}" in
     done
     cat "$out/formats-3.txt"
     python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
+    bash bench/h200.sh formats-replay || status=1
+    exit $status
+    ;;
+  formats-replay)
+    # A bf16 replay against PyTorch: torch makes bf16 q, k, v, applies RoPE and SDPA in bf16; `foundry
+    # run --dtype bf16` must match it (and an f16 run with a bf16 cache must match the f16 replay).
+    on_device
+    status=0
+    {
+      for cfg in llama-3.1-8b gpt-oss-20b; do
+        python3 bench/replay_torch.py "configs/$cfg.json" --layers 2 --prompt-len 64 --decode-tokens 8 --dtype bf16 \
+          --out "/tmp/replay-bf16-$cfg" >/dev/null
+        # The replay's own config: the sink values and window sizes it drew.
+        foundry run "/tmp/replay-bf16-$cfg/config.json" --layers 2 --prompt-len 64 --decode-tokens 8 --dtype bf16 \
+          --inputs "/tmp/replay-bf16-$cfg/inputs.safetensors" --expect "/tmp/replay-bf16-$cfg/expect.safetensors" \
+          --check || { status=1; echo "bf16 replay $cfg: FAILED"; }
+      done
+      python3 bench/replay_torch.py configs/llama-3.1-8b.json --layers 2 --prompt-len 64 --decode-tokens 8 \
+        --out /tmp/replay-f16 >/dev/null
+      foundry run configs/llama-3.1-8b.json --layers 2 --prompt-len 64 --decode-tokens 8 --dtype f16 --kv-dtype bf16 \
+        --inputs /tmp/replay-f16/inputs.safetensors --expect /tmp/replay-f16/expect.safetensors --check \
+        || { status=1; echo "f16 replay with a bf16 cache: FAILED"; }
+    } >"$out/replay-bf16.txt" 2>&1
+    cat "$out/replay-bf16.txt"
     exit $status
     ;;
   headdims)

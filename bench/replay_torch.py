@@ -19,7 +19,7 @@ import torch.nn.functional as F
 def save_file(tensors, path):
     """safetensors, written here so that the replay needs nothing beyond torch: an 8-byte little-endian
     header length, the JSON header (dtype, shape, data_offsets per tensor), then the raw data."""
-    names = {torch.float16: "F16", torch.float32: "F32"}
+    names = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32"}
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
         flat = t.contiguous().cpu().flatten().view(torch.uint8)
@@ -47,6 +47,7 @@ p.add_argument("--out", required=True)
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--head-dim", type=int, help="replace the model's head_dim")
 p.add_argument("--window", type=int, help="replace every sliding window's size")
+p.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="q, k, v and o as stored")
 a = p.parse_args()
 
 cfg = json.load(open(a.config))
@@ -57,6 +58,7 @@ L, B, P, N = a.layers, a.batch, a.prompt_len, a.decode_tokens
 T = P + N
 Hq, Hkv, D = att["n_heads"], att["n_kv_heads"], att["head_dim"]
 dev = "cuda"
+dt = torch.bfloat16 if a.dtype == "bf16" else torch.float16
 g = torch.Generator(device=dev).manual_seed(a.seed)
 scale = att["query_pre_attn_scalar"] ** -0.5 if "query_pre_attn_scalar" in att else D ** -0.5
 mods = att.get("modifiers", [])
@@ -163,21 +165,21 @@ def attend(q, k, v, q_pos, layer):
     p = torch.softmax(s, dim=-1)
     if sink is not None:
         p = p[..., :-1]
-    return (p @ v.float()).half()
+    return (p @ v.float()).to(dt)
 
 
 interleaved = rope.get("pairing", "rotate_half") == "interleaved" if rope else False
 qs, ks, vs, os_ = [], [], [], []
 for layer in range(L):
-    q = torch.randn(B, T, Hq, D, device=dev, generator=g).half()   # token-major, unrotated
-    k = torch.randn(B, T, Hkv, D, device=dev, generator=g).half()
-    v = torch.randn(B, T, Hkv, D, device=dev, generator=g).half()
-    qr = apply_rope(q.float().transpose(1, 2), interleaved).half()  # [B, Hq, T, D]
-    kr = apply_rope(k.float().transpose(1, 2), interleaved).half()
+    q = torch.randn(B, T, Hq, D, device=dev, generator=g).to(dt)   # token-major, unrotated
+    k = torch.randn(B, T, Hkv, D, device=dev, generator=g).to(dt)
+    v = torch.randn(B, T, Hkv, D, device=dev, generator=g).to(dt)
+    qr = apply_rope(q.float().transpose(1, 2), interleaved).to(dt)  # [B, Hq, T, D]
+    kr = apply_rope(k.float().transpose(1, 2), interleaved).to(dt)
     vt = v.transpose(1, 2)
     if Hq != Hkv:  # GQA: each KV head serves Hq / Hkv consecutive query heads
         kr, vt = kr.repeat_interleave(Hq // Hkv, dim=1), vt.repeat_interleave(Hq // Hkv, dim=1)
-    o = torch.empty(B, Hq, T, D, device=dev, dtype=torch.float16)
+    o = torch.empty(B, Hq, T, D, device=dev, dtype=dt)
     if mods:
         o[:, :, :P] = attend(qr[:, :, :P], kr[:, :, :P], vt[:, :, :P], torch.arange(P, device=dev), layer)
         for t in range(P, T):
