@@ -23,6 +23,7 @@
 #   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
 #                                        # prompt, 128 tokens) with FOUNDRY_DECODE_REPLAY=1 and =0,
 #                                        # interleaved, 3 runs each: decode tokens/s by wall and GPU time
+#   bash bench/h200.sh replay-check      # on the device: the same decode, replayed and not, with --check
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -291,6 +292,21 @@ case "${1:-}" in
       done
     done
     python3 bench/cp_table.py "$out/cp.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/cp.md"
+    exit $status
+    ;;
+  replay-check)
+    # Decode replay with its outputs checked: Llama 3.1 8B (32 layers, 8192-token prompt, 128 tokens)
+    # with FOUNDRY_DECODE_REPLAY=1 and =0, each with --check (the CPU reference on sampled layers and
+    # tokens, NaN-poisoned outputs); both must pass.
+    on_device
+    status=0
+    for replay in 1 0; do
+      FOUNDRY_DECODE_REPLAY=$replay foundry run configs/llama-3.1-8b.json --layers 32 --prompt-len 8192 \
+        --decode-tokens 128 --check --json "$out/replay-check$replay.json" >"$out/replay-check$replay.txt" 2>&1 \
+        || { status=1; echo "replay=$replay: FAILED"; }
+      echo "== FOUNDRY_DECODE_REPLAY=$replay"
+      grep -E "phase|prefill |decode |replay:|check:" "$out/replay-check$replay.txt"
+    done
     exit $status
     ;;
   replay)

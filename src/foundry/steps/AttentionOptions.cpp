@@ -60,7 +60,8 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::decodeReplay, O>(
           "FOUNDRY_DECODE_REPLAY",
           "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "
-          "every token (0, and auto until measured faster)"),
+          "every token (0); auto: replay on GPUs, record every token on CPU drivers (lavapipe), where replay was "
+          "not faster"),
   };
   return table;
 }
