@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("f16_f32out", 37, 100, F16, F16, F32),
                       formatCase("f16q_bf16kv_bf16out", 37, 100, BF16, F16, BF16),
                       formatCase("f16_kvtok", 37, 100, F16, {}, {}, true),
-                      formatCase("bf16_kvtok_f32out", 37, 100, BF16, {}, BF16, true),
+                      formatCase("bf16_kvtok_f32out", 37, 100, BF16, {}, F32, true),
                       formatCase("f32_kvtok_splitk", 7, 1000, F32, {}, {}, true,
                                  Knobs{{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})),
     formatName);
