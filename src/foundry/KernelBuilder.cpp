@@ -11,6 +11,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/Hash.h"
+#include "foundry/StorageFormat.h"
 
 namespace foundry {
 
@@ -593,7 +594,7 @@ KernelSource KernelBuilder::build() const {
   w.line("#version 450");
   w.line("#extension GL_GOOGLE_cpp_style_line_directive : require");
   bool uses16 = false, halfValues = false;
-  for (const auto& b : m.buffers) uses16 |= b.decl.dtype != DType::U32 && dtypeBytes(b.decl.dtype) == 2;
+  for (const auto& b : m.buffers) uses16 |= storageFormat(b.decl.dtype).needs16BitStorage;
   for (const auto& s : m.shared) halfValues |= s.decl.elementBytes == 2;
   if (uses16 || halfValues) w.line("#extension GL_EXT_shader_16bit_storage : require");
   // f16 values outside buffers (shared memory, registers) need the float16 arithmetic types.

@@ -62,7 +62,7 @@ std::string view(DType dtype, std::uint32_t width) {
 }
 
 std::string unpack(DType dtype, std::uint32_t width) {
-  if (width == 1) return read(dtype, "(r)");
+  FOUNDRY_CHECK_INTERNAL(width >= 2, "a single {} element is widened as it is loaded, not unpacked", dtypeName(dtype));
   if (dtype == DType::F32) return "(r)";
   const char* pair = dtype == DType::F16 ? "unpackHalf2x16" : "bf16x2_to_f32";
   switch (width) {

@@ -41,7 +41,7 @@ namespace glsl {
 /// or "vec2" for 2, "uvec2" or "vec4" for 4, "uvec4" for 8 (16-bit formats only).
 std::string view(DType dtype, std::uint32_t width);
 /// A GLSL expression widening chunk `p` (of min(width, 4) elements) of a register `r` in view(dtype,
-/// width) to f32: float, vec2 or vec4. For width 1, `r` is the element itself.
+/// width) to f32: vec2 or vec4. Width 2 or more: a single element is widened by read() as it is loaded.
 std::string unpack(DType dtype, std::uint32_t width);
 /// A GLSL expression: the f32 value of one element `element` (an expression in glslScalar).
 std::string read(DType dtype, std::string_view element);
