@@ -18,6 +18,9 @@
 #   bash bench/h200.sh formats           # on the device: attention suite, then f16 against bf16 and
 #                                        # token-major KV caches (3 rounds), PyTorch f16/bf16, and
 #   bash bench/h200.sh formats-replay    # bf16 replays of Llama 3.1 8B and gpt-oss-20b against PyTorch
+#   bash bench/h200.sh int8              # on the device: attention suite, then f16 against int8 and
+#                                        # q8_0 caches (3 rounds), PyTorch f16/bf16, an int8 decode
+#                                        # sweep, and Llama 3.1 8B runs with int8/q8_0 caches, --check
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
 #   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
@@ -144,6 +147,32 @@ case "${1:-}" in
     cat "$out/formats-3.txt"
     python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
     bash bench/h200.sh formats-replay || status=1
+    exit $status
+    ;;
+  int8)
+    # Quantized KV: the attention suite (KvFormat's int8/q8_0 cases, their prefill on cooperative
+    # matrices included), f16 caches against int8 and q8_0 on the same shapes, three rounds
+    # interleaved, PyTorch's f16 numbers on those shapes, then the int8 decode variants one by one.
+    on_device
+    status=0
+    attention_suite || status=1
+    shapes=()
+    for base in decode:1:32:8:65536:128 decode:8:32:8:16384:128 prefill:1:32:8:8192:128; do
+      shapes+=("$base" "$base+int8" "$base+q8_0")
+    done
+    for round in 1 2 3; do
+      foundry bench --shape "${shapes[@]}" --json "$out/int8-$round.json" >"$out/int8-$round.txt" 2>&1 || status=1
+    done
+    cat "$out/int8-3.txt"
+    python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
+    timeout 200 foundry bench --sweep --shape decode:1:32:8:65536:128+int8 --json "$out/int8-sweep.json" \
+      >"$out/int8-sweep.txt" 2>&1 || status=1
+    tail -30 "$out/int8-sweep.txt"
+    for kv in int8 q8_0; do
+      foundry run configs/llama-3.1-8b.json --kv-dtype "$kv" --prompt-len 4096 --decode-tokens 32 --layers 4 --check \
+        >"$out/run-$kv.txt" 2>&1 || status=1
+      tail -4 "$out/run-$kv.txt"
+    done
     exit $status
     ;;
   formats-replay)

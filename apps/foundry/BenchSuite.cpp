@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "foundry/Error.h"
+#include "foundry/KvQuant.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/stages/CeilingStages.h"
 #include "foundry/stages/modifiers/AlibiStage.h"
 #include "foundry/stages/modifiers/SinksStage.h"
@@ -35,6 +37,14 @@ DType Shape::dtype() const {
   return std::find(modifiers.begin(), modifiers.end(), "bf16") != modifiers.end() ? DType::BF16 : DType::F16;
 }
 
+DType Shape::cacheType() const {
+  for (const auto& m : modifiers) {
+    if (m == "int8") return DType::I8;
+    if (m == "q8_0") return DType::Q8_0;
+  }
+  return dtype();
+}
+
 bool Shape::kvTokenMajor() const { return std::find(modifiers.begin(), modifiers.end(), "kvtok") != modifiers.end(); }
 
 std::uint32_t Shape::window() const {
@@ -57,7 +67,7 @@ double Shape::flops() const {
 double Shape::kvBytes() const {
   const std::uint32_t w = window();
   const double keys = kind == "decode" && w ? std::min(w, kvLen) : kvLen;
-  return 2.0 * batch * kvHeads * keys * headDim * 2.0;
+  return 2.0 * static_cast<double>(cacheBytes(cacheType(), std::uint64_t(batch) * kvHeads * std::uint64_t(keys), headDim));
 }
 
 std::vector<Shape> shapesFor(const std::string& suite) {
@@ -255,7 +265,8 @@ Prepared Runner::prepare(const Shape& s) {
   p.kvLen = s.kvLen;
   p.kvCapacity = s.kvLen;
   p.headDim = s.headDim;
-  p.dtype = s.dtype();
+  p.dtype = s.cacheType();
+  if (s.dtype() != p.dtype) p.queryType = p.outputType = s.dtype();
   p.causal = s.causal;
   for (const auto& m : s.modifiers) {
     auto perHead = [&](const std::string& name, std::vector<double> values) {
@@ -271,7 +282,7 @@ Prepared Runner::prepare(const Shape& s) {
       p.modifiers.push_back(std::make_shared<SoftCapStage>(std::stod(m.substr(7))));
     } else if (m == "alibi") {
       p.modifiers.push_back(std::make_shared<AlibiStage>(perHead("alibi_slopes", AlibiStage::alibiSlopes(p.nHeads))));
-    } else if (m == "bf16" || m == "kvtok") {
+    } else if (m == "bf16" || m == "kvtok" || m == "int8" || m == "q8_0") {
       continue;  // storage, not a modifier
     } else if (m == "sinks") {
       std::vector<double> logits;
@@ -279,9 +290,10 @@ Prepared Runner::prepare(const Shape& s) {
       p.modifiers.push_back(std::make_shared<SinksStage>(perHead("attn_sinks", logits)));
     }
   }
-  pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11, p.dtype);
-  pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12, p.dtype);
-  pr.v = randomValues(pr.k.size(), 13, p.dtype);
+  const DType rounding = quantized(p.dtype) ? s.dtype() : p.dtype;  // quantized caches: rounded as they upload
+  pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11, s.dtype());
+  pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12, rounding);
+  pr.v = randomValues(pr.k.size(), 13, rounding);
   const bool tok = s.kvTokenMajor();
   const std::vector<std::int64_t> cacheDims =
       tok ? std::vector<std::int64_t>{p.batch, p.kvCapacity, p.nKvHeads, p.headDim} : p.kvDims();
@@ -294,16 +306,32 @@ Prepared Runner::prepare(const Shape& s) {
   const auto copies = static_cast<std::uint32_t>(std::clamp(std::ceil(4.0 * options_.l2Bytes / setBytes) + 1, 1.0, 64.0));
   pr.calls.resize(copies);
   for (auto& call : pr.calls) {
-    call.q = rt_.allocate("q", p.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    call.q = rt_.allocate("q", s.dtype(), p.qDims(Layout::HeadMajor), Layout::HeadMajor);
     call.k = rt_.allocate("k_cache", p.dtype, cacheDims, cacheLayout);
     call.v = rt_.allocate("v_cache", p.dtype, cacheDims, cacheLayout);
-    call.o = rt_.allocate("o", p.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+    call.o = rt_.allocate("o", s.dtype(), p.qDims(Layout::HeadMajor), Layout::HeadMajor);
     rt_.upload(call.q, pr.q);
     rt_.upload(call.k, kUp);
     rt_.upload(call.v, vUp);
     call.kvLen = p.kvLen;
     call.causal = p.causal;
     call.modifiers = p.modifiers;
+  }
+  if (quantized(p.dtype)) {
+    // The reference reads what the kernels read: the dequantized cache (head-major).
+    for (auto [cache, values] : {std::pair{&pr.calls[0].k, &pr.k}, std::pair{&pr.calls[0].v, &pr.v}}) {
+      const std::vector<float> got = rt_.download(*cache);
+      if (!tok) {
+        *values = got;
+        continue;
+      }
+      for (std::size_t i = 0; i < values->size() / p.headDim; ++i) {  // [B, S, H, D] back to [B, H, S, D]
+        const std::size_t b = i / (std::size_t(p.nKvHeads) * p.kvCapacity), h = i / p.kvCapacity % p.nKvHeads,
+                          t = i % p.kvCapacity;
+        std::copy_n(got.begin() + ((b * p.kvCapacity + t) * p.nKvHeads + h) * p.headDim, p.headDim,
+                    values->begin() + i * p.headDim);
+      }
+    }
   }
   return pr;
 }
@@ -341,7 +369,7 @@ Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilin
     const ErrorStats e = compareOutputs(gotRows, wantRows);
     res.relError = e.reportedRel();
     // Six units of rounding of the output's format: bf16 keeps 8 bits where f16 keeps 11.
-    res.checked = e.passes(p.dtype == DType::BF16 ? 1.2e-2 : 3e-3);
+    res.checked = e.passes(s.dtype() == DType::BF16 ? 1.2e-2 : 3e-3);
   }
   std::vector<double> samples;
   res.medianUs = timeCall(
@@ -401,9 +429,9 @@ Shape parseShape(const std::string& text) {
                         m.size() < 15) ||
                        (m.starts_with("softcap") && m.size() > 7 &&
                         m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0);
-    if (!sized && m != "alibi" && m != "sinks" && m != "bf16" && m != "kvtok") {
+    if (!sized && m != "alibi" && m != "sinks" && m != "bf16" && m != "kvtok" && m != "int8" && m != "q8_0") {
       throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks, and "
-                                             "the storage bf16, kvtok", text, m));
+                                             "the storage bf16, kvtok, int8, q8_0", text, m));
     }
   }
   if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {
@@ -434,10 +462,12 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     // load show up too).
     for (std::uint32_t warps : {4u, 8u}) {
       for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
-        for (std::uint32_t vec : {2u, 4u, 8u}) {
+        for (std::uint32_t vec : {2u, 4u, 8u, 16u}) {
           for (std::uint32_t unroll : {2u, 4u, 8u}) {
             DecodeVariant v;
             v.headDim = s.headDim;
+            v.dtype = s.cacheType();
+            v.strideAlign = storageFormat(v.dtype).maxLoadWidth;
             v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);
             v.keysPerWarp = keys;
             v.vecWidth = vec;

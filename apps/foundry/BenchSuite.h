@@ -25,13 +25,14 @@ struct Shape {
   bool causal = true;
   /// Modifiers after the causal mask: "window<W>" (Hugging Face's sliding_window), "softcap<C>",
   /// "alibi", "sinks"; and the storage: "bf16" (q, K/V and o in bf16 instead of f16), "kvtok" (a
-  /// token-major cache [B, S, Hkv, D] instead of head-major).
+  /// token-major cache [B, S, Hkv, D] instead of head-major), "int8" or "q8_0" (a quantized cache).
   std::vector<std::string> modifiers;
-  DType dtype() const;      ///< f16, or bf16 with "+bf16"
+  DType dtype() const;      ///< of q and o: f16, or bf16 with "+bf16"
+  DType cacheType() const;  ///< of K/V: dtype(), or int8 / q8_0 with "+int8" / "+q8_0"
   bool kvTokenMajor() const;
   std::string name() const;
   double flops() const;        ///< of the visible (query, key) pairs: causal prefill counts half, as torch_sdpa.py does
-  double kvBytes() const;      ///< K and V bytes read (f16): a window's keys only
+  double kvBytes() const;      ///< K and V bytes read (in the cache's format): a window's keys only
   std::uint32_t window() const;  ///< the window's size, or 0
 };
 
@@ -77,7 +78,7 @@ struct Result {
 /// costs most on, beside the same shape without it, and the sliding-window speed shapes.
 std::vector<Shape> shapesFor(const std::string& suite);
 /// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal), each optionally followed by
-/// modifiers and storage: "+window4096+sinks", "+bf16+kvtok".
+/// modifiers and storage: "+window4096+sinks", "+bf16+kvtok", "+int8".
 Shape parseShape(const std::string& text);
 
 /// One shape's inputs on the device: copies to rotate over, and the host values for the check.

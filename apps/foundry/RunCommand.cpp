@@ -33,7 +33,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   cmd->add_option("--batch", a->batch, "Sequences in the batch");
   cmd->add_option("--layers", a->layers, "Layers to run (default: the config's run.layers)");
   cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32");
-  cmd->add_option("--kv-dtype", a->kvDtype, "KV cache storage, f16, bf16 or f32 (default: --dtype)");
+  cmd->add_option("--kv-dtype", a->kvDtype, "KV cache storage, f16, bf16, f32, int8 or q8_0 (default: --dtype)");
   cmd->add_flag("--check", a->check,
                 "Compare sampled layers and tokens with the CPU and the materialised path (default: the config's run.check)");
   cmd->add_flag("--no-check", a->noCheck, "Skip the check even where the config's run.check asks for it");

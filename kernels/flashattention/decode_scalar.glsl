@@ -28,8 +28,8 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, 
     for (uint h = 0u; h < DECODE_HEADS; ++h) {
       float acc = 0.0;
       if (valid) {
-        const uint k_row = kv_k_row(b, kv_h, key);
-        for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * kv_load_k(k_row + d);
+        const KV_ROW k_row = kv_k_row(b, kv_h, key);
+        for (uint d = 0u; d < HEAD_DIM; ++d) acc += q_shared[h * HEAD_DIM + d] * kv_load_k(k_row, d);
       }
       const bool seen = valid && (exact || fa_visible(b, h0 + h, q_pos, key));
       const float x = fa_score_log2(acc * fa_logit_scale(qk_scale), b, h0 + h, q_pos, key);
@@ -57,7 +57,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, 
     for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) {
       const uint h = idx / VALUE_DIM, d = idx % VALUE_DIM;
       float acc = part_o[idx] * block_alpha[h];
-      for (uint j = 0u; j < count; ++j) acc += block_s[h * WORKGROUP_SIZE + j] * kv_load_v(kv_v_row(b, kv_h, base + j) + d);
+      for (uint j = 0u; j < count; ++j) acc += block_s[h * WORKGROUP_SIZE + j] * kv_load_v(kv_v_row(b, kv_h, base + j), d);
       part_o[idx] = acc;
     }
     barrier();

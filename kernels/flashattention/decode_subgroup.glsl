@@ -68,9 +68,9 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
                       out KV_RAW kr[DECODE_UNROLL][DECODE_LOADS], out KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V]) {
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
     const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
-    const uint k_row = kv_k_row(b, kv_h, key), v_row = kv_v_row(b, kv_h, key);
-    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) kr[u][j] = kv_load_k(k_row + decode_dim(j * DECODE_PAIR, lik));
-    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) vr[u][j] = kv_load_v(v_row + decode_dim(j * DECODE_PAIR, lik));
+    const KV_ROW k_row = kv_k_row(b, kv_h, key), v_row = kv_v_row(b, kv_h, key);
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) kr[u][j] = kv_load_k(k_row, decode_dim(j * DECODE_PAIR, lik));
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) vr[u][j] = kv_load_v(v_row, decode_dim(j * DECODE_PAIR, lik));
   }
 }
 

@@ -41,8 +41,8 @@ void pf_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, out uvec4 kr[CM_LOADS]
   [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
-    kr[j] = kv_load_k(kv_k_row(b, kv_h, key) + c * 8u);
-    vr[j] = kv_load_v(kv_v_row(b, kv_h, key) + c * 8u);
+    kr[j] = KV_F16X8(kv_load_k(kv_k_row(b, kv_h, key), c * 8u));
+    vr[j] = KV_F16X8(kv_load_v(kv_v_row(b, kv_h, key), c * 8u));
   }
 }
 

@@ -19,8 +19,8 @@ void pf_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, out TILE_T kr[PF_LOADS
   [[unroll]] for (uint j = 0u; j < PF_LOADS; ++j) {
     const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
     const uint key = min(t + i / HEAD_DIM, kv_last), d = i % HEAD_DIM;
-    kr[j] = TILE_T(kv_load_k(kv_k_row(b, kv_h, key) + d));
-    vr[j] = TILE_T(kv_load_v(kv_v_row(b, kv_h, key) + d));
+    kr[j] = TILE_T(kv_load_k(kv_k_row(b, kv_h, key), d));
+    vr[j] = TILE_T(kv_load_v(kv_v_row(b, kv_h, key), d));
   }
 }
 

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "foundry/Error.h"
 
 namespace foundry {
@@ -14,6 +16,8 @@ std::string_view dtypeName(DType dtype) {
     case DType::F32: return "f32";
     case DType::BF16: return "bf16";
     case DType::U32: return "u32";
+    case DType::I8: return "int8";
+    case DType::Q8_0: return "q8_0";
   }
   return "?";
 }
@@ -22,10 +26,27 @@ std::optional<DType> parseDType(std::string_view name) {
   if (name == "f16" || name == "float16" || name == "fp16") return DType::F16;
   if (name == "f32" || name == "float32" || name == "fp32") return DType::F32;
   if (name == "bf16" || name == "bfloat16") return DType::BF16;
+  if (name == "int8" || name == "i8") return DType::I8;
+  if (name == "q8_0") return DType::Q8_0;
   return std::nullopt;
 }
 
-std::size_t dtypeBytes(DType dtype) { return dtype == DType::F32 || dtype == DType::U32 ? 4 : 2; }
+std::size_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+    case DType::U32: return 4;
+    case DType::I8: return 1;
+    case DType::Q8_0: throw InternalError("q8_0 elements are not whole bytes: size q8_0 tensors with storageBytes");
+    default: return 2;
+  }
+}
+
+std::uint64_t storageBytes(DType dtype, std::uint64_t elements) {
+  if (dtype == DType::Q8_0) return (elements + 31) / 32 * 34;
+  return elements * dtypeBytes(dtype);
+}
+
+bool quantized(DType dtype) { return dtype == DType::I8 || dtype == DType::Q8_0; }
 
 std::string_view glslScalarType(DType dtype) {
   switch (dtype) {
@@ -33,6 +54,8 @@ std::string_view glslScalarType(DType dtype) {
     case DType::F32: return "float";
     case DType::BF16: return "uint16_t";  // bits only: kernels widen with StorageFormat.h's glsl::read
     case DType::U32: return "uint";
+    case DType::I8: return "uint";       // four values per word
+    case DType::Q8_0: return "uint16_t";  // blocks of 17 words: the scale, then 16 pairs of values
   }
   return "float";
 }
@@ -100,6 +123,7 @@ float bfloat16ToFloat(std::uint16_t bits) {
 }
 
 std::vector<std::byte> encodeElements(std::span<const float> values, DType dtype) {
+  if (quantized(dtype)) throw InternalError(fmt::format("{} values are encoded in blocks (foundry/KvQuant.h)", dtypeName(dtype)));
   std::vector<std::byte> out(values.size() * dtypeBytes(dtype));
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (dtype == DType::F32) {
@@ -116,6 +140,7 @@ std::vector<std::byte> encodeElements(std::span<const float> values, DType dtype
 }
 
 std::vector<float> decodeElements(std::span<const std::byte> bytes, DType dtype) {
+  if (quantized(dtype)) throw InternalError(fmt::format("{} values are decoded in blocks (foundry/KvQuant.h)", dtypeName(dtype)));
   const std::size_t width = dtypeBytes(dtype);
   if (bytes.size() % width != 0) {
     throw InternalError("decodeElements: byte count is not a multiple of the element size");

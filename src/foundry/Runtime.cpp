@@ -1,7 +1,5 @@
 #include "foundry/Runtime.h"
 
-#include "foundry/StorageFormat.h"
-
 #include <cmath>
 #include <limits>
 
@@ -11,6 +9,7 @@
 
 #include "foundry/CoopMatProbe.h"
 #include "foundry/Error.h"
+#include "foundry/KvQuant.h"
 #include "foundry/StorageFormat.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/Device.h"
@@ -83,6 +82,10 @@ Tensor Runtime::allocate(const Tensor& shape) {
   t.strides = Tensor::packedStrides(t.dims);
   t.offset = 0;
   t.buffer = std::make_shared<Buffer>(*device_, t.spanBytes(), t.name);
+  t.scales.reset();
+  if (storageFormat(t.dtype).blocks.version && !storageFormat(t.dtype).blocks.inlineScales) {
+    t.scales = std::make_shared<Tensor>(allocate(scalesShape(t)));
+  }
   return t;
 }
 
@@ -95,6 +98,12 @@ void Runtime::upload(const Tensor& tensor, std::span<const float> values) {
   if (values.size() != static_cast<std::size_t>(tensor.numel())) {
     throw InternalError(fmt::format("upload to '{}' ({}) got {} values", tensor.name, tensor.shapeString(),
                                     values.size()));
+  }
+  if (quantized(tensor.dtype)) {
+    const QuantizedBytes q = quantizeKv(values, tensor);
+    tensor.buffer->upload(q.values, storageBytes(tensor.dtype, tensor.offset));
+    if (tensor.scales) tensor.scales->buffer->upload(q.scales, storageBytes(DType::F16, tensor.scales->offset));
+    return;
   }
   const auto bytes = encodeElements(values, tensor.dtype);
   tensor.buffer->upload(bytes, tensor.offset * dtypeBytes(tensor.dtype));
@@ -110,7 +119,16 @@ void Runtime::upload(const Tensor& tensor, std::span<const std::uint32_t> words)
 
 std::vector<float> Runtime::download(const Tensor& tensor) {
   std::vector<std::byte> bytes(tensor.spanBytes());
-  tensor.buffer->download(bytes, tensor.offset * dtypeBytes(tensor.dtype));
+  tensor.buffer->download(bytes, storageBytes(tensor.dtype, tensor.offset));
+  if (quantized(tensor.dtype)) {
+    if (!tensor.packed()) throw InternalError(fmt::format("download of '{}' needs a packed tensor", tensor.name));
+    QuantizedBytes q{std::move(bytes), {}};
+    if (tensor.scales) {
+      q.scales.resize(tensor.scales->spanBytes());
+      tensor.scales->buffer->download(q.scales, storageBytes(DType::F16, tensor.scales->offset));
+    }
+    return dequantizeKv(q, tensor);
+  }
   std::vector<float> span = decodeElements(bytes, tensor.dtype);
   if (tensor.packed()) return span;
   std::vector<float> out(static_cast<std::size_t>(tensor.numel()));
@@ -125,10 +143,9 @@ std::vector<float> Runtime::download(const Tensor& tensor) {
 }
 
 void Runtime::poison(const Tensor& tensor) {
-  // The format's quiet NaN, twice per 32-bit word for the 16-bit formats.
-  const StorageFormat& f = storageFormat(tensor.dtype);
-  const auto nan = static_cast<std::uint32_t>(f.nanBits);
-  tensor.buffer->fill(f.bytes == 2 ? nan | (nan << 16) : nan);
+  // The format's quiet NaN (int8: the code -128 the quantizer never writes, and NaN scales).
+  tensor.buffer->fill(storageFormat(tensor.dtype).fillWord);
+  if (tensor.scales) poison(*tensor.scales);
 }
 
 }  // namespace foundry

@@ -14,13 +14,26 @@ namespace foundry {
 struct DeviceInfo;
 class KernelInterface;
 
+/// How a quantized format groups its values under one scale. Versioned: the kernels, KvAppendStep's
+/// quantizer and the host codec (foundry/KvQuant.h) all read the block shape from here, and a cache is
+/// read under the version it was written with.
+struct QuantBlocks {
+  std::uint32_t version = 0;  ///< 0: not quantized
+  std::uint32_t keys = 0;     ///< consecutive cache rows sharing one scale
+  std::uint32_t dims = 0;     ///< consecutive dimensions of a row sharing one scale
+  bool inlineScales = false;  ///< the f16 scale precedes its values in the block (q8_0), else Tensor::scales
+};
+
 struct StorageFormat {
   DType dtype;
-  std::uint32_t bytes;           ///< per element
-  std::string_view glslScalar;   ///< a buffer's element type for one value at a time
-  bool needs16BitStorage;        ///< the device must offer 16-bit storage-buffer access
+  std::uint32_t bytes;           ///< per element (q8_0: plus a 2-byte scale per 32)
+  std::string_view glslScalar;   ///< a buffer's element type in the kernels' view of it
+  bool needs16BitStorage;        ///< the device must offer 16-bit storage-buffer access (f16 scales too)
   std::uint32_t maxLoadWidth;    ///< most elements one vector load takes (16 bytes)
-  std::uint64_t nanBits;         ///< a quiet NaN in this format (outputs are poisoned with it); u32: all ones
+  std::uint64_t nanBits;         ///< a quiet NaN in this format (outputs are poisoned with it); u32: all ones;
+                                 ///< int8: -128, a code the quantizer never writes
+  std::uint32_t fillWord;        ///< the poison as a 32-bit fill pattern (q8_0: NaN scales)
+  QuantBlocks blocks;            ///< quantized formats only
 };
 
 /// The description of a format (u32, an index type, included for its size and poison).
@@ -38,7 +51,8 @@ std::vector<std::byte> nanPoison(DType dtype, std::size_t count);
 namespace glsl {
 
 /// A buffer view that loads `width` elements at once: "float16_t"/"uint16_t"/"float" for 1, "uint"
-/// or "vec2" for 2, "uvec2" or "vec4" for 4, "uvec4" for 8 (16-bit formats only).
+/// or "vec2" for 2, "uvec2" or "vec4" for 4, "uvec4" for 8 (16-bit formats only). int8: "uint" up to
+/// 4, "uvec2" for 8, "uvec4" for 16; q8_0: "uint16_t" (its loads are assembled by KvAccessStage).
 std::string view(DType dtype, std::uint32_t width);
 /// A GLSL expression widening chunk `p` (of min(width, 4) elements) of a register `r` in view(dtype,
 /// width) to f32: vec2 or vec4. Width 2 or more: a single element is widened by read() as it is loaded.

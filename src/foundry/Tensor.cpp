@@ -25,7 +25,7 @@ std::vector<std::int64_t> Tensor::packedStrides(const std::vector<std::int64_t>&
 
 Tensor Tensor::describe(std::string name, DType dtype, std::vector<std::int64_t> dims, Layout layout) {
   // Every stride, element count and byte count derived from the dims must fit in 63 bits.
-  std::int64_t bytes = static_cast<std::int64_t>(dtypeBytes(dtype));
+  std::int64_t bytes = static_cast<std::int64_t>(storageBytes(dtype, 1));  // q8_0: a whole block
   for (auto d : dims) {
     if (d < 0) throw UserError(name, fmt::format("dimension {} is negative in [{}]", d, fmt::join(dims, ", ")));
     if (d > 0 && __builtin_mul_overflow(bytes, d, &bytes)) {

@@ -29,6 +29,9 @@ struct Tensor {
   Layout layout = Layout::Contiguous;
   std::uint64_t offset = 0;           ///< in elements, from the start of the buffer
   std::string name;
+  /// int8 KV caches: the f16 scale of each block of values (foundry/KvQuant.h's scalesShape), in
+  /// their own buffer. Runtime::allocate makes it; a view of the values shares it.
+  std::shared_ptr<Tensor> scales;
 
   /// A packed row-major description with no storage.
   static Tensor describe(std::string name, DType dtype, std::vector<std::int64_t> dims,
@@ -41,7 +44,7 @@ struct Tensor {
   std::int64_t stride(std::size_t i) const { return strides.at(i); }
   /// Elements from `offset` to one past the last addressed element.
   std::uint64_t spanElements() const;
-  std::uint64_t spanBytes() const { return spanElements() * dtypeBytes(dtype); }
+  std::uint64_t spanBytes() const { return storageBytes(dtype, spanElements()); }
   bool lastDimContiguous() const { return !strides.empty() && strides.back() == 1; }
   bool packed() const { return strides == packedStrides(dims); }
   std::string shapeString() const;  ///< "f16[1, 32, 7, 128] head-major"

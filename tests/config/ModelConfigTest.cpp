@@ -481,7 +481,9 @@ const BadConfig kBadConfigs[] = {
      ErrorKind::Unsupported, "/attention/rope/scaling/type", "rope scaling \"longrope\" is not supported; supported: llama3"},
     // Supported or not.
     {"KvDTypeUnknown", set("/run/kv_dtype", "f8"), ErrorKind::User, "/run/kv_dtype",
-     "expected \"f16\", \"bf16\" or \"f32\", found \"f8\""},
+     "expected \"f16\", \"bf16\", \"f32\", \"int8\" or \"q8_0\", found \"f8\""},
+    {"DTypeInt8IsACacheFormatOnly", set("/run/dtype", "int8"), ErrorKind::User, "/run/dtype",
+     "expected \"f16\", \"bf16\" or \"f32\", found \"int8\""},
     {"DTypeUnknown", set("/run/dtype", "f8"), ErrorKind::User, "/run/dtype",
      "expected \"f16\", \"bf16\" or \"f32\", found \"f8\""},
     {"DTypeAliasIsNotAccepted", set("/run/dtype", "float16"), ErrorKind::User, "/run/dtype", "found \"float16\""},
@@ -822,7 +824,7 @@ const BadOverride kBadOverrides[] = {
     {"ZeroLayers", RunOverrides{.layers = 0}, ErrorKind::User, "--layers", "found 0"},
     {"DTypeUnknown", RunOverrides{.dtype = "f64"}, ErrorKind::User, "--dtype", "expected \"f16\", \"bf16\" or \"f32\""},
     {"KvDTypeUnknown", RunOverrides{.kvDtype = "q4"}, ErrorKind::User, "--kv-dtype",
-     "expected \"f16\", \"bf16\" or \"f32\", found \"q4\""},
+     "expected \"f16\", \"bf16\", \"f32\", \"int8\" or \"q8_0\", found \"q4\""},
 };
 
 class RejectedOverride : public ::testing::TestWithParam<BadOverride> {};

@@ -8,6 +8,7 @@
 #include "errors/ErrorRows.h"
 #include "errors/RowFiles.h"
 #include "foundry/DeviceInfo.h"
+#include "foundry/KvQuant.h"
 #include "foundry/Runtime.h"
 #include "foundry/runner/ModelConfig.h"
 #include "foundry/runner/io/Safetensors.h"
@@ -399,6 +400,46 @@ std::vector<InProcessRow> inProcessRows() {
          c.k.dtype = c.v.dtype = DType::BF16;
          return c;
        }, "lavapipe,storage16=0,name=custom")},
+      {.id = "CallInt8Without16BitStorage",
+       .area = "attention call",
+       .input = "an int8 cache on a device that cannot read its f16 scales",
+       .via = "FlashAttentionStep::validate",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "k: int8 tensors: device 'custom' cannot read the f16 scales of int8 blocks (no "
+                   "storageBuffer16BitAccess); use f32",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({.dtype = DType::F32});
+         for (Tensor* t : {&c.k, &c.v}) {
+           t->dtype = DType::I8;
+           t->scales = std::make_shared<Tensor>(scalesShape(*t));
+         }
+         return c;
+       }, "lavapipe,storage16=0,name=custom")},
+      {.id = "CallInt8WithoutScales",
+       .area = "attention call",
+       .input = "an int8 cache without its scales tensor",
+       .via = "FlashAttentionStep::validate",
+       .field = "v",
+       .fragment = "'v_cache' is int8 but has no scales tensor (Tensor::scales, f16 [1, 8, 32, 4]",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({});
+         c.k.dtype = c.v.dtype = DType::I8;
+         c.k.scales = std::make_shared<Tensor>(scalesShape(c.k));
+         return c;
+       })},
+      {.id = "CallQ8RowsNotWholeBlocks",
+       .area = "attention call",
+       .input = "a q8_0 cache whose rows do not start at block boundaries",
+       .via = "FlashAttentionStep::validate",
+       .field = "k",
+       .fragment = "'k_cache' is q8_0, whose rows are whole blocks of 32 values, but its row stride is 144; "
+                   "accepted: multiples of 32",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall({});
+         c.k.dtype = c.v.dtype = DType::Q8_0;
+         c.k.strides = {8 * 1024 * 144, 1024 * 144, 144, 1};
+         return c;
+       })},
       {.id = "CallMixedCacheFormats",
        .area = "attention call",
        .input = "k and v of one cache in different formats",

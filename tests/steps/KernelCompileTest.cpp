@@ -14,6 +14,7 @@
 #include "foundry/CoopMatProbe.h"
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
+#include "foundry/KvQuant.h"
 #include "foundry/ShaderCompiler.h"
 #include "foundry/stages/CeilingStages.h"
 #include "foundry/stages/FlashDecodeFusedStage.h"
@@ -22,6 +23,7 @@
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/KvAccessStage.h"
 #include "foundry/stages/KvAppendStage.h"
+#include "foundry/stages/KvQuantAppendStage.h"
 #include "foundry/stages/ReferenceStages.h"
 #include "foundry/stages/RopeStage.h"
 #include "foundry/stages/SdpaPrefillSplitKPartStage.h"
@@ -167,10 +169,11 @@ TEST_P(KernelCompile, DecodeVariants) {
   // rotate-half, fused RoPE interleaved over half of D).
   std::vector<std::uint32_t> kpw;
   for (std::uint32_t k = 1; k <= sg; k *= 2) kpw.push_back(k);
-  const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16}, vecs = {1, 2, 4, 8};
-  const std::vector<DType> dtypes = {DType::F16, DType::BF16, DType::F32};
+  const std::vector<std::uint32_t> dims = {64, 128}, heads = {1, 2, 4, 8}, warps = {1, 2, 4, 8, 16},
+                                   vecs = {1, 2, 4, 8, 16};
+  const std::vector<DType> dtypes = {DType::F16, DType::BF16, DType::F32, DType::I8, DType::Q8_0};
   const std::vector<PartialStorage> partials = {PartialStorage::Float, PartialStorage::Half};
-  const std::vector<std::uint32_t> sizes = {2, 3, 4, 5, std::uint32_t(kpw.size()), 4, 2, 2, 3, 3};
+  const std::vector<std::uint32_t> sizes = {2, 5, 4, 5, std::uint32_t(kpw.size()), 5, 2, 2, 3, 3};
 
   std::vector<Point> points;
   std::vector<DecodeVariant> variants;
@@ -178,6 +181,10 @@ TEST_P(KernelCompile, DecodeVariants) {
     DecodeVariant v;
     v.headDim = dims[x[0]];
     v.dtype = dtypes[x[1]];
+    if (quantized(v.dtype)) {  // a cache format only; rows of whole 16-code loads
+      v.queryType = v.outputType = DType::F16;
+      v.strideAlign = 16;
+    }
     v.heads = heads[x[2]];
     v.warps = warps[x[3]];
     v.keysPerWarp = kpw[x[4]];
@@ -202,7 +209,8 @@ TEST_P(KernelCompile, DecodeVariants) {
   const auto seen = valuesSeen(points, picked, sizes.size());
   EXPECT_EQ(seen[3].size(), 5u) << "every warp count";
   EXPECT_EQ(seen[4].size(), kpw.size()) << "every keys-per-warp up to the subgroup size";
-  EXPECT_EQ(seen[5].size(), 4u) << "every vector width";
+  EXPECT_EQ(seen[1].size(), 5u) << "every K/V format";
+  EXPECT_EQ(seen[5].size(), 5u) << "every vector width";
   EXPECT_EQ(seen[8].size(), 3u) << "every way of splitting";
 
   for (const auto i : picked) {
@@ -219,7 +227,7 @@ TEST_P(KernelCompile, DecodeVariants) {
       if (query == 0) {
         b.emplace<FlashDecodeStage>(v);
       } else {
-        const RopeStageParams rp{v.headDim, query == 1 ? v.headDim : v.headDim / 2, query == 2, v.dtype, v.heads};
+        const RopeStageParams rp{v.headDim, query == 1 ? v.headDim : v.headDim / 2, query == 2, v.qType(), v.heads};
         b.emplace<RopeStage>(RopeStage::Mode::SharedQuery, rp).emplace<FlashDecodeFusedStage>(v);
       }
       KernelSource src = b.build();
@@ -319,6 +327,15 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
                           [&] { return withCache(store).workgroup(auxWorkgroup()).emplace<KvAppendStage>(d, t, rp).build(); });
         }
       }
+      if (t == DType::F16) {
+        for (const DType cache : {DType::I8, DType::Q8_0}) {
+          const KvAccessStage quantStore(KvAccess{cache, 1, true});
+          const RopeStageParams rp{d, d, false, t, 1};
+          buildAndCompile(fmt::format("quantized kv append D{} {}", d, dtypeName(cache)), [&] {
+            return withCache(quantStore).workgroup(KvQuantAppendStage::kWorkgroup).emplace<KvQuantAppendStage>(d, t, rp).build();
+          });
+        }
+      }
       // RoPE into shared memory for a decode of several heads (the rest of SharedQuery is covered by
       // DecodeVariants, which fuses it).
       buildAndCompile(fmt::format("rope shared query D{} {}", d, dt), [&] {
@@ -358,7 +375,7 @@ TEST_P(KernelCompile, ReduceRopeKvAppendAndReferenceStages) {
       }
     }
   }
-  EXPECT_EQ(compiled, 2 * 3 * (2 + 8 + 1 + 1 + 6));
+  EXPECT_EQ(compiled, 2 * 3 * (2 + 8 + 1 + 1 + 6) + 2 * 2);  // and the int8 and q8_0 appends
 }
 
 // ---- what the steps build ------------------------------------------------------------------------
@@ -527,6 +544,19 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
     compile(coopMatProbeKernel(device, SnippetLibrary::embedded()));
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(256).emplace<ReadStreamStage>().build());
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
+    for (const DType kv : {DType::I8, DType::Q8_0}) {  // dequantized to f16 as they are staged
+      AttentionOptions o;
+      o.faPrefillCoopMat = Force::On;
+      o.faPrefillSplitK = 1u;
+      FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+      AttentionCall call = test::shapeCall({.qLen = 512, .kvLen = 512});
+      for (Tensor* t : {&call.k, &call.v}) {
+        t->dtype = kv;
+        if (kv == DType::I8) t->scales = std::make_shared<Tensor>(scalesShape(*t));
+      }
+      EXPECT_TRUE(step.plan(call).prefillVariant.coopMat) << dtypeName(kv);
+      for (const auto& k : step.kernelsFor(call)) compile(k);
+    }
     for (const std::uint32_t d : {64u, 128u}) {
       for (const bool split : {false, true}) {
        for (const bool lse : {false, true}) {
@@ -550,8 +580,8 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
       }
     }
   }
-  // Probe + 2 ceilings, then per D, with and without the LSE: prefill, part + reduce.
-  EXPECT_EQ(compiled, 2 * (3 + 2 * 2 * (1 + 2)));
+  // Probe + 2 ceilings, int8 and q8_0 prefill, then per D, with and without the LSE: prefill, part + reduce.
+  EXPECT_EQ(compiled, 2 * (3 + 2 + 2 * 2 * (1 + 2)));
 }
 
 }  // namespace

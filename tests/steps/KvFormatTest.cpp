@@ -65,6 +65,10 @@ TEST_P(KvFormatParity, FlashMatchesCpuReference) {
   const FormatCase& f = GetParam();
   const AttentionResult r = runFlash(f.c, AttentionOptions::fromEnvironment({f.knobs.begin(), f.knobs.end()}));
   EXPECT_TRUE(matchesReference(f.c, r)) << r.record.plan.describe();
+  if (quantized(f.c.dtype)) {
+    EXPECT_LE(r.errorUnquantized.maxRel, quantizationBound(f.c.dtype)) << "against the values before quantization";
+    EXPECT_GT(r.errorUnquantized.maxRel, r.error.maxRel) << "quantization must cost something, or the case proves nothing";
+  }
   if (f.c.valueMagnitude > 65504.0f) {
     // The outputs really are beyond f16 (else the case would prove nothing).
     double most = 0;
@@ -80,7 +84,7 @@ TEST_P(KvFormatParity, ReferenceMatchesCpuReference) {
   EXPECT_TRUE(matchesReference(f.c, r));
 }
 
-constexpr DType F16 = DType::F16, BF16 = DType::BF16, F32 = DType::F32;
+constexpr DType F16 = DType::F16, BF16 = DType::BF16, F32 = DType::F32, I8 = DType::I8, Q8 = DType::Q8_0;
 using Knobs = std::vector<std::pair<std::string, std::string>>;
 
 INSTANTIATE_TEST_SUITE_P(
@@ -102,6 +106,38 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("bf16_kvtok", 1, 300, BF16, {}, {}, true),
                       formatCase("f32_kvtok_scalar", 1, 300, F32, {}, {}, true, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
                       formatCase("f16_kvtok_splitk", 1, 4100, F16, {}, {}, true, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
+    formatName);
+
+// int8 (blocks of 32 keys x 32 dimensions, scales beside) and q8_0 (blocks of one row's 32
+// dimensions, scales inline), against the reference on the dequantized cache and, within the stated
+// quantization bound, on the values before quantization. kv 300 leaves a partial last block.
+INSTANTIATE_TEST_SUITE_P(
+    DecodeQuantized, KvFormatParity,
+    ::testing::Values(formatCase("int8", 1, 300, I8, F16, F16),
+                      formatCase("int8_vec16", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "16"}}),
+                      formatCase("int8_vec8", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "8"}}),
+                      formatCase("int8_vec4", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "4"}}),
+                      formatCase("int8_vec2", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "2"}}),
+                      formatCase("int8_vec1", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "1"}}),
+                      formatCase("int8_scalar", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
+                      formatCase("int8_splitk", 1, 4100, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}}),
+                      formatCase("int8_f32", 1, 300, I8, F32, F32),
+                      formatCase("int8_kvtok", 1, 300, I8, F16, F16, true),
+                      formatCase("q8_0", 1, 300, Q8, F16, F16),
+                      formatCase("q8_0_vec8", 1, 300, Q8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "8"}}),
+                      formatCase("q8_0_vec2", 1, 300, Q8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "2"}}),
+                      formatCase("q8_0_scalar", 1, 300, Q8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
+                      formatCase("q8_0_splitk", 1, 4100, Q8, BF16, BF16, false, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}),
+                      formatCase("q8_0_kvtok", 1, 300, Q8, F16, F16, true)),
+    formatName);
+
+INSTANTIATE_TEST_SUITE_P(
+    PrefillQuantized, KvFormatParity,
+    ::testing::Values(formatCase("int8", 37, 100, I8, F16, F16),
+                      formatCase("int8_splitk", 7, 1000, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}}),
+                      formatCase("int8_kvtok_f32out", 37, 100, I8, F16, F32, true),
+                      formatCase("q8_0", 37, 100, Q8, F16, F16),
+                      formatCase("q8_0_kvtok", 37, 100, Q8, BF16, BF16, true)),
     formatName);
 
 INSTANTIATE_TEST_SUITE_P(
@@ -218,6 +254,107 @@ INSTANTIATE_TEST_SUITE_P(Formats, KvAppendFormats,
                          [](const ::testing::TestParamInfo<AppendCase>& p) {
                            return fmt::format("{}_rows_{}_cache{}", dtypeName(p.param.rows), dtypeName(p.param.cache),
                                               p.param.tokenMajorCache ? "_tok" : "");
+                         });
+
+// ---- KvAppendStep quantizes into int8 and q8_0 caches: a prefill of 40 rows, three single-token
+// appends of rows four times larger (the int8 block of keys 32..63 must grow its scale and requantize
+// the rows it already holds), then 30 more rows across the next block boundary.
+
+struct QuantAppendCase {
+  DType rows, cache;
+  bool tokenMajorCache;
+  bool rope;
+};
+
+class KvQuantAppend : public ::testing::TestWithParam<QuantAppendCase> {};
+
+TEST_P(KvQuantAppend, EveryValueWithinItsBlockStepsOfTheRowsAppended) {
+  const QuantAppendCase& a = GetParam();
+  Runtime& rt = runtime();
+  const std::int64_t B = 2, H = 2, D = 64, S = 96;
+  const std::vector<std::int64_t> cacheDims = a.tokenMajorCache ? std::vector<std::int64_t>{B, S, H, D}
+                                                                : std::vector<std::int64_t>{B, H, S, D};
+  const Layout cacheLayout = a.tokenMajorCache ? Layout::TokenMajor : Layout::KvCache;
+  const Tensor kCache = rt.allocate("k_cache", a.cache, cacheDims, cacheLayout);
+  const Tensor vCache = rt.allocate("v_cache", a.cache, cacheDims, cacheLayout);
+  rt.poison(kCache);
+  rt.poison(vCache);
+  const RopeSpec spec{};
+  std::optional<KvAppendStep::Rope> rope;
+  if (a.rope) rope = KvAppendStep::Rope{spec, makeRopeTable(rt, spec, D), 0};
+  KvAppendStep step(rt.info(), rt.snippets());
+  // want[k or v][b][h][s][d], head-major: the rows as appended (K rotated at its position).
+  std::vector<float> want[2];
+  for (auto& w : want) w.assign(std::size_t(B * H * S * D), std::numeric_limits<float>::quiet_NaN());
+  std::uint32_t pos = 0;
+  for (const auto& [tokens, magnitude] : {std::pair{40, 1.0f}, std::pair{1, 4.0f}, std::pair{1, 4.0f},
+                                          std::pair{1, 4.0f}, std::pair{30, 2.0f}}) {
+    const Tensor kNew = rt.allocate("k_new", a.rows, {B, H, tokens, D}, Layout::HeadMajor);
+    const Tensor vNew = rt.allocate("v_new", a.rows, {B, H, tokens, D}, Layout::HeadMajor);
+    std::vector<float> k = randomVector(kNew.numel(), 11 + pos, -magnitude, magnitude);
+    std::vector<float> v = randomVector(vNew.numel(), 12 + pos, -magnitude, magnitude);
+    k = decodeElements(encodeElements(k, a.rows), a.rows);
+    v = decodeElements(encodeElements(v, a.rows), a.rows);
+    rt.upload(kNew, k);
+    rt.upload(vNew, v);
+    if (rope) {
+      rope->pos0 = pos;
+      std::vector<std::uint32_t> at(std::size_t(B * H * tokens));
+      for (std::size_t i = 0; i < at.size(); ++i) at[i] = pos + static_cast<std::uint32_t>(i % tokens);
+      cpuRope(spec, D, k, at);
+    }
+    for (std::int64_t r = 0; r < B * H * tokens; ++r) {
+      const std::int64_t bh = r / tokens, t = r % tokens;
+      std::copy_n(k.begin() + r * D, D, want[0].begin() + (bh * S + pos + t) * D);
+      std::copy_n(v.begin() + r * D, D, want[1].begin() + (bh * S + pos + t) * D);
+    }
+    auto dispatcher = rt.dispatcher();
+    DeviceWorkspace workspace(rt);
+    StepContext ctx{*dispatcher, workspace, &rt};
+    step.run(ctx, kNew, vNew, kCache, vCache, pos, rope);
+    dispatcher->submit();
+    pos += tokens;
+  }
+  const QuantBlocks& blocks = storageFormat(a.cache).blocks;
+  for (int which = 0; which < 2; ++which) {
+    const std::vector<float> got = rt.download(which ? vCache : kCache);
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int64_t h = 0; h < H; ++h) {
+        for (std::int64_t s = 0; s < S; ++s) {
+          for (std::int64_t d = 0; d < D; ++d) {
+            const std::size_t at = a.tokenMajorCache ? ((b * S + s) * H + h) * D + d : ((b * H + h) * S + s) * D + d;
+            const std::size_t wantAt = ((b * H + h) * S + s) * D + d;
+            if (s >= pos) {  // rows never appended keep their poison
+              ASSERT_TRUE(std::isnan(got[at])) << which << " " << b << " " << h << " " << s << " " << d;
+              continue;
+            }
+            // One step of the block is its largest |value| / 127. Each quantization a value goes
+            // through costs at most half a step of the scale then; a row of the block 32..63 goes
+            // through up to four (the prefill, then each growing single-token append): two steps.
+            float absmax = 0;
+            const std::int64_t s0 = s / blocks.keys * blocks.keys, d0 = d / blocks.dims * blocks.dims;
+            for (std::int64_t ss = s0; ss < std::min<std::int64_t>(s0 + blocks.keys, pos); ++ss) {
+              for (std::int64_t dd = d0; dd < d0 + blocks.dims; ++dd) {
+                absmax = std::max(absmax, std::abs(want[which][((b * H + h) * S + ss) * D + dd]));
+              }
+            }
+            ASSERT_LE(std::abs(got[at] - want[which][wantAt]), 2.0f * absmax / 127.0f)
+                << (which ? "v" : "k") << " " << b << " " << h << " " << s << " " << d << " got " << got[at]
+                << " want " << want[which][wantAt];
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, KvQuantAppend,
+                         ::testing::Values(QuantAppendCase{F16, I8, false, false}, QuantAppendCase{F32, I8, true, true},
+                                           QuantAppendCase{BF16, I8, false, true}, QuantAppendCase{F16, Q8, false, true},
+                                           QuantAppendCase{F32, Q8, true, false}),
+                         [](const ::testing::TestParamInfo<QuantAppendCase>& p) {
+                           return fmt::format("{}_rows_{}_cache{}{}", dtypeName(p.param.rows), dtypeName(p.param.cache),
+                                              p.param.tokenMajorCache ? "_tok" : "", p.param.rope ? "_rope" : "");
                          });
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "foundry/Error.h"
+#include "foundry/KvQuant.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/Selector.h"
 #include "foundry/testing/ShapeCall.h"
@@ -520,7 +521,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
   for (const Bad& b :
        {Bad{"FOUNDRY_FA_DECODE_WARPS", "3", "auto, 1, 2, 4, 8, 16"},
         Bad{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "0", "auto, 1, 2, 4, ..., 256"},
-        Bad{"FOUNDRY_FA_DECODE_VEC", "16", "auto, 1, 2, 4, 8"}, Bad{"FOUNDRY_FA_DECODE_SPLIT_K", "300", "auto or 1..256"},
+        Bad{"FOUNDRY_FA_DECODE_VEC", "32", "auto, 1, 2, 4, 8, 16"}, Bad{"FOUNDRY_FA_DECODE_SPLIT_K", "300", "auto or 1..256"},
         Bad{"FOUNDRY_FA_DECODE_TG_OUT", "double", "auto, float, half"},
         Bad{"FOUNDRY_FA_PREFILL_WARPS", "16", "auto, 1, 2, 4, 8"},
         Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..64"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
@@ -793,6 +794,9 @@ AttentionCall formatCall(test::CallShape s, DType q, DType kv, DType o, bool tok
       *t = Tensor::describe(t->name, kv, {s.batch, cap, s.nKvHeads, s.headDim}, Layout::TokenMajor);
     }
   }
+  if (kv == DType::I8) {
+    for (Tensor* t : {&c.k, &c.v}) t->scales = std::make_shared<Tensor>(scalesShape(*t));
+  }
   return c;
 }
 
@@ -818,6 +822,11 @@ TEST(SelectorFormats, PrefillTakesCooperativeMatricesOnlyForF16QueriesAndKeys) {
   const test::CallShape s = test::prefillShape(32, 8, 1024, 1024);
   EXPECT_TRUE(Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F32, false)), h200, {})
                   .prefillVariant.coopMat);  // f32 output from f16 inputs: still tensor cores
+  for (const DType kv : {DType::I8, DType::Q8_0}) {  // dequantized to f16 as they are staged
+    const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
+    EXPECT_TRUE(plan.prefillVariant.coopMat) << dtypeName(kv);
+    EXPECT_EQ(plan.prefillVariant.kvAccess().key(), fmt::format("{}v1_w8", dtypeName(kv)));
+  }
   for (const auto& [q, kv] : {std::pair{DType::BF16, DType::BF16}, std::pair{DType::F16, DType::BF16},
                               std::pair{DType::F32, DType::F16}}) {
     const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, q, kv, DType::F16, false)), h200, {});
@@ -847,6 +856,54 @@ TEST(SelectorFormats, TokenMajorCachesPassTheirRowStrideAndKeepWideLoads) {
   const DecodeVariant v = Selector::plan(q, h200, {}).decodeVariant;
   EXPECT_LE(v.vecWidth, 4u);
   EXPECT_EQ(v.unusableReason(32), "");
+}
+
+TEST(SelectorFormats, EightBitRowsTakeSixteenByteLoadsAndMoreOfThemInFlight) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
+  const AttentionPlan f16 = Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, {});
+  for (const DType kv : {DType::I8, DType::Q8_0}) {
+    SCOPED_TRACE(dtypeName(kv));
+    const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
+    const DecodeVariant& v = plan.decodeVariant;
+    // 16 codes are 16 bytes, as 8 f16 values are: a lane covers twice the dimensions per load.
+    EXPECT_EQ(v.vecWidth, 16u);
+    EXPECT_EQ(v.unroll, f16.decodeVariant.unroll);
+    EXPECT_EQ(v.kvAccess().key(), fmt::format("{}v1_w16", dtypeName(kv)));
+    EXPECT_THAT(plan, HasDecision("vector width", HasSubstr("16-byte loads")));
+    EXPECT_EQ(v.unusableReason(h200.subgroupSize), "");
+    EXPECT_EQ(v.partial, PartialStorage::Float);
+  }
+  // Widths an 8-bit load can take, down to one code; none wider than 16.
+  for (const std::uint32_t w : {1u, 2u, 4u, 8u, 16u}) {
+    const AttentionPlan plan =
+        Selector::plan(describeCall(formatCall(s, DType::F16, DType::I8, DType::F16, false)), h200,
+                       AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", std::to_string(w)}}));
+    EXPECT_EQ(plan.decodeVariant.vecWidth, w);
+  }
+  EXPECT_THROW(Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200,
+                              AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "16"}})),
+               UserError);
+  // lavapipe: subgroups of 8 still split a D64 row into 16-code loads.
+  const AttentionPlan cpu = Selector::plan(
+      describeCall(formatCall(test::decodeShape(2, 8, 2, 300, 64), DType::F16, DType::I8, DType::F16, false)),
+      parseDevicePreset("lavapipe"), {});
+  EXPECT_EQ(cpu.decodeVariant.vecWidth, 16u);
+  EXPECT_EQ(cpu.decodeVariant.unusableReason(8), "");
+}
+
+TEST(SelectorFormats, QuantizedCachesNeedTheirBlockGeometry) {
+  const test::CallShape s = test::decodeShape(1, 4, 1, 300, 64);
+  AttentionCall noScales = formatCall(s, DType::F16, DType::I8, DType::F16, false);
+  noScales.k.scales.reset();
+  EXPECT_THAT([&] { describeCall(noScales); }, ThrowsMessage<UserError>(HasSubstr("has no scales tensor")));
+  AttentionCall wrongScales = formatCall(s, DType::F16, DType::I8, DType::F16, false);
+  wrongScales.v.scales = std::make_shared<Tensor>(Tensor::describe("s", DType::F16, {1, 1, 9, 1}, Layout::KvCache));
+  EXPECT_THAT([&] { describeCall(wrongScales); }, ThrowsMessage<UserError>(HasSubstr("f16 [1, 1, 10, 2] kv-cache")));
+  AttentionCall q8 = formatCall(test::decodeShape(1, 4, 1, 300, 48), DType::F16, DType::Q8_0, DType::F16, false);
+  EXPECT_THAT([&] { describeCall(q8); }, ThrowsMessage<UserError>(HasSubstr("whole blocks of 32 values, but its head_dim is 48")));
+  AttentionCall int8q = formatCall(s, DType::I8, DType::I8, DType::F16, false);
+  EXPECT_THAT([&] { describeCall(int8q); }, ThrowsMessage<UserError>(HasSubstr("accepted: f16, bf16, f32")));
 }
 
 }  // namespace

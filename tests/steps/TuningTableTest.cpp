@@ -22,7 +22,7 @@ constexpr std::uint32_t kHeadDims[] = {32, 64, 80, 96, 128, 256, 576};
 TEST(TuningTable, EveryPresetResolvesEveryValueFromARow) {
   for (const std::string& preset : devicePresetNames()) {
     for (const std::uint32_t d : kHeadDims) {
-      for (const DType t : {DType::F16, DType::F32}) {
+      for (const DType t : {DType::F16, DType::F32, DType::I8}) {
         SCOPED_TRACE(fmt::format("{} D{} {}", preset, d, dtypeName(t)));
         const Tuning tune = tuningFor(devicePreset(preset), d, t);
         for (const std::string_view name : tuningValueNames()) EXPECT_THAT(tune.sourceOf(name), HasSubstr("tuning table: "));
@@ -39,7 +39,7 @@ TEST(TuningTable, EveryRowGivesSomeValueToSomePreset) {
     bool gives = false;
     for (const std::string& preset : devicePresetNames()) {
       for (const std::uint32_t d : kHeadDims) {
-        for (const DType t : {DType::F16, DType::F32}) {
+        for (const DType t : {DType::F16, DType::F32, DType::I8}) {
           const Tuning tune = tuningFor(devicePreset(preset), d, t);
           for (const auto& [name, why] : tune.sources) gives = gives || why == table[i].why;
         }

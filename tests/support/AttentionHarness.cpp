@@ -115,7 +115,13 @@ ModifierSpec custom(std::string label, std::function<ModifierPtr(Runtime&, const
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name(); }
 
 // About six units of rounding of the format the output is stored in (bf16 keeps 8 bits, f16 11).
+// Quantized caches are compared with their dequantized values: f16's bound (q and o are f16 at best).
 double relativeBound(DType dtype) { return dtype == DType::F32 ? 1e-4 : dtype == DType::BF16 ? 1.2e-2 : 3e-3; }
+
+// Each code is within half a step (1/254 of its block's largest |value|) of the value it stands for; on
+// the harness's uniform inputs that moves outputs by at most 5.2e-3 of max |output| (int8 and q8_0,
+// every variant, 2026-11-25): the bound keeps a factor of about 3.
+double quantizationBound(DType dtype) { return quantized(dtype) ? 1.5e-2 : 0.0; }
 
 double relativeBound(const AttentionCase& c, const AttentionResult& r) {
   const bool halfPartials = r.record.plan.decode && !r.record.kernels.empty() &&
@@ -129,7 +135,8 @@ namespace {
 
 struct Inputs {
   AttentionCall call;
-  std::vector<float> q, k, v;  // as the device holds them (rounded to the dtype)
+  std::vector<float> q, k, v;  // as the device holds them (rounded to the dtype, or dequantized)
+  std::vector<float> kExact, vExact;  // quantized caches: the values before quantization
 };
 
 PerHeadValues perHead(Runtime& rt, const std::string& name, std::vector<double> cycle, std::uint32_t heads) {
@@ -214,7 +221,10 @@ std::uint32_t keysOf(const AttentionCase& c, std::uint32_t b) {
   return c.kvLen;
 }
 
-std::vector<float> rounded(std::vector<float> x, DType dtype) { return decodeElements(encodeElements(x, dtype), dtype); }
+// Quantized caches are rounded block by block as they are uploaded (makeInputs reads them back).
+std::vector<float> rounded(std::vector<float> x, DType dtype) {
+  return quantized(dtype) ? x : decodeElements(encodeElements(x, dtype), dtype);
+}
 
 Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   const AttentionProblem p = c.problem();
@@ -283,6 +293,30 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
     in.call.v = rt.allocate("v_cache", c.dtype, p.vDims(), Layout::KvCache);
     rt.upload(in.call.v, in.v);
   }
+  if (quantized(c.dtype)) {
+    // What the kernels see is the dequantized cache: the reference's inputs. The values before
+    // quantization stay for the bound against them.
+    in.kExact = in.k, in.vExact = in.v;
+    auto readBack = [&](const Tensor& t, std::vector<float>& x, std::uint32_t dim) {
+      const std::vector<float> got = rt.download(t);
+      if (!c.tokenMajorCache) return void(x = got);
+      for (std::uint32_t b = 0; b < p.batch; ++b) {
+        for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
+          for (std::uint32_t s = 0; s < p.kvCapacity; ++s) {
+            const std::size_t to = ((std::size_t(b) * p.nKvHeads + h) * p.kvCapacity + s) * dim;
+            const std::size_t from = ((std::size_t(b) * p.kvCapacity + s) * p.nKvHeads + h) * dim;
+            std::copy_n(got.begin() + from, dim, x.begin() + to);
+          }
+        }
+      }
+    };
+    readBack(in.call.k, in.k, p.headDim);
+    if (c.valuesInKeys) {
+      for (std::size_t r = 0; r < vn / p.vDim(); ++r) std::copy_n(in.k.begin() + r * p.headDim, p.vDim(), in.v.begin() + r * p.vDim());
+    } else {
+      readBack(in.call.v, in.v, p.vDim());
+    }
+  }
   rt.poison(in.call.o);
   if (c.lse) {
     in.call.lse = rt.allocate("lse", DType::F32, p.lseDims());
@@ -303,6 +337,7 @@ AttentionResult finish(Runtime& rt, const AttentionCase& c, Inputs& in, StepReco
   AttentionProblem p = c.problem();
   p.modifiers = in.call.modifiers;
   r.want = cpuAttention(p, qForReference, in.k, in.v, c.lse ? &r.lseWant : nullptr);
+  if (!in.kExact.empty()) r.errorUnquantized = compareOutputs(r.got, cpuAttention(p, qForReference, in.kExact, in.vExact));
   if (c.lse) r.lseGot = rt.download(*in.call.lse);
   r.error = compareOutputs(r.got, r.want);
   r.maxAbsLogit = maxAbsLogit(p, qForReference, in.k);

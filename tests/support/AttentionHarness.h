@@ -97,8 +97,12 @@ AttentionCase attentionCase(std::uint32_t batch, std::uint32_t heads, std::uint3
                             std::uint32_t kvLen, std::uint32_t headDim, DType dtype, Layout q = Layout::HeadMajor,
                             Layout o = Layout::HeadMajor, bool causal = true);
 
-/// Largest error against max |reference| each dtype is held to.
+/// Largest error against max |reference| each dtype is held to (int8 and q8_0: against the reference
+/// on the dequantized cache).
 double relativeBound(DType dtype);
+/// Largest error against max |reference| of a quantized cache's result against the reference on the
+/// values before quantization.
+double quantizationBound(DType dtype);
 
 struct AttentionResult {
   std::vector<float> got;
@@ -106,6 +110,7 @@ struct AttentionResult {
   std::vector<float> lseGot;    ///< with AttentionCase::lse: [B, Hq, q_len]
   std::vector<double> lseWant;
   ErrorStats error;
+  ErrorStats errorUnquantized;  ///< quantized caches: against the reference on the values before quantization
   StepRecord record;
   double maxAbsLogit = 0;  ///< largest |scale * q.k| over the visible (query, key) pairs
 };

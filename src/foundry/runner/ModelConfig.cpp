@@ -177,7 +177,7 @@ class Reader {
     return s;
   }
 
-  /// `schemaField`: /run/dtype or /run/kv_dtype, whose enum is f16, bf16, f32.
+  /// `schemaField`: /run/dtype (f16, bf16, f32) or /run/kv_dtype (also int8, q8_0).
   DType runDType(const json& v, const std::string& field, const std::string& schemaField = "/run/dtype") const {
     return *parseDType(choice(v, field, schemaField));
   }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/KvQuant.h"
 #include "foundry/steps/SdpaReferenceStep.h"
 
 namespace foundry {
@@ -29,7 +30,7 @@ MemoryPlan runMemoryPlan(const RunRequest& req, const RunFileBytes& files, const
   const std::uint64_t dt = dtypeBytes(r.dtype);
   // One layer's tensors as the device holds them: [tokens, batch, heads, head_dim].
   const std::uint64_t q = product({T, B, c.nHeads, c.headDim, dt}), kv = product({T, B, c.nKvHeads, c.headDim, dt});
-  const std::uint64_t cache = product({T, B, c.nKvHeads, c.headDim, dtypeBytes(r.cacheType())});
+  const std::uint64_t cache = cacheBytes(r.cacheType(), T * B * c.nKvHeads, c.headDim);
   const bool keepOutputs = req.check || req.expect || req.save;
   const std::uint64_t inputSets = req.inputs ? L : 1, outputs = keepOutputs ? L : 1;
 

@@ -132,7 +132,7 @@ std::string RunReport::summary() const {
                    kernelDiskHits, kernelMemoryHits, pipelines);
   if (check.ran) {
     s += fmt::format("  check: {} ({} rows, max relative error {:.2e} vs the CPU, {:.2e} vs the materialised path, "
-                     "bound {:.0e})\n", check.passed ? "passed" : "FAILED", check.rows, check.maxRelVsCpu,
+                     "bound {:.2g})\n", check.passed ? "passed" : "FAILED", check.rows, check.maxRelVsCpu,
                      check.maxRelVsMaterialised, check.bound);
     for (const auto& f : check.failures) s += "    " + f + "\n";
   }

@@ -19,14 +19,15 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
 }
 
 std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
-  if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8) {
-    return fmt::format("vector width {} is not 1, 2, 4 or 8", vecWidth);
+  if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8 && vecWidth != 16) {
+    return fmt::format("vector width {} is not 1, 2, 4, 8 or 16", vecWidth);
   }
   if (scalar) {  // loads one element at a time whatever the width
     return partial == PartialStorage::Float ? "" : "the scalar variant accumulates its outputs in float partials";
   }
   if (vecWidth > storageFormat(dtype).maxLoadWidth) {
-    return fmt::format("{}-element loads of {} K/V exceed 16 bytes (8 need f16 or bf16)", vecWidth, dtypeName(dtype));
+    return fmt::format("{}-element loads of {} K/V exceed 16 bytes (8 need f16 or bf16, 16 int8 or q8_0)", vecWidth,
+                       dtypeName(dtype));
   }
   if (vecWidth > strideAlign) {
     return fmt::format("{}-element loads need K/V strides that are multiples of {}; this cache's are multiples of {}",
@@ -50,7 +51,10 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   // loads are in flight while this one's are used), all in registers. Counting them once let D80
   // take 4 steps of 20-element rows on the H200, which spilled: 118 us at kv 65536 against 69 us
   // with 2 steps (docs/performance.md, "Head dims").
-  if (heads * (elems + valueElems) + 2 * unroll * (elems + valueElems) > 384) {
+  // Quantized rows stay in registers as codes, four to a word (and one scale per load).
+  const std::uint32_t rowRegisters = quantized(dtype) ? (elems + valueElems) / 4 + 2 * (elems / vecWidth)
+                                                      : elems + valueElems;
+  if (heads * (elems + valueElems) + 2 * unroll * rowRegisters > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
   }
   return {};

@@ -9,34 +9,141 @@ namespace foundry {
 
 const char* const KvAccessStage::kStrideFields[6] = {"k_stride_b", "k_stride_h", "k_stride_s",
                                                      "v_stride_b", "v_stride_h", "v_stride_s"};
+const char* const KvAccessStage::kScaleStrideFields[6] = {"k_scale_stride_b", "k_scale_stride_h", "k_scale_stride_s",
+                                                          "v_scale_stride_b", "v_scale_stride_h", "v_scale_stride_s"};
 
-std::string KvAccess::key() const { return fmt::format("{}_w{}{}", dtypeName(format), width, write ? "_store" : ""); }
+std::string KvAccess::key() const {
+  const QuantBlocks& q = storageFormat(format).blocks;
+  return fmt::format("{}{}_w{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
+                     write ? "_store" : "");
+}
+
+namespace {
+
+// Float formats: a row is an element offset, a load is one view element.
+std::string floatAccess(const KvAccess& a, char kv) {
+  std::string text = fmt::format("uint kv_{0}_row(uint b, uint h, uint key) {{ return b * pc.{0}_stride_b + "
+                                 "h * pc.{0}_stride_h + key * pc.{0}_stride_s; }}\n", kv);
+  if (a.write) {
+    return text + fmt::format("void kv_store_{0}(uint row, uint d, float x) {{ {0}_cache[row + d] = {1}; }}\n", kv,
+                              glsl::convert(a.format, "x"));
+  }
+  const std::string element = fmt::format("{}_cache[(row + d) / KV_WIDTH]", kv);
+  return text + fmt::format("KV_RAW kv_load_{}(uint row, uint d) {{ return {}; }}\n", kv,
+                            a.width == 1 ? glsl::read(a.format, element) : element);
+}
+
+// int8: codes four to a word in k_cache, f16 scales (as uint16_t bits) in k_scales; a row is
+// uvec2(element offset, offset of its block row of scales).
+std::string int8Access(const KvAccess& a, char kv) {
+  std::string text = fmt::format(
+      "uvec2 kv_{0}_row(uint b, uint h, uint key) {{ return uvec2(b * pc.{0}_stride_b + h * pc.{0}_stride_h + "
+      "key * pc.{0}_stride_s, b * pc.{0}_scale_stride_b + h * pc.{0}_scale_stride_h + (key / KV_BLOCK_KEYS) * "
+      "pc.{0}_scale_stride_s); }}\n"
+      "float kv_{0}_scale(uvec2 row, uint d) {{ return unpackHalf2x16(uint({0}_scales[row.y + d / KV_BLOCK_DIMS])).x; }}\n",
+      kv);
+  if (a.write) {
+    text += fmt::format(
+        "void kv_store_{0}_scale(uvec2 row, uint d, float s) {{ {0}_scales[row.y + d / KV_BLOCK_DIMS] = "
+        "uint16_t(packHalf2x16(vec2(s, 0.0))); }}\n"
+        "void kv_store_{0}_codes(uvec2 row, uint d, uint w) {{ {0}_cache[(row.x + d) / 4u] = w; }}\n",
+        kv);
+  }
+  const char* word = a.width <= 4 ? "{0}_cache[at / 4u]" : "{0}_cache[at / KV_WIDTH]";
+  const std::string load = fmt::format(fmt::runtime(word), kv);
+  if (a.width == 1) {
+    return text + fmt::format("float kv_load_{0}(uvec2 row, uint d) {{ const uint at = row.x + d; return "
+                              "i8_to_f32({1} >> (8u * (at % 4u))) * kv_{0}_scale(row, d); }}\n", kv, load);
+  }
+  return text + fmt::format("KV_RAW kv_load_{0}(uvec2 row, uint d) {{ const uint at = row.x + d; return KV_RAW({1}{2}, "
+                            "kv_{0}_scale(row, d)); }}\n", kv, load, a.width == 2 ? " >> (8u * (at % 4u))" : "");
+}
+
+// q8_0: blocks of 17 uint16_t (the f16 scale, then 32 codes two to a word); a row is an element offset
+// at a block boundary.
+std::string q8Access(const KvAccess& a, char kv) {
+  std::string text = fmt::format(
+      "uint kv_{0}_row(uint b, uint h, uint key) {{ return b * pc.{0}_stride_b + h * pc.{0}_stride_h + "
+      "key * pc.{0}_stride_s; }}\n"
+      "uint kv_{0}_word(uint at) {{ return (at / 32u) * 17u + 1u + (at % 32u) / 2u; }}\n"
+      "uint kv_{0}_pair(uint i) {{ return uint({0}_cache[i]) | (uint({0}_cache[i + 1u]) << 16u); }}\n"
+      "float kv_{0}_scale(uint row, uint d) {{ return unpackHalf2x16(uint({0}_cache[((row + d) / 32u) * 17u])).x; }}\n",
+      kv);
+  if (a.write) {
+    text += fmt::format(
+        "void kv_store_{0}_scale(uint row, uint d, float s) {{ {0}_cache[((row + d) / 32u) * 17u] = "
+        "uint16_t(packHalf2x16(vec2(s, 0.0))); }}\n"
+        "void kv_store_{0}_codes(uint row, uint d, uint w) {{ const uint i = kv_{0}_word(row + d); "
+        "{0}_cache[i] = uint16_t(w & 0xffffu); {0}_cache[i + 1u] = uint16_t(w >> 16u); }}\n",
+        kv);
+  }
+  std::string q;
+  switch (a.width) {
+    case 1:
+      return text + fmt::format("float kv_load_{0}(uint row, uint d) {{ const uint at = row + d; return "
+                                "i8_to_f32(uint({0}_cache[kv_{0}_word(at)]) >> (8u * (at % 2u))) * "
+                                "kv_{0}_scale(row, d); }}\n", kv);
+    case 2: q = fmt::format("uint({}_cache[i])", kv); break;
+    case 4: q = fmt::format("kv_{}_pair(i)", kv); break;
+    case 8: q = fmt::format("uvec2(kv_{0}_pair(i), kv_{0}_pair(i + 2u))", kv); break;
+    default: q = fmt::format("uvec4(kv_{0}_pair(i), kv_{0}_pair(i + 2u), kv_{0}_pair(i + 4u), kv_{0}_pair(i + 6u))", kv);
+  }
+  return text + fmt::format("KV_RAW kv_load_{0}(uint row, uint d) {{ const uint i = kv_{0}_word(row + d); return "
+                            "KV_RAW({1}, kv_{0}_scale(row, d)); }}\n", kv, q);
+}
+
+// The register a quantized load of `width` codes lands in: the codes as words, and their scale.
+std::string quantRaw(std::uint32_t width) {
+  return fmt::format("struct KvQuantLoad {{ {} q; float s; }};\n", width <= 4 ? "uint" : width == 8 ? "uvec2" : "uvec4");
+}
+
+}  // namespace
 
 void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   FOUNDRY_CHECK_INTERNAL(!a_.write || a_.width == 1, "KV stores go one element at a time, not {}", a_.width);
-  const std::string view = glsl::view(a_.format, a_.width);
-  const Access access = a_.write ? Access::WriteOnly : Access::ReadOnly;
-  k.buffer("k_cache", a_.format, access, view).buffer("v_cache", a_.format, access, view);
-  for (const char* f : kStrideFields) k.push(f, PushType::U32);
-  glsl::declareFormat(k, a_.format);
-  // A single element is widened as it is loaded: 16-bit registers would need 16-bit arithmetic types.
+  const StorageFormat& f = storageFormat(a_.format);
+  const QuantBlocks& q = f.blocks;
   const bool single = a_.width == 1;
+  const std::string view = glsl::view(a_.format, a_.width);
+  const Access access = a_.write ? (q.version ? Access::ReadWrite : Access::WriteOnly) : Access::ReadOnly;
+  k.buffer("k_cache", a_.format, access, view).buffer("v_cache", a_.format, access, view);
+  for (const char* field : kStrideFields) k.push(field, PushType::U32);
+  glsl::declareFormat(k, a_.format);
   k.define("KV_WIDTH", fmt::format("{}u", a_.width));
-  k.define("KV_RAW", single ? "float" : view);
-  k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width));
   std::string text;
-  for (const char kv : {'k', 'v'}) {
-    text += fmt::format("uint kv_{0}_row(uint b, uint h, uint key) {{ return b * pc.{0}_stride_b + h * pc.{0}_stride_h + "
-                        "key * pc.{0}_stride_s; }}\n", kv);
-    if (a_.write) {
-      text += fmt::format("void kv_store_{0}(uint at, float x) {{ {0}_cache[at] = {1}; }}\n", kv,
-                          glsl::convert(a_.format, "x"));
-    } else {
-      const std::string element = fmt::format("{}_cache[at / KV_WIDTH]", kv);
-      text += fmt::format("KV_RAW kv_load_{}(uint at) {{ return {}; }}\n", kv,
-                          single ? glsl::read(a_.format, element) : element);
-    }
+  if (!q.version) {
+    // A single element is widened as it is loaded: 16-bit registers would need 16-bit arithmetic types.
+    k.define("KV_ROW", "uint");
+    k.define("KV_RAW", single ? "float" : view);
+    k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width));
+    // Eight f16 values as the cooperative-matrix kernel stages them: f16 loads as they are.
+    if (a_.format == DType::F16 && a_.width == 8) k.define("KV_F16X8(r)", "(r)");
+    for (const char kv : {'k', 'v'}) text += floatAccess(a_, kv);
+    k.snippetText("kv_access", text);
+    return;
   }
+  k.define("KV_BLOCK_KEYS", fmt::format("{}u", q.keys)).define("KV_BLOCK_DIMS", fmt::format("{}u", q.dims));
+  if (!q.inlineScales) {
+    k.buffer("k_scales", DType::F16, access, "uint16_t").buffer("v_scales", DType::F16, access, "uint16_t");
+    for (const char* field : kScaleStrideFields) k.push(field, PushType::U32);
+  }
+  k.define("KV_ROW", q.inlineScales ? "uint" : "uvec2");
+  k.define("KV_RAW", single ? "float" : "KvQuantLoad");
+  if (!single) text += quantRaw(a_.width);
+  const char* unpack = a_.width == 2   ? "(i8x2_to_f32((r).q) * (r).s)"
+                       : a_.width == 4 ? "(i8x4_to_f32((r).q) * (r).s)"
+                                       : "(i8x4_to_f32((r).q[p]) * (r).s)";
+  k.define("KV_UNPACK(r, p)", single ? "(r)" : unpack);
+  if (a_.width == 8) {
+    // Dequantized to f16 for the cooperative-matrix kernel, saturating at the f16 range.
+    k.define("KV_F16X8(r)", "kv_f16x8(r)");
+    text += "uvec4 kv_f16x8(KvQuantLoad r) {\n"
+            "  const vec4 a = clamp(i8x4_to_f32(r.q.x) * r.s, -65504.0, 65504.0);\n"
+            "  const vec4 b = clamp(i8x4_to_f32(r.q.y) * r.s, -65504.0, 65504.0);\n"
+            "  return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));\n"
+            "}\n";
+  }
+  for (const char kv : {'k', 'v'}) text += q.inlineScales ? q8Access(a_, kv) : int8Access(a_, kv);
   k.snippetText("kv_access", text);
 }
 

@@ -2,17 +2,25 @@
 // The one place that knows where a KV cache row is and how its elements are stored. Every kernel that
 // touches k_cache or v_cache has this stage in its chain and reaches rows through it:
 //
-//   uint kv_k_row(uint b, uint h, uint key)   element offset of row `key` of KV head h of sequence b
-//   uint kv_v_row(uint b, uint h, uint key)   (rows k_stride_s / v_stride_s apart: head-major caches
-//                                             [B, Hkv, S, D], token-major ones [B, S, Hkv, D] read in
-//                                             place, and views of wider rows such as MLA's latent)
-//   KV_RAW kv_load_k(uint at)                 `width` elements from element offset `at` (a multiple
-//   KV_RAW kv_load_v(uint at)                 of the width), in their stored form (f32 for width 1)
-//   KV_UNPACK(r, p)                           chunk p (min(width, 4) elements) of a load, as f32
-//   void kv_store_k(uint at, float x)         with write access (width 1): one element, converted
-//   void kv_store_v(uint at, float x)
+//   KV_ROW kv_k_row(uint b, uint h, uint key)  row `key` of KV head h of sequence b (rows k_stride_s /
+//   KV_ROW kv_v_row(uint b, uint h, uint key)  v_stride_s apart: head-major caches [B, Hkv, S, D],
+//                                              token-major ones [B, S, Hkv, D] read in place, and views
+//                                              of wider rows such as MLA's latent). A uint element
+//                                              offset; int8: also the offset of the row's scales
+//   KV_RAW kv_load_k(KV_ROW row, uint d)       `width` elements from dimension d (a multiple of the
+//   KV_RAW kv_load_v(KV_ROW row, uint d)       width), in their stored form (f32 for width 1)
+//   KV_UNPACK(r, p)                            chunk p (min(width, 4) elements) of a load, as f32
 //
-// The format (f16, bf16, f32) comes from foundry/StorageFormat.h.
+// With write access (width 1), for KvAppendStep:
+//   void kv_store_k(KV_ROW row, uint d, float x)         float formats: one element, converted
+//   float kv_k_scale(KV_ROW row, uint d)                 quantized formats: the scale of d's block,
+//   void kv_store_k_scale(KV_ROW row, uint d, float s)   s already an f16 value
+//   void kv_store_k_codes(KV_ROW row, uint d, uint w)    four codes (bytes of w) at dimensions d..d+3
+//   (and the same for v), and kv_load_k/v of one dequantized element.
+//
+// The format (f16, bf16, f32; int8 with f16 scales per block, q8_0 blocks) comes from
+// foundry/StorageFormat.h; quantized loads carry their block's scale and are dequantized by
+// KV_UNPACK in registers.
 #include "foundry/Stage.h"
 
 namespace foundry {
@@ -35,6 +43,8 @@ class KvAccessStage : public Stage {
 
   /// The stride push constants the stage declares, in the order a Step sets them.
   static const char* const kStrideFields[6];
+  /// int8 caches also declare the strides of their scales (batch, head, block of keys).
+  static const char* const kScaleStrideFields[6];
 
  private:
   KvAccess a_;

@@ -18,17 +18,17 @@ void KvAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
 void KvAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint token = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;");
   w.line("const uint src = batch * pc.new_stride_b + kv_head * pc.new_stride_h + token * pc.new_stride_s;");
-  w.line("const uint k_dst = kv_k_row(batch, kv_head, pc.cache_pos0 + token);");
-  w.line("const uint v_dst = kv_v_row(batch, kv_head, pc.cache_pos0 + token);");
+  w.line("const KV_ROW k_dst = kv_k_row(batch, kv_head, pc.cache_pos0 + token);");
+  w.line("const KV_ROW v_dst = kv_v_row(batch, kv_head, pc.cache_pos0 + token);");
   w.open("for (uint d = gl_LocalInvocationIndex; d < HEAD_DIM; d += WORKGROUP_SIZE)");
   w.line("const float k_d = NEW_READ(k_new[src + d]);");
   if (rope_) {
-    w.line("kv_store_k(k_dst + d, d < ROPE_DIMS ? rope_rotate(d, pc.rope_pos0 + token, k_d, "
+    w.line("kv_store_k(k_dst, d, d < ROPE_DIMS ? rope_rotate(d, pc.rope_pos0 + token, k_d, "
            "NEW_READ(k_new[src + rope_partner(d)])) : k_d);");
   } else {
-    w.line("kv_store_k(k_dst + d, k_d);");
+    w.line("kv_store_k(k_dst, d, k_d);");
   }
-  w.line("kv_store_v(v_dst + d, NEW_READ(v_new[src + d]));");
+  w.line("kv_store_v(v_dst, d, NEW_READ(v_new[src + d]));");
   w.close();
 }
 

@@ -21,7 +21,9 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
 std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (stages != 1 && stages != 2) return fmt::format("{} staging buffers; 1 or 2 are supported", stages);
   if (coopMat) {
-    if (dtype != DType::F16 || qType() != DType::F16) return "the cooperative-matrix variant takes f16 q, K and V";
+    if ((dtype != DType::F16 && !quantized(dtype)) || qType() != DType::F16) {
+      return "the cooperative-matrix variant takes f16 q, and f16, int8 or q8_0 K and V";
+    }
     if (strideAlign < 8) return "the cooperative-matrix variant loads 8 elements at once: strides must be multiples of 8";
     if (rowsPerWarp != 16) return "the cooperative-matrix variant gives each subgroup 16 rows";
     if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";

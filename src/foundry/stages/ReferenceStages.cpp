@@ -54,9 +54,9 @@ void ReferenceScoresStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint q_pos = fa_query_pos(batch, token);");
   w.open("if (key < pc.kv_len)");
   w.line("const uint qa = batch * pc.q_stride_b + head * pc.q_stride_h + token * pc.q_stride_s;");
-  w.line("const uint ka = kv_k_row(batch, kv_head, key);");
+  w.line("const KV_ROW ka = kv_k_row(batch, kv_head, key);");
   w.line("float s = 0.0;");
-  w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += Q_READ(q[qa + d]) * kv_load_k(ka + d);");
+  w.line("for (uint d = 0u; d < HEAD_DIM; ++d) s += Q_READ(q[qa + d]) * kv_load_k(ka, d);");
   w.line("const bool seen = fa_key_visible(fa_keys(batch, head, q_pos, q_pos), batch, head, q_pos, key);");
   w.line("scores[row * pc.kv_len + key] = seen ? fa_score_natural(s * pc.scale, batch, head, q_pos, key) : NEG_BIG;");
   w.close();
@@ -106,7 +106,7 @@ void ReferencePvStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("float acc = 0.0;");
   // Only the sequence's own keys: rows past them are not its values (0 * NaN would still be NaN).
   w.line("const uint keys = fa_kv_len(batch);");
-  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * kv_load_v(kv_v_row(batch, kv_head, j) + d);");
+  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * kv_load_v(kv_v_row(batch, kv_head, j), d);");
   w.line("const float out_d = fa_epilogue(acc, batch, head, fa_query_pos(batch, token), d);");
   w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_STORE(out_d);");
   w.close();

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
+#include "foundry/KvQuant.h"
 
 namespace foundry {
 
@@ -45,19 +46,69 @@ std::array<std::uint32_t, 3> qStrides(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+// What a quantized format asks of a cache's geometry: q8_0 rows are whole blocks; int8 codes are
+// written four to a word and carry a scales tensor of the matching shape.
+void requireQuantGeometry(const Tensor& t, const std::string& role, CacheView& view) {
+  const bool q8 = t.dtype == DType::Q8_0;
+  const std::uint64_t unit = q8 ? 32 : 4;
+  const std::pair<const char*, std::uint64_t> geometry[] = {{"head_dim", view.dim}, {"batch stride", view.batchStride},
+                                                            {"head stride", view.headStride}, {"row stride", view.rowStride},
+                                                            {"offset", t.offset}};
+  for (const auto& [what, value] : geometry) {
+    if (value % unit != 0) {
+      throw UserError(role, fmt::format("'{}' is {}, {}, but its {} is {}; accepted: multiples of {}", t.name,
+                                        dtypeName(t.dtype), q8 ? "whose rows are whole blocks of 32 values"
+                                                               : "whose codes sit four to a 32-bit word",
+                                        what, value, unit));
+    }
+  }
+  if (q8) return;
+  if (!t.scales) {
+    throw UserError(role, fmt::format("'{}' is int8 but has no scales tensor (Tensor::scales, f16 [{}]; "
+                                      "Runtime::allocate makes one)", t.name, fmt::join(scalesShape(t).dims, ", ")));
+  }
+  const Tensor& sc = *t.scales;
+  const Tensor want = scalesShape(t);
+  const bool dimsMatch = sc.rank() == 4 && sc.dims[0] == want.dims[0] && sc.dims[1] == want.dims[1] &&
+                         sc.dims[2] == want.dims[2] && sc.dims[3] >= want.dims[3];
+  if (sc.dtype != DType::F16 || !dimsMatch || sc.layout != t.layout) {
+    throw UserError(role, fmt::format("the scales of '{}' are {}; an int8 {} cache needs f16 [{}] {} (one scale per "
+                                      "block of 32 keys x 32 dimensions)", t.name, sc.shapeString(), layoutName(t.layout),
+                                      fmt::join(want.dims, ", "), layoutName(t.layout)));
+  }
+  requireRank4(sc, role + ".scales", "head_dim / 32");
+  const auto u = [&](std::size_t i) { return static_cast<std::uint32_t>(sc.stride(i)); };
+  if (t.layout == Layout::KvCache) {
+    view.scaleBatchStride = u(0), view.scaleHeadStride = u(1), view.scaleBlockStride = u(2);
+  } else {
+    view.scaleBatchStride = u(0), view.scaleHeadStride = u(2), view.scaleBlockStride = u(1);
+  }
+}
+
+}  // namespace
+
 CacheView cacheView(const Tensor& t, const std::string& role) {
   requireRank4(t, role, role == "v" ? "value_dim" : "head_dim");
   const auto u = [&](std::size_t i) { return static_cast<std::uint32_t>(t.dim(i)); };
   const auto s = [&](std::size_t i) { return static_cast<std::uint32_t>(t.stride(i)); };
-  if (t.layout == Layout::KvCache) return {u(0), u(1), u(2), u(3), s(0), s(1), s(2)};
-  if (t.layout == Layout::TokenMajor) return {u(0), u(2), u(1), u(3), s(0), s(2), s(1)};
-  throw UserError(role, fmt::format("tensor '{}' has layout {}; a KV cache is kv-cache [batch, n_kv_heads, capacity, "
-                                    "head_dim] or token-major [batch, capacity, n_kv_heads, head_dim]",
-                                    t.name, layoutName(t.layout)));
+  CacheView view;
+  if (t.layout == Layout::KvCache) {
+    view = {u(0), u(1), u(2), u(3), s(0), s(1), s(2)};
+  } else if (t.layout == Layout::TokenMajor) {
+    view = {u(0), u(2), u(1), u(3), s(0), s(2), s(1)};
+  } else {
+    throw UserError(role, fmt::format("tensor '{}' has layout {}; a KV cache is kv-cache [batch, n_kv_heads, capacity, "
+                                      "head_dim] or token-major [batch, capacity, n_kv_heads, head_dim]",
+                                      t.name, layoutName(t.layout)));
+  }
+  if (quantized(t.dtype)) requireQuantGeometry(t, role, view);
+  return view;
 }
 
-std::uint32_t strideAlignment(std::initializer_list<std::uint32_t> strides) {
-  std::uint32_t align = 8;
+std::uint32_t strideAlignment(std::initializer_list<std::uint32_t> strides, std::uint32_t most) {
+  std::uint32_t align = most;
   for (auto s : strides) {
     while (align > 1 && s % align != 0) align /= 2;
   }
@@ -79,9 +130,11 @@ AttentionProblem describeCall(const AttentionCall& c) {
                                      "share a format", c.k.name, dtypeName(c.k.dtype), c.v.name, dtypeName(c.v.dtype)));
   }
   for (const auto* t : {&c.q, &c.k, &c.o}) {
-    if (t->dtype != DType::F16 && t->dtype != DType::BF16 && t->dtype != DType::F32) {
-      throw UserError(t == &c.q ? "q" : t == &c.k ? "k" : "o",
-                      fmt::format("tensor '{}' is {}; accepted: f16, bf16, f32", t->name, dtypeName(t->dtype)));
+    const bool cache = t == &c.k;
+    if (t->dtype != DType::F16 && t->dtype != DType::BF16 && t->dtype != DType::F32 && !(cache && quantized(t->dtype))) {
+      throw UserError(t == &c.q ? "q" : cache ? "k" : "o",
+                      fmt::format("tensor '{}' is {}; accepted: f16, bf16, f32{}", t->name, dtypeName(t->dtype),
+                                  cache ? ", int8, q8_0" : ""));
     }
   }
   AttentionProblem p;
@@ -123,7 +176,8 @@ AttentionProblem describeCall(const AttentionCall& c) {
                                         t.name, view.rowStride, width, fmt::join(t.strides, ", ")));
     }
   }
-  p.kvAlign = strideAlignment({kv.batchStride, kv.headStride, kv.rowStride, vv.batchStride, vv.headStride, vv.rowStride});
+  p.kvAlign = strideAlignment({kv.batchStride, kv.headStride, kv.rowStride, vv.batchStride, vv.headStride, vv.rowStride},
+                              quantized(p.dtype) ? 16 : 8);
   const auto qs = qStrides(c.q);
   p.qAlign = strideAlignment({qs[0], qs[1], qs[2]});
   if (c.o.dims != p.oDims(c.o.layout)) {
@@ -167,9 +221,21 @@ AttentionProblem describeCall(const AttentionCall& c) {
   return p;
 }
 
-void setCacheStrides(Arguments& args, const CacheView& k, const CacheView& v) {
-  args.set("k_stride_b", k.batchStride).set("k_stride_h", k.headStride).set("k_stride_s", k.rowStride);
-  args.set("v_stride_b", v.batchStride).set("v_stride_h", v.headStride).set("v_stride_s", v.rowStride);
+void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v) {
+  const CacheView kv = cacheView(k, "k"), vv = cacheView(v, "v");
+  args.set("k_stride_b", kv.batchStride).set("k_stride_h", kv.headStride).set("k_stride_s", kv.rowStride);
+  args.set("v_stride_b", vv.batchStride).set("v_stride_h", vv.headStride).set("v_stride_s", vv.rowStride);
+}
+
+void bindCaches(Arguments& args, const Tensor& k, const Tensor& v) {
+  args.bind("k_cache", k).bind("v_cache", v);
+  setCacheStrides(args, k, v);
+  if (!k.scales || !v.scales) return;
+  const CacheView kv = cacheView(k, "k"), vv = cacheView(v, "v");
+  args.bind("k_scales", *k.scales).bind("v_scales", *v.scales);
+  args.set("k_scale_stride_b", kv.scaleBatchStride).set("k_scale_stride_h", kv.scaleHeadStride);
+  args.set("k_scale_stride_s", kv.scaleBlockStride).set("v_scale_stride_b", vv.scaleBatchStride);
+  args.set("v_scale_stride_h", vv.scaleHeadStride).set("v_scale_stride_s", vv.scaleBlockStride);
 }
 
 void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& c) {
@@ -177,7 +243,7 @@ void setShapeArguments(Arguments& args, const AttentionProblem& p, const Attenti
   args.set("n_heads", p.nHeads).set("n_kv_heads", p.nKvHeads).set("q_len", p.qLen).set("kv_len", p.kvLen);
   args.set("q_stride_b", qs[0]).set("q_stride_h", qs[1]).set("q_stride_s", qs[2]);
   args.set("o_stride_b", os[0]).set("o_stride_h", os[1]).set("o_stride_s", os[2]);
-  setCacheStrides(args, cacheView(c.k, "k"), cacheView(c.v, "v"));
+  setCacheStrides(args, c.k, c.v);
 }
 
 }  // namespace foundry

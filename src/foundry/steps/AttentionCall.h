@@ -22,11 +22,14 @@ struct FusedRope {
 struct CacheView {
   std::uint32_t batch = 0, heads = 0, capacity = 0, dim = 0;
   std::uint32_t batchStride = 0, headStride = 0, rowStride = 0;
+  std::uint32_t scaleBatchStride = 0, scaleHeadStride = 0, scaleBlockStride = 0;  ///< int8: of Tensor::scales
 };
-/// UserError naming `role` for another layout or rank; requireRank4's checks first.
+/// UserError naming `role` for another layout or rank, or a quantized cache whose geometry its
+/// blocks cannot follow (q8_0: rows of whole blocks; int8: strides of whole words, a scales tensor
+/// of scalesShape's dims); requireRank4's checks first.
 CacheView cacheView(const Tensor& t, const std::string& role);
-/// The largest power of two, up to 8, dividing every one of `strides`.
-std::uint32_t strideAlignment(std::initializer_list<std::uint32_t> strides);
+/// The largest power of two, up to `most`, dividing every one of `strides`.
+std::uint32_t strideAlignment(std::initializer_list<std::uint32_t> strides, std::uint32_t most = 8);
 
 /// q, k, v and o may each have their own type (f16, bf16, f32), but k and v are one cache: one format.
 struct AttentionCall {
@@ -55,8 +58,11 @@ void requireRank4(const Tensor& t, const std::string& role, const char* lastDim 
 /// support is checked by the step).
 AttentionProblem describeCall(const AttentionCall& call);
 
-/// Sets the stride push constants of a KvAccessStage.
-void setCacheStrides(Arguments& args, const CacheView& k, const CacheView& v);
+/// Sets the cache stride push constants every attention kernel declares.
+void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v);
+/// Binds the caches (and an int8 cache's scales) for a kernel with a KvAccessStage, and sets their
+/// strides (the scales' too).
+void bindCaches(Arguments& args, const Tensor& k, const Tensor& v);
 /// Sets the shape and stride push constants every attention kernel declares.
 void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& call);
 

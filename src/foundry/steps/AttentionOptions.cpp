@@ -48,8 +48,8 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
        [](const O& o) {
          return o.faDecodeTgOut ? std::string(partialStorageName(*o.faDecodeTgOut)) : std::string("auto");
        }},
-      knob::unsignedOrAuto<&O::faDecodeVectorWidth, O>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4, 8", 1, 8, true,
-                                                       "elements per K/V load in decode (8: f16 only)"),
+      knob::unsignedOrAuto<&O::faDecodeVectorWidth, O>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4, 8, 16", 1, 16, true,
+                                                       "elements per K/V load in decode (8: 16-bit or 8-bit K/V, 16: 8-bit)"),
       knob::unsignedOrAuto<&O::faDecodeUnroll, O>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8", 1, 8, true,
                                                   "decode steps whose K/V loads a subgroup issues together"),
       knob::unsignedOrAuto<&O::faDecodeSplitK, O>("FOUNDRY_FA_DECODE_SPLIT_K", "auto or 1..256", 1, 256, false,

@@ -221,7 +221,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   const auto& kernels = prepared.kernels;
   Arguments args;
   setShapeArguments(args, p, call);
-  args.bind("k_cache", call.k).bind("v_cache", call.v);
+  bindCaches(args, call.k, call.v);
   args.set("qk_scale", static_cast<float>(p.softmaxScale() * std::numbers::log2e)).set("kv_chunk", plan.kvChunk);
   km[0].bind(args, mcall, ctx.workspace, plan.tile);
   const bool split = plan.splits > 1;

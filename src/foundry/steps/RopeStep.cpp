@@ -12,6 +12,7 @@
 #include "foundry/stages/KvAccessStage.h"
 #include "foundry/steps/AttentionCall.h"
 #include "foundry/stages/KvAppendStage.h"
+#include "foundry/stages/KvQuantAppendStage.h"
 #include "foundry/stages/RopeStage.h"
 
 namespace foundry {
@@ -140,13 +141,20 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
   const KernelSource& kernel =
       kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt, kCache.dtype);
   Arguments a;
-  a.bind("k_new", kNew).bind("v_new", vNew).bind("k_cache", kCache).bind("v_cache", vCache);
+  a.bind("k_new", kNew).bind("v_new", vNew);
+  bindCaches(a, kCache, vCache);
   a.set("new_stride_b", k.sb).set("new_stride_h", k.sh).set("new_stride_s", k.ss);
-  setCacheStrides(a, views[0], views[1]);
   a.set("cache_pos0", cachePos);
   if (rope) {
     a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
     a.set("rope_scale", static_cast<float>(rope->spec.attentionScale()));
+  }
+  if (quantized(kCache.dtype)) {
+    a.set("new_tokens", k.tokens);
+    if (k.tokens) {
+      ctx.dispatcher.dispatch(kernel, a, {KvQuantAppendStage::groupsX(k.dim, kCache.dtype, cachePos, k.tokens), k.heads, k.batch});
+    }
+    return;
   }
   if (k.tokens) ctx.dispatcher.dispatch(kernel, a, {k.tokens, k.heads, k.batch});
 }
@@ -156,15 +164,19 @@ const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, 
   std::optional<RopeStageParams> rp;
   if (rope) rp = paramsFor(*rope, headDim, dtype);
   const KvAccess access{cacheFormat.value_or(dtype), 1, true};
-  const std::string key = KvAppendStage(headDim, dtype, rp).key() + "_" + access.key();
+  const bool quant = quantized(access.format);
+  const std::string key = (quant ? KvQuantAppendStage(headDim, dtype, rp).key() : KvAppendStage(headDim, dtype, rp).key()) +
+                          "_" + access.key();
   auto it = cache_.find(key);
   if (it == cache_.end()) {
-    it = cache_.emplace(key, std::make_shared<const KernelSource>(KernelBuilder(device_, snippets_)
-                                                                      .workgroup(workgroupFor(device_))
-                                                                      .emplace<KvAccessStage>(access)
-                                                                      .emplace<KvAppendStage>(headDim, dtype, rp)
-                                                                      .build()))
-             .first;
+    KernelBuilder b(device_, snippets_);
+    b.workgroup(quant ? KvQuantAppendStage::kWorkgroup : workgroupFor(device_)).emplace<KvAccessStage>(access);
+    if (quant) {
+      b.emplace<KvQuantAppendStage>(headDim, dtype, rp);
+    } else {
+      b.emplace<KvAppendStage>(headDim, dtype, rp);
+    }
+    it = cache_.emplace(key, std::make_shared<const KernelSource>(b.build())).first;
   }
   return *it->second;
 }

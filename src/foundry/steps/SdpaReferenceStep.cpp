@@ -85,7 +85,8 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   Arguments base;
   setShapeArguments(base, p, call);
   Arguments a = base;
-  a.bind("q", call.q).bind("k_cache", call.k).bind("v_cache", call.v).bind("scores", scores);
+  a.bind("q", call.q).bind("scores", scores);
+  bindCaches(a, call.k, call.v);
   a.set("scale", p.softmaxScale());
   k.scoresMods.bind(a, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.scores, a, {(p.kvLen + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
@@ -94,7 +95,8 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   k.softmaxMods.bind(s, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.softmax, s, {p.qLen, p.nHeads, p.batch});
   Arguments v = base;
-  v.bind("scores", scores).bind("k_cache", call.k).bind("v_cache", call.v).bind("o", call.o);
+  v.bind("scores", scores).bind("o", call.o);
+  bindCaches(v, call.k, call.v);
   k.pvMods.bind(v, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.pv, v, {(p.vDim() + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   StepRecord r;

@@ -103,7 +103,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   why.push_back({"vector width", std::to_string(v.vecWidth),
                  o.faDecodeVectorWidth ? "FOUNDRY_FA_DECODE_VEC"
                  : v.scalar            ? "scalar loads"
-                                       : fmt::format("{}-byte K/V loads", v.vecWidth * dtypeBytes(p.dtype))});
+                                       : fmt::format("{}-byte K/V loads", v.vecWidth * storageFormat(p.dtype).bytes)});
   why.push_back({"keys per warp", std::to_string(v.keysPerWarp),
                  o.faDecodeKeysPerWarp ? std::string("FOUNDRY_FA_DECODE_KEYS_PER_WARP")
                                        : fmt::format("{} elements of each key per lane with subgroup size {}",
@@ -297,7 +297,7 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   // then every KV head is read at once, which pays only while they stay in the cache together.
   v.longestFirst = p.causal;
   const std::uint64_t kvKiB =
-      std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim()) * dtypeBytes(p.dtype) / 1024;
+      storageBytes(p.dtype, std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim())) / 1024;
   v.headsFirst = o.faPrefillHeadsFirst == Force::Auto ? kvKiB <= tune.prefillHeadsFirstKiB
                                                       : o.faPrefillHeadsFirst == Force::On;
   why.push_back({"grid order", v.headsFirst ? "heads first" : "each head's tiles in turn",
@@ -312,8 +312,9 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
       !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
           ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name)
       // bf16 (and f32) go to the subgroup variant, which stages them as f32: exact for every bf16
-      // value, where f16 operands would overflow past 65504 and flush the smallest to zero.
-      : p.dtype != DType::F16 || p.qType() != DType::F16
+      // value, where f16 operands would overflow past 65504 and flush the smallest to zero. int8
+      // and q8_0 rows are dequantized to f16 as they are staged (docs/attention.md).
+      : (p.dtype != DType::F16 && !quantized(p.dtype)) || p.qType() != DType::F16
           ? fmt::format("device '{}' takes cooperative matrices in f16 only and q is {}, K/V {}", device.name,
                         dtypeName(p.qType()), dtypeName(p.dtype))
       : v.strideAlign < 8 ? fmt::format("the cooperative-matrix tiles load 8 elements at once and the q/K/V strides are "

@@ -6,6 +6,7 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 
 namespace foundry {
 
@@ -49,6 +50,9 @@ const std::vector<TuningRow>& tuningTable() {
        {.wideDecodeKeys = 4096},
        "16-bit K/V (f16, bf16): 16-byte loads, 8 steps in flight from 4096 keys per workgroup (H200: 2.6% faster at 8192, "
        "1.3% at 4096, 1-7% slower below)"},
+      {{.elementBytes = 1},
+       {.decodeVecWidth = 16, .wideDecodeKeys = 4096, .wideDecodeVec = 16},
+       "8-bit K/V (int8, q8_0): 16-byte loads"},
       {{.minHeadDim = 65},
        {.coopKeysPerTileShared = 32},
        "rows wider than 64 with the softmax in shared memory: 32-key tiles keep the staging small"},
@@ -70,7 +74,7 @@ std::vector<std::string_view> tuningValueNames() {
 
 bool tuningMatches(const TuningMatch& m, const DeviceInfo& device, std::uint32_t headDim, DType dtype) {
   return (!m.family || *m.family == device.family) && headDim >= m.minHeadDim && headDim <= m.maxHeadDim &&
-         (!m.elementBytes || *m.elementBytes == dtypeBytes(dtype)) && (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32));
+         (!m.elementBytes || *m.elementBytes == storageFormat(dtype).bytes) && (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32));
 }
 
 Tuning tuningFor(const DeviceInfo& device, std::uint32_t headDim, DType dtype) {

@@ -20,14 +20,15 @@ std::unique_ptr<Runtime> adoptVulkan(RuntimeOptions options, const ExternalVulka
 }
 
 Tensor adoptBuffer(Runtime& runtime, VkBuffer buffer, VkDeviceSize bytes, VkDeviceSize offset, const Tensor& shape) {
-  const std::uint64_t element = dtypeBytes(shape.dtype);
+  const std::uint64_t unit = shape.dtype == DType::Q8_0 ? 32 : 1;  // elements in a whole number of bytes
+  const std::uint64_t element = storageBytes(shape.dtype, unit);
   if (offset % element != 0) {
-    throw UserError(shape.name, fmt::format("offset {} is not a multiple of the {} element size {}", offset,
-                                            dtypeName(shape.dtype), element));
+    throw UserError(shape.name, fmt::format("offset {} is not a multiple of the {} {} size {}", offset,
+                                            dtypeName(shape.dtype), unit == 1 ? "element" : "block", element));
   }
   Tensor t = shape;
   t.strides = Tensor::packedStrides(t.dims);
-  t.offset = offset / element;
+  t.offset = offset / element * unit;
   if (offset + t.spanBytes() > bytes) {
     throw UserError(shape.name, fmt::format("{} needs bytes {}..{} but the application's buffer holds {}",
                                             t.shapeString(), offset, offset + t.spanBytes(), bytes));

@@ -68,7 +68,7 @@ std::vector<Bound> resolveBindings(const KernelSource& kernel, const Arguments& 
   for (const auto& slot : kernel.layout.bindings) {
     const Tensor& t = args.tensors().at(slot.name);
     if (!t.buffer) throw UserError(field, fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
-    const VkDeviceSize offset = t.offset * dtypeBytes(t.dtype);
+    const VkDeviceSize offset = storageBytes(t.dtype, t.offset);
     const VkDeviceSize span = t.spanBytes();
     if (offset % dev.storageOffsetAlignment() != 0) {
       throw UserError(field, fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset "
