@@ -21,6 +21,9 @@
 #   bash bench/h200.sh int8              # on the device: attention suite, then f16 against int8 and
 #                                        # q8_0 caches (3 rounds), PyTorch f16/bf16, an int8 decode
 #                                        # sweep, and Llama 3.1 8B runs with int8/q8_0 caches, --check
+#   bash bench/h200.sh paged             # on the device: attention suite, then contiguous f16 against
+#                                        # paged (16/64/256), int8, q8_0 and paged int8 caches (3
+#                                        # rounds), PyTorch, and paged/ragged/int8 Llama runs, --check
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
 #   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
@@ -173,6 +176,82 @@ case "${1:-}" in
         >"$out/run-$kv.txt" 2>&1 || status=1
       tail -4 "$out/run-$kv.txt"
     done
+    exit $status
+    ;;
+  paged)
+    # Paged and quantized KV, in one device call of at most 10 minutes: the KV-format and paged
+    # parity suites (the cooperative-matrix route included), then contiguous f16 caches against pages
+    # of 16, 64 and 256 rows, int8, q8_0 and paged int8 on the same shapes, two rounds interleaved;
+    # PyTorch's f16/bf16 on those shapes; Llama 3.1 8B runs with pages, ragged prompts and int8
+    # (--check); torch replays run through pages. Each step has its own time limit.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    timeout 150 .device/bin/foundry_attention_tests --gtest_brief=1 --gtest_filter='*KvPaged*:*KvFormat*:*KvAppend*' \
+      >"$out/attention-tests.log" 2>&1 || status=1
+    tail -3 "$out/attention-tests.log"
+    shapes=()
+    for base in decode:1:32:8:65536:128 decode:8:32:8:16384:128; do
+      shapes+=("$base" "$base+pg16" "$base+pg64" "$base+pg256" "$base+int8" "$base+q8_0" "$base+int8+pg64" "$base+bf16")
+    done
+    shapes+=(prefill:1:32:8:8192:128 prefill:1:32:8:8192:128+pg64 prefill:1:32:8:8192:128+int8)
+    for round in 1 2; do
+      timeout 130 foundry bench --shape "${shapes[@]}" --json "$out/paged-$round.json" >"$out/paged-$round.txt" 2>&1 ||
+        status=1
+    done
+    cat "$out/paged-2.txt"
+    timeout 60 python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
+    for args in "--page-size 64 --prompt-len 4096" "--page-size 16 --prompt-lens 100,2000,4096" \
+                "--kv-dtype int8 --page-size 64 --prompt-len 4096"; do
+      timeout 40 foundry run configs/llama-3.1-8b.json $args --decode-tokens 32 --layers 4 --check >"$out/run.txt" 2>&1 ||
+        status=1
+      echo "run $args:"; grep -E "prefill  |decode  |check" "$out/run.txt"
+    done
+    # Paged caches against PyTorch's own math: torch's f16 replay of two sequences, run through pages
+    # of 16 and 64 rows (gpt-oss-20b: sinks and windows over pages too).
+    for cfg in llama-3.1-8b gpt-oss-20b; do
+      timeout 40 python3 bench/replay_torch.py "configs/$cfg.json" --layers 2 --batch 2 --prompt-len 200 \
+        --decode-tokens 8 --out "/tmp/replay-paged-$cfg" >/dev/null || status=1
+      for page in 16 64; do
+        timeout 30 foundry run "/tmp/replay-paged-$cfg/config.json" --layers 2 --batch 2 --prompt-len 200 \
+          --decode-tokens 8 --page-size $page --inputs "/tmp/replay-paged-$cfg/inputs.safetensors" \
+          --expect "/tmp/replay-paged-$cfg/expect.safetensors" --check >"$out/replay-paged-$cfg-$page.txt" 2>&1 ||
+          { status=1; echo "paged replay $cfg pages of $page: FAILED"; }
+        echo "paged replay $cfg pages of $page:"; grep -E "check|expected" "$out/replay-paged-$cfg-$page.txt"
+      done
+    done
+    exit $status
+    ;;
+  int8-auto)
+    # The Selector's own int8 and q8_0 decode plans against f16, one call.
+    on_device
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    timeout 150 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+q8_0 \
+      decode:8:32:8:16384:128 decode:8:32:8:16384:128+int8 decode:8:32:8:16384:128+int8+pg64 \
+      --json "$out/int8-auto.json" >"$out/int8-auto.txt" 2>&1
+    status=$?
+    tail -9 "$out/int8-auto.txt" | cut -c1-200
+    exit $status
+    ;;
+  int8-variants)
+    # int8 decode with each (keys per warp, load width, unroll) forced, register and spill counts in
+    # the JSON (what the Selector's register model for 8-bit rows rests on), against f16 and the
+    # Selector's own int8 choice; then the paged shapes `paged` had no time left for.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    timeout 60 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+q8_0 \
+      --json "$out/int8-auto.json" 2>&1 | grep "^decode.*us$" | sed "s/^/auto: /" || status=1
+    for v in "2 8 8" "2 8 4" "4 16 4" "4 16 2" "4 16 8" "2 4 8" "4 8 4" "2 8 2" "4 8 8"; do
+      set -- $v
+      FOUNDRY_FA_DECODE_KEYS_PER_WARP=$1 FOUNDRY_FA_DECODE_VEC=$2 FOUNDRY_FA_DECODE_UNROLL=$3 \
+        timeout 40 foundry bench --shape decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 \
+        --json "$out/int8-k$1-v$2-u$3.json" 2>&1 | grep "^decode.*us$" | sed "s/^/k$1 v$2 u$3: /" || status=1
+    done
+    timeout 120 foundry bench --shape decode:8:32:8:16384:128 decode:8:32:8:16384:128+pg16 decode:8:32:8:16384:128+pg64 \
+      decode:8:32:8:16384:128+int8 prefill:1:32:8:8192:128 prefill:1:32:8:8192:128+pg64 prefill:1:32:8:8192:128+int8 \
+      --json "$out/paged-rest.json" >"$out/paged-rest.txt" 2>&1 || status=1
+    grep "us$" "$out/paged-rest.txt"
     exit $status
     ;;
   formats-replay)

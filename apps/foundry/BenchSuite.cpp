@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <random>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -46,6 +48,13 @@ DType Shape::cacheType() const {
 }
 
 bool Shape::kvTokenMajor() const { return std::find(modifiers.begin(), modifiers.end(), "kvtok") != modifiers.end(); }
+
+std::uint32_t Shape::pageSize() const {
+  for (const auto& m : modifiers) {
+    if (m.starts_with("pg")) return static_cast<std::uint32_t>(std::stoul(m.substr(2)));
+  }
+  return 0;
+}
 
 std::uint32_t Shape::window() const {
   for (const auto& m : modifiers) {
@@ -241,16 +250,36 @@ std::vector<float> randomValues(std::size_t n, std::uint32_t seed, DType dtype) 
   return decodeElements(encodeElements(v, dtype), dtype);
 }
 
-// Head-major [B, H, S, D] values in token-major order [B, S, H, D].
-std::vector<float> tokenMajor(const std::vector<float>& x, std::uint32_t h, std::uint32_t s,
-                              std::uint32_t d) {
-  std::vector<float> out(x.size());
-  for (std::size_t i = 0; i < x.size() / d; ++i) {
-    const std::size_t bi = i / (std::size_t(h) * s), hi = i / s % h, si = i % s;
-    std::copy_n(x.begin() + i * d, d, out.begin() + ((bi * s + si) * h + hi) * d);
+// Where the device cache holds row s of KV head h of sequence b, in rows: [B, Hkv, S] in place or
+// [B, S, Hkv] token-major; paged, in the pool page the block table names.
+struct CacheRows {
+  std::uint32_t heads = 0, capacity = 0, pageSize = 0, maxPages = 0;
+  bool tokenMajor = false;
+  std::vector<std::uint32_t> table;
+
+  std::size_t row(std::uint32_t b, std::uint32_t h, std::uint32_t s) const {
+    const std::size_t seq = pageSize ? table[std::size_t(b) * maxPages + s / pageSize] : b;
+    const std::size_t slot = pageSize ? s % pageSize : s, rows = pageSize ? pageSize : capacity;
+    return tokenMajor ? (seq * rows + slot) * heads + h : (seq * heads + h) * rows + slot;
   }
-  return out;
-}
+  /// Head-major host values [B, H, S, D] as the device holds them.
+  std::vector<float> toDevice(const std::vector<float>& x, std::uint32_t d, std::size_t deviceRows) const {
+    std::vector<float> out(deviceRows * d, 0.0f);
+    for (std::size_t i = 0; i < x.size() / d; ++i) {
+      const auto b = static_cast<std::uint32_t>(i / (std::size_t(heads) * capacity));
+      std::copy_n(x.begin() + i * d, d, out.begin() + row(b, i / capacity % heads, i % capacity) * d);
+    }
+    return out;
+  }
+  std::vector<float> fromDevice(const std::vector<float>& x, std::uint32_t d, std::size_t hostRows) const {
+    std::vector<float> out(hostRows * d);
+    for (std::size_t i = 0; i < hostRows; ++i) {
+      const auto b = static_cast<std::uint32_t>(i / (std::size_t(heads) * capacity));
+      std::copy_n(x.begin() + row(b, i / capacity % heads, i % capacity) * d, d, out.begin() + i * d);
+    }
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -282,7 +311,7 @@ Prepared Runner::prepare(const Shape& s) {
       p.modifiers.push_back(std::make_shared<SoftCapStage>(std::stod(m.substr(7))));
     } else if (m == "alibi") {
       p.modifiers.push_back(std::make_shared<AlibiStage>(perHead("alibi_slopes", AlibiStage::alibiSlopes(p.nHeads))));
-    } else if (m == "bf16" || m == "kvtok" || m == "int8" || m == "q8_0") {
+    } else if (m == "bf16" || m == "kvtok" || m == "int8" || m == "q8_0" || m.starts_with("pg")) {
       continue;  // storage, not a modifier
     } else if (m == "sinks") {
       std::vector<double> logits;
@@ -294,12 +323,28 @@ Prepared Runner::prepare(const Shape& s) {
   pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11, s.dtype());
   pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12, rounding);
   pr.v = randomValues(pr.k.size(), 13, rounding);
-  const bool tok = s.kvTokenMajor();
-  const std::vector<std::int64_t> cacheDims =
-      tok ? std::vector<std::int64_t>{p.batch, p.kvCapacity, p.nKvHeads, p.headDim} : p.kvDims();
-  const Layout cacheLayout = tok ? Layout::TokenMajor : Layout::KvCache;
-  const std::vector<float> kUp = tok ? tokenMajor(pr.k, p.nKvHeads, p.kvCapacity, p.headDim) : pr.k;
-  const std::vector<float> vUp = tok ? tokenMajor(pr.v, p.nKvHeads, p.kvCapacity, p.headDim) : pr.v;
+  CacheRows rows{p.nKvHeads, p.kvCapacity, s.pageSize(), 0, s.kvTokenMajor(), {}};
+  std::uint32_t seqs = p.batch;
+  if (rows.pageSize) {
+    rows.maxPages = (p.kvCapacity + rows.pageSize - 1) / rows.pageSize;
+    seqs = p.batch * rows.maxPages;
+    rows.table.resize(seqs);
+    std::iota(rows.table.begin(), rows.table.end(), 0u);
+    std::shuffle(rows.table.begin(), rows.table.end(), std::mt19937(17));
+  }
+  const std::uint32_t perSeq = rows.pageSize ? rows.pageSize : p.kvCapacity;
+  const std::vector<std::int64_t> cacheDims = rows.tokenMajor
+                                                  ? std::vector<std::int64_t>{seqs, perSeq, p.nKvHeads, p.headDim}
+                                                  : std::vector<std::int64_t>{seqs, p.nKvHeads, perSeq, p.headDim};
+  const Layout cacheLayout = rows.tokenMajor ? Layout::TokenMajor : Layout::KvCache;
+  const std::size_t deviceRows = std::size_t(seqs) * p.nKvHeads * perSeq, hostRows = pr.k.size() / p.headDim;
+  const std::vector<float> kUp = rows.toDevice(pr.k, p.headDim, deviceRows);
+  const std::vector<float> vUp = rows.toDevice(pr.v, p.headDim, deviceRows);
+  Tensor table;
+  if (rows.pageSize) {
+    table = rt_.allocate("block_table", DType::U32, {p.batch, rows.maxPages});
+    rt_.upload(table, std::span<const std::uint32_t>(rows.table));
+  }
   // Enough copies that one pass over what the calls read exceeds four times the L2 (a windowed
   // decode reads its window only: sized by the cache, its copies' windows could stay in the L2).
   const double setBytes = 2.0 * pr.q.size() + s.kvBytes();
@@ -316,21 +361,12 @@ Prepared Runner::prepare(const Shape& s) {
     call.kvLen = p.kvLen;
     call.causal = p.causal;
     call.modifiers = p.modifiers;
+    if (rows.pageSize) call.pages = PagedKv{table, rows.table};
   }
   if (quantized(p.dtype)) {
     // The reference reads what the kernels read: the dequantized cache (head-major).
     for (auto [cache, values] : {std::pair{&pr.calls[0].k, &pr.k}, std::pair{&pr.calls[0].v, &pr.v}}) {
-      const std::vector<float> got = rt_.download(*cache);
-      if (!tok) {
-        *values = got;
-        continue;
-      }
-      for (std::size_t i = 0; i < values->size() / p.headDim; ++i) {  // [B, S, H, D] back to [B, H, S, D]
-        const std::size_t b = i / (std::size_t(p.nKvHeads) * p.kvCapacity), h = i / p.kvCapacity % p.nKvHeads,
-                          t = i % p.kvCapacity;
-        std::copy_n(got.begin() + ((b * p.kvCapacity + t) * p.nKvHeads + h) * p.headDim, p.headDim,
-                    values->begin() + i * p.headDim);
-      }
+      *values = rows.fromDevice(rt_.download(*cache), p.headDim, hostRows);
     }
   }
   return pr;
@@ -428,10 +464,12 @@ Shape parseShape(const std::string& text) {
                         m.find_first_not_of("0123456789", 6) == std::string::npos && std::stoul(m.substr(6)) > 0 &&
                         m.size() < 15) ||
                        (m.starts_with("softcap") && m.size() > 7 &&
-                        m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0);
+                        m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0) ||
+                       (m.starts_with("pg") && m.size() > 2 && m.size() < 7 &&
+                        m.find_first_not_of("0123456789", 2) == std::string::npos && std::stoul(m.substr(2)) > 0);
     if (!sized && m != "alibi" && m != "sinks" && m != "bf16" && m != "kvtok" && m != "int8" && m != "q8_0") {
       throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks, and "
-                                             "the storage bf16, kvtok, int8, q8_0", text, m));
+                                             "the storage bf16, kvtok, int8, q8_0, pg<N>", text, m));
     }
   }
   if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {

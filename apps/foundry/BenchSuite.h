@@ -25,11 +25,13 @@ struct Shape {
   bool causal = true;
   /// Modifiers after the causal mask: "window<W>" (Hugging Face's sliding_window), "softcap<C>",
   /// "alibi", "sinks"; and the storage: "bf16" (q, K/V and o in bf16 instead of f16), "kvtok" (a
-  /// token-major cache [B, S, Hkv, D] instead of head-major), "int8" or "q8_0" (a quantized cache).
+  /// token-major cache [B, S, Hkv, D] instead of head-major), "int8" or "q8_0" (a quantized cache),
+  /// "pg<N>" (a paged cache: pages of N rows in a pool, each sequence's pages in a shuffled order).
   std::vector<std::string> modifiers;
   DType dtype() const;      ///< of q and o: f16, or bf16 with "+bf16"
   DType cacheType() const;  ///< of K/V: dtype(), or int8 / q8_0 with "+int8" / "+q8_0"
   bool kvTokenMajor() const;
+  std::uint32_t pageSize() const;  ///< rows per page with "+pg<N>", else 0
   std::string name() const;
   double flops() const;        ///< of the visible (query, key) pairs: causal prefill counts half, as torch_sdpa.py does
   double kvBytes() const;      ///< K and V bytes read (in the cache's format): a window's keys only

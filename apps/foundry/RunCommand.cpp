@@ -22,6 +22,8 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
     std::optional<std::int64_t> promptLen, decodeTokens, batch, layers;
     std::optional<std::string> dtype;
     std::optional<std::string> kvDtype;
+    std::optional<std::int64_t> pageSize;
+    std::optional<std::string> promptLens;
     bool check = false, noCheck = false;
     std::string json, inputs, expect, save, path = "flash";
     double tolerance = 0;
@@ -34,6 +36,10 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   cmd->add_option("--layers", a->layers, "Layers to run (default: the config's run.layers)");
   cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32");
   cmd->add_option("--kv-dtype", a->kvDtype, "KV cache storage, f16, bf16, f32, int8 or q8_0 (default: --dtype)");
+  cmd->add_option("--page-size", a->pageSize,
+                  "Paged KV caches: rows per page, each sequence's pages through a block table (0: contiguous)");
+  cmd->add_option("--prompt-lens", a->promptLens,
+                  "One prompt length per sequence, e.g. 100,2000,4096 (sets --batch and --prompt-len unless given)");
   cmd->add_flag("--check", a->check,
                 "Compare sampled layers and tokens with the CPU and the materialised path (default: the config's run.check)");
   cmd->add_flag("--no-check", a->noCheck, "Skip the check even where the config's run.check asks for it");
@@ -51,7 +57,8 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       RunRequest req;
       req.config = loadModelConfig(a->config);
       req.configPath = a->config;
-      req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype, a->kvDtype});
+      req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype, a->kvDtype,
+                                                       a->pageSize, a->promptLens});
       if (a->path != "flash" && a->path != "reference") {
         throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", printable(a->path)));
       }

@@ -825,7 +825,33 @@ const BadOverride kBadOverrides[] = {
     {"DTypeUnknown", RunOverrides{.dtype = "f64"}, ErrorKind::User, "--dtype", "expected \"f16\", \"bf16\" or \"f32\""},
     {"KvDTypeUnknown", RunOverrides{.kvDtype = "q4"}, ErrorKind::User, "--kv-dtype",
      "expected \"f16\", \"bf16\", \"f32\", \"int8\" or \"q8_0\", found \"q4\""},
+    {"PageSizeBeyondRange", RunOverrides{.pageSize = 5000}, ErrorKind::User, "--page-size",
+     "expected an integer from 0 to 4096, found 5000"},
+    {"Int8PagesCuttingBlocks", RunOverrides{.kvDtype = "int8", .pageSize = 48}, ErrorKind::User, "--page-size",
+     "pages of 48 rows would cut int8 blocks of 32 keys; accepted: a multiple of 32"},
+    {"PromptLensNotNumbers", RunOverrides{.promptLens = "100,abc"}, ErrorKind::User, "--prompt-lens",
+     "'100,abc': expected comma-separated integers from 1 to 16777216, found 'abc'"},
+    {"PromptLensZero", RunOverrides{.promptLens = "0,5"}, ErrorKind::User, "--prompt-lens", "found '0'"},
+    {"PromptLensEmptyItem", RunOverrides{.promptLens = "5,,6"}, ErrorKind::User, "--prompt-lens", "found ''"},
+    {"PromptLensForAnotherBatch", RunOverrides{.batch = 2, .promptLens = "5,6,7"}, ErrorKind::User, "--prompt-lens",
+     "3 prompt lengths for a batch of 2; give one per sequence"},
+    {"PromptLensLongerThanPromptLen", RunOverrides{.promptLen = 10, .promptLens = "5,60"}, ErrorKind::User,
+     "--prompt-lens", "sequence 1's prompt of 60 tokens is longer than prompt_len (10)"},
+    {"PromptLensBeyondMaxContext", RunOverrides{.promptLens = "5,2045"}, ErrorKind::User, "--prompt-lens",
+     "2045 + 8 = 2053 exceeds max_context (2048)"},
 };
+
+TEST(Overrides, PromptLensSetTheBatchAndTheLongestPrompt) {
+  RunOverrides o;
+  o.promptLens = "100,2000,7";
+  o.pageSize = 64;
+  const ModelConfig c = applyOverrides(tinyllama(), o);
+  EXPECT_EQ(c.run.batch, 3u);
+  EXPECT_EQ(c.run.promptLen, 2000u);
+  EXPECT_EQ(c.run.promptLens, (std::vector<std::uint32_t>{100, 2000, 7}));
+  EXPECT_EQ(c.run.promptOf(2), 7u);
+  EXPECT_EQ(c.run.pageSize, 64u);
+}
 
 class RejectedOverride : public ::testing::TestWithParam<BadOverride> {};
 

@@ -14,6 +14,7 @@
 #include "foundry/runner/io/Safetensors.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/MergeStep.h"
+#include "foundry/steps/RopeStep.h"
 #include "foundry/testing/ShapeCall.h"
 
 namespace foundry::errors {
@@ -96,6 +97,32 @@ std::function<void(const InProcessContext&)> merge(std::function<void(MergeCall&
     MergeCall c = mergeCall(2);
     change(c);
     MergeStep(parseDevicePreset("lavapipe"), SnippetLibrary::embedded()).validate(c);
+  };
+}
+
+// ---- Appends into paged caches (KvAppendStep::run checks before it records anything).
+
+/// Records nothing: the rows below must be refused before any dispatch.
+class RefusingDispatcher : public Dispatcher {
+ public:
+  void dispatch(const KernelSource& kernel, const Arguments&, Grid) override {
+    throw InternalError(fmt::format("'{}' was dispatched; the call should have been refused", kernel.name));
+  }
+  SubmitResult submit() override { return {}; }
+};
+
+/// Appends 4 f16 tokens at `pos` for 2 sequences (2 KV heads, D 64) into pools of 9 pages of 16 rows
+/// through `table` [2, 4].
+std::function<void(const InProcessContext&)> pagedAppend(std::uint32_t pos, std::vector<std::uint32_t> table) {
+  return [pos, table](const InProcessContext&) {
+    const DeviceInfo device = parseDevicePreset("lavapipe");
+    const Tensor rows = Tensor::describe("k_new", DType::F16, {2, 2, 4, 64}, Layout::HeadMajor);
+    const Tensor pool = Tensor::describe("k_pool", DType::F16, {9, 2, 16, 64}, Layout::KvCache);
+    const PagedKv pages{Tensor::describe("block_table", DType::U32, {2, 4}), table};
+    RefusingDispatcher dispatcher;
+    ShapeWorkspace workspace;
+    StepContext ctx{dispatcher, workspace, nullptr};
+    KvAppendStep(device, SnippetLibrary::embedded()).run(ctx, rows, rows, pool, pool, pos, std::nullopt, &pages);
   };
 }
 
@@ -462,6 +489,72 @@ std::vector<InProcessRow> inProcessRows() {
          c.k.strides[2] = 64;
          return c;
        })},
+      {.id = "CallPagedEntryPastPool",
+       .area = "attention call",
+       .input = "a paged cache whose block table names a page past the pool",
+       .via = "FlashAttentionStep::validate",
+       .field = "block_table",
+       .fragment = "entry [1][2] is 8, past the pool of 8 pages (keys 32..44 of sequence 1 live there)",
+       .action = attentionCall([] {
+         // Two sequences of 45 keys in pages of 16: entries [b][0..2] are used, [b][3] never read.
+         return test::withPages(test::shapeCall(test::decodeShape(2, 8, 2, 45, 64)), 16, 8,
+                                {7, 6, 5, 99, 4, 3, 8, 99}, 4);
+       })},
+      {.id = "CallPagedLengthPastPages",
+       .area = "attention call",
+       .input = "a sequence length past the pages of its block-table row",
+       .via = "FlashAttentionStep::validate",
+       .field = "kv_len",
+       .fragment = "kv_len 45 is past the pages: each row of the block table holds 2 pages of 16 tokens (32 keys)",
+       .action = attentionCall([] {
+         return test::withPages(test::shapeCall(test::decodeShape(2, 8, 2, 45, 64)), 16, 8, {0, 1, 2, 3}, 2);
+       })},
+      {.id = "CallPagedInt8CutBlocks",
+       .area = "attention call",
+       .input = "an int8 paged cache whose pages cut its blocks of 32 keys",
+       .via = "FlashAttentionStep::validate",
+       .field = "block_table",
+       .fragment = "pages of 16 rows cut int8 blocks of 32 keys; accepted: a page size that is a multiple of 32",
+       .action = attentionCall([] {
+         AttentionCall c = test::shapeCall(test::decodeShape(1, 8, 2, 45, 64));
+         for (Tensor* t : {&c.k, &c.v}) {
+           t->dtype = DType::I8;
+           t->scales = std::make_shared<Tensor>(scalesShape(*t));
+         }
+         return test::withPages(c, 16);
+       })},
+      {.id = "CallPagedTableShape",
+       .area = "attention call",
+       .input = "a block table of the wrong type or batch",
+       .via = "FlashAttentionStep::validate",
+       .field = "block_table",
+       .fragment = "'block_table' is f32[2, 3] contiguous; a block table is u32 [batch 2, max_pages]",
+       .action = attentionCall([] {
+         AttentionCall c = test::withPages(test::shapeCall(test::decodeShape(2, 8, 2, 45, 64)), 16);
+         c.pages->blockTable.dtype = DType::F32;
+         return c;
+       })},
+      {.id = "AppendPagedEntryPastPool",
+       .area = "KV append",
+       .input = "an append into a page past the pool",
+       .via = "KvAppendStep::run",
+       .field = "block_table",
+       .fragment = "entry [0][1] is 9, past the pool of 9 pages (keys 16..17 of sequence 0 live there)",
+       .action = pagedAppend(14, {0, 9, 2, 3, 4, 5, 6, 7})},
+      {.id = "AppendPagedLengthPastPages",
+       .area = "KV append",
+       .input = "an append past the pages of a sequence's block-table row",
+       .via = "KvAppendStep::run",
+       .field = "block_table",
+       .fragment = "sequence 0 needs 66 keys but its row of the block table holds 4 pages of 16 tokens (64 keys)",
+       .action = pagedAppend(62, {0, 1, 2, 3, 4, 5, 6, 7})},
+      {.id = "AppendPagedSharedPage",
+       .area = "KV append",
+       .input = "two sequences appending into one page",
+       .via = "KvAppendStep::run",
+       .field = "block_table",
+       .fragment = "sequences 0 and 1 both write page 1",
+       .action = pagedAppend(16, {0, 1, 2, 3, 4, 1, 6, 7})},
       {.id = "TensorNegativeDim",
        .area = "attention call",
        .input = "a negative dimension",

@@ -4,10 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <numbers>
 
 #include "foundry/Error.h"
+#include "foundry/KvQuant.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/testing/Mocks.h"
 #include "foundry/testing/ShapeCall.h"
@@ -194,6 +197,80 @@ TEST_F(StepMockTest, TokenMajorCachesPassTheirRowStrideToTheKvAccessStage) {
                              PushU32("k_stride_s", 8 * 128), PushU32("v_stride_s", 8 * 128)),
                        (Grid{1, 8, 1})));
   run(call);
+}
+
+TEST_F(StepMockTest, PagedDecodePlansAsContiguousAndBindsTheBlockTable) {
+  pretend("h200");
+  // Two sequences of 8192 keys in pages of 64, scattered in reverse order over a pool of 256 pages:
+  // the same loads, unroll and splits as a contiguous cache, the block table bound, the batch stride
+  // stepping over pages.
+  const AttentionCall flat = test::shapeCall(decodeShape(2, 32, 8, 8192));
+  const AttentionCall call = test::withPages(flat, 64);
+  const AttentionPlan want = step().plan(flat), got = step().plan(call);
+  EXPECT_EQ(got.decodeVariant.pageSize, 64u);
+  EXPECT_EQ(got.decodeVariant.vecWidth, want.decodeVariant.vecWidth);
+  EXPECT_EQ(got.decodeVariant.unroll, want.decodeVariant.unroll);
+  EXPECT_EQ(got.decodeVariant.keysPerWarp, want.decodeVariant.keysPerWarp);
+  EXPECT_EQ(got.splits, want.splits);
+  EXPECT_EQ(got.grid, want.grid);
+  EXPECT_CALL(dispatcher,
+              dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
+                             KernelNamed(AllOf(HasSubstr("KvAccess_FlashDecode__g4_f16_w"), HasSubstr("_pg64")))),
+                       AllOf(Binds("block_table", "block_table"), PushU32("block_table_stride", 128),
+                             PushU32("k_stride_b", 8 * 64 * 128), PushU32("k_stride_h", 64 * 128),
+                             PushU32("k_stride_s", 128), PushU32("kv_len", 8192)),
+                       want.grid));
+  run(call);
+}
+
+TEST_F(StepMockTest, Int8DecodeOnH200RecordsEightCodeLoadsAndBindsTheScales) {
+  pretend("h200");
+  // 65536 int8 keys: 8 codes per load, 2 keys per subgroup step, 8 steps in flight (the H100 sweep's
+  // best), split over the compute units and merged in the last workgroup; the scales bound beside the
+  // codes with their own strides (one f16 per 32 keys x 32 dimensions).
+  AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 65536));
+  for (Tensor* t : {&call.k, &call.v}) {
+    t->dtype = DType::I8;
+    t->scales = std::make_shared<Tensor>(scalesShape(*t));
+  }
+  EXPECT_CALL(dispatcher,
+              dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
+                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w8_D128_int8_h4_w8_k2_u8_v8"))),
+                       AllOf(Binds("k_cache", "k_cache"), Binds("k_scales", "k_cache.scales"),
+                             Binds("v_scales", "v_cache.scales"), PushU32("k_scale_stride_h", 2048 * 4),
+                             PushU32("k_scale_stride_s", 4), PushU32("kv_len", 65536)),
+                       _));
+  run(call);
+}
+
+TEST_F(StepMockTest, APreparedDecodeIsFittedToEachCallsKvLength) {
+  pretend("h200");
+  // Prepared at 300 keys (no split), recorded at 8192 (16 splits merged in the last workgroup) and at
+  // 500: the prepared variant fitted to each length, the split kernel built for the
+  // length that takes it, the prepared kernel recorded again where the length allows.
+  AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 300));
+  call.k = call.v = Tensor::describe("k_cache", DType::F16, {1, 8, 8192, 128}, Layout::KvCache);
+  call.v.name = "v_cache";
+  const auto prepared = step().prepare(call);
+  ASSERT_EQ(prepared->plan.splits, 1u);
+  std::vector<std::string> names;
+  EXPECT_CALL(dispatcher, dispatch(_, _, _)).Times(3).WillRepeatedly([&](const KernelSource& k, const Arguments& a, Grid g) {
+    names.push_back(fmt::format("{} kv{} grid{}", k.name, a.pushU32("kv_len"), g.x));
+  });
+  for (const std::uint32_t kvLen : {300u, 8192u, 500u}) {
+    call.kvLen = kvLen;
+    const StepRecord r = step().run(ctx, *prepared, call);
+    call.kvLen = kvLen;
+    EXPECT_EQ(r.plan.describe(), step().plan(call).describe()) << kvLen;
+  }
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_THAT(names[0], AllOf(HasSubstr("_float kv300 grid1"), Not(HasSubstr("split"))));
+  EXPECT_THAT(names[1], HasSubstr("_float_split_merged kv8192 grid16"));
+  EXPECT_THAT(names[2], AllOf(HasSubstr("kv500 grid1"), Not(HasSubstr("split"))));
+  // Another capacity is another shape: refused, naming both.
+  call.k.dims[2] = call.v.dims[2] = 4096;
+  call.k.strides = call.v.strides = Tensor::packedStrides(call.k.dims);
+  EXPECT_THAT([&] { step().run(ctx, *prepared, call); }, ::testing::ThrowsMessage<UserError>(HasSubstr("capacity4096")));
 }
 
 TEST_F(StepMockTest, KernelsAreBuiltOncePerVariant) {

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
@@ -15,6 +17,7 @@
 #include "foundry/stages/modifiers/SlidingWindowStage.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/FusedAttention.h"
+#include "foundry/steps/Selector.h"
 #include "foundry/steps/RopeStep.h"
 #include "foundry/testing/Mocks.h"
 #include "foundry/testing/ShapeCall.h"
@@ -135,6 +138,41 @@ TEST(FusedAttention, ADecodeTheSelectorSplitsRunsItsSplitKChainUnasked) {
   EXPECT_EQ(attention.plans(), 1u);
 }
 
+TEST(FusedAttention, ADecodeThatGrowsKeepsOnePlanAndRefitsItToEachLength) {
+  // One cache of 2048 rows, decoded at lengths that cross the Selector's split point both ways: one
+  // plan for the shapes, fitted to each call's length; the split kernels are built the first time a
+  // length takes them.
+  Runtime& rt = runtime();
+  FusedAttention attention(rt);
+  AttentionProblem p = decodeProblem(2048);
+  Inputs in = upload(rt, p, 91);
+  std::set<std::uint32_t> splits;
+  for (const std::uint32_t kvLen : {20u, 300u, 2048u, 1500u, 21u}) {
+    p.kvLen = in.call.kvLen = kvLen;
+    rt.poison(in.call.o);
+    const AttentionRun r = attention.run(in.call);
+    const AttentionPlan direct = Selector::plan(p, rt.info(), {});
+    EXPECT_EQ(r.record.plan.describe(), direct.describe()) << "kv " << kvLen;
+    EXPECT_EQ(PreparedAttention::kernelsKey(r.record.plan), PreparedAttention::kernelsKey(direct));
+    EXPECT_EQ(r.record.plan.grid, direct.grid);
+    splits.insert(r.record.plan.splits);
+    // The CPU reads the cache's first kv_len rows of each head: the rows past them hold other values.
+    AttentionProblem packed = p;
+    std::vector<float> k, v;
+    for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
+      const auto first = in.k.begin() + std::size_t(h) * p.kvCapacity * p.headDim;
+      k.insert(k.end(), first, first + std::size_t(kvLen) * p.headDim);
+      const auto vFirst = in.v.begin() + std::size_t(h) * p.kvCapacity * p.headDim;
+      v.insert(v.end(), vFirst, vFirst + std::size_t(kvLen) * p.headDim);
+    }
+    packed.kvCapacity = kvLen;
+    const ErrorStats e = compareOutputs(rt.download(in.call.o), cpuAttention(packed, in.q, k, v));
+    EXPECT_TRUE(e.nonFinite == 0 && e.maxRel <= 3e-3) << "kv " << kvLen << ": " << e.maxRel;
+  }
+  EXPECT_EQ(attention.plans(), 1u);
+  EXPECT_GT(splits.size(), 1u) << "no length crossed the split point; the test proves less than it says";
+}
+
 TEST(FusedAttention, PrefillWithAUserModifierGivenAsAString) {
   Runtime& rt = runtime();
   FusedAttention attention(rt, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}));
@@ -157,7 +195,7 @@ TEST(FusedAttention, APreparedPlanRefusesACallOfOtherShapes) {
   ShapeWorkspace workspace;
   StepContext ctx{dispatcher, workspace};
   EXPECT_THAT([&] { step.run(ctx, *prepared, shapeCall(decodeShape(1, 4, 1, 256))); },
-              ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("kv256/256"), HasSubstr("kv300/300"))));
+              ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("capacity256"), HasSubstr("capacity300"))));
   // The planned shape itself records.
   EXPECT_CALL(dispatcher, dispatch(::testing::_, ::testing::_, ::testing::_)).Times(::testing::AtLeast(1));
   EXPECT_NO_THROW(step.run(ctx, *prepared, shapeCall(decodeShape(1, 4, 1, 300))));

@@ -52,11 +52,7 @@ FormatCase extremeBf16(FormatCase f) {
 }
 
 std::string formatName(const ::testing::TestParamInfo<FormatCase>& info) {
-  std::string s = info.param.label + "_" + info.param.c.name();
-  for (char& ch : s) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return s;
+  return gtestSafe(info.param.label + "_" + info.param.c.name());
 }
 
 class KvFormatParity : public ::testing::TestWithParam<FormatCase> {};

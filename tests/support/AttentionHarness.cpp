@@ -1,6 +1,7 @@
 #include "support/AttentionHarness.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -70,7 +71,7 @@ std::string AttentionCase::name() const {
                      scale != 0.0f ? fmt::format("_scale{}", static_cast<int>(1.0f / scale)) : "",
                      pokes.empty() ? "" : fmt::format("_pokes{}", pokes.size()), mods) +
          (lse ? "_lse" : "") + (qType ? fmt::format("_q{}", dtypeName(*qType)) : "") +
-         (oType ? fmt::format("_o{}", dtypeName(*oType)) : "") + (tokenMajorCache ? "_kvtok" : "") +
+         (oType ? fmt::format("_o{}", dtypeName(*oType)) : "") + (tokenMajorCache ? "_kvtok" : "") + (pageSize ? fmt::format("_pg{}", pageSize) : "") +
          (valueMagnitude != 1.0f ? fmt::format("_vmag{:.0e}", valueMagnitude) : "");
 }
 
@@ -226,6 +227,46 @@ std::vector<float> rounded(std::vector<float> x, DType dtype) {
   return quantized(dtype) ? x : decodeElements(encodeElements(x, dtype), dtype);
 }
 
+// Where the device cache holds row s of KV head h of sequence b, in rows: [B, Hkv, capacity] in place
+// or [B, capacity, Hkv] token-major; paged, in pages of the pool, sequence b's page i at pool page
+// pages - 1 - (b * maxPages + i) (the pages in reverse order), page 0 spare (all NaN).
+struct CacheGeometry {
+  explicit CacheGeometry(const AttentionCase& kase) : c(kase), p(kase.problem()) {
+    if (!c.pageSize) return;
+    maxPages = (p.kvCapacity + c.pageSize - 1) / c.pageSize;
+    pages = p.batch * maxPages + 1;
+    for (std::uint32_t i = 0; i < p.batch * maxPages; ++i) table.push_back(pages - 1 - i);
+  }
+  std::vector<std::int64_t> dims(std::uint32_t dim) const {
+    const std::int64_t seqs = c.pageSize ? pages : p.batch, rowsPer = c.pageSize ? c.pageSize : p.kvCapacity;
+    if (c.tokenMajorCache) return {seqs, rowsPer, p.nKvHeads, dim};
+    return {seqs, p.nKvHeads, rowsPer, dim};
+  }
+  std::size_t rows() const {
+    return c.pageSize ? std::size_t(pages) * p.nKvHeads * c.pageSize : std::size_t(p.batch) * p.nKvHeads * p.kvCapacity;
+  }
+  /// f(host row, device row) for every row of the host arrays.
+  template <typename F>
+  void forEachRow(F f) const {
+    const std::uint32_t rowsPer = c.pageSize ? c.pageSize : p.kvCapacity;
+    for (std::uint32_t b = 0; b < p.batch; ++b) {
+      for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
+        for (std::uint32_t s = 0; s < p.kvCapacity; ++s) {
+          const std::size_t seq = c.pageSize ? table[std::size_t(b) * maxPages + s / c.pageSize] : b;
+          const std::size_t slot = c.pageSize ? s % c.pageSize : s;
+          const std::size_t device = c.tokenMajorCache ? (seq * rowsPer + slot) * p.nKvHeads + h
+                                                       : (seq * p.nKvHeads + h) * rowsPer + slot;
+          f((std::size_t(b) * p.nKvHeads + h) * p.kvCapacity + s, device);
+        }
+      }
+    }
+  }
+  const AttentionCase& c;
+  AttentionProblem p;
+  std::uint32_t maxPages = 0, pages = 0;
+  std::vector<std::uint32_t> table;
+};
+
 Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   const AttentionProblem p = c.problem();
   Inputs in;
@@ -257,31 +298,20 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   in.call.q = rt.allocate("q", c.qType.value_or(c.dtype), p.qDims(c.qLayout), c.qLayout);
   in.call.o = rt.allocate("o", c.oType.value_or(c.dtype), p.oDims(c.oLayout), c.oLayout);
   rt.upload(in.call.q, in.q);
-  if (c.tokenMajorCache) {
-    // [B, capacity, Hkv, D]: the host arrays stay head-major for the CPU reference.
-    auto tokenMajor = [&](const char* name, const std::vector<float>& x, std::uint32_t dim) {
-      const Tensor t = rt.allocate(name, c.dtype, {p.batch, p.kvCapacity, p.nKvHeads, dim}, Layout::TokenMajor);
-      std::vector<float> moved(x.size());
-      for (std::uint32_t b = 0; b < p.batch; ++b) {
-        for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
-          for (std::uint32_t s = 0; s < p.kvCapacity; ++s) {
-            const std::size_t from = ((std::size_t(b) * p.nKvHeads + h) * p.kvCapacity + s) * dim;
-            const std::size_t to = ((std::size_t(b) * p.kvCapacity + s) * p.nKvHeads + h) * dim;
-            std::copy_n(x.begin() + from, dim, moved.begin() + to);
-          }
-        }
-      }
-      rt.upload(t, moved);
-      return t;
-    };
-    in.call.k = tokenMajor("k_cache", in.k, p.headDim);
-    in.call.v = tokenMajor("v_cache", in.v, p.vDim());
-  } else {
-    in.call.k = rt.allocate("k_cache", c.dtype, p.kvDims(), Layout::KvCache);
-    rt.upload(in.call.k, in.k);
-  }
-  if (c.tokenMajorCache) {
-  } else if (c.valuesInKeys) {
+  const CacheGeometry g(c);
+  // The host arrays stay [B, Hkv, capacity, D] for the CPU reference; the device holds them in the
+  // case's layout (and pages).
+  auto toDevice = [&](const char* name, const std::vector<float>& x, std::uint32_t dim) {
+    const Tensor t = rt.allocate(name, c.dtype, g.dims(dim), c.tokenMajorCache ? Layout::TokenMajor : Layout::KvCache);
+    std::vector<float> moved(g.rows() * dim, std::numeric_limits<float>::quiet_NaN());
+    g.forEachRow([&](std::size_t host, std::size_t device) {
+      std::copy_n(x.begin() + host * dim, dim, moved.begin() + device * dim);
+    });
+    rt.upload(t, moved);
+    return t;
+  };
+  in.call.k = toDevice("k_cache", in.k, p.headDim);
+  if (c.valuesInKeys) {
     // The values are the keys' leading columns, read in place: what the CPU sees is that slice.
     in.call.v = in.call.k;
     in.call.v.name = "v_in_k_cache";
@@ -290,8 +320,12 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
       std::copy_n(in.k.begin() + r * p.headDim, p.vDim(), in.v.begin() + r * p.vDim());
     }
   } else {
-    in.call.v = rt.allocate("v_cache", c.dtype, p.vDims(), Layout::KvCache);
-    rt.upload(in.call.v, in.v);
+    in.call.v = toDevice("v_cache", in.v, p.vDim());
+  }
+  if (c.pageSize) {
+    const Tensor table = rt.allocate("block_table", DType::U32, {p.batch, g.maxPages});
+    rt.upload(table, std::span<const std::uint32_t>(g.table));
+    in.call.pages = PagedKv{table, g.table};
   }
   if (quantized(c.dtype)) {
     // What the kernels see is the dequantized cache: the reference's inputs. The values before
@@ -299,16 +333,9 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
     in.kExact = in.k, in.vExact = in.v;
     auto readBack = [&](const Tensor& t, std::vector<float>& x, std::uint32_t dim) {
       const std::vector<float> got = rt.download(t);
-      if (!c.tokenMajorCache) return void(x = got);
-      for (std::uint32_t b = 0; b < p.batch; ++b) {
-        for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
-          for (std::uint32_t s = 0; s < p.kvCapacity; ++s) {
-            const std::size_t to = ((std::size_t(b) * p.nKvHeads + h) * p.kvCapacity + s) * dim;
-            const std::size_t from = ((std::size_t(b) * p.kvCapacity + s) * p.nKvHeads + h) * dim;
-            std::copy_n(got.begin() + from, dim, x.begin() + to);
-          }
-        }
-      }
+      g.forEachRow([&](std::size_t host, std::size_t device) {
+        std::copy_n(got.begin() + device * dim, dim, x.begin() + host * dim);
+      });
     };
     readBack(in.call.k, in.k, p.headDim);
     if (c.valuesInKeys) {
@@ -485,6 +512,13 @@ std::string optionsName(const AttentionOptions& o) {
   std::string s = parts[0];
   for (std::size_t i = 1; i < parts.size(); ++i) s += "_" + parts[i];
   return s;
+}
+
+std::string gtestSafe(std::string text) {
+  for (char& ch : text) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return text;
 }
 
 std::string ropeName(const RopeSpec& spec) {

@@ -74,6 +74,9 @@ struct AttentionCase {
   std::optional<DType> qType;        ///< q's own type
   std::optional<DType> oType;        ///< o's own type
   bool tokenMajorCache = false;      ///< k and v as [B, capacity, Hkv, D], read in place
+  /// Paged caches: pools of pages of this many rows (token-major pages with tokenMajorCache), each
+  /// sequence's pages in reverse order in the pool and a spare page of NaN; 0: not paged.
+  std::uint32_t pageSize = 0;
   float valueMagnitude = 1.0f;       ///< v is uniform in [-valueMagnitude, valueMagnitude]
   Layout qLayout = Layout::HeadMajor;
   Layout oLayout = Layout::HeadMajor;
@@ -156,6 +159,8 @@ ErrorStats compareDeviceResults(const AttentionResult& a, const AttentionResult&
 
 /// The knobs a test forces, as a gtest-safe name ("w2_k4_v1_half_sk3"); "auto" when none is set.
 std::string optionsName(const AttentionOptions& options);
+/// `text` with every character gtest does not take in a test name replaced by '_'.
+std::string gtestSafe(std::string text);
 /// A RoPE spec as a gtest-safe name ("neox_r32", "gptj", "neox_llama3_theta500000").
 std::string ropeName(const RopeSpec& spec);
 

@@ -137,6 +137,8 @@ SchemaRange schemaRangeAt(const json& doc, const std::string& pointer) {
   if (node.contains("maximum")) range.maximum = node.at("maximum").get<double>();
   if (node.contains("minLength")) range.minLength = node.at("minLength").get<std::size_t>();
   if (node.contains("maxLength")) range.maxLength = node.at("maxLength").get<std::size_t>();
+  if (node.contains("minItems")) range.minLength = node.at("minItems").get<std::size_t>();
+  if (node.contains("maxItems")) range.maxLength = node.at("maxItems").get<std::size_t>();
   if (node.contains("enum")) {
     for (const auto& v : node.at("enum")) {
       if (v.is_string()) range.enumStrings.push_back(v.get<std::string>());

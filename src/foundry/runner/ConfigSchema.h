@@ -29,7 +29,7 @@ struct SchemaRange {
   double minimum = -std::numeric_limits<double>::infinity();
   bool exclusiveMinimum = false;
   double maximum = std::numeric_limits<double>::infinity();
-  std::size_t minLength = 0;
+  std::size_t minLength = 0;  ///< of a string, or items of an array
   std::size_t maxLength = std::numeric_limits<std::size_t>::max();
   std::vector<std::string> enumStrings;  ///< the string members of an enum, in schema order
 };

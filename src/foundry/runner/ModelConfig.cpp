@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
+#include "foundry/StorageFormat.h"
 #include "foundry/runner/ConfigSchema.h"
 #include "foundry/runner/io/Json.h"
 #include "foundry/steps/Options.h"
@@ -52,7 +53,8 @@ constexpr Key kScalingKeys[] = {{"type", true},
                                 {"high_freq_factor", true},
                                 {"original_max_position", true}};
 constexpr Key kRunKeys[] = {{"batch", true}, {"prompt_len", true}, {"decode_tokens", true}, {"layers", false},
-                            {"dtype", true}, {"kv_dtype", false}, {"seed", false}, {"check", false}};
+                            {"dtype", true}, {"kv_dtype", false}, {"seed", false}, {"check", false},
+                            {"page_size", false}, {"prompt_lens", false}};
 
 // Rope scaling types Hugging Face configs use; only llama3 is implemented.
 constexpr std::string_view kKnownRopeScalings[] = {"linear", "dynamic", "yarn", "longrope", "llama3"};
@@ -66,6 +68,8 @@ struct FieldNames {
   std::string layers = "/run/layers";
   std::string dtype = "/run/dtype";
   std::string kvDtype = "/run/kv_dtype";
+  std::string pageSize = "/run/page_size";
+  std::string promptLens = "/run/prompt_lens";
 };
 
 const json kNoDocument = json::object();
@@ -81,6 +85,15 @@ class Reader {
   }
   [[noreturn]] void unsupported(const std::string& field, const std::string& message) const {
     throw UnsupportedError(withOrigin(fmt::format("{}: {}", field, message)));
+  }
+
+  /// `value` must be an array with as many items as the schema allows at `pointer`.
+  void array(const json& value, const std::string& pointer) const {
+    const SchemaRange range = schemaRangeAt(doc_, pointer);
+    if (!value.is_array() || value.size() < range.minLength || value.size() > range.maxLength) {
+      fail(pointer, fmt::format("expected an array of {} to {} items, found {}", range.minLength, range.maxLength,
+                                describeJsonValue(value)));
+    }
   }
 
   /// `value` must be an object holding only `keys` and all the required ones.
@@ -313,6 +326,26 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
   if (c.run.layers > c.layers) {
     r.fail(names.layers, fmt::format("cannot run {} layers of {}, which has {}", c.run.layers, c.name, c.layers));
   }
+  if (!c.run.promptLens.empty()) {
+    if (c.run.promptLens.size() != c.run.batch) {
+      r.fail(names.promptLens, fmt::format("{} prompt lengths for a batch of {}; give one per sequence",
+                                           c.run.promptLens.size(), c.run.batch));
+    }
+    for (std::size_t b = 0; b < c.run.promptLens.size(); ++b) {
+      if (c.run.promptLens[b] > c.run.promptLen) {
+        r.fail(names.promptLens == "--prompt-lens" ? names.promptLens : fmt::format("{}/{}", names.promptLens, b),
+               fmt::format("sequence {}'s prompt of {} tokens is longer than prompt_len ({})", b, c.run.promptLens[b],
+                           c.run.promptLen));
+      }
+    }
+  }
+  if (c.run.pageSize && quantized(c.run.cacheType())) {
+    const std::uint32_t keys = storageFormat(c.run.cacheType()).blocks.keys;
+    if (keys > 1 && c.run.pageSize % keys != 0) {
+      r.fail(names.pageSize, fmt::format("pages of {} rows would cut {} blocks of {} keys; accepted: a multiple of {}",
+                                         c.run.pageSize, dtypeName(c.run.cacheType()), keys, keys));
+    }
+  }
   if (c.run.promptLen > c.maxContext) {
     r.fail(names.promptLen,
            fmt::format("prompt_len ({}) exceeds max_context ({}) of {}", c.run.promptLen, c.maxContext, c.name));
@@ -490,6 +523,14 @@ ModelConfig readConfig(const Reader& r, const json& doc) {
   if (run.contains("kv_dtype")) c.run.kvDtype = r.runDType(run.at("kv_dtype"), "/run/kv_dtype", "/run/kv_dtype");
   if (run.contains("seed")) c.run.seed = r.seed(run.at("seed"), "/run/seed");
   if (run.contains("check")) c.run.check = r.boolean(run.at("check"), "/run/check");
+  if (run.contains("page_size")) c.run.pageSize = r.integer(run.at("page_size"), "/run/page_size");
+  if (run.contains("prompt_lens")) {
+    const json& lens = run.at("prompt_lens");
+    r.array(lens, "/run/prompt_lens");
+    for (std::size_t i = 0; i < lens.size(); ++i) {
+      c.run.promptLens.push_back(r.integer(lens[i], fmt::format("/run/prompt_lens/{}", i)));
+    }
+  }
 
   if (doc.contains("tuning")) {
     r.tuning(doc.at("tuning"), "/tuning");
@@ -511,6 +552,38 @@ std::uint32_t overrideValue(const Reader& r, std::int64_t value, const std::stri
     r.fail(flag, fmt::format("expected an integer from {} to {}, found {}", lo, hi, value));
   }
   return static_cast<std::uint32_t>(value);
+}
+
+// "100,2000,4096": each an integer in /run/prompt_lens's range, at most /run/prompt_lens's count.
+std::vector<std::uint32_t> promptLengths(const std::string& text) {
+  const json shape = {{"run", {{"prompt_lens", json::array({1})}}}};
+  const Reader r("", shape);
+  const auto [lo, hi] = r.integerRange("/run/prompt_lens/0");
+  const SchemaRange count = schemaRangeAt(shape, "/run/prompt_lens");
+  std::vector<std::uint32_t> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value < lo || value > hi) {
+      r.fail("--prompt-lens", fmt::format("'{}': expected comma-separated integers from {} to {}, found '{}'",
+                                          printable(text), lo, hi, printable(item)));
+    }
+    out.push_back(static_cast<std::uint32_t>(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() > count.maxLength) {
+    r.fail("--prompt-lens", fmt::format("{} prompt lengths; at most {} (one per sequence)", out.size(), count.maxLength));
+  }
+  return out;
 }
 
 }  // namespace
@@ -608,7 +681,20 @@ ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& o) {
     names.kvDtype = "--kv-dtype";
     c.run.kvDtype = r.runDType(json(*o.kvDtype), names.kvDtype, "/run/kv_dtype");
   }
-  checkRelations(r, c, names, o.promptLen.has_value(), o.decodeTokens.has_value());
+  if (o.pageSize) {
+    names.pageSize = "--page-size";
+    c.run.pageSize = overrideValue(r, *o.pageSize, names.pageSize, "/run/page_size");
+  }
+  if (o.promptLens) {
+    names.promptLens = "--prompt-lens";
+    c.run.promptLens = promptLengths(*o.promptLens);
+    if (!o.batch) c.run.batch = static_cast<std::uint32_t>(c.run.promptLens.size());
+    if (!o.promptLen) {
+      c.run.promptLen = *std::max_element(c.run.promptLens.begin(), c.run.promptLens.end());
+      names.promptLen = names.promptLens;
+    }
+  }
+  checkRelations(r, c, names, o.promptLen.has_value() || o.promptLens.has_value(), o.decodeTokens.has_value());
   return c;
 }
 

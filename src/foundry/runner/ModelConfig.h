@@ -29,6 +29,13 @@ struct RunSpec {
   DType cacheType() const { return kvDtype.value_or(dtype); }
   std::uint64_t seed = 1;
   bool check = true;               ///< compare against the CPU reference
+  /// Paged KV caches: pages of this many rows in a pool per layer, each sequence's pages in a
+  /// shuffled order (one block table for every layer); 0: a contiguous cache per layer.
+  std::uint32_t pageSize = 0;
+  /// One prompt length per sequence (each in 1..promptLen): sequence b prefills promptOf(b) tokens
+  /// and decodes from there. Empty: every sequence's prompt is promptLen.
+  std::vector<std::uint32_t> promptLens;
+  std::uint32_t promptOf(std::uint32_t b) const { return promptLens.empty() ? promptLen : promptLens.at(b); }
 };
 
 /// Which layers a modifier applies to: every layer, layers l with l % every == offset (alternating
@@ -100,6 +107,10 @@ struct RunOverrides {
   std::optional<std::int64_t> layers;        ///< --layers
   std::optional<std::string> dtype;          ///< --dtype
   std::optional<std::string> kvDtype;        ///< --kv-dtype
+  std::optional<std::int64_t> pageSize;      ///< --page-size
+  /// --prompt-lens "100,2000,4096": sets batch (unless --batch) and prompt_len to the longest (unless
+  /// --prompt-len).
+  std::optional<std::string> promptLens;
 };
 
 /// `config` with `overrides` applied and every rule checked again.

@@ -30,7 +30,9 @@ MemoryPlan runMemoryPlan(const RunRequest& req, const RunFileBytes& files, const
   const std::uint64_t dt = dtypeBytes(r.dtype);
   // One layer's tensors as the device holds them: [tokens, batch, heads, head_dim].
   const std::uint64_t q = product({T, B, c.nHeads, c.headDim, dt}), kv = product({T, B, c.nKvHeads, c.headDim, dt});
-  const std::uint64_t cache = cacheBytes(r.cacheType(), T * B * c.nKvHeads, c.headDim);
+  // A paged cache holds whole pages: each sequence's rows rounded up to its last page.
+  const std::uint64_t rows = r.pageSize ? (T + r.pageSize - 1) / r.pageSize * r.pageSize : T;
+  const std::uint64_t cache = cacheBytes(r.cacheType(), rows * B * c.nKvHeads, c.headDim);
   const bool keepOutputs = req.check || req.expect || req.save;
   const std::uint64_t inputSets = req.inputs ? L : 1, outputs = keepOutputs ? L : 1;
 

@@ -34,6 +34,7 @@ struct CheckReport {
   std::size_t rows = 0;              ///< output rows compared with the CPU
   double maxRelVsCpu = 0;            ///< +Inf where a NaN or Inf did not match
   double maxRelVsMaterialised = 0;   ///< the sampled layers' prefill against SdpaReferenceStep
+  bool materialisedRan = false;      ///< that comparison ran (not for ragged prompts or oversized scores)
   double bound = 0;
   std::vector<std::string> failures;  ///< per sampled layer and token: how many, the first where
 };

@@ -8,7 +8,10 @@
 #include <cstdio>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
+#include <random>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -25,6 +28,7 @@
 #include "foundry/runner/RunMemory.h"
 #include "foundry/runner/io/Safetensors.h"
 #include "foundry/stages/TokenCopyStage.h"
+#include "foundry/stages/modifiers/KeyLengthsStage.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/RandomFill.h"
@@ -64,6 +68,16 @@ Tensor tokenView(const Tensor& all, std::uint32_t t0, std::uint32_t n) {
   return v;
 }
 
+/// Sequence b of a tensor whose leading dim is the batch (a cache, a token view, a block table) as a
+/// batch of one; an int8 cache's scales alike.
+Tensor sequenceOf(const Tensor& t, std::uint32_t b) {
+  Tensor v = t;
+  v.dims[0] = 1;
+  v.offset += static_cast<std::uint64_t>(b) * t.strides[0];
+  if (t.scales) v.scales = std::make_shared<Tensor>(sequenceOf(*t.scales, b));
+  return v;
+}
+
 struct LayerInputs {
   Tensor q, k, v;  ///< [tokens, batch, heads, D]
 };
@@ -81,6 +95,7 @@ class Session {
     L_ = c_.run.layers;
     dtype_ = c_.run.dtype;
     kvDtype_ = c_.run.cacheType();
+    ragged_ = !c_.run.promptLens.empty();
   }
 
   RunReport run();
@@ -108,6 +123,28 @@ class Session {
                               std::optional<std::uint32_t> fusedRopePosition) const;
   void attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                  std::optional<std::uint32_t> fusedRopePosition);
+  void attention(Dispatcher& d, const AttentionCall& call, const std::string& phase);
+  /// Sequence b's caches of `layer`: its batch of one, or the pool with b's row of the block table.
+  struct SequenceCache {
+    Tensor k, v;
+    std::optional<PagedKv> pages;
+  };
+  SequenceCache sequenceCache(std::uint32_t layer, std::uint32_t b) const;
+  const PagedKv* pages() const { return pages_ ? &*pages_ : nullptr; }
+  /// Prompts of different lengths: sequence b's prompt rows [0, promptOf(b)) and its decode token t in
+  /// row P + t, at position promptOf(b) + t.
+  AttentionCall raggedPrefillCall(const LayerInputs& in, std::uint32_t layer, const Tensor& out, std::uint32_t b) const;
+  AttentionCall raggedDecodeCall(const LayerInputs& in, std::uint32_t layer, const Tensor& out, std::uint32_t t) const;
+  void prefillLayer(Dispatcher& d, const LayerInputs& in, std::uint32_t layer, const Tensor& out);
+  void appendRagged(StepContext& ctx, const LayerInputs& in, std::uint32_t layer, std::uint32_t t);
+  std::uint32_t positionOfRow(std::uint32_t b, std::uint32_t row) const {
+    const std::uint32_t n = c_.run.promptOf(b);
+    return row < P_ ? row : n + (row - P_);
+  }
+  std::uint32_t rowOfPosition(std::uint32_t b, std::uint32_t pos) const {
+    const std::uint32_t n = c_.run.promptOf(b);
+    return pos < n ? pos : P_ + (pos - n);
+  }
   void noteDecisions(const std::string& phase, const StepRecord& record);
   void planEveryCall() const;
   void record(const SubmitResult& r, PhaseReport& phase);
@@ -145,6 +182,10 @@ class Session {
   std::uint64_t qRow_ = 0, kvRow_ = 0;
   LayerInputs token_;  ///< one token's q, k, v ([1, batch, heads, D]) for a replayed decode
   Tensor tokenOut_;
+  bool ragged_ = false;            ///< run.prompt_lens: sequences of their own lengths
+  std::optional<PagedKv> pages_;   ///< run.page_size: the block table every layer's pool shares
+  Tensor lengths_;                 ///< ragged decode: u32 [B], each sequence's keys at the current token
+  std::vector<std::uint32_t> lengthValues_;
 };
 
 void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count) {
@@ -172,22 +213,89 @@ AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const
   call.kvLen = kvLen;
   call.scale = static_cast<float>(c_.softmaxScale);
   call.modifiers = modifiers_[layer];
+  call.pages = pages_;
   if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash) {
     call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
   }
   return call;
 }
 
+Session::SequenceCache Session::sequenceCache(std::uint32_t layer, std::uint32_t b) const {
+  if (!pages_) return {sequenceOf(kCache_[layer], b), sequenceOf(vCache_[layer], b), std::nullopt};
+  const std::uint32_t n = pages_->maxPages();
+  std::vector<std::uint32_t> row(pages_->table.begin() + std::size_t(b) * n, pages_->table.begin() + std::size_t(b + 1) * n);
+  return {kCache_[layer], vCache_[layer], PagedKv{sequenceOf(pages_->blockTable, b), std::move(row)}};
+}
+
+AttentionCall Session::raggedPrefillCall(const LayerInputs& in, std::uint32_t layer, const Tensor& out,
+                                         std::uint32_t b) const {
+  const std::uint32_t n = c_.run.promptOf(b);
+  AttentionCall call = attentionCall(sequenceOf(tokenView(in.q, 0, n), b), layer, sequenceOf(tokenView(out, 0, n), b),
+                                     n, std::nullopt);
+  SequenceCache cache = sequenceCache(layer, b);
+  call.k = cache.k, call.v = cache.v, call.pages = cache.pages;
+  return call;
+}
+
+AttentionCall Session::raggedDecodeCall(const LayerInputs& in, std::uint32_t layer, const Tensor& out,
+                                        std::uint32_t t) const {
+  // Every sequence's token t sits in row P + t; the queries move to each sequence's own end.
+  std::vector<std::uint32_t> lengths(B_);
+  for (std::uint32_t b = 0; b < B_; ++b) lengths[b] = c_.run.promptOf(b) + t + 1;
+  const std::uint32_t longest = *std::max_element(lengths.begin(), lengths.end());
+  AttentionCall call = attentionCall(tokenView(in.q, P_ + t, 1), layer, tokenView(out, P_ + t, 1), longest, std::nullopt);
+  Tensor lengthsTensor = lengths_;
+  if (!lengthsTensor.buffer) lengthsTensor = Tensor::describe("kv_lengths", DType::U32, {B_});  // planning only
+  call.modifiers.insert(call.modifiers.begin(), std::make_shared<KeyLengthsStage>(lengthsTensor, lengths));
+  return call;
+}
+
+// RoPE on each sequence's query at its own position, and its new K/V rows appended there.
+void Session::appendRagged(StepContext& ctx, const LayerInputs& in, std::uint32_t layer, std::uint32_t t) {
+  for (std::uint32_t b = 0; b < B_; ++b) {
+    const std::uint32_t pos = c_.run.promptOf(b) + t;
+    if (c_.rope) rope_.run(ctx, sequenceOf(tokenView(in.q, P_ + t, 1), b), ropeTable_, *c_.rope, pos);
+    const SequenceCache cache = sequenceCache(layer, b);
+    append_.run(ctx, sequenceOf(tokenView(in.k, P_ + t, 1), b), sequenceOf(tokenView(in.v, P_ + t, 1), b), cache.k,
+                cache.v, pos, kRope(pos), cache.pages ? &*cache.pages : nullptr);
+  }
+}
+
+void Session::prefillLayer(Dispatcher& d, const LayerInputs& in, std::uint32_t l, const Tensor& out) {
+  StepContext ctx{d, workspace_, &rt_};
+  if (!ragged_) {
+    const Tensor q = tokenView(in.q, 0, P_);
+    if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, 0);
+    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0, kRope(0), pages());
+    attention(d, q, l, tokenView(out, 0, P_), P_, std::nullopt);
+    return;
+  }
+  for (std::uint32_t b = 0; b < B_; ++b) {
+    const std::uint32_t n = c_.run.promptOf(b);
+    const AttentionCall call = raggedPrefillCall(in, l, out, b);
+    if (c_.rope) rope_.run(ctx, call.q, ropeTable_, *c_.rope, 0);
+    append_.run(ctx, sequenceOf(tokenView(in.k, 0, n), b), sequenceOf(tokenView(in.v, 0, n), b), call.k, call.v, 0,
+                kRope(0), call.pages ? &*call.pages : nullptr);
+    attention(d, call, "prefill");
+  }
+}
+
 void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                         std::optional<std::uint32_t> fusedRopePosition) {
-  const AttentionCall call = attentionCall(q, layer, o, kvLen, fusedRopePosition);
+  if (req_.path == AttentionPath::Reference && fusedRopePosition && c_.rope) {
+    StepContext ctx{d, workspace_, &rt_};
+    rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
+  }
+  attention(d, attentionCall(q, layer, o, kvLen, fusedRopePosition), fusedRopePosition ? "decode" : "prefill");
+}
+
+void Session::attention(Dispatcher& d, const AttentionCall& call, const std::string& phase) {
   StepContext ctx{d, workspace_, &rt_};
   if (req_.path == AttentionPath::Reference) {
-    if (fusedRopePosition && c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
     reference_.run(ctx, call);
     return;
   }
-  noteDecisions(fusedRopePosition ? "decode" : "prefill", flash_.run(ctx, call));
+  noteDecisions(phase, flash_.run(ctx, call));
 }
 
 void Session::noteDecisions(const std::string& phase, const StepRecord& record) {
@@ -203,6 +311,11 @@ void Session::planEveryCall() const {
   if (req_.path != AttentionPath::Flash) return;
   const LayerInputs& in = inputs_[0];
   for (std::uint32_t l = 0; l < L_; ++l) {
+    if (ragged_) {
+      for (std::uint32_t b = 0; b < B_; ++b) flash_.plan(raggedPrefillCall(in, l, out_[0], b));
+      if (N_ > 0) flash_.plan(raggedDecodeCall(in, l, out_[0], 0));
+      continue;
+    }
     flash_.plan(attentionCall(tokenView(in.q, 0, P_), l, tokenView(out_[0], 0, P_), P_, std::nullopt));
     if (N_ > 0) flash_.plan(attentionCall(tokenView(in.q, P_, 1), l, tokenView(out_[0], P_, 1), P_ + 1, P_));
   }
@@ -326,11 +439,34 @@ RunReport Session::run() {
     }));
     report.layerModifiers.push_back(describeModifiers(c_.modifiersOf(l)));
   }
+  std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
+  if (c_.run.pageSize) {
+    // One block table for every layer, each sequence's pages shuffled over the pool: a kernel that
+    // assumed neighbouring pages would read another sequence's rows.
+    const std::uint32_t ps = c_.run.pageSize, maxPages = (T_ + ps - 1) / ps;
+    std::vector<std::uint32_t> table(std::size_t(B_) * maxPages);
+    std::iota(table.begin(), table.end(), 0u);
+    std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<std::uint32_t>(c_.run.seed)));
+    // Rows 256 bytes apart, so that each sequence's row is a view any device can bind on its own.
+    const std::uint32_t stride = (maxPages + 63) / 64 * 64;
+    std::vector<std::uint32_t> padded(std::size_t(B_) * stride, 0);
+    for (std::uint32_t b = 0; b < B_; ++b) {
+      std::copy_n(table.begin() + std::size_t(b) * maxPages, maxPages, padded.begin() + std::size_t(b) * stride);
+    }
+    Tensor t = rt_.allocate("block_table", DType::U32, {B_, stride});
+    rt_.upload(t, std::span<const std::uint32_t>(padded));
+    t.dims[1] = maxPages;
+    pages_ = PagedKv{t, std::move(table)};
+    dims = {std::int64_t(B_) * maxPages, c_.nKvHeads, ps, c_.headDim};
+  }
+  if (ragged_) {
+    lengths_ = rt_.allocate("kv_lengths", DType::U32, {B_});
+    lengthValues_.assign(B_, 0);
+  }
   for (std::uint32_t l = 0; l < L_; ++l) {
-    const std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
     kCache_.push_back(rt_.allocate(fmt::format("k_cache{}", l), kvDtype_, dims, Layout::KvCache));
     vCache_.push_back(rt_.allocate(fmt::format("v_cache{}", l), kvDtype_, dims, Layout::KvCache));
-    report.cacheBytes += 2 * cacheBytes(kvDtype_, std::uint64_t(B_) * c_.nKvHeads * T_, c_.headDim);
+    report.cacheBytes += 2 * cacheBytes(kvDtype_, std::uint64_t(dims[0]) * c_.nKvHeads * dims[2], c_.headDim);
     report.kvBytesPerToken += 2 * cacheBytes(kvDtype_, 32ull * c_.nKvHeads, c_.headDim) / 32;
   }
   // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
@@ -368,16 +504,13 @@ RunReport Session::run() {
       fill(*dispatcher, in.k, seedFor(c_.run.seed, l, 1), 0, kvRow * P_);
       fill(*dispatcher, in.v, seedFor(c_.run.seed, l, 2), 0, kvRow * P_);
     }
-    StepContext ctx{*dispatcher, workspace_, &rt_};
-    const Tensor q = tokenView(in.q, 0, P_);
-    if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, 0);
-    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0, kRope(0));
-    attention(*dispatcher, q, l, tokenView(out_[keepOutputs ? l : 0], 0, P_), P_, std::nullopt);
+    prefillLayer(*dispatcher, in, l, out_[keepOutputs ? l : 0]);
     record(dispatcher->submit(), report.prefill);
     progress_.update("prefill", l + 1, L_);
   }
   report.prefill.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
-  report.prefill.tokens = std::uint64_t(B_) * P_;
+  report.prefill.tokens = 0;
+  for (std::uint32_t b = 0; b < B_; ++b) report.prefill.tokens += c_.run.promptOf(b);
 
   // Decode: one submission per token, every layer in it.
   start = Clock::now();
@@ -406,6 +539,8 @@ bool Session::replayDecode() const {
   // default on GPUs (the H200: 664 against 289-382 decode tokens/s by wall time, outputs checked) and
   // off on CPU drivers, where it was a little slower (docs/performance.md).
   if (req_.attention.sdpaDebugOnlineCompare) return false;
+  // Ragged decodes upload each token's lengths and append sequence by sequence: recorded each token.
+  if (ragged_) return false;
   if (req_.attention.decodeReplay != Force::Auto) return req_.attention.decodeReplay == Force::On;
   return rt_.info().kind != DeviceKind::Cpu;
 }
@@ -431,7 +566,12 @@ void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
       copy(d, in.v, kvRow_ * pos, token_.v, 0, kvRow_);
     }
     StepContext ctx{d, workspace_, &rt_};
-    append_.run(ctx, k, v, kCache_[l], vCache_[l], pos, kRope(pos));
+    if (ragged_) {
+      appendRagged(ctx, in, l, t);
+      attention(d, raggedDecodeCall(in, l, out, t), "decode");
+      continue;
+    }
+    append_.run(ctx, k, v, kCache_[l], vCache_[l], pos, kRope(pos), pages());
     attention(d, q, l, o, pos + 1, pos);
     // Kept outputs go to their place in the layer's output; otherwise nobody reads them.
     if (fixedViews && keepOutputs_) copy(d, tokenOut_, 0, out, qRow_ * pos, qRow_);
@@ -440,6 +580,11 @@ void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
 
 void Session::decodeDirect(Dispatcher& d, RunReport& report) {
   for (std::uint32_t t = 0; t < N_; ++t) {
+    if (ragged_) {
+      // The previous token's work has finished (submit waits): its lengths can be overwritten.
+      for (std::uint32_t b = 0; b < B_; ++b) lengthValues_[b] = c_.run.promptOf(b) + t + 1;
+      rt_.upload(lengths_, std::span<const std::uint32_t>(lengthValues_));
+    }
     decodeToken(d, t, false);
     record(d.submit(), report.decode);
     progress_.update("decode", t + 1, N_);
@@ -490,15 +635,18 @@ void Session::checkOutputs(RunReport& report) {
   chk.ran = true;
   chk.bound = req_.tolerance > 0 ? req_.tolerance : std::max(defaultTolerance(dtype_), defaultTolerance(kvDtype_));
   const std::set<std::uint32_t> layers = {0u, L_ - 1};
-  std::set<std::uint32_t> tokens = {0u, P_ / 2, P_ - 1};
-  if (N_ > 0) tokens.insert({P_, T_ - 1});
   const std::uint32_t D = c_.headDim;
   for (const std::uint32_t l : layers) {
     auto q = hostInput(l, 0), k = hostInput(l, 1), v = hostInput(l, 2);
-    // RoPE on the host, token t at position t, as the device did.
+    // RoPE on the host, each row at its sequence's position, as the device did.
     std::vector<std::uint32_t> qPos(q.size() / D), kPos(k.size() / D);
-    for (std::size_t i = 0; i < qPos.size(); ++i) qPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nHeads));
-    for (std::size_t i = 0; i < kPos.size(); ++i) kPos[i] = static_cast<std::uint32_t>(i / (B_ * c_.nKvHeads));
+    for (std::size_t i = 0; i < qPos.size(); ++i) {
+      qPos[i] = positionOfRow(static_cast<std::uint32_t>(i / c_.nHeads % B_), static_cast<std::uint32_t>(i / (B_ * c_.nHeads)));
+    }
+    for (std::size_t i = 0; i < kPos.size(); ++i) {
+      kPos[i] = positionOfRow(static_cast<std::uint32_t>(i / c_.nKvHeads % B_),
+                              static_cast<std::uint32_t>(i / (B_ * c_.nKvHeads)));
+    }
     if (c_.rope) {
       cpuRope(*c_.rope, D, q, qPos);
       cpuRope(*c_.rope, D, k, kPos);
@@ -510,48 +658,56 @@ void Session::checkOutputs(RunReport& report) {
       v = decodeElements(encodeElements(v, kvDtype_), kvDtype_);
     }
     const auto got = rt_.download(out_[l]);
-    for (const std::uint32_t t : tokens) {
-      AttentionProblem p;
-      p.batch = B_;
-      p.nHeads = c_.nHeads;
-      p.nKvHeads = c_.nKvHeads;
-      p.qLen = 1;
-      p.kvLen = p.kvCapacity = t + 1;
-      p.headDim = D;
-      p.dtype = dtype_;
-      p.scale = static_cast<float>(c_.softmaxScale);
-      p.modifiers = modifiers_[l];
-      // Packed [B, H, 1, D] and [B, Hkv, t + 1, D] from the [tokens, batch, heads, D] host arrays.
-      std::vector<float> qs(std::size_t(B_) * c_.nHeads * D), ks(std::size_t(B_) * c_.nKvHeads * (t + 1) * D),
-          vs(ks.size()), gs(qs.size());
-      for (std::uint32_t b = 0; b < B_; ++b) {
+    // Each sequence on its own: its first, middle and last prompt positions and its first and last
+    // decode tokens, each against the keys at positions up to it.
+    for (std::uint32_t b = 0; b < B_; ++b) {
+      const std::uint32_t n = c_.run.promptOf(b);
+      std::set<std::uint32_t> positions = {0u, n / 2, n - 1};
+      if (N_ > 0) positions.insert({n, n + N_ - 1});
+      for (const std::uint32_t pos : positions) {
+        AttentionProblem p;
+        p.batch = 1;
+        p.nHeads = c_.nHeads;
+        p.nKvHeads = c_.nKvHeads;
+        p.qLen = 1;
+        p.kvLen = p.kvCapacity = pos + 1;
+        p.headDim = D;
+        p.dtype = dtype_;
+        p.scale = static_cast<float>(c_.softmaxScale);
+        p.modifiers = modifiers_[l];
+        // Packed [1, H, 1, D] and [1, Hkv, pos + 1, D] from the [rows, batch, heads, D] host arrays.
+        std::vector<float> qs(std::size_t(c_.nHeads) * D), ks(std::size_t(c_.nKvHeads) * (pos + 1) * D), vs(ks.size()),
+            gs(qs.size());
+        const std::size_t row = rowOfPosition(b, pos);
         for (std::uint32_t h = 0; h < c_.nHeads; ++h) {
-          const std::size_t src = ((std::size_t(t) * B_ + b) * c_.nHeads + h) * D;
-          std::copy_n(q.data() + src, D, qs.data() + (std::size_t(b) * c_.nHeads + h) * D);
-          std::copy_n(got.data() + src, D, gs.data() + (std::size_t(b) * c_.nHeads + h) * D);
+          const std::size_t src = ((row * B_ + b) * c_.nHeads + h) * D;
+          std::copy_n(q.data() + src, D, qs.data() + std::size_t(h) * D);
+          std::copy_n(got.data() + src, D, gs.data() + std::size_t(h) * D);
         }
         for (std::uint32_t h = 0; h < c_.nKvHeads; ++h) {
-          for (std::uint32_t j = 0; j <= t; ++j) {
-            const std::size_t src = ((std::size_t(j) * B_ + b) * c_.nKvHeads + h) * D;
-            const std::size_t dst = kvIndex(p, b, h, j);
+          for (std::uint32_t j = 0; j <= pos; ++j) {
+            const std::size_t src = ((std::size_t(rowOfPosition(b, j)) * B_ + b) * c_.nKvHeads + h) * D;
+            const std::size_t dst = kvIndex(p, 0, h, j);
             std::copy_n(k.data() + src, D, ks.data() + dst);
             std::copy_n(v.data() + src, D, vs.data() + dst);
           }
         }
-      }
-      const auto want = cpuAttention(p, qs, ks, vs);
-      const ErrorStats e = compareOutputs(gs, want);
-      chk.rows += std::size_t(B_) * c_.nHeads;
-      chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.reportedRel());
-      if (!e.passes(chk.bound)) {
-        const Axis axes[] = {{"batch", B_}, {"head", c_.nHeads}, {"d", D}};
-        chk.failures.push_back(fmt::format("layer {} token {} vs the CPU: {}", l, t,
-                                           describeMismatch(e, chk.bound, "o", axes, gs, want)));
+        const auto want = cpuAttention(p, qs, ks, vs);
+        const ErrorStats e = compareOutputs(gs, want);
+        chk.rows += c_.nHeads;
+        chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.reportedRel());
+        if (!e.passes(chk.bound)) {
+          const Axis axes[] = {{"head", c_.nHeads}, {"d", D}};
+          chk.failures.push_back(fmt::format("layer {} sequence {} position {} vs the CPU: {}", l, b, pos,
+                                             describeMismatch(e, chk.bound, "o", axes, gs, want)));
+        }
       }
     }
     // The same layer's prefill through the materialised path, on the device.
-    if (req_.path == AttentionPath::Flash && SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_,
-                                                                              D, dtype_}) <= rt_.info().maxStorageBufferRange) {
+    // (Ragged prompts: the per-sequence rows above only.)
+    if (req_.path == AttentionPath::Flash && !ragged_ &&
+        SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_, D, dtype_}) <=
+            rt_.info().maxStorageBufferRange) {
       const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});
       const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, D});
       rt_.upload(qr, hostInput(l, 0));
@@ -561,6 +717,7 @@ void Session::checkOutputs(RunReport& report) {
       AttentionCall call{tokenView(qr, 0, P_), kCache_[l], vCache_[l], tokenView(orr, 0, P_), P_};
       call.scale = static_cast<float>(c_.softmaxScale);
       call.modifiers = modifiers_[l];
+      call.pages = pages_;
       reference_.run(ctx, call);
       d->submit();
       const auto want = rt_.download(orr);
@@ -569,6 +726,7 @@ void Session::checkOutputs(RunReport& report) {
       const std::vector<double> ref(want.begin(), want.begin() + n);
       const ErrorStats e = compareOutputs(mine, ref);
       chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.reportedRel());
+      chk.materialisedRan = true;
       if (!e.passes(chk.bound)) {
         const Axis axes[] = {{"token", P_}, {"batch", B_}, {"head", c_.nHeads}, {"d", D}};
         chk.failures.push_back(fmt::format("layer {} prefill vs SdpaReferenceStep: {}", l,
@@ -587,6 +745,8 @@ void Session::compareExpected(RunReport& report) {
     const auto got = rt_.download(out_[l]);
     for (std::uint32_t b = 0; b < B_; ++b) {
       for (std::uint32_t t = 0; t < T_; ++t) {
+        // Rows past a shorter prompt belong to no token of the sequence: zeros.
+        if (t >= c_.run.promptOf(b) && t < P_) continue;
         std::copy_n(got.data() + (std::size_t(t) * B_ + b) * row, row,
                     all.data() + ((std::size_t(l) * B_ + b) * T_ + t) * row);
       }

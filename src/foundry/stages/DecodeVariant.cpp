@@ -51,8 +51,10 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   // loads are in flight while this one's are used), all in registers. Counting them once let D80
   // take 4 steps of 20-element rows on the H200, which spilled: 118 us at kv 65536 against 69 us
   // with 2 steps (docs/performance.md, "Head dims").
-  // Quantized rows stay in registers as codes, four to a word (and one scale per load).
-  const std::uint32_t rowRegisters = quantized(dtype) ? (elems + valueElems) / 4 + 2 * (elems / vecWidth)
+  // Quantized rows stay in registers as codes, four to a word, and one scale per load; counted in the
+  // units the 16-bit rows are (two per register), which the budget was measured in. Counted once,
+  // 16 codes per lane with 8 steps passed and spilled on the H100 (216 us against 92 us with 4 steps).
+  const std::uint32_t rowRegisters = quantized(dtype) ? 2 * ((elems + valueElems) / 4 + 2 * (elems / vecWidth))
                                                       : elems + valueElems;
   if (heads * (elems + valueElems) + 2 * unroll * rowRegisters > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
@@ -65,6 +67,7 @@ std::string DecodeVariant::splitSuffix() const {
   if (lse) s += "_lse";
   if (qType() != dtype) s += fmt::format("_q{}", dtypeName(qType()));
   if (oType() != dtype) s += fmt::format("_o{}", dtypeName(oType()));
+  if (pageSize) s += fmt::format("_pg{}", pageSize);
   return s;
 }
 

@@ -25,6 +25,7 @@ struct DecodeVariant {
   /// The largest power of two (up to 8) dividing every K/V stride: no load may be wider. Not part of
   /// the code (the key); part of whether the variant can read the call's cache.
   std::uint32_t strideAlign = 8;
+  std::uint32_t pageSize = 0;        ///< rows per page of a paged cache; 0: not paged
   std::uint32_t heads = 1;           ///< query heads per workgroup (all share one KV head)
   std::uint32_t warps = 4;           ///< subgroups per workgroup
   std::uint32_t keysPerWarp = 1;     ///< keys a subgroup takes per step (one per lane cluster)
@@ -48,7 +49,7 @@ struct DecodeVariant {
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }
   /// The KvAccessStage the kernel's chain needs.
-  KvAccess kvAccess() const { return {dtype, scalar ? 1u : vecWidth, false}; }
+  KvAccess kvAccess() const { return {dtype, scalar ? 1u : vecWidth, false, pageSize}; }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
   /// Keys a workgroup takes per iteration: Split-K chunks are multiples of this.
   std::uint32_t keyGranule(std::uint32_t subgroupSize) const {

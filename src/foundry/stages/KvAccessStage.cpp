@@ -14,16 +14,29 @@ const char* const KvAccessStage::kScaleStrideFields[6] = {"k_scale_stride_b", "k
 
 std::string KvAccess::key() const {
   const QuantBlocks& q = storageFormat(format).blocks;
-  return fmt::format("{}{}_w{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
-                     write ? "_store" : "");
+  return fmt::format("{}{}_w{}{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
+                     write ? "_store" : "", pageSize ? fmt::format("_pg{}", pageSize) : "");
 }
 
 namespace {
 
+// The opening of every row function: `seq`, what the batch stride steps over (the sequence, or the
+// page through the block table), and `slot`, what the row stride steps over (the key, or its row in
+// the page).
+std::string rowSlot(const KvAccess& a) {
+  return a.pageSize ? "const uint seq = kv_page(b, key), slot = key % KV_PAGE_SIZE; "
+                    : "const uint seq = b, slot = key; ";
+}
+
+// The element offset of a row for the strides `{prefix}_stride_b/h/s`, from seq, h and `slot`.
+std::string rowOffset(const std::string& prefix, const std::string& slot = "slot") {
+  return fmt::format("seq * pc.{0}_stride_b + h * pc.{0}_stride_h + {1} * pc.{0}_stride_s", prefix, slot);
+}
+
 // Float formats: a row is an element offset, a load is one view element.
 std::string floatAccess(const KvAccess& a, char kv) {
-  std::string text = fmt::format("uint kv_{0}_row(uint b, uint h, uint key) {{ return b * pc.{0}_stride_b + "
-                                 "h * pc.{0}_stride_h + key * pc.{0}_stride_s; }}\n", kv);
+  std::string text = fmt::format("uint kv_{}_row(uint b, uint h, uint key) {{ {}return {}; }}\n", kv, rowSlot(a),
+                                 rowOffset(std::string(1, kv)));
   if (a.write) {
     return text + fmt::format("void kv_store_{0}(uint row, uint d, float x) {{ {0}_cache[row + d] = {1}; }}\n", kv,
                               glsl::convert(a.format, "x"));
@@ -36,10 +49,10 @@ std::string floatAccess(const KvAccess& a, char kv) {
 // int8: codes four to a word in k_cache, f16 scales (as uint16_t bits) in k_scales; a row is
 // uvec2(element offset, offset of its block row of scales).
 std::string int8Access(const KvAccess& a, char kv) {
-  std::string text = fmt::format(
-      "uvec2 kv_{0}_row(uint b, uint h, uint key) {{ return uvec2(b * pc.{0}_stride_b + h * pc.{0}_stride_h + "
-      "key * pc.{0}_stride_s, b * pc.{0}_scale_stride_b + h * pc.{0}_scale_stride_h + (key / KV_BLOCK_KEYS) * "
-      "pc.{0}_scale_stride_s); }}\n"
+  const std::string k(1, kv);
+  std::string text = fmt::format("uvec2 kv_{}_row(uint b, uint h, uint key) {{ {}return uvec2({}, {}); }}\n", kv,
+                                 rowSlot(a), rowOffset(k), rowOffset(k + "_scale", "(slot / KV_BLOCK_KEYS)"));
+  text += fmt::format(
       "float kv_{0}_scale(uvec2 row, uint d) {{ return unpackHalf2x16(uint({0}_scales[row.y + d / KV_BLOCK_DIMS])).x; }}\n",
       kv);
   if (a.write) {
@@ -62,9 +75,9 @@ std::string int8Access(const KvAccess& a, char kv) {
 // q8_0: blocks of 17 uint16_t (the f16 scale, then 32 codes two to a word); a row is an element offset
 // at a block boundary.
 std::string q8Access(const KvAccess& a, char kv) {
-  std::string text = fmt::format(
-      "uint kv_{0}_row(uint b, uint h, uint key) {{ return b * pc.{0}_stride_b + h * pc.{0}_stride_h + "
-      "key * pc.{0}_stride_s; }}\n"
+  std::string text = fmt::format("uint kv_{}_row(uint b, uint h, uint key) {{ {}return {}; }}\n", kv, rowSlot(a),
+                                 rowOffset(std::string(1, kv)));
+  text += fmt::format(
       "uint kv_{0}_word(uint at) {{ return (at / 32u) * 17u + 1u + (at % 32u) / 2u; }}\n"
       "uint kv_{0}_pair(uint i) {{ return uint({0}_cache[i]) | (uint({0}_cache[i + 1u]) << 16u); }}\n"
       "float kv_{0}_scale(uint row, uint d) {{ return unpackHalf2x16(uint({0}_cache[((row + d) / 32u) * 17u])).x; }}\n",
@@ -111,6 +124,11 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   glsl::declareFormat(k, a_.format);
   k.define("KV_WIDTH", fmt::format("{}u", a_.width));
   std::string text;
+  if (a_.pageSize) {
+    k.buffer("block_table", DType::U32, Access::ReadOnly).push("block_table_stride", PushType::U32);
+    k.define("KV_PAGE_SIZE", fmt::format("{}u", a_.pageSize));
+    text += "uint kv_page(uint b, uint key) { return block_table[b * pc.block_table_stride + key / KV_PAGE_SIZE]; }\n";
+  }
   if (!q.version) {
     // A single element is widened as it is loaded: 16-bit registers would need 16-bit arithmetic types.
     k.define("KV_ROW", "uint");

@@ -5,7 +5,9 @@
 //   KV_ROW kv_k_row(uint b, uint h, uint key)  row `key` of KV head h of sequence b (rows k_stride_s /
 //   KV_ROW kv_v_row(uint b, uint h, uint key)  v_stride_s apart: head-major caches [B, Hkv, S, D],
 //                                              token-major ones [B, S, Hkv, D] read in place, and views
-//                                              of wider rows such as MLA's latent). A uint element
+//                                              of wider rows such as MLA's latent; paged: row key %
+//                                              page_size of page block_table[b][key / page_size], the
+//                                              batch stride stepping over pages). A uint element
 //                                              offset; int8: also the offset of the row's scales
 //   KV_RAW kv_load_k(KV_ROW row, uint d)       `width` elements from dimension d (a multiple of the
 //   KV_RAW kv_load_v(KV_ROW row, uint d)       width), in their stored form (f32 for width 1)
@@ -29,6 +31,7 @@ struct KvAccess {
   DType format = DType::F16;  ///< of K and of V
   std::uint32_t width = 1;    ///< elements per load: the buffers' view
   bool write = false;         ///< the kernel writes rows (appends) instead of reading them
+  std::uint32_t pageSize = 0; ///< rows per page of a paged pool (block_table, block_table_stride); 0: not paged
   std::string key() const;
 };
 

@@ -47,7 +47,9 @@ void KvQuantAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint d0 = (gl_WorkGroupID.x % chunks) * KV_BLOCK_DIMS, n = min(KV_BLOCK_DIMS, HEAD_DIM - d0);");
   w.line("const bool fresh = key >= pc.cache_pos0 && key - pc.cache_pos0 < pc.new_tokens;");
   w.line("const uint src = batch * pc.new_stride_b + kv_head * pc.new_stride_h + (key - pc.cache_pos0) * pc.new_stride_s;");
-  w.line("const KV_ROW kr = kv_k_row(batch, kv_head, key), vr = kv_v_row(batch, kv_head, key);");
+  // Keys past the new rows are never loaded or stored; their row stays inside the appended pages.
+  w.line("const uint row_key = min(key, pc.cache_pos0 + pc.new_tokens - 1u);");
+  w.line("const KV_ROW kr = kv_k_row(batch, kv_head, row_key), vr = kv_v_row(batch, kv_head, row_key);");
   w.line("float xk[KV_BLOCK_DIMS], xv[KV_BLOCK_DIMS];");
   w.line("float mk = 0.0, mv = 0.0;");
   w.open("[[unroll]] for (uint i = 0u; i < KV_BLOCK_DIMS; ++i)");

@@ -54,7 +54,8 @@ std::string PrefillVariant::key() const {
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
                      longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "") +
          (qType() != dtype ? fmt::format("_q{}", dtypeName(qType())) : "") +
-         (oType() != dtype ? fmt::format("_o{}", dtypeName(oType())) : "");
+         (oType() != dtype ? fmt::format("_o{}", dtypeName(oType())) : "") +
+         (pageSize ? fmt::format("_pg{}", pageSize) : "");
 }
 
 }  // namespace foundry

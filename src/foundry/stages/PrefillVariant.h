@@ -16,6 +16,7 @@ struct PrefillVariant {
   std::optional<DType> outputType;
   /// The largest power of two (up to 8) dividing every q, K and V stride (not part of the code).
   std::uint32_t strideAlign = 8;
+  std::uint32_t pageSize = 0;  ///< rows per page of a paged cache; 0: not paged
   bool halfTiles = true;          ///< f16 inputs staged as f16 (needs fp16 arithmetic); else as f32
   bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores), f16 q, K and V
   bool quadSoftmax = false;       ///< coopMat: softmax in registers (the device's layout is the quad pattern)
@@ -44,7 +45,7 @@ struct PrefillVariant {
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }
   /// The KvAccessStage the kernel's chain needs: 16-byte loads for the cooperative-matrix tiles.
-  KvAccess kvAccess() const { return {dtype, coopMat ? 8u : 1u, false}; }
+  KvAccess kvAccess() const { return {dtype, coopMat ? 8u : 1u, false, pageSize}; }
   /// Tiles stay f16 only where every value staged in them (q, K, V) is f16 already: bf16 and f32
   /// inputs are staged as f32, which holds every one of their values exactly.
   bool tilesAreHalf() const { return dtype == DType::F16 && qType() == DType::F16 && halfTiles; }

@@ -163,7 +163,14 @@ AttentionProblem describeCall(const AttentionCall& c) {
   }
   p.valueDim = vv.dim;
   p.valueRow = vv.rowStride;
-  if (kv.batch != p.batch || kv.dim != p.headDim) {
+  if (c.pages) {
+    // A pool of pages: its leading dim counts pages, its rows are the page size.
+    requireBlockTable(*c.pages, p.batch, {kv.batch, kv.capacity}, p.dtype);
+    p.pageSize = kv.capacity;
+    p.kvCapacity = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(std::uint64_t(c.pages->maxPages()) * kv.capacity, std::numeric_limits<std::uint32_t>::max()));
+  }
+  if ((!c.pages && kv.batch != p.batch) || kv.dim != p.headDim) {
     throw UserError("k", fmt::format("k is [{}] but q has batch {} and head_dim {}", fmt::join(c.k.dims, ", "), p.batch,
                                      p.headDim));
   }
@@ -199,6 +206,10 @@ AttentionProblem describeCall(const AttentionCall& c) {
   if (p.nHeads % p.nKvHeads != 0) {
     throw UserError("n_heads", fmt::format("n_heads {} is not divisible by n_kv_heads {}", p.nHeads, p.nKvHeads));
   }
+  if (c.pages && p.kvLen > p.kvCapacity) {
+    throw UserError("kv_len", fmt::format("kv_len {} is past the pages: each row of the block table holds {} pages of "
+                                          "{} tokens ({} keys)", p.kvLen, c.pages->maxPages(), p.pageSize, p.kvCapacity));
+  }
   if (p.kvLen == 0 || p.kvLen > p.kvCapacity) {
     throw UserError("kv_len", fmt::format("kv_len {} must be in 1..capacity {}", p.kvLen, p.kvCapacity));
   }
@@ -218,6 +229,13 @@ AttentionProblem describeCall(const AttentionCall& c) {
     if (!m) throw UserError("modifiers", "a modifier is null");
     m->validate(mc);
   }
+  if (c.pages) {
+    // Every page a sequence's keys live in must be in the pool; pages past them are never read.
+    const ModifierChain chain{p.modifiers};
+    std::vector<std::uint32_t> first(p.batch, 0), end(p.batch);
+    for (std::uint32_t b = 0; b < p.batch; ++b) end[b] = chain.kvLength(b, p.kvLen);
+    requirePagesCover(*c.pages, {kv.batch, p.pageSize}, first, end, false);
+  }
   return p;
 }
 
@@ -227,9 +245,10 @@ void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v) {
   args.set("v_stride_b", vv.batchStride).set("v_stride_h", vv.headStride).set("v_stride_s", vv.rowStride);
 }
 
-void bindCaches(Arguments& args, const Tensor& k, const Tensor& v) {
+void bindCaches(Arguments& args, const Tensor& k, const Tensor& v, const PagedKv* pages) {
   args.bind("k_cache", k).bind("v_cache", v);
   setCacheStrides(args, k, v);
+  if (pages) args.bind("block_table", pages->blockTable).set("block_table_stride", pages->rowStride());
   if (!k.scales || !v.scales) return;
   const CacheView kv = cacheView(k, "k"), vv = cacheView(v, "v");
   args.bind("k_scales", *k.scales).bind("v_scales", *v.scales);

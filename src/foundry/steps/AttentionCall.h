@@ -7,6 +7,7 @@
 #include "foundry/Dispatcher.h"
 #include "foundry/Tensor.h"
 #include "foundry/steps/AttentionProblem.h"
+#include "foundry/steps/PagedKv.h"
 
 namespace foundry {
 
@@ -46,6 +47,9 @@ struct AttentionCall {
   /// modified scores (a sink included), -inf for a row whose softmax denominator is 0. What MergeStep
   /// weighs partial results by.
   std::optional<Tensor> lse;
+  /// When set, k and v are pools of pages and sequence b's keys are found through the block table
+  /// (steps/PagedKv.h); kvLen and per-sequence lengths count keys as without pages.
+  std::optional<PagedKv> pages;
 };
 
 /// Checks what every attention kernel needs of a 4-d tensor: dimensions below 2^32, contiguous in the
@@ -60,9 +64,9 @@ AttentionProblem describeCall(const AttentionCall& call);
 
 /// Sets the cache stride push constants every attention kernel declares.
 void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v);
-/// Binds the caches (and an int8 cache's scales) for a kernel with a KvAccessStage, and sets their
-/// strides (the scales' too).
-void bindCaches(Arguments& args, const Tensor& k, const Tensor& v);
+/// Binds the caches (and an int8 cache's scales, and a paged cache's block table) for a kernel with a
+/// KvAccessStage, and sets their strides (the scales' and the table's too).
+void bindCaches(Arguments& args, const Tensor& k, const Tensor& v, const PagedKv* pages = nullptr);
 /// Sets the shape and stride push constants every attention kernel declares.
 void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& call);
 

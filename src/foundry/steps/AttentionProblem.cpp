@@ -97,9 +97,10 @@ std::string AttentionProblem::describe() const {
   if (qType() != dtype || oType() != dtype) {
     types = fmt::format("q {} kv {} o {}", dtypeName(qType()), dtypeName(dtype), dtypeName(oType()));
   }
-  return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={} D={}{} {} q:{} o:{}{}{}{}", batch, nHeads,
-                     nKvHeads, qLen, kvLen, kvCapacity, headDim, values, types, layoutName(qLayout),
-                     layoutName(oLayout), causal ? " causal" : "", lse ? " +lse" : "", mods);
+  return fmt::format("B={} Hq={} Hkv={} q_len={} kv_len={} capacity={}{} D={}{} {} q:{} o:{}{}{}{}", batch, nHeads,
+                     nKvHeads, qLen, kvLen, kvCapacity, pageSize ? fmt::format(" (pages of {})", pageSize) : "",
+                     headDim, values, types, layoutName(qLayout), layoutName(oLayout), causal ? " causal" : "",
+                     lse ? " +lse" : "", mods);
 }
 
 std::vector<std::int64_t> AttentionProblem::lseDims() const { return {batch, nHeads, qLen}; }

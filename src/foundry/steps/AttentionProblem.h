@@ -81,6 +81,9 @@ struct AttentionProblem {
   /// are n_kv_heads * head_dim apart): the widest loads the kernels may use.
   std::uint32_t kvAlign = 8;
   std::uint32_t qAlign = 8;      ///< the same for q's strides
+  /// Paged caches (steps/PagedKv.h): rows per page, keys reached through a block table; 0: the
+  /// caches hold each sequence's rows in place. kvCapacity is then max_pages * pageSize.
+  std::uint32_t pageSize = 0;
 
   std::uint32_t group() const { return nKvHeads ? nHeads / nKvHeads : 0; }
   std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }

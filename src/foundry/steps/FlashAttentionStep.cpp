@@ -167,11 +167,17 @@ std::string PreparedAttention::ropeKey(const AttentionCall& call, std::uint32_t 
   return fmt::format("rope r{} {}", r.dims(headDim), ropePairingName(r.pairing));
 }
 
+std::string PreparedAttention::kernelsKey(const AttentionPlan& plan) {
+  return plan.decode ? "decode_" + plan.decodeVariant.key() : "prefill_" + plan.prefillVariant.key();
+}
+
 std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::string& rope) {
-  std::string key = fmt::format("q {} kv {} o {} {} {} B{} Hq{} Hkv{} q{} kv{}/{} D{} Dv{} row{} align{}/{} causal{} scale{}",
-                                dtypeName(p.qType()), dtypeName(p.dtype), dtypeName(p.oType()), layoutName(p.qLayout),
-                                layoutName(p.oLayout), p.batch, p.nHeads, p.nKvHeads, p.qLen, p.kvLen, p.kvCapacity,
-                                p.headDim, p.vDim(), p.vRow(), p.kvAlign, p.qAlign, p.causal, p.scale);
+  // Not the KV length: a plan is fitted to each call's (Selector::fit).
+  std::string key = fmt::format("q {} kv {} o {} {} {} B{} Hq{} Hkv{} q{} capacity{} D{} Dv{} row{} align{}/{} causal{} "
+                                "scale{} pages{}", dtypeName(p.qType()), dtypeName(p.dtype), dtypeName(p.oType()),
+                                layoutName(p.qLayout), layoutName(p.oLayout), p.batch, p.nHeads, p.nKvHeads, p.qLen,
+                                p.kvCapacity, p.headDim, p.vDim(), p.vRow(), p.kvAlign, p.qAlign, p.causal, p.scale,
+                                p.pageSize);
   if (!rope.empty()) key += " " + rope;
   // The modifier objects themselves: the Selector sizes Split-K by their key ranges, which their values
   // (a window's width, a prefix's length) decide.
@@ -182,7 +188,8 @@ std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::st
 std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const AttentionCall& call) {
   auto prepared = std::make_shared<PreparedAttention>();
   prepared->problem = validate(call);
-  prepared->plan = Selector::plan(prepared->problem, device_, options_);
+  prepared->variant = Selector::variant(prepared->problem, device_, options_);
+  prepared->plan = Selector::fit(prepared->variant, prepared->problem, device_, options_);
   prepared->rope = PreparedAttention::ropeKey(call, prepared->problem.headDim);
   prepared->kernels = buildKernels(prepared->problem, prepared->plan, call.rope.has_value(),
                                    call.rope ? &call.rope->spec : nullptr);
@@ -200,12 +207,19 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
                                         "(FlashAttentionStep::prepare)", got, want));
   }
   StepRecord record;
-  record.plan = prepared.plan;
+  // The prepared plan fitted to this call's KV length; where the length takes other kernels (a split,
+  // wider loads), they are built once (the step's kernel map) and recorded instead.
+  record.plan = p.kvLen == prepared.problem.kvLen ? prepared.plan : Selector::fit(prepared.variant, p, device_, options_);
   const AttentionPlan& plan = record.plan;
+  std::vector<PreparedKernel> refitted;
+  if (PreparedAttention::kernelsKey(plan) != PreparedAttention::kernelsKey(prepared.plan)) {
+    refitted = buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr);
+  }
+  const auto& kernels = refitted.empty() ? prepared.kernels : refitted;
   // The call's own modifiers (their tensors and values), taken as the prepared kernels take theirs.
   const Modifiers mods = p.activeModifiers();
   std::vector<KernelModifiers> km;
-  for (const auto& k : prepared.kernels) {
+  for (const auto& k : kernels) {
     km.push_back(modifiersFor(mods, k.points, device_));
     FOUNDRY_CHECK_INTERNAL(km.back().key == k.modifiers.key, "modifiers of equal keys gave kernels different keys");
   }
@@ -218,10 +232,9 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   for (auto& name : recordModifierPasses(ctx, km[0], mcall, plan.tile, cached, device_, snippets_)) {
     record.kernels.push_back(std::move(name));
   }
-  const auto& kernels = prepared.kernels;
   Arguments args;
   setShapeArguments(args, p, call);
-  bindCaches(args, call.k, call.v);
+  bindCaches(args, call.k, call.v, call.pages ? &*call.pages : nullptr);
   args.set("qk_scale", static_cast<float>(p.softmaxScale() * std::numbers::log2e)).set("kv_chunk", plan.kvChunk);
   km[0].bind(args, mcall, ctx.workspace, plan.tile);
   const bool split = plan.splits > 1;

@@ -40,14 +40,17 @@ struct PreparedKernel {
 /// again.
 struct PreparedAttention {
   AttentionProblem problem;
-  AttentionPlan plan;
+  AttentionPlan variant;  ///< Selector::variant: what holds for every KV length of these shapes
+  AttentionPlan plan;     ///< the variant fitted to the prepared call's KV length
   std::string rope;  ///< the fused RoPE the kernels were built with ("" for none)
   std::vector<PreparedKernel> kernels;  ///< the attention kernel, then the Split-K reduce if any
 
   std::vector<std::string> kernelNames() const;
-  /// What a call must share with this plan to be recorded with it: every shape, dtype, layout, mask,
-  /// scale and fused RoPE, and the modifier objects.
+  /// What a call must share with this plan to be recorded with it: every shape (the cache's capacity,
+  /// not the KV length), dtype, layout, mask, scale and fused RoPE, and the modifier objects.
   static std::string shapeKey(const AttentionProblem& problem, const std::string& rope);
+  /// The attention kernel (and with it the Split-K reduce) a plan records.
+  static std::string kernelsKey(const AttentionPlan& plan);
   /// What of a fused RoPE changes the kernels: its rotary dims and pairing ("" without RoPE).
   static std::string ropeKey(const AttentionCall& call, std::uint32_t headDim);
 };
@@ -66,7 +69,9 @@ class FlashAttentionStep {
   /// reduce included): all of run() but the recording.
   std::shared_ptr<const PreparedAttention> prepare(const AttentionCall& call);
   /// Records a call with a prepared plan. The call is validated (its tensors against each other) and
-  /// must have the prepared call's shapeKey(); otherwise a UserError names both.
+  /// must have the prepared call's shapeKey(); otherwise a UserError names both. Its KV length may
+  /// differ: the prepared variant is fitted to it (Selector::fit), and a length that takes other
+  /// kernels (a Split-K part, wider loads) builds them once.
   StepRecord run(StepContext& ctx, const PreparedAttention& prepared, const AttentionCall& call);
 
   /// The kernels this step would build for a call, without recording (foundry kernels --dump).

@@ -36,7 +36,8 @@ class FusedAttention {
 
   /// Plans the call's shapes, once: checks the call (a UserError or UnsupportedError names the field),
   /// asks the Selector, builds every kernel and creates its pipeline, so running it compiles nothing.
-  /// A later call of the same shapes (PreparedAttention::shapeKey) gets the same plan.
+  /// A later call of the same shapes (PreparedAttention::shapeKey; any KV length) gets the same plan,
+  /// fitted to its length when it runs (a length that takes other kernels builds them once).
   const PreparedAttention& plan(const AttentionCall& call);
   /// Records the call's dispatches into `dispatcher` (planning its shapes first if they are new), for a
   /// program that submits several steps together.

@@ -106,7 +106,8 @@ KvAppendStep::KvAppendStep(const DeviceInfo& device, std::shared_ptr<const Snipp
     : device_(device), snippets_(std::move(snippets)) {}
 
 void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache,
-                       const Tensor& vCache, std::uint32_t cachePos, const std::optional<Rope>& rope) {
+                       const Tensor& vCache, std::uint32_t cachePos, const std::optional<Rope>& rope,
+                       const PagedKv* pages) {
   const Rows k = rowsOf(kNew, "k_new");
   const Rows v = rowsOf(vNew, "v_new");
   if (k.batch != v.batch || k.heads != v.heads || k.tokens != v.tokens || k.dim != v.dim || k.sb != v.sb ||
@@ -115,10 +116,11 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
                                          vNew.shapeString()));
   }
   CacheView views[2];
-  for (const Tensor* c : {&kCache, &vCache}) {
-    const char* role = c == &kCache ? "k_cache" : "v_cache";
-    const CacheView cv = views[c == &vCache] = cacheView(*c, role);
-    if (cv.batch != k.batch || cv.heads != k.heads || cv.dim != k.dim || cv.rowStride < k.dim) {
+  for (std::size_t i = 0; i < 2; ++i) {  // by index: k and v may be one tensor
+    const Tensor* c = i ? &vCache : &kCache;
+    const char* role = i ? "v_cache" : "k_cache";
+    const CacheView cv = views[i] = cacheView(*c, role);
+    if ((!pages && cv.batch != k.batch) || cv.heads != k.heads || cv.dim != k.dim || cv.rowStride < k.dim) {
       throw UserError(role, fmt::format("'{}' is {}; expected a kv-cache [{}, {}, capacity, {}] (or token-major [{}, "
                                         "capacity, {}, {}]) whose rows do not overlap", c->name, c->shapeString(),
                                         k.batch, k.heads, k.dim, k.batch, k.heads, k.dim));
@@ -133,16 +135,26 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
   }
   requireStorage(kNew.dtype, device_, "k_new");
   requireStorage(kCache.dtype, device_, "k_cache");
-  if (std::uint64_t(cachePos) + k.tokens > views[0].capacity) {
+  if (pages) {
+    if (views[1].batch != views[0].batch || views[1].capacity != views[0].capacity) {
+      throw UserError("v_cache", fmt::format("the pools differ: '{}' is {} but '{}' is {}", kCache.name,
+                                             kCache.shapeString(), vCache.name, vCache.shapeString()));
+    }
+    const PagePool pool{views[0].batch, views[0].capacity};
+    requireBlockTable(*pages, k.batch, pool, kCache.dtype);
+    requirePagesCover(*pages, pool, std::vector<std::uint32_t>(k.batch, cachePos),
+                      std::vector<std::uint32_t>(k.batch, cachePos + k.tokens), true);
+  } else if (std::uint64_t(cachePos) + k.tokens > views[0].capacity) {
     throw UserError("kv_len", fmt::format("appending {} tokens at row {} overruns the cache capacity {}", k.tokens,
                                           cachePos, views[0].capacity));
   }
   if (rope) checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
   const KernelSource& kernel =
-      kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt, kCache.dtype);
+      kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt, kCache.dtype,
+                pages ? views[0].capacity : 0);
   Arguments a;
   a.bind("k_new", kNew).bind("v_new", vNew);
-  bindCaches(a, kCache, vCache);
+  bindCaches(a, kCache, vCache, pages);
   a.set("new_stride_b", k.sb).set("new_stride_h", k.sh).set("new_stride_s", k.ss);
   a.set("cache_pos0", cachePos);
   if (rope) {
@@ -160,10 +172,10 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
 }
 
 const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope,
-                                            std::optional<DType> cacheFormat) {
+                                            std::optional<DType> cacheFormat, std::uint32_t pageSize) {
   std::optional<RopeStageParams> rp;
   if (rope) rp = paramsFor(*rope, headDim, dtype);
-  const KvAccess access{cacheFormat.value_or(dtype), 1, true};
+  const KvAccess access{cacheFormat.value_or(dtype), 1, true, pageSize};
   const bool quant = quantized(access.format);
   const std::string key = (quant ? KvQuantAppendStage(headDim, dtype, rp).key() : KvAppendStage(headDim, dtype, rp).key()) +
                           "_" + access.key();

@@ -11,6 +11,7 @@
 #include "foundry/KernelSource.h"
 #include "foundry/SnippetLibrary.h"
 #include "foundry/steps/AttentionProblem.h"
+#include "foundry/steps/PagedKv.h"
 #include "foundry/steps/StepContext.h"
 
 namespace foundry {
@@ -46,13 +47,15 @@ class KvAppendStep {
     std::uint32_t pos0 = 0;
   };
   /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major; caches kv-cache [B, Hkv,
-  /// capacity, D] or token-major [B, capacity, Hkv, D], k and v in one format (f16, bf16, f32), which
-  /// may differ from the new rows'.
+  /// capacity, D] or token-major [B, capacity, Hkv, D], k and v in one format (f16, bf16, f32, int8,
+  /// q8_0), which may differ from the new rows'. With `pages`, the caches are pools of pages and
+  /// sequence b's rows go to the pages its row of the block table names (each sequence its own pages).
   void run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,
-           std::uint32_t cachePos, const std::optional<Rope>& rope);
-  /// The kernel for new rows of `dtype` into a cache of `cacheFormat` (default: the same).
+           std::uint32_t cachePos, const std::optional<Rope>& rope, const PagedKv* pages = nullptr);
+  /// The kernel for new rows of `dtype` into a cache of `cacheFormat` (default: the same), paged when
+  /// `pageSize` is not 0.
   const KernelSource& kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope,
-                                std::optional<DType> cacheFormat = std::nullopt);
+                                std::optional<DType> cacheFormat = std::nullopt, std::uint32_t pageSize = 0);
 
  private:
   const DeviceInfo& device_;

@@ -54,14 +54,15 @@ const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProb
   k.scoresMods = modifiersFor(mods, ReferenceScoresStage::hookPoints(), device_);
   k.softmaxMods = modifiersFor(mods, ReferenceSoftmaxStage::hookPoints(), device_);
   k.pvMods = modifiersFor(mods, ReferencePvStage::hookPoints(), device_);
-  const std::string key = fmt::format("{}_{}_{}_{}_{}{}{}{}", p.headDim, p.vDim(), dtypeName(p.qType()), dtypeName(p.dtype),
-                                      dtypeName(p.oType()), k.scoresMods.key, k.softmaxMods.key, k.pvMods.key);
+  const KvAccess access{p.dtype, 1, false, p.pageSize};
+  const std::string key = fmt::format("{}_{}_{}_{}_{}{}{}{}{}", p.headDim, p.vDim(), dtypeName(p.qType()), dtypeName(p.dtype),
+                                      dtypeName(p.oType()), access.key(), k.scoresMods.key, k.softmaxMods.key, k.pvMods.key);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   auto build = [&](const KernelModifiers& m, StagePtr stage, bool readsCache = true) {
     KernelBuilder b(device_, snippets_);
     b.workgroup(params.workgroup);
-    if (readsCache) b.emplace<KvAccessStage>(KvAccess{p.dtype, 1, false});
+    if (readsCache) b.emplace<KvAccessStage>(access);
     m.addTo(b);
     return std::make_shared<const KernelSource>(b.add(std::move(stage)).build());
   };
@@ -86,7 +87,7 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   setShapeArguments(base, p, call);
   Arguments a = base;
   a.bind("q", call.q).bind("scores", scores);
-  bindCaches(a, call.k, call.v);
+  bindCaches(a, call.k, call.v, call.pages ? &*call.pages : nullptr);
   a.set("scale", p.softmaxScale());
   k.scoresMods.bind(a, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.scores, a, {(p.kvLen + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
@@ -96,7 +97,7 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   ctx.dispatcher.dispatch(*k.softmax, s, {p.qLen, p.nHeads, p.batch});
   Arguments v = base;
   v.bind("scores", scores).bind("o", call.o);
-  bindCaches(v, call.k, call.v);
+  bindCaches(v, call.k, call.v, call.pages ? &*call.pages : nullptr);
   k.pvMods.bind(v, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.pv, v, {(p.vDim() + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   StepRecord r;

@@ -39,7 +39,7 @@ void revise(std::vector<Decision>& why, const std::string& what, std::string val
   }
 }
 
-AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
+AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
   AttentionPlan plan;
   plan.decode = true;
   auto& v = plan.decodeVariant;
@@ -52,6 +52,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   if (p.qType() != p.dtype) v.queryType = p.qType();
   if (p.oType() != p.dtype) v.outputType = p.oType();
   v.strideAlign = p.kvAlign;
+  v.pageSize = p.pageSize;
   v.heads = Selector::decodeHeadsPerWorkgroup(p.group());
   why.push_back({"heads per workgroup", std::to_string(v.heads),
                  fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads", p.group(),
@@ -214,6 +215,16 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
                                 device.maxSharedMemoryBytes, halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
   }
 
+  return plan;
+}
+
+AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p, const DeviceInfo& device,
+                        const AttentionOptions& o) {
+  AttentionPlan plan = variant;
+  auto& v = plan.decodeVariant;
+  auto& why = plan.decisions;
+  const std::uint32_t sg = device.subgroupSize;
+  const Tuning tune = tuningFor(device, p.headDim, p.dtype);
   // Split-K: enough workgroups to fill the device, but no split shorter than a few steps of keys. The
   // splits divide the keys the query can see (a window's, not the whole cache).
   const std::uint32_t base = p.batch * (p.nHeads / v.heads);
@@ -275,7 +286,7 @@ AttentionPlan planDecode(const AttentionProblem& p, const DeviceInfo& device, co
   return plan;
 }
 
-AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
+AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device, const AttentionOptions& o) {
   if (!p.plainValues()) {
     throw UnsupportedError(fmt::format("prefill takes V rows like K's (value_dim {} packed); this call has value_dim {} "
                                        "in rows of {}: the decode kernels (q_len 1) and SdpaReferenceStep take it",
@@ -292,19 +303,11 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
   if (p.qType() != p.dtype) v.queryType = p.qType();
   if (p.oType() != p.dtype) v.outputType = p.oType();
   v.strideAlign = std::min(p.kvAlign, p.qAlign);
+  v.pageSize = p.pageSize;
   // Under a causal mask the last query tiles see the most keys: they go first, the short ones fill
   // the tail of the grid. With heads varying fastest, the longest tiles of all heads go first; but
   // then every KV head is read at once, which pays only while they stay in the cache together.
   v.longestFirst = p.causal;
-  const std::uint64_t kvKiB =
-      storageBytes(p.dtype, std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim())) / 1024;
-  v.headsFirst = o.faPrefillHeadsFirst == Force::Auto ? kvKiB <= tune.prefillHeadsFirstKiB
-                                                      : o.faPrefillHeadsFirst == Force::On;
-  why.push_back({"grid order", v.headsFirst ? "heads first" : "each head's tiles in turn",
-                 o.faPrefillHeadsFirst != Force::Auto
-                     ? std::string("FOUNDRY_FA_PREFILL_HEADS_FIRST")
-                     : fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
-                                   tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
   v.halfTiles = device.fp16Arithmetic;
 
   // Why the cooperative-matrix variant cannot take this call, or empty.
@@ -446,9 +449,28 @@ AttentionPlan planPrefill(const AttentionProblem& p, const DeviceInfo& device, c
                              o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "", v.sharedBytes(sg),
                              device.maxSharedMemoryBytes)});
 
+  plan.tile = {v.rowsPerWorkgroup(), v.keysPerTile};
+  return plan;
+}
+
+AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p, const DeviceInfo& device,
+                         const AttentionOptions& o) {
+  AttentionPlan plan = variant;
+  auto& v = plan.prefillVariant;
+  auto& why = plan.decisions;
+  const std::uint32_t sg = device.subgroupSize;
+  const Tuning tune = tuningFor(device, p.headDim, p.dtype);
+  const std::uint64_t kvKiB =
+      storageBytes(p.dtype, std::uint64_t(p.nKvHeads) * p.kvLen * (p.headDim + p.vDim())) / 1024;
+  v.headsFirst = o.faPrefillHeadsFirst == Force::Auto ? kvKiB <= tune.prefillHeadsFirstKiB
+                                                      : o.faPrefillHeadsFirst == Force::On;
+  why.push_back({"grid order", v.headsFirst ? "heads first" : "each head's tiles in turn",
+                 o.faPrefillHeadsFirst != Force::Auto
+                     ? std::string("FOUNDRY_FA_PREFILL_HEADS_FIRST")
+                     : fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
+                                   tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
   const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
   const std::uint32_t base = qTiles * p.nHeads * p.batch;
-  plan.tile = {v.rowsPerWorkgroup(), v.keysPerTile};
   const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, v.rowsPerWorkgroup(), v.keysPerTile);
   std::uint32_t wanted = 1;
   std::string reason;
@@ -523,7 +545,19 @@ void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_
 }
 
 AttentionPlan Selector::plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options) {
-  return problem.decode() ? planDecode(problem, device, options) : planPrefill(problem, device, options);
+  return fit(variant(problem, device, options), problem, device, options);
+}
+
+AttentionPlan Selector::variant(const AttentionProblem& problem, const DeviceInfo& device,
+                                const AttentionOptions& options) {
+  return problem.decode() ? decodeChoices(problem, device, options) : prefillChoices(problem, device, options);
+}
+
+AttentionPlan Selector::fit(const AttentionPlan& variant, const AttentionProblem& problem, const DeviceInfo& device,
+                            const AttentionOptions& options) {
+  FOUNDRY_CHECK_INTERNAL(variant.decode == problem.decode(), "a {} plan fitted to a {} call",
+                         variant.decode ? "decode" : "prefill", problem.decode() ? "decode" : "prefill");
+  return problem.decode() ? fitDecode(variant, problem, device, options) : fitPrefill(variant, problem, device, options);
 }
 
 }  // namespace foundry

@@ -45,7 +45,17 @@ struct AttentionPlan {
 
 class Selector {
  public:
+  /// variant() then fit(): the whole plan for one call.
   static AttentionPlan plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options);
+  /// The choices that hold for every KV length of the problem's shapes: the kernel variant's layout
+  /// of lanes, loads, subgroups, tiles and partials. Split-K, the grid and the KV-length-dependent
+  /// choices (wider loads for long ranges, the prefill grid's order) are fit()'s.
+  static AttentionPlan variant(const AttentionProblem& problem, const DeviceInfo& device,
+                               const AttentionOptions& options);
+  /// `variant` (from variant() for the same shapes) fitted to the problem's KV length: the splits and
+  /// their chunk, the grid, and the choices that follow the length.
+  static AttentionPlan fit(const AttentionPlan& variant, const AttentionProblem& problem, const DeviceInfo& device,
+                           const AttentionOptions& options);
 
   /// Query heads one decode workgroup serves: the largest divisor of the GQA group up to 8.
   static std::uint32_t decodeHeadsPerWorkgroup(std::uint32_t group);
