@@ -250,37 +250,6 @@ std::vector<float> randomValues(std::size_t n, std::uint32_t seed, DType dtype) 
   return decodeElements(encodeElements(v, dtype), dtype);
 }
 
-// Where the device cache holds row s of KV head h of sequence b, in rows: [B, Hkv, S] in place or
-// [B, S, Hkv] token-major; paged, in the pool page the block table names.
-struct CacheRows {
-  std::uint32_t heads = 0, capacity = 0, pageSize = 0, maxPages = 0;
-  bool tokenMajor = false;
-  std::vector<std::uint32_t> table;
-
-  std::size_t row(std::uint32_t b, std::uint32_t h, std::uint32_t s) const {
-    const std::size_t seq = pageSize ? table[std::size_t(b) * maxPages + s / pageSize] : b;
-    const std::size_t slot = pageSize ? s % pageSize : s, rows = pageSize ? pageSize : capacity;
-    return tokenMajor ? (seq * rows + slot) * heads + h : (seq * heads + h) * rows + slot;
-  }
-  /// Head-major host values [B, H, S, D] as the device holds them.
-  std::vector<float> toDevice(const std::vector<float>& x, std::uint32_t d, std::size_t deviceRows) const {
-    std::vector<float> out(deviceRows * d, 0.0f);
-    for (std::size_t i = 0; i < x.size() / d; ++i) {
-      const auto b = static_cast<std::uint32_t>(i / (std::size_t(heads) * capacity));
-      std::copy_n(x.begin() + i * d, d, out.begin() + row(b, i / capacity % heads, i % capacity) * d);
-    }
-    return out;
-  }
-  std::vector<float> fromDevice(const std::vector<float>& x, std::uint32_t d, std::size_t hostRows) const {
-    std::vector<float> out(hostRows * d);
-    for (std::size_t i = 0; i < hostRows; ++i) {
-      const auto b = static_cast<std::uint32_t>(i / (std::size_t(heads) * capacity));
-      std::copy_n(x.begin() + row(b, i / capacity % heads, i % capacity) * d, d, out.begin() + i * d);
-    }
-    return out;
-  }
-};
-
 }  // namespace
 
 Prepared Runner::prepare(const Shape& s) {
@@ -323,7 +292,7 @@ Prepared Runner::prepare(const Shape& s) {
   pr.q = randomValues(std::size_t(p.batch) * p.nHeads * p.qLen * p.headDim, 11, s.dtype());
   pr.k = randomValues(std::size_t(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim, 12, rounding);
   pr.v = randomValues(pr.k.size(), 13, rounding);
-  CacheRows rows{p.nKvHeads, p.kvCapacity, s.pageSize(), 0, s.kvTokenMajor(), {}};
+  PackedCacheRows rows{p.nKvHeads, p.kvCapacity, s.kvTokenMajor(), s.pageSize(), 0, {}};
   std::uint32_t seqs = p.batch;
   if (rows.pageSize) {
     rows.maxPages = (p.kvCapacity + rows.pageSize - 1) / rows.pageSize;
@@ -338,8 +307,8 @@ Prepared Runner::prepare(const Shape& s) {
                                                   : std::vector<std::int64_t>{seqs, p.nKvHeads, perSeq, p.headDim};
   const Layout cacheLayout = rows.tokenMajor ? Layout::TokenMajor : Layout::KvCache;
   const std::size_t deviceRows = std::size_t(seqs) * p.nKvHeads * perSeq, hostRows = pr.k.size() / p.headDim;
-  const std::vector<float> kUp = rows.toDevice(pr.k, p.headDim, deviceRows);
-  const std::vector<float> vUp = rows.toDevice(pr.v, p.headDim, deviceRows);
+  const std::vector<float> kUp = rows.toDevice(pr.k, p.headDim, deviceRows, 0.0f);
+  const std::vector<float> vUp = rows.toDevice(pr.v, p.headDim, deviceRows, 0.0f);
   Tensor table;
   if (rows.pageSize) {
     table = rt_.allocate("block_table", DType::U32, {p.batch, rows.maxPages});

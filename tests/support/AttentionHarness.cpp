@@ -227,44 +227,29 @@ std::vector<float> rounded(std::vector<float> x, DType dtype) {
   return quantized(dtype) ? x : decodeElements(encodeElements(x, dtype), dtype);
 }
 
-// Where the device cache holds row s of KV head h of sequence b, in rows: [B, Hkv, capacity] in place
-// or [B, capacity, Hkv] token-major; paged, in pages of the pool, sequence b's page i at pool page
-// pages - 1 - (b * maxPages + i) (the pages in reverse order), page 0 spare (all NaN).
+// The case's device cache: [B, Hkv, capacity] in place or [B, capacity, Hkv] token-major; paged, each
+// sequence's page i at pool page pages - 1 - (b * maxPages + i) (the pages in reverse order), page 0
+// spare (all NaN).
 struct CacheGeometry {
-  explicit CacheGeometry(const AttentionCase& kase) : c(kase), p(kase.problem()) {
+  explicit CacheGeometry(const AttentionCase& c) : p(c.problem()) {
+    rows = {p.nKvHeads, p.kvCapacity, c.tokenMajorCache, c.pageSize, 0, {}};
     if (!c.pageSize) return;
-    maxPages = (p.kvCapacity + c.pageSize - 1) / c.pageSize;
-    pages = p.batch * maxPages + 1;
-    for (std::uint32_t i = 0; i < p.batch * maxPages; ++i) table.push_back(pages - 1 - i);
+    rows.maxPages = (p.kvCapacity + c.pageSize - 1) / c.pageSize;
+    pages = p.batch * rows.maxPages + 1;
+    for (std::uint32_t i = 0; i < p.batch * rows.maxPages; ++i) rows.table.push_back(pages - 1 - i);
   }
   std::vector<std::int64_t> dims(std::uint32_t dim) const {
-    const std::int64_t seqs = c.pageSize ? pages : p.batch, rowsPer = c.pageSize ? c.pageSize : p.kvCapacity;
-    if (c.tokenMajorCache) return {seqs, rowsPer, p.nKvHeads, dim};
+    const std::int64_t seqs = rows.pageSize ? pages : p.batch, rowsPer = rows.pageSize ? rows.pageSize : p.kvCapacity;
+    if (rows.tokenMajor) return {seqs, rowsPer, p.nKvHeads, dim};
     return {seqs, p.nKvHeads, rowsPer, dim};
   }
-  std::size_t rows() const {
-    return c.pageSize ? std::size_t(pages) * p.nKvHeads * c.pageSize : std::size_t(p.batch) * p.nKvHeads * p.kvCapacity;
+  std::size_t deviceRows() const {
+    return rows.pageSize ? std::size_t(pages) * p.nKvHeads * rows.pageSize : std::size_t(p.batch) * p.nKvHeads * p.kvCapacity;
   }
-  /// f(host row, device row) for every row of the host arrays.
-  template <typename F>
-  void forEachRow(F f) const {
-    const std::uint32_t rowsPer = c.pageSize ? c.pageSize : p.kvCapacity;
-    for (std::uint32_t b = 0; b < p.batch; ++b) {
-      for (std::uint32_t h = 0; h < p.nKvHeads; ++h) {
-        for (std::uint32_t s = 0; s < p.kvCapacity; ++s) {
-          const std::size_t seq = c.pageSize ? table[std::size_t(b) * maxPages + s / c.pageSize] : b;
-          const std::size_t slot = c.pageSize ? s % c.pageSize : s;
-          const std::size_t device = c.tokenMajorCache ? (seq * rowsPer + slot) * p.nKvHeads + h
-                                                       : (seq * p.nKvHeads + h) * rowsPer + slot;
-          f((std::size_t(b) * p.nKvHeads + h) * p.kvCapacity + s, device);
-        }
-      }
-    }
-  }
-  const AttentionCase& c;
+  std::size_t hostRows() const { return std::size_t(p.batch) * p.nKvHeads * p.kvCapacity; }
   AttentionProblem p;
-  std::uint32_t maxPages = 0, pages = 0;
-  std::vector<std::uint32_t> table;
+  PackedCacheRows rows;
+  std::uint32_t pages = 0;
 };
 
 Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
@@ -303,11 +288,7 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
   // case's layout (and pages).
   auto toDevice = [&](const char* name, const std::vector<float>& x, std::uint32_t dim) {
     const Tensor t = rt.allocate(name, c.dtype, g.dims(dim), c.tokenMajorCache ? Layout::TokenMajor : Layout::KvCache);
-    std::vector<float> moved(g.rows() * dim, std::numeric_limits<float>::quiet_NaN());
-    g.forEachRow([&](std::size_t host, std::size_t device) {
-      std::copy_n(x.begin() + host * dim, dim, moved.begin() + device * dim);
-    });
-    rt.upload(t, moved);
+    rt.upload(t, g.rows.toDevice(x, dim, g.deviceRows(), std::numeric_limits<float>::quiet_NaN()));
     return t;
   };
   in.call.k = toDevice("k_cache", in.k, p.headDim);
@@ -323,19 +304,16 @@ Inputs makeInputs(Runtime& rt, const AttentionCase& c) {
     in.call.v = toDevice("v_cache", in.v, p.vDim());
   }
   if (c.pageSize) {
-    const Tensor table = rt.allocate("block_table", DType::U32, {p.batch, g.maxPages});
-    rt.upload(table, std::span<const std::uint32_t>(g.table));
-    in.call.pages = PagedKv{table, g.table};
+    const Tensor table = rt.allocate("block_table", DType::U32, {p.batch, g.rows.maxPages});
+    rt.upload(table, std::span<const std::uint32_t>(g.rows.table));
+    in.call.pages = PagedKv{table, g.rows.table};
   }
   if (quantized(c.dtype)) {
     // What the kernels see is the dequantized cache: the reference's inputs. The values before
     // quantization stay for the bound against them.
     in.kExact = in.k, in.vExact = in.v;
     auto readBack = [&](const Tensor& t, std::vector<float>& x, std::uint32_t dim) {
-      const std::vector<float> got = rt.download(t);
-      g.forEachRow([&](std::size_t host, std::size_t device) {
-        std::copy_n(got.begin() + device * dim, dim, x.begin() + host * dim);
-      });
+      x = g.rows.fromDevice(rt.download(t), dim, g.hostRows());
     };
     readBack(in.call.k, in.k, p.headDim);
     if (c.valuesInKeys) {

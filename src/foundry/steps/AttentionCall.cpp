@@ -257,6 +257,10 @@ void bindCaches(Arguments& args, const Tensor& k, const Tensor& v, const PagedKv
   args.set("v_scale_stride_h", vv.scaleHeadStride).set("v_scale_stride_s", vv.scaleBlockStride);
 }
 
+void bindCaches(Arguments& args, const AttentionCall& call) {
+  bindCaches(args, call.k, call.v, call.pages ? &*call.pages : nullptr);
+}
+
 void setShapeArguments(Arguments& args, const AttentionProblem& p, const AttentionCall& c) {
   const auto qs = qStrides(c.q), os = qStrides(c.o);
   args.set("n_heads", p.nHeads).set("n_kv_heads", p.nKvHeads).set("q_len", p.qLen).set("kv_len", p.kvLen);

@@ -234,7 +234,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   }
   Arguments args;
   setShapeArguments(args, p, call);
-  bindCaches(args, call.k, call.v, call.pages ? &*call.pages : nullptr);
+  bindCaches(args, call);
   args.set("qk_scale", static_cast<float>(p.softmaxScale() * std::numbers::log2e)).set("kv_chunk", plan.kvChunk);
   km[0].bind(args, mcall, ctx.workspace, plan.tile);
   const bool split = plan.splits > 1;

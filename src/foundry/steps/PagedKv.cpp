@@ -1,5 +1,6 @@
 #include "foundry/steps/PagedKv.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -62,6 +63,33 @@ void requirePagesCover(const PagedKv& pages, const PagePool& pool, const std::ve
       }
     }
   }
+}
+
+std::size_t PackedCacheRows::row(std::uint32_t b, std::uint32_t h, std::uint32_t s) const {
+  const std::size_t seq = pageSize ? table.at(std::size_t(b) * maxPages + s / pageSize) : b;
+  const std::size_t slot = pageSize ? s % pageSize : s, rows = pageSize ? pageSize : capacity;
+  return tokenMajor ? (seq * rows + slot) * heads + h : (seq * heads + h) * rows + slot;
+}
+
+std::vector<float> PackedCacheRows::toDevice(const std::vector<float>& x, std::uint32_t d, std::size_t deviceRows,
+                                             float fill) const {
+  std::vector<float> out(deviceRows * d, fill);
+  for (std::size_t i = 0; i < x.size() / d; ++i) {
+    const auto b = static_cast<std::uint32_t>(i / (std::size_t(heads) * capacity));
+    const auto h = static_cast<std::uint32_t>(i / capacity % heads), s = static_cast<std::uint32_t>(i % capacity);
+    std::copy_n(x.begin() + i * d, d, out.begin() + row(b, h, s) * d);
+  }
+  return out;
+}
+
+std::vector<float> PackedCacheRows::fromDevice(const std::vector<float>& x, std::uint32_t d, std::size_t hostRows) const {
+  std::vector<float> out(hostRows * d);
+  for (std::size_t i = 0; i < hostRows; ++i) {
+    const auto b = static_cast<std::uint32_t>(i / (std::size_t(heads) * capacity));
+    const auto h = static_cast<std::uint32_t>(i / capacity % heads), s = static_cast<std::uint32_t>(i % capacity);
+    std::copy_n(x.begin() + row(b, h, s) * d, d, out.begin() + i * d);
+  }
+  return out;
 }
 
 }  // namespace foundry

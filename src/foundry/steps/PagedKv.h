@@ -40,4 +40,22 @@ void requireBlockTable(const PagedKv& pages, std::uint32_t batch, const PagePool
 void requirePagesCover(const PagedKv& pages, const PagePool& pool, const std::vector<std::uint32_t>& first,
                        const std::vector<std::uint32_t>& end, bool writes);
 
+/// Host side (tests, benchmarks, programs that fill a cache from the CPU): where a packed cache holds
+/// row s of KV head h of sequence b, in rows, for head-major host values [B, heads, capacity, D]. In
+/// place [B, heads, capacity] or token-major [B, capacity, heads]; paged, in the page `table` names,
+/// pages [pages, heads, pageSize] or token-major [pages, pageSize, heads].
+struct PackedCacheRows {
+  std::uint32_t heads = 0, capacity = 0;
+  bool tokenMajor = false;
+  std::uint32_t pageSize = 0, maxPages = 0;  ///< paged: rows per page, table entries per sequence
+  std::vector<std::uint32_t> table;          ///< paged: [B][maxPages]
+
+  std::size_t row(std::uint32_t b, std::uint32_t h, std::uint32_t s) const;
+  /// Host values [B, heads, capacity, d] as a device tensor of `deviceRows` rows holds them, rows no
+  /// host row maps to set to `fill`.
+  std::vector<float> toDevice(const std::vector<float>& x, std::uint32_t d, std::size_t deviceRows, float fill) const;
+  /// The inverse: `hostRows` rows of d values read back from a device tensor's values.
+  std::vector<float> fromDevice(const std::vector<float>& x, std::uint32_t d, std::size_t hostRows) const;
+};
+
 }  // namespace foundry

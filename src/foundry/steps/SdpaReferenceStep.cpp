@@ -87,7 +87,7 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   setShapeArguments(base, p, call);
   Arguments a = base;
   a.bind("q", call.q).bind("scores", scores);
-  bindCaches(a, call.k, call.v, call.pages ? &*call.pages : nullptr);
+  bindCaches(a, call);
   a.set("scale", p.softmaxScale());
   k.scoresMods.bind(a, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.scores, a, {(p.kvLen + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
@@ -97,7 +97,7 @@ StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   ctx.dispatcher.dispatch(*k.softmax, s, {p.qLen, p.nHeads, p.batch});
   Arguments v = base;
   v.bind("scores", scores).bind("o", call.o);
-  bindCaches(v, call.k, call.v, call.pages ? &*call.pages : nullptr);
+  bindCaches(v, call);
   k.pvMods.bind(v, mcall, ctx.workspace, TileShape{});
   ctx.dispatcher.dispatch(*k.pv, v, {(p.vDim() + wg - 1) / wg, p.qLen, p.batch * p.nHeads});
   StepRecord r;
