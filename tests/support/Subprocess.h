@@ -53,6 +53,7 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   ProcessResult wait();
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;

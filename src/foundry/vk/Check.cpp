@@ -1,5 +1,9 @@
 #include "foundry/vk/Check.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace foundry {
@@ -34,9 +38,26 @@ const char* vkResultName(VkResult result) {
   }
 }
 
+namespace {
+std::string& driverSaid() {
+  thread_local std::string said;
+  return said;
+}
+}  // namespace
+
+void noteDriverError(const char* text) {
+  std::string line = text ? text : "";
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::string& said = driverSaid();
+  // Only the latest messages can belong to the call that fails next; older ones are dropped.
+  said = said.empty() || said.size() > 1000 ? std::move(line) : said + "; " + line;
+}
+
 void throwVkError(VkResult result, const char* call, const char* file, int line) {
-  throw DeviceError(fmt::format("{} failed with {} ({}) at {}:{}", call, vkResultName(result),
-                                static_cast<int>(result), file, line));
+  const std::string said = std::exchange(driverSaid(), {});
+  throw DeviceError(fmt::format("{} failed with {} ({}) at {}:{}{}", call, vkResultName(result),
+                                static_cast<int>(result), file, line,
+                                said.empty() ? "" : "; the driver said: " + said));
 }
 
 }  // namespace foundry

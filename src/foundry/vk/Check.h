@@ -8,6 +8,11 @@ namespace foundry {
 
 const char* vkResultName(VkResult result);
 
+/// Keeps what the driver itself (not the validation layer) reported as an error on this thread, for
+/// the next failing call on it to quote ("the driver said: ..."), in place of a log line of its own.
+void noteDriverError(const char* text);
+
+/// The DeviceError names the call, the result and, once, what the driver said on this thread.
 [[noreturn]] void throwVkError(VkResult result, const char* call, const char* file, int line);
 
 }  // namespace foundry

@@ -343,13 +343,18 @@ VkBool32 VKAPI_CALL VulkanInstance::onMessage(VkDebugUtilsMessageSeverityFlagBit
     self->creationMessages_.push_back(std::move(line));
     return VK_FALSE;
   }
+  if ((severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) && !validationType) {
+    noteDriverError(text);
+    spdlog::debug("Vulkan driver: {}", text);
+    return VK_FALSE;
+  }
   if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
     ++self->errors_;
     {
       std::lock_guard lock(self->mutex_);
       self->lastError_ = text;
     }
-    spdlog::error("Vulkan{}: {}", validationType ? " validation" : "", text);
+    spdlog::error("Vulkan validation: {}", text);
   } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
     if (validationType) ++self->warnings_;
     spdlog::warn("Vulkan: {}", text);
