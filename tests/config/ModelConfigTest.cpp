@@ -204,6 +204,28 @@ TEST(ModelConfig, ShippedModifiersMatchThePublishedModels) {
   EXPECT_EQ(g.modifiersOf(0)[1].left, 4095u);
 }
 
+// DeepSeek-V2-Lite (config.json: 16 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128,
+// YaRN factor 40 over 4096 with mscale = mscale_all_dim = 0.707) as the absorbed MLA decode reads it.
+TEST(ModelConfig, DeepSeekV2LiteIsAbsorbedMla) {
+  const ModelConfig c = loadModelConfig(kConfigDir / "deepseek-v2-lite.json");
+  EXPECT_EQ(c.source, "deepseek-ai/DeepSeek-V2-Lite");
+  EXPECT_EQ(c.layers, 27u);
+  EXPECT_EQ(c.nHeads, 16u);
+  EXPECT_EQ(c.nKvHeads, 1u);  // one latent row per token, shared by every head
+  EXPECT_EQ(c.headDim, 512u + 64u);
+  EXPECT_EQ(c.vDim(), 512u);
+  EXPECT_TRUE(c.latentValues);
+  EXPECT_EQ(c.maxContext, 163840u);
+  ASSERT_TRUE(c.rope && c.rope->yarn);
+  EXPECT_EQ(c.rope->rotaryDims, 64u);
+  EXPECT_EQ(c.rope->pairing, RopePairing::Interleaved);
+  EXPECT_EQ(c.rope->yarn->factor, 40.0);
+  EXPECT_EQ(c.rope->yarn->originalMaxPosition, 4096.0);
+  EXPECT_NEAR(c.rope->attentionScale(), 1.0, 1e-12);  // mscale / mscale_all_dim
+  const double mscale = 0.1 * 0.707 * std::log(40.0) + 1.0;
+  EXPECT_NEAR(c.softmaxScale, mscale * mscale / std::sqrt(128.0 + 64.0), 1e-12);
+}
+
 TEST(ModelConfig, YarnFrequenciesFollowHuggingFace) {
   // transformers' _compute_yarn_parameters for dim 64, base 150000, factor 32, 4096 original
   // positions, beta 32 / 1, truncate false: the ramp runs from dimension 8.09 to 17.40 of 32.
@@ -518,6 +540,28 @@ const BadConfig kBadConfigs[] = {
      ErrorKind::User, "/attention/rope/yarn/original_max_position", "cannot exceed max_context (4096)"},
     {"QueryPreAttnScalarZero", set("/attention/query_pre_attn_scalar", 0), ErrorKind::User,
      "/attention/query_pre_attn_scalar", "greater than 0"},
+    {"SoftmaxScaleZero", set("/attention/softmax_scale", 0), ErrorKind::User, "/attention/softmax_scale",
+     "greater than 0"},
+    {"SoftmaxScaleTwice", with([](json& c) { c["attention"]["softmax_scale"] = 0.1; }, fullConfig()), ErrorKind::User,
+     "/attention/softmax_scale", "give the softmax scale once"},
+    // Latent values (absorbed MLA): narrower than the keys, clear of the rotated dims, float caches.
+    {"LatentValuesWithoutValueDim", set("/attention/latent_values", true), ErrorKind::User, "/attention/value_dim",
+     "value_dim must be given and below head_dim (128), found 128"},
+    {"LatentValuesUnderTheRotation",
+     with([](json& c) {
+       c["attention"]["latent_values"] = true;
+       c["attention"]["value_dim"] = 96;
+     }),
+     ErrorKind::User, "/attention/rope/rotary_dims", "the 128 rotated dimensions would overlap the values"},
+    {"LatentValuesInInt8",
+     with([](json& c) {
+       c["attention"]["latent_values"] = true;
+       c["attention"]["value_dim"] = 64;
+       c["attention"]["rope"]["rotary_dims"] = 64;
+       c["run"]["kv_dtype"] = "int8";
+     }),
+     ErrorKind::Unsupported, "/run/kv_dtype", "int8 caches with latent_values"},
+    {"ValueDimZero", set("/attention/value_dim", 0), ErrorKind::User, "/attention/value_dim", "expected an integer from 1"},
     // Modifiers: their type, their keys, per-head lengths, layer patterns, one of a type per layer.
     {"ModifiersNotAnArray", set("/attention/modifiers", json::object()), ErrorKind::User, "/attention/modifiers",
      "expected an array of modifiers"},

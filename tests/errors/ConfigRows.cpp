@@ -1,6 +1,8 @@
 // Rows for config values that configs/schema.json and the loader must treat alike: knob values in
 // `tuning` reported under their JSON pointer and shown as written, numbers far out of range shown as
 // given (never wrapped to 32 bits), and the values the schema and the knob table once disagreed on.
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "errors/ErrorRows.h"
@@ -46,6 +48,21 @@ std::vector<CliRow> configRows() {
       configValue("ConfigSlopeOutOfRange", "an ALiBi slope of 1e30",
                   "/attention/modifiers", json::parse(R"([{"type": "alibi", "slopes": [1e30]}])"),
                   "/attention/modifiers/0/slopes/0: expected a number of at least -1000 and at most 1000, found 1e+30"),
+      configValue("ConfigLatentValuesWithoutValueDim", "`latent_values` without a narrower value_dim",
+                  "/attention/latent_values", true,
+                  "/attention/value_dim: latent_values reads the values from the last value_dim columns of each key "
+                  "row: value_dim must be given and below head_dim (128), found 128"),
+      {.id = "ConfigLatentValuesInt8",
+       .area = "config",
+       .input = "DeepSeek-V2-Lite (latent values) with int8 caches",
+       .args = {"run", "{tmp}/deepseek.json", "--kv-dtype", "int8"},
+       .setup =
+           [](const CliContext& ctx) {
+             std::filesystem::copy_file(ctx.source / "configs" / "deepseek-v2-lite.json", ctx.tmp / "deepseek.json");
+           },
+       .exitCode = 3,
+       .fragment = "--kv-dtype: int8 caches with latent_values: the values would read their scales through a view "
+                   "of the keys' scales, which is not built; accepted: f16, bf16, f32"},
   };
 }
 

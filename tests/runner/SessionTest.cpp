@@ -247,6 +247,49 @@ TEST(Session, PromptsOfDifferentLengthsDecodeTogetherAndPassTheCheck) {
   }
 }
 
+// Values narrower than keys: DeepSeek-V2-Lite's absorbed MLA (one latent row of 576 per token, values
+// its last 512 columns read in place: no value cache, keys-only appends), contiguous, paged and with
+// prompts of different lengths; and DeepSeek-V2's own 192/128 heads with a value cache of their own.
+// Decode runs the fused kernels, the prompt the materialised path; the CPU check covers both.
+TEST(Session, ValuesNarrowerThanKeysDecodeOnTheFusedKernelsAndPassTheCheck) {
+  const ModelConfig lite = loadModelConfig(FOUNDRY_SOURCE_DIR "/configs/deepseek-v2-lite.json");
+  for (const auto& [page, lens] : {std::pair<std::int64_t, std::string>{0, ""}, {16, ""}, {0, "5,30"}}) {
+    RunOverrides o;
+    o.promptLen = 30;
+    o.decodeTokens = 3;
+    o.layers = 1;
+    o.pageSize = page;
+    if (!lens.empty()) o.promptLens = lens;
+    const ModelConfig c = applyOverrides(lite, o);
+    const RunReport r = run(c, AttentionPath::Flash, true);
+    ASSERT_TRUE(r.check.ran);
+    EXPECT_TRUE(r.check.passed) << r.summary();
+    EXPECT_FALSE(r.check.materialisedRan) << "the prefill itself was materialised";
+    EXPECT_EQ(r.kvBytesPerToken, 576u * 2u) << "one latent row per token, no value cache";
+    std::uint64_t decodes = 0, appends = 0;
+    for (const auto& [kernel, n] : r.kernels) {
+      if (kernel.find("FlashDecode") != std::string::npos) decodes += n;
+      if (kernel.find("KvAppend") != std::string::npos) {
+        appends += n;
+        EXPECT_THAT(kernel, ::testing::HasSubstr("_konly")) << "the values are the keys' columns";
+      }
+      EXPECT_EQ(kernel.find("SdpaPrefill"), std::string::npos) << kernel;
+    }
+    EXPECT_GT(decodes, 0u) << r.summary();
+    EXPECT_GT(appends, 0u) << r.summary();
+    EXPECT_THAT(r.summary(), ::testing::HasSubstr("head_dim 576, value_dim 512 (the values are the last columns"));
+  }
+
+  ModelConfig v2 = loadModelConfig(FOUNDRY_SOURCE_DIR "/configs/tinyllama-1.1b.json");
+  v2.nHeads = 8, v2.nKvHeads = 8, v2.headDim = 192, v2.valueDim = 128;
+  v2.rope->rotaryDims = 64;
+  v2.run.promptLen = 20, v2.run.decodeTokens = 3, v2.run.layers = 1;
+  const RunReport r = run(v2, AttentionPath::Flash, true);
+  EXPECT_TRUE(r.check.passed) << r.summary();
+  EXPECT_EQ(r.kvBytesPerToken, 8u * (192u + 128u) * 2u);
+  EXPECT_TRUE(run(v2, AttentionPath::Reference, true).check.passed);
+}
+
 // Each knob's source: the environment, the config's `tuning` (its JSON pointer), a flag, or the default;
 // an error about a value from `tuning` names the pointer.
 TEST(Session, KnobSourcesNameWhereEachValueCameFrom) {

@@ -1,6 +1,7 @@
 // KvAppendStep against a host computation: new K/V rows (head-major or token-major) land in the caches
 // at an offset, K rotated by RoPE at its own positions when asked, V never; every other cache row is
-// left exactly as it was.
+// left exactly as it was. V rows may be narrower than K rows (their own width and strides), or absent
+// (runKeys: a latent cache whose values are its keys' columns).
 #include <cmath>
 #include <optional>
 
@@ -24,22 +25,26 @@ struct KvAppendCase {
   std::uint32_t cachePos;
   std::optional<RopeSpec> rope;
   std::uint32_t ropePos0 = 0;
+  std::uint32_t valueDim = 0;  ///< 0: headDim
+  bool keysOnly = false;       ///< runKeys
 
-  std::vector<std::int64_t> newDims() const {
-    if (newLayout == Layout::TokenMajor) return {batch, tokens, kvHeads, headDim};
-    return {batch, kvHeads, tokens, headDim};
+  std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
+  std::vector<std::int64_t> newDims(std::uint32_t d) const {
+    if (newLayout == Layout::TokenMajor) return {batch, tokens, kvHeads, d};
+    return {batch, kvHeads, tokens, d};
   }
-  std::size_t newIndex(std::uint32_t b, std::uint32_t h, std::uint32_t t) const {
-    if (newLayout == Layout::TokenMajor) return ((std::size_t(b) * tokens + t) * kvHeads + h) * headDim;
-    return ((std::size_t(b) * kvHeads + h) * tokens + t) * headDim;
+  std::size_t newIndex(std::uint32_t b, std::uint32_t h, std::uint32_t t, std::uint32_t d) const {
+    if (newLayout == Layout::TokenMajor) return ((std::size_t(b) * tokens + t) * kvHeads + h) * d;
+    return ((std::size_t(b) * kvHeads + h) * tokens + t) * d;
   }
-  std::size_t cacheIndex(std::uint32_t b, std::uint32_t h, std::uint32_t s) const {
-    return ((std::size_t(b) * kvHeads + h) * capacity + s) * headDim;
+  std::size_t cacheIndex(std::uint32_t b, std::uint32_t h, std::uint32_t s, std::uint32_t d) const {
+    return ((std::size_t(b) * kvHeads + h) * capacity + s) * d;
   }
   std::string name() const {
-    return fmt::format("b{}_hkv{}_t{}_cap{}_D{}_{}_{}_at{}{}", batch, kvHeads, tokens, capacity, headDim,
-                       dtypeName(dtype), newLayout == Layout::TokenMajor ? "tok" : "head", cachePos,
-                       rope ? fmt::format("_{}_pos{}", ropeName(*rope), ropePos0) : "");
+    return fmt::format("b{}_hkv{}_t{}_cap{}_D{}{}_{}_{}_at{}{}{}", batch, kvHeads, tokens, capacity, headDim,
+                       valueDim ? fmt::format("v{}", valueDim) : "", dtypeName(dtype),
+                       newLayout == Layout::TokenMajor ? "tok" : "head", cachePos,
+                       rope ? fmt::format("_{}_pos{}", ropeName(*rope), ropePos0) : "", keysOnly ? "_keys" : "");
   }
 };
 
@@ -63,11 +68,11 @@ class KvAppendParity : public ::testing::TestWithParam<KvAppendCase> {};
 TEST_P(KvAppendParity, WritesExactlyTheNewRows) {
   const KvAppendCase& c = GetParam();
   Runtime& rt = runtime();
-  const std::vector<std::int64_t> cacheDims{c.batch, c.kvHeads, c.capacity, c.headDim};
-  const Tensor kNew = rt.allocate("k_new", c.dtype, c.newDims(), c.newLayout);
-  const Tensor vNew = rt.allocate("v_new", c.dtype, c.newDims(), c.newLayout);
-  const Tensor kCache = rt.allocate("k_cache", c.dtype, cacheDims, Layout::KvCache);
-  const Tensor vCache = rt.allocate("v_cache", c.dtype, cacheDims, Layout::KvCache);
+  const std::uint32_t D = c.headDim, Dv = c.vDim();
+  const Tensor kNew = rt.allocate("k_new", c.dtype, c.newDims(D), c.newLayout);
+  const Tensor vNew = rt.allocate("v_new", c.dtype, c.newDims(Dv), c.newLayout);
+  const Tensor kCache = rt.allocate("k_cache", c.dtype, {c.batch, c.kvHeads, c.capacity, D}, Layout::KvCache);
+  const Tensor vCache = rt.allocate("v_cache", c.dtype, {c.batch, c.kvHeads, c.capacity, Dv}, Layout::KvCache);
   const auto kn = randomOf(c.dtype, kNew.numel(), 41 + c.cachePos);
   const auto vn = randomOf(c.dtype, vNew.numel(), 42 + c.cachePos);
   const auto k0 = randomOf(c.dtype, kCache.numel(), 43 + c.cachePos);
@@ -83,7 +88,8 @@ TEST_P(KvAppendParity, WritesExactlyTheNewRows) {
   auto dispatcher = rt.dispatcher();
   DeviceWorkspace workspace(rt);
   StepContext ctx{*dispatcher, workspace, &rt};
-  step.run(ctx, kNew, vNew, kCache, vCache, c.cachePos, rope);
+  if (c.keysOnly) step.runKeys(ctx, kNew, kCache, c.cachePos, rope);
+  else step.run(ctx, kNew, vNew, kCache, vCache, c.cachePos, rope);
   dispatcher->submit();
   const auto kGot = rt.download(kCache);
   const auto vGot = rt.download(vCache);
@@ -93,11 +99,11 @@ TEST_P(KvAppendParity, WritesExactlyTheNewRows) {
   for (std::uint32_t b = 0; b < c.batch; ++b) {
     for (std::uint32_t h = 0; h < c.kvHeads; ++h) {
       for (std::uint32_t t = 0; t < c.tokens; ++t) {
-        std::vector<float> k(kn.begin() + c.newIndex(b, h, t), kn.begin() + c.newIndex(b, h, t) + c.headDim);
-        if (c.rope) cpuRope(*c.rope, c.headDim, k, {c.ropePos0 + t});
-        std::copy(k.begin(), k.end(), kWant.begin() + c.cacheIndex(b, h, c.cachePos + t));
-        std::copy(vn.begin() + c.newIndex(b, h, t), vn.begin() + c.newIndex(b, h, t) + c.headDim,
-                  vWant.begin() + c.cacheIndex(b, h, c.cachePos + t));
+        std::vector<float> k(kn.begin() + c.newIndex(b, h, t, D), kn.begin() + c.newIndex(b, h, t, D) + D);
+        if (c.rope) cpuRope(*c.rope, D, k, {c.ropePos0 + t});
+        std::copy(k.begin(), k.end(), kWant.begin() + c.cacheIndex(b, h, c.cachePos + t, D));
+        if (c.keysOnly) continue;  // the value cache is left alone
+        std::copy_n(vn.begin() + c.newIndex(b, h, t, Dv), Dv, vWant.begin() + c.cacheIndex(b, h, c.cachePos + t, Dv));
       }
     }
   }
@@ -107,14 +113,14 @@ TEST_P(KvAppendParity, WritesExactlyTheNewRows) {
   const double kBound = c.rope ? (c.dtype == DType::F32 ? 4e-6 : 4e-3) + 3.0 * angle : 0.0;
   std::size_t kBad = 0, vBad = 0, firstBad = 0;
   for (std::size_t i = 0; i < kGot.size(); ++i) {
-    const bool isNew = (i / c.headDim) % c.capacity >= c.cachePos && (i / c.headDim) % c.capacity < c.cachePos + c.tokens;
-    const bool rotated = c.rope && isNew && i % c.headDim < c.rope->dims(c.headDim);
+    const bool isNew = (i / D) % c.capacity >= c.cachePos && (i / D) % c.capacity < c.cachePos + c.tokens;
+    const bool rotated = c.rope && isNew && i % D < c.rope->dims(D);
     const bool kOk = rotated ? std::abs(double(kGot[i]) - kWant[i]) <= kBound : kGot[i] == kWant[i];
     if (!kOk && kBad++ == 0) firstBad = i;
-    vBad += vGot[i] != vWant[i];
   }
-  EXPECT_EQ(kBad, 0u) << "first wrong K element " << firstBad << " (row " << (firstBad / c.headDim) % c.capacity
-                      << ", dim " << firstBad % c.headDim << "): got " << kGot[firstBad] << " want " << kWant[firstBad];
+  for (std::size_t i = 0; i < vGot.size(); ++i) vBad += vGot[i] != vWant[i];
+  EXPECT_EQ(kBad, 0u) << "first wrong K element " << firstBad << " (row " << (firstBad / D) % c.capacity << ", dim "
+                      << firstBad % D << "): got " << kGot[firstBad] << " want " << kWant[firstBad];
   EXPECT_EQ(vBad, 0u);
 }
 
@@ -130,7 +136,13 @@ INSTANTIATE_TEST_SUITE_P(
                       KvAppendCase{2, 2, 5, 20, 128, DType::F32, HM, 3, spec(RopePairing::RotateHalf), 3},
                       KvAppendCase{2, 3, 4, 16, 64, DType::F16, TM, 11, spec(RopePairing::Interleaved), 11},
                       KvAppendCase{1, 2, 3, 40, 128, DType::F16, HM, 30, spec(RopePairing::RotateHalf, 32), 30},
-                      KvAppendCase{3, 1, 2, 12, 128, DType::F32, TM, 5, spec(RopePairing::Interleaved, 32), 77}),
+                      KvAppendCase{3, 1, 2, 12, 128, DType::F32, TM, 5, spec(RopePairing::Interleaved, 32), 77},
+                      // DeepSeek-V2's 192/128 heads: V rows of their own width and strides.
+                      KvAppendCase{2, 2, 5, 20, 192, DType::F16, TM, 7, spec(RopePairing::Interleaved, 64), 7, 128},
+                      KvAppendCase{1, 3, 4, 9, 192, DType::F32, HM, 2, std::nullopt, 0, 128},
+                      // Latent rows (absorbed MLA): keys alone, rotated in their leading 64 dims.
+                      KvAppendCase{2, 1, 5, 20, 576, DType::F16, TM, 7, spec(RopePairing::Interleaved, 64), 7, 0, true},
+                      KvAppendCase{1, 1, 1, 9, 576, DType::BF16, HM, 8, std::nullopt, 0, 0, true}),
     caseName);
 
 }  // namespace

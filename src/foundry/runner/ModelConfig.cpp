@@ -34,7 +34,8 @@ constexpr Key kTopKeys[] = {{"$schema", false}, {"name", true},  {"source", true
                             {"attention", true}, {"run", true},  {"tuning", false}};
 constexpr Key kAttentionKeys[] = {{"layers", true},     {"n_heads", true},     {"n_kv_heads", true},
                                   {"head_dim", true},   {"max_context", true}, {"rope", false},
-                                  {"query_pre_attn_scalar", false}, {"modifiers", false}};
+                                  {"query_pre_attn_scalar", false}, {"modifiers", false}, {"value_dim", false},
+                                  {"latent_values", false}, {"softmax_scale", false}};
 constexpr Key kRopeKeys[] = {{"theta", true}, {"pairing", true}, {"rotary_dims", false}, {"scaling", false},
                              {"yarn", false}};
 constexpr Key kYarnKeys[] = {{"factor", true},          {"original_max_position", true}, {"beta_fast", false},
@@ -297,6 +298,26 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
     r.fail("/attention/rope/rotary_dims",
            fmt::format("rotary_dims ({}) cannot exceed head_dim ({})", c.rope->rotaryDims, c.headDim));
   }
+  if (c.latentValues) {
+    if (c.valueDim == 0 || c.valueDim >= c.headDim) {
+      r.fail("/attention/value_dim",
+             fmt::format("latent_values reads the values from the last value_dim columns of each key row: value_dim "
+                         "must be given and below head_dim ({}), found {}", c.headDim, c.vDim()));
+    }
+    const std::uint32_t rotary = c.rope ? c.rope->dims(c.headDim) : 0;
+    if (rotary > c.headDim - c.valueDim) {
+      r.fail("/attention/rope/rotary_dims",
+             fmt::format("the {} rotated dimensions would overlap the values (the last {} of {}): with latent_values "
+                         "rotary_dims is at most head_dim - value_dim = {}", rotary, c.valueDim, c.headDim,
+                         c.headDim - c.valueDim));
+    }
+    if (quantized(c.run.cacheType())) {
+      r.unsupported(names.kvDtype, fmt::format("{} caches with latent_values: the values would read their "
+                                               "scales through a view of the keys' scales, which is not built; "
+                                               "accepted: f16, bf16, f32",
+                                               dtypeName(c.run.cacheType())));
+    }
+  }
   if (c.rope && c.rope->yarn && c.rope->yarn->originalMaxPosition > c.maxContext) {
     r.fail("/attention/rope/yarn/original_max_position",
            fmt::format("original_max_position ({}) cannot exceed max_context ({})", c.rope->yarn->originalMaxPosition,
@@ -508,9 +529,15 @@ ModelConfig readConfig(const Reader& r, const json& doc) {
   c.headDim = r.integer(a.at("head_dim"), "/attention/head_dim");
   c.maxContext = r.integer(a.at("max_context"), "/attention/max_context");
   if (a.contains("rope")) c.rope = readRope(r, a.at("rope"));
+  if (a.contains("value_dim")) c.valueDim = r.integer(a.at("value_dim"), "/attention/value_dim");
+  if (a.contains("latent_values")) c.latentValues = r.boolean(a.at("latent_values"), "/attention/latent_values");
+  if (a.contains("query_pre_attn_scalar") && a.contains("softmax_scale")) {
+    r.fail("/attention/softmax_scale", "give the softmax scale once: softmax_scale or query_pre_attn_scalar, not both");
+  }
   if (a.contains("query_pre_attn_scalar")) {
     c.softmaxScale = 1.0 / std::sqrt(r.number(a.at("query_pre_attn_scalar"), "/attention/query_pre_attn_scalar"));
   }
+  if (a.contains("softmax_scale")) c.softmaxScale = r.number(a.at("softmax_scale"), "/attention/softmax_scale");
   if (a.contains("modifiers")) c.modifiers = readModifiers(r, a.at("modifiers"));
 
   const json& run = doc.at("run");

@@ -66,18 +66,25 @@ struct ModelConfig {
   std::uint32_t layers = 1;
   std::uint32_t nHeads = 1;
   std::uint32_t nKvHeads = 1;
-  std::uint32_t headDim = 128;
+  std::uint32_t headDim = 128;   ///< of queries and keys
+  std::uint32_t valueDim = 0;    ///< of values and outputs; 0: head_dim (DeepSeek-V2: 128 against 192)
+  /// Absorbed MLA (DeepSeek-V2): one cache of latent rows; the values are the last value_dim columns
+  /// of each key row, read in place (docs/attention.md, "Value rows narrower than key rows").
+  bool latentValues = false;
   std::uint32_t maxContext = 1;  ///< the longest sequence the model supports
   /// Absent for models without rotary embeddings (ALiBi: MPT, BLOOM). rotaryDims is 0 when the file
   /// leaves it out (all of head_dim).
   std::optional<RopeSpec> rope;
-  double softmaxScale = 0;       ///< 0: 1 / sqrt(head_dim); query_pre_attn_scalar^-1/2 where given (Gemma 2)
+  /// 0: 1 / sqrt(head_dim); query_pre_attn_scalar^-1/2 where given (Gemma 2); softmax_scale as given
+  /// (DeepSeek-V2: its 192-wide heads' scale and YaRN's mscale, not the latent rows' width).
+  double softmaxScale = 0;
   std::vector<ModifierConfig> modifiers;  ///< after the causal mask, in order
   RunSpec run;
   nlohmann::json tuning = nlohmann::json::object();  ///< knob overrides; already checked by applyTuning
 
   /// Query heads per KV head.
   std::uint32_t group() const { return nHeads / nKvHeads; }
+  std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
   /// The modifiers of `layer`, in order.
   std::vector<ModifierConfig> modifiersOf(std::uint32_t layer) const;
   /// Tokens in the KV cache at the end of the run.

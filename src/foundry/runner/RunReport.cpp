@@ -46,7 +46,8 @@ nlohmann::json RunReport::toJson() const {
     for (const auto& d : s.decisions) decisions.push_back({{"what", d.what}, {"value", d.value}, {"reason", d.reason}});
     j["selector"].push_back({{"phase", s.phase}, {"kernels", s.kernels}, {"decisions", decisions}});
   }
-  j["layout"] = {{"n_heads", nHeads}, {"n_kv_heads", nKvHeads}, {"head_dim", headDim}};
+  j["layout"] = {{"n_heads", nHeads}, {"n_kv_heads", nKvHeads}, {"head_dim", headDim}, {"value_dim", valueDim},
+                 {"latent_values", latentValues}};
   j["modifiers"] = nlohmann::json::array();
   for (std::size_t l = 0; l < layerModifiers.size(); ++l) {
     j["modifiers"].push_back({{"layer", l}, {"modifiers", layerModifiers[l]}});
@@ -106,6 +107,11 @@ std::string RunReport::summary() const {
                                                            : fmt::format("{}, {} KV cache", dtypeName(run.dtype),
                                                                          dtypeName(run.cacheType())),
                               run.pageSize ? fmt::format(", pages of {}", run.pageSize) : "");
+  if (valueDim && valueDim != headDim) {
+    s += fmt::format("  head_dim {}, value_dim {}{}{}\n", headDim, valueDim,
+                     latentValues ? " (the values are the last columns of each latent key row)" : "",
+                     path == "flash" ? "; the prefill is materialised (the flash prefill takes one row width)" : "");
+  }
   s += fmt::format("  {:<8} {:>12} {:>16} {:>14} {:>10}\n", "phase", "GPU ms", "ms per layer", "tokens/s (GPU)", "wall s");
   for (const auto& [name, p] : {std::pair<const char*, const PhaseReport*>{"prefill", &prefill}, {"decode", &decode}}) {
     const std::string rate = p->gpuMicros > 0 ? fmt::format("{:.0f}", p->tokens / (p->gpuMicros * 1e-6)) : "n/a";

@@ -71,7 +71,8 @@ struct RunReport {
   std::vector<KnobReport> knobs;        ///< every knob, in the table's order
   std::vector<SelectorReport> selector; ///< per distinct kind of call, in the order first recorded
   RunSpec run;
-  std::uint32_t nHeads = 0, nKvHeads = 0, headDim = 0;
+  std::uint32_t nHeads = 0, nKvHeads = 0, headDim = 0, valueDim = 0;
+  bool latentValues = false;
   std::vector<std::string> layerModifiers;  ///< per layer run, what modifiers it applied after the causal mask
   PhaseReport prefill, decode;
   std::map<std::string, std::uint64_t> kernels;  ///< kernel -> dispatches

@@ -79,7 +79,7 @@ Tensor sequenceOf(const Tensor& t, std::uint32_t b) {
 }
 
 struct LayerInputs {
-  Tensor q, k, v;  ///< [tokens, batch, heads, D]
+  Tensor q, k, v;  ///< [tokens, batch, heads, D]; v value_dim wide, and absent for latent values
 };
 
 class Session {
@@ -96,6 +96,11 @@ class Session {
     dtype_ = c_.run.dtype;
     kvDtype_ = c_.run.cacheType();
     ragged_ = !c_.run.promptLens.empty();
+    D_ = c_.headDim;
+    Dv_ = c_.vDim();
+    latent_ = c_.latentValues;
+    // The flash prefill stages K and V rows of one width (docs/attention.md).
+    materialisedPrefill_ = req.path == AttentionPath::Reference || Dv_ != D_;
   }
 
   RunReport run();
@@ -114,6 +119,12 @@ class Session {
   void decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews);
   void decodeDirect(Dispatcher& d, RunReport& report);
   void decodeReplayed(VulkanDispatcher& d, RunReport& report);
+  /// New K/V rows into the caches at `pos` (keys alone where the values are the keys' columns).
+  void appendRows(StepContext& ctx, const Tensor& k, const Tensor& v, const Tensor& kCache, const Tensor& vCache,
+                  std::uint32_t pos, const PagedKv* pages) {
+    if (latent_) append_.runKeys(ctx, k, kCache, pos, kRope(pos), pages);
+    else append_.run(ctx, k, v, kCache, vCache, pos, kRope(pos), pages);
+  }
   /// RoPE on K as it is appended at `pos0`, when the model has it.
   std::optional<KvAppendStep::Rope> kRope(std::uint32_t pos0) const {
     if (!c_.rope) return std::nullopt;
@@ -154,6 +165,10 @@ class Session {
   void checkFilesBeforeRunning();
   void checkMemoryBudget() const;
   std::vector<float> hostInput(std::uint32_t layer, std::uint32_t kind);  ///< [T, B, H, D] as the device saw it
+  /// The tensors --inputs holds: q, k and v, or q and k where the values are the keys' columns.
+  std::vector<const char*> inputNames() const {
+    return latent_ ? std::vector<const char*>{"q", "k"} : std::vector<const char*>{"q", "k", "v"};
+  }
 
   Runtime& rt_;
   const RunRequest& req_;
@@ -165,6 +180,9 @@ class Session {
   KvAppendStep append_;
   DeviceWorkspace workspace_;
   std::uint32_t B_ = 1, P_ = 1, N_ = 0, T_ = 1, L_ = 1;
+  std::uint32_t D_ = 1, Dv_ = 1;   ///< head_dim (q, k) and value_dim (v, o)
+  bool latent_ = false;            ///< the values are the last Dv_ columns of each key row
+  bool materialisedPrefill_ = false;
   DType dtype_ = DType::F16;
   DType kvDtype_ = DType::F16;  ///< of the caches: appends convert to it
   Tensor ropeTable_;  ///< when the model has rotary embeddings
@@ -179,7 +197,7 @@ class Session {
   std::optional<RandomFill> fill_;
   KernelSource copyKernel_;
   bool keepOutputs_ = false;
-  std::uint64_t qRow_ = 0, kvRow_ = 0;
+  std::uint64_t qRow_ = 0, kvRow_ = 0, vRow_ = 0, oRow_ = 0;  ///< elements of one token's rows, all sequences
   LayerInputs token_;  ///< one token's q, k, v ([1, batch, heads, D]) for a replayed decode
   Tensor tokenOut_;
   bool ragged_ = false;            ///< run.prompt_lens: sequences of their own lengths
@@ -256,8 +274,8 @@ void Session::appendRagged(StepContext& ctx, const LayerInputs& in, std::uint32_
     const std::uint32_t pos = c_.run.promptOf(b) + t;
     if (c_.rope) rope_.run(ctx, sequenceOf(tokenView(in.q, P_ + t, 1), b), ropeTable_, *c_.rope, pos);
     const SequenceCache cache = sequenceCache(layer, b);
-    append_.run(ctx, sequenceOf(tokenView(in.k, P_ + t, 1), b), sequenceOf(tokenView(in.v, P_ + t, 1), b), cache.k,
-                cache.v, pos, kRope(pos), cache.pages ? &*cache.pages : nullptr);
+    appendRows(ctx, sequenceOf(tokenView(in.k, P_ + t, 1), b), latent_ ? Tensor{} : sequenceOf(tokenView(in.v, P_ + t, 1), b),
+               cache.k, cache.v, pos, cache.pages ? &*cache.pages : nullptr);
   }
 }
 
@@ -266,7 +284,8 @@ void Session::prefillLayer(Dispatcher& d, const LayerInputs& in, std::uint32_t l
   if (!ragged_) {
     const Tensor q = tokenView(in.q, 0, P_);
     if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, 0);
-    append_.run(ctx, tokenView(in.k, 0, P_), tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0, kRope(0), pages());
+    appendRows(ctx, tokenView(in.k, 0, P_), latent_ ? Tensor{} : tokenView(in.v, 0, P_), kCache_[l], vCache_[l], 0,
+               pages());
     attention(d, q, l, tokenView(out, 0, P_), P_, std::nullopt);
     return;
   }
@@ -274,8 +293,8 @@ void Session::prefillLayer(Dispatcher& d, const LayerInputs& in, std::uint32_t l
     const std::uint32_t n = c_.run.promptOf(b);
     const AttentionCall call = raggedPrefillCall(in, l, out, b);
     if (c_.rope) rope_.run(ctx, call.q, ropeTable_, *c_.rope, 0);
-    append_.run(ctx, sequenceOf(tokenView(in.k, 0, n), b), sequenceOf(tokenView(in.v, 0, n), b), call.k, call.v, 0,
-                kRope(0), call.pages ? &*call.pages : nullptr);
+    appendRows(ctx, sequenceOf(tokenView(in.k, 0, n), b), latent_ ? Tensor{} : sequenceOf(tokenView(in.v, 0, n), b),
+               call.k, call.v, 0, call.pages ? &*call.pages : nullptr);
     attention(d, call, "prefill");
   }
 }
@@ -291,7 +310,7 @@ void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, con
 
 void Session::attention(Dispatcher& d, const AttentionCall& call, const std::string& phase) {
   StepContext ctx{d, workspace_, &rt_};
-  if (req_.path == AttentionPath::Reference) {
+  if (req_.path == AttentionPath::Reference || (phase == "prefill" && materialisedPrefill_)) {
     reference_.run(ctx, call);
     return;
   }
@@ -312,11 +331,13 @@ void Session::planEveryCall() const {
   const LayerInputs& in = inputs_[0];
   for (std::uint32_t l = 0; l < L_; ++l) {
     if (ragged_) {
-      for (std::uint32_t b = 0; b < B_; ++b) flash_.plan(raggedPrefillCall(in, l, out_[0], b));
+      for (std::uint32_t b = 0; b < B_ && !materialisedPrefill_; ++b) flash_.plan(raggedPrefillCall(in, l, out_[0], b));
       if (N_ > 0) flash_.plan(raggedDecodeCall(in, l, out_[0], 0));
       continue;
     }
-    flash_.plan(attentionCall(tokenView(in.q, 0, P_), l, tokenView(out_[0], 0, P_), P_, std::nullopt));
+    if (!materialisedPrefill_) {
+      flash_.plan(attentionCall(tokenView(in.q, 0, P_), l, tokenView(out_[0], 0, P_), P_, std::nullopt));
+    }
     if (N_ > 0) flash_.plan(attentionCall(tokenView(in.q, P_, 1), l, tokenView(out_[0], P_, 1), P_ + 1, P_));
   }
 }
@@ -331,20 +352,31 @@ void Session::record(const SubmitResult& r, PhaseReport& phase) {
 }
 
 void Session::loadInputs() {
-  for (const char* name : {"q", "k", "v"}) inputTensors_.push_back(inputFile_->read(name, "--inputs"));
+  for (const char* name : inputNames()) inputTensors_.push_back(inputFile_->read(name, "--inputs"));
   for (std::uint32_t l = 0; l < L_; ++l) {
     LayerInputs in;
-    in.q = alloc(fmt::format("q{}", l), {T_, B_, c_.nHeads, c_.headDim});
-    in.k = alloc(fmt::format("k{}", l), {T_, B_, c_.nKvHeads, c_.headDim});
-    in.v = alloc(fmt::format("v{}", l), {T_, B_, c_.nKvHeads, c_.headDim});
-    for (std::uint32_t kind = 0; kind < 3; ++kind) rt_.upload(kind == 0 ? in.q : (kind == 1 ? in.k : in.v), hostInput(l, kind));
+    in.q = alloc(fmt::format("q{}", l), {T_, B_, c_.nHeads, D_});
+    in.k = alloc(fmt::format("k{}", l), {T_, B_, c_.nKvHeads, D_});
+    rt_.upload(in.q, hostInput(l, 0));
+    rt_.upload(in.k, hostInput(l, 1));
+    if (!latent_) {
+      in.v = alloc(fmt::format("v{}", l), {T_, B_, c_.nKvHeads, Dv_});
+      rt_.upload(in.v, hostInput(l, 2));
+    }
     inputs_.push_back(in);
   }
 }
 
 std::vector<float> Session::hostInput(std::uint32_t layer, std::uint32_t kind) {
+  if (kind == 2 && latent_) {
+    // The values are the last Dv_ columns of each key row.
+    const auto k = hostInput(layer, 1);
+    std::vector<float> v(k.size() / D_ * Dv_);
+    for (std::size_t r = 0; r < k.size() / D_; ++r) std::copy_n(k.data() + r * D_ + (D_ - Dv_), Dv_, v.data() + r * Dv_);
+    return v;
+  }
   const std::uint32_t heads = kind == 0 ? c_.nHeads : c_.nKvHeads;
-  const std::size_t row = std::size_t(heads) * c_.headDim;
+  const std::size_t row = std::size_t(heads) * (kind == 2 ? Dv_ : D_);
   std::vector<float> out(std::size_t(T_) * B_ * row);
   if (inputFile_) {
     // The file holds [layers, batch, tokens, heads, D]; the device buffers [tokens, batch, heads, D].
@@ -382,14 +414,13 @@ void Session::checkFilesBeforeRunning() {
   };
   if (req_.inputs) {
     inputFile_ = SafetensorsReader::open(*req_.inputs);
-    for (const auto& [name, heads] : {std::pair<const char*, std::uint32_t>{"q", c_.nHeads}, {"k", c_.nKvHeads},
-                                      {"v", c_.nKvHeads}}) {
-      checkShape(*inputFile_, name, "--inputs", {L_, B_, T_, heads, c_.headDim}, "needs");
-    }
+    checkShape(*inputFile_, "q", "--inputs", {L_, B_, T_, c_.nHeads, D_}, "needs");
+    checkShape(*inputFile_, "k", "--inputs", {L_, B_, T_, c_.nKvHeads, D_}, "needs");
+    if (!latent_) checkShape(*inputFile_, "v", "--inputs", {L_, B_, T_, c_.nKvHeads, Dv_}, "needs");
   }
   if (req_.expect) {
     expectFile_ = SafetensorsReader::open(*req_.expect);
-    checkShape(*expectFile_, "o", "--expect", {L_, B_, T_, c_.nHeads, c_.headDim}, "produces");
+    checkShape(*expectFile_, "o", "--expect", {L_, B_, T_, c_.nHeads, Dv_}, "produces");
   }
   if (req_.save) checkWritableTarget(*req_.save, "--save");
 }
@@ -403,7 +434,9 @@ void Session::checkMemoryBudget() const {
     }
     return n;
   };
-  const RunFileBytes files{bytesOf(inputFile_, {"q", "k", "v"}), bytesOf(expectFile_, {"o"})};
+  std::uint64_t inputBytes = 0;
+  for (const char* name : inputNames()) inputBytes += bytesOf(inputFile_, {name});
+  const RunFileBytes files{inputBytes, bytesOf(expectFile_, {"o"})};
   checkMemoryPlan(runMemoryPlan(req_, files, rt_.info()), rt_.info(), hostMemory());
 }
 
@@ -423,6 +456,8 @@ RunReport Session::run() {
   report.nHeads = c_.nHeads;
   report.nKvHeads = c_.nKvHeads;
   report.headDim = c_.headDim;
+  report.valueDim = Dv_;
+  report.latentValues = latent_;
   rt_.device().resetPeak();
   const std::uint64_t baseline = rt_.device().memoryStats().liveBytes;
   const auto& kc = rt_.kernels();
@@ -439,7 +474,7 @@ RunReport Session::run() {
     }));
     report.layerModifiers.push_back(describeModifiers(c_.modifiersOf(l)));
   }
-  std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, c_.headDim};
+  std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, D_};
   if (c_.run.pageSize) {
     // One block table for every layer, each sequence's pages shuffled over the pool: a kernel that
     // assumed neighbouring pages would read another sequence's rows.
@@ -457,38 +492,54 @@ RunReport Session::run() {
     rt_.upload(t, std::span<const std::uint32_t>(padded));
     t.dims[1] = maxPages;
     pages_ = PagedKv{t, std::move(table)};
-    dims = {std::int64_t(B_) * maxPages, c_.nKvHeads, ps, c_.headDim};
+    dims = {std::int64_t(B_) * maxPages, c_.nKvHeads, ps, D_};
   }
   if (ragged_) {
     lengths_ = rt_.allocate("kv_lengths", DType::U32, {B_});
     lengthValues_.assign(B_, 0);
   }
+  const std::uint64_t cacheRows = std::uint64_t(dims[0]) * c_.nKvHeads * dims[2];
   for (std::uint32_t l = 0; l < L_; ++l) {
     kCache_.push_back(rt_.allocate(fmt::format("k_cache{}", l), kvDtype_, dims, Layout::KvCache));
-    vCache_.push_back(rt_.allocate(fmt::format("v_cache{}", l), kvDtype_, dims, Layout::KvCache));
-    report.cacheBytes += 2 * cacheBytes(kvDtype_, std::uint64_t(dims[0]) * c_.nKvHeads * dims[2], c_.headDim);
-    report.kvBytesPerToken += 2 * cacheBytes(kvDtype_, 32ull * c_.nKvHeads, c_.headDim) / 32;
+    report.cacheBytes += cacheBytes(kvDtype_, cacheRows, D_);
+    report.kvBytesPerToken += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, D_) / 32;
+    if (latent_) {
+      // A view of the latent rows: their last Dv_ columns, read in place.
+      Tensor v = kCache_.back();
+      v.name = fmt::format("v_of_k_cache{}", l);
+      v.dims.back() = Dv_;
+      v.offset += D_ - Dv_;
+      vCache_.push_back(v);
+      continue;
+    }
+    std::vector<std::int64_t> vDims = dims;
+    vDims.back() = Dv_;
+    vCache_.push_back(rt_.allocate(fmt::format("v_cache{}", l), kvDtype_, vDims, Layout::KvCache));
+    report.cacheBytes += cacheBytes(kvDtype_, cacheRows, Dv_);
+    report.kvBytesPerToken += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, Dv_) / 32;
   }
   // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
   const bool keepOutputs = keepOutputs_ = req_.check || req_.expect || req_.save;
   for (std::uint32_t l = 0; l < (keepOutputs ? L_ : 1); ++l) {
-    out_.push_back(alloc(fmt::format("o{}", l), {T_, B_, c_.nHeads, c_.headDim}));
+    out_.push_back(alloc(fmt::format("o{}", l), {T_, B_, c_.nHeads, Dv_}));
     // An output nobody wrote reads NaN, so the check and --expect see it.
     if (keepOutputs) rt_.poison(out_.back());
   }
   if (req_.inputs) {
     loadInputs();
   } else {
-    inputs_.push_back({alloc("q_in", {T_, B_, c_.nHeads, c_.headDim}), alloc("k_in", {T_, B_, c_.nKvHeads, c_.headDim}),
-                       alloc("v_in", {T_, B_, c_.nKvHeads, c_.headDim})});
+    inputs_.push_back({alloc("q_in", {T_, B_, c_.nHeads, D_}), alloc("k_in", {T_, B_, c_.nKvHeads, D_}),
+                       latent_ ? Tensor{} : alloc("v_in", {T_, B_, c_.nKvHeads, Dv_})});
   }
-  const std::uint64_t qRow = qRow_ = std::uint64_t(B_) * c_.nHeads * c_.headDim;
-  const std::uint64_t kvRow = kvRow_ = std::uint64_t(B_) * c_.nKvHeads * c_.headDim;
+  const std::uint64_t qRow = qRow_ = std::uint64_t(B_) * c_.nHeads * D_;
+  const std::uint64_t kvRow = kvRow_ = std::uint64_t(B_) * c_.nKvHeads * D_;
+  const std::uint64_t vRow = vRow_ = std::uint64_t(B_) * c_.nKvHeads * Dv_;
+  oRow_ = std::uint64_t(B_) * c_.nHeads * Dv_;
   if (replayDecode() && N_ > 0) {
     copyKernel_ = rt_.builder().workgroup(std::max(256u, rt_.info().subgroupSize)).emplace<TokenCopyStage>(dtype_).build();
-    token_ = {alloc("q_token", {1, B_, c_.nHeads, c_.headDim}), alloc("k_token", {1, B_, c_.nKvHeads, c_.headDim}),
-              alloc("v_token", {1, B_, c_.nKvHeads, c_.headDim})};
-    tokenOut_ = alloc("o_token", {1, B_, c_.nHeads, c_.headDim});
+    token_ = {alloc("q_token", {1, B_, c_.nHeads, D_}), alloc("k_token", {1, B_, c_.nKvHeads, D_}),
+              latent_ ? Tensor{} : alloc("v_token", {1, B_, c_.nKvHeads, Dv_})};
+    tokenOut_ = alloc("o_token", {1, B_, c_.nHeads, Dv_});
   }
   planEveryCall();
   auto dispatcher = rt_.dispatcher();
@@ -502,7 +553,7 @@ RunReport Session::run() {
     if (!req_.inputs) {
       fill(*dispatcher, in.q, seedFor(c_.run.seed, l, 0), 0, qRow * P_);
       fill(*dispatcher, in.k, seedFor(c_.run.seed, l, 1), 0, kvRow * P_);
-      fill(*dispatcher, in.v, seedFor(c_.run.seed, l, 2), 0, kvRow * P_);
+      if (!latent_) fill(*dispatcher, in.v, seedFor(c_.run.seed, l, 2), 0, vRow * P_);
     }
     prefillLayer(*dispatcher, in, l, out_[keepOutputs ? l : 0]);
     record(dispatcher->submit(), report.prefill);
@@ -550,20 +601,21 @@ void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
   for (std::uint32_t l = 0; l < L_; ++l) {
     const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
     const Tensor& out = out_[keepOutputs_ ? l : 0];
-    Tensor q = tokenView(in.q, pos, 1), k = tokenView(in.k, pos, 1), v = tokenView(in.v, pos, 1);
+    Tensor q = tokenView(in.q, pos, 1), k = tokenView(in.k, pos, 1), v = latent_ ? Tensor{} : tokenView(in.v, pos, 1);
     Tensor o = tokenView(out, pos, 1);
     if (fixedViews) {
-      q = tokenView(token_.q, 0, 1), k = tokenView(token_.k, 0, 1), v = tokenView(token_.v, 0, 1);
+      q = tokenView(token_.q, 0, 1), k = tokenView(token_.k, 0, 1);
+      if (!latent_) v = tokenView(token_.v, 0, 1);
       o = tokenView(tokenOut_, 0, 1);
     }
     if (!req_.inputs) {
       fill(d, q, seedFor(c_.run.seed, l, 0), qRow_ * pos, qRow_);
       fill(d, k, seedFor(c_.run.seed, l, 1), kvRow_ * pos, kvRow_);
-      fill(d, v, seedFor(c_.run.seed, l, 2), kvRow_ * pos, kvRow_);
+      if (!latent_) fill(d, v, seedFor(c_.run.seed, l, 2), vRow_ * pos, vRow_);
     } else if (fixedViews) {
       copy(d, in.q, qRow_ * pos, token_.q, 0, qRow_);
       copy(d, in.k, kvRow_ * pos, token_.k, 0, kvRow_);
-      copy(d, in.v, kvRow_ * pos, token_.v, 0, kvRow_);
+      if (!latent_) copy(d, in.v, vRow_ * pos, token_.v, 0, vRow_);
     }
     StepContext ctx{d, workspace_, &rt_};
     if (ragged_) {
@@ -571,10 +623,10 @@ void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
       attention(d, raggedDecodeCall(in, l, out, t), "decode");
       continue;
     }
-    append_.run(ctx, k, v, kCache_[l], vCache_[l], pos, kRope(pos), pages());
+    appendRows(ctx, k, v, kCache_[l], vCache_[l], pos, pages());
     attention(d, q, l, o, pos + 1, pos);
     // Kept outputs go to their place in the layer's output; otherwise nobody reads them.
-    if (fixedViews && keepOutputs_) copy(d, tokenOut_, 0, out, qRow_ * pos, qRow_);
+    if (fixedViews && keepOutputs_) copy(d, tokenOut_, 0, out, oRow_ * pos, oRow_);
   }
 }
 
@@ -635,11 +687,12 @@ void Session::checkOutputs(RunReport& report) {
   chk.ran = true;
   chk.bound = req_.tolerance > 0 ? req_.tolerance : std::max(defaultTolerance(dtype_), defaultTolerance(kvDtype_));
   const std::set<std::uint32_t> layers = {0u, L_ - 1};
-  const std::uint32_t D = c_.headDim;
+  const std::uint32_t D = D_, Dv = Dv_;
   for (const std::uint32_t l : layers) {
     auto q = hostInput(l, 0), k = hostInput(l, 1), v = hostInput(l, 2);
     // RoPE on the host, each row at its sequence's position, as the device did.
     std::vector<std::uint32_t> qPos(q.size() / D), kPos(k.size() / D);
+    if (latent_) v = {};  // taken from the rotated keys below
     for (std::size_t i = 0; i < qPos.size(); ++i) {
       qPos[i] = positionOfRow(static_cast<std::uint32_t>(i / c_.nHeads % B_), static_cast<std::uint32_t>(i / (B_ * c_.nHeads)));
     }
@@ -650,6 +703,10 @@ void Session::checkOutputs(RunReport& report) {
     if (c_.rope) {
       cpuRope(*c_.rope, D, q, qPos);
       cpuRope(*c_.rope, D, k, kPos);
+    }
+    if (latent_) {
+      v.resize(k.size() / D * Dv);
+      for (std::size_t r = 0; r < k.size() / D; ++r) std::copy_n(k.data() + r * D + (D - Dv), Dv, v.data() + r * Dv);
     }
     // The caches hold rotated K, and V, converted to their own type. Quantized caches are checked
     // against the values before quantization, within the quantization bound.
@@ -672,24 +729,24 @@ void Session::checkOutputs(RunReport& report) {
         p.qLen = 1;
         p.kvLen = p.kvCapacity = pos + 1;
         p.headDim = D;
+        p.valueDim = Dv;
         p.dtype = dtype_;
         p.scale = static_cast<float>(c_.softmaxScale);
         p.modifiers = modifiers_[l];
         // Packed [1, H, 1, D] and [1, Hkv, pos + 1, D] from the [rows, batch, heads, D] host arrays.
-        std::vector<float> qs(std::size_t(c_.nHeads) * D), ks(std::size_t(c_.nKvHeads) * (pos + 1) * D), vs(ks.size()),
-            gs(qs.size());
+        std::vector<float> qs(std::size_t(c_.nHeads) * D), ks(std::size_t(c_.nKvHeads) * (pos + 1) * D),
+            vs(std::size_t(c_.nKvHeads) * (pos + 1) * Dv), gs(std::size_t(c_.nHeads) * Dv);
         const std::size_t row = rowOfPosition(b, pos);
         for (std::uint32_t h = 0; h < c_.nHeads; ++h) {
-          const std::size_t src = ((row * B_ + b) * c_.nHeads + h) * D;
-          std::copy_n(q.data() + src, D, qs.data() + std::size_t(h) * D);
-          std::copy_n(got.data() + src, D, gs.data() + std::size_t(h) * D);
+          const std::size_t at = (row * B_ + b) * c_.nHeads + h;
+          std::copy_n(q.data() + at * D, D, qs.data() + std::size_t(h) * D);
+          std::copy_n(got.data() + at * Dv, Dv, gs.data() + std::size_t(h) * Dv);
         }
         for (std::uint32_t h = 0; h < c_.nKvHeads; ++h) {
           for (std::uint32_t j = 0; j <= pos; ++j) {
-            const std::size_t src = ((std::size_t(rowOfPosition(b, j)) * B_ + b) * c_.nKvHeads + h) * D;
-            const std::size_t dst = kvIndex(p, 0, h, j);
-            std::copy_n(k.data() + src, D, ks.data() + dst);
-            std::copy_n(v.data() + src, D, vs.data() + dst);
+            const std::size_t at = (std::size_t(rowOfPosition(b, j)) * B_ + b) * c_.nKvHeads + h;
+            std::copy_n(k.data() + at * D, D, ks.data() + kvIndex(p, 0, h, j));
+            std::copy_n(v.data() + at * Dv, Dv, vs.data() + vIndex(p, 0, h, j));
           }
         }
         const auto want = cpuAttention(p, qs, ks, vs);
@@ -697,19 +754,19 @@ void Session::checkOutputs(RunReport& report) {
         chk.rows += c_.nHeads;
         chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.reportedRel());
         if (!e.passes(chk.bound)) {
-          const Axis axes[] = {{"head", c_.nHeads}, {"d", D}};
+          const Axis axes[] = {{"head", c_.nHeads}, {"d", Dv}};
           chk.failures.push_back(fmt::format("layer {} sequence {} position {} vs the CPU: {}", l, b, pos,
                                              describeMismatch(e, chk.bound, "o", axes, gs, want)));
         }
       }
     }
-    // The same layer's prefill through the materialised path, on the device.
-    // (Ragged prompts: the per-sequence rows above only.)
-    if (req_.path == AttentionPath::Flash && !ragged_ &&
+    // The same layer's prefill through the materialised path, on the device (where the prefill was not
+    // itself materialised). (Ragged prompts: the per-sequence rows above only.)
+    if (!materialisedPrefill_ && !ragged_ &&
         SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_, D, dtype_}) <=
             rt_.info().maxStorageBufferRange) {
       const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});
-      const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, D});
+      const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, Dv});
       rt_.upload(qr, hostInput(l, 0));
       auto d = rt_.dispatcher();
       StepContext ctx{*d, workspace_, &rt_};
@@ -721,14 +778,14 @@ void Session::checkOutputs(RunReport& report) {
       reference_.run(ctx, call);
       d->submit();
       const auto want = rt_.download(orr);
-      const std::size_t n = std::size_t(P_) * B_ * c_.nHeads * D;
+      const std::size_t n = std::size_t(P_) * B_ * c_.nHeads * Dv;
       const std::vector<float> mine(got.begin(), got.begin() + n);
       const std::vector<double> ref(want.begin(), want.begin() + n);
       const ErrorStats e = compareOutputs(mine, ref);
       chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.reportedRel());
       chk.materialisedRan = true;
       if (!e.passes(chk.bound)) {
-        const Axis axes[] = {{"token", P_}, {"batch", B_}, {"head", c_.nHeads}, {"d", D}};
+        const Axis axes[] = {{"token", P_}, {"batch", B_}, {"head", c_.nHeads}, {"d", Dv}};
         chk.failures.push_back(fmt::format("layer {} prefill vs SdpaReferenceStep: {}", l,
                                            describeMismatch(e, chk.bound, "o", axes, mine, ref)));
       }
@@ -739,7 +796,7 @@ void Session::checkOutputs(RunReport& report) {
 
 // --expect and --save: outputs as [layers, batch, tokens, heads, D].
 void Session::compareExpected(RunReport& report) {
-  const std::size_t row = std::size_t(c_.nHeads) * c_.headDim;
+  const std::size_t row = std::size_t(c_.nHeads) * Dv_;
   std::vector<float> all(std::size_t(L_) * B_ * T_ * row);
   for (std::uint32_t l = 0; l < L_; ++l) {
     const auto got = rt_.download(out_[l]);
@@ -752,7 +809,7 @@ void Session::compareExpected(RunReport& report) {
       }
     }
   }
-  const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, c_.headDim};
+  const std::vector<std::int64_t> shape = {L_, B_, T_, c_.nHeads, Dv_};
   if (req_.save) {
     const std::vector<NamedTensor> tensors = {{"o", shape, all}};
     report.savePath = req_.save->string();
@@ -770,7 +827,7 @@ void Session::compareExpected(RunReport& report) {
   report.expectRelError = e.reportedRel();
   const double bound = req_.tolerance > 0 ? req_.tolerance : defaultTolerance(dtype_);
   report.expectPassed = e.passes(bound);
-  const Axis axes[] = {{"layer", L_}, {"batch", B_}, {"token", T_}, {"head", c_.nHeads}, {"d", c_.headDim}};
+  const Axis axes[] = {{"layer", L_}, {"batch", B_}, {"token", T_}, {"head", c_.nHeads}, {"d", Dv_}};
   if (!report.expectPassed) report.expectFailure = describeMismatch(e, bound, "o", axes, all, want);
 }
 

@@ -1,5 +1,7 @@
 #include "foundry/stages/KvAccessStage.h"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
@@ -7,15 +9,10 @@
 
 namespace foundry {
 
-const char* const KvAccessStage::kStrideFields[6] = {"k_stride_b", "k_stride_h", "k_stride_s",
-                                                     "v_stride_b", "v_stride_h", "v_stride_s"};
-const char* const KvAccessStage::kScaleStrideFields[6] = {"k_scale_stride_b", "k_scale_stride_h", "k_scale_stride_s",
-                                                          "v_scale_stride_b", "v_scale_stride_h", "v_scale_stride_s"};
-
 std::string KvAccess::key() const {
   const QuantBlocks& q = storageFormat(format).blocks;
-  return fmt::format("{}{}_w{}{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
-                     write ? "_store" : "", pageSize ? fmt::format("_pg{}", pageSize) : "");
+  return fmt::format("{}{}_w{}{}{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
+                     write ? "_store" : "", pageSize ? fmt::format("_pg{}", pageSize) : "", keysOnly ? "_konly" : "");
 }
 
 namespace {
@@ -119,8 +116,12 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   const bool single = a_.width == 1;
   const std::string view = glsl::view(a_.format, a_.width);
   const Access access = a_.write ? (q.version ? Access::ReadWrite : Access::WriteOnly) : Access::ReadOnly;
-  k.buffer("k_cache", a_.format, access, view).buffer("v_cache", a_.format, access, view);
-  for (const char* field : kStrideFields) k.push(field, PushType::U32);
+  // The roles this kernel reaches: k and v, or k alone.
+  const std::vector<char> roles = a_.keysOnly ? std::vector<char>{'k'} : std::vector<char>{'k', 'v'};
+  for (const char kv : roles) {
+    k.buffer(fmt::format("{}_cache", kv), a_.format, access, view);
+    for (const char* part : {"b", "h", "s"}) k.push(fmt::format("{}_stride_{}", kv, part), PushType::U32);
+  }
   glsl::declareFormat(k, a_.format);
   k.define("KV_WIDTH", fmt::format("{}u", a_.width));
   std::string text;
@@ -136,14 +137,16 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
     k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width));
     // Eight f16 values as the cooperative-matrix kernel stages them: f16 loads as they are.
     if (a_.format == DType::F16 && a_.width == 8) k.define("KV_F16X8(r)", "(r)");
-    for (const char kv : {'k', 'v'}) text += floatAccess(a_, kv);
+    for (const char kv : roles) text += floatAccess(a_, kv);
     k.snippetText("kv_access", text);
     return;
   }
   k.define("KV_BLOCK_KEYS", fmt::format("{}u", q.keys)).define("KV_BLOCK_DIMS", fmt::format("{}u", q.dims));
   if (!q.inlineScales) {
-    k.buffer("k_scales", DType::F16, access, "uint16_t").buffer("v_scales", DType::F16, access, "uint16_t");
-    for (const char* field : kScaleStrideFields) k.push(field, PushType::U32);
+    for (const char kv : roles) {
+      k.buffer(fmt::format("{}_scales", kv), DType::F16, access, "uint16_t");
+      for (const char* part : {"b", "h", "s"}) k.push(fmt::format("{}_scale_stride_{}", kv, part), PushType::U32);
+    }
   }
   k.define("KV_ROW", q.inlineScales ? "uint" : "uvec2");
   k.define("KV_RAW", single ? "float" : "KvQuantLoad");
@@ -161,7 +164,7 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
             "  return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));\n"
             "}\n";
   }
-  for (const char kv : {'k', 'v'}) text += q.inlineScales ? q8Access(a_, kv) : int8Access(a_, kv);
+  for (const char kv : roles) text += q.inlineScales ? q8Access(a_, kv) : int8Access(a_, kv);
   k.snippetText("kv_access", text);
 }
 

@@ -32,6 +32,9 @@ struct KvAccess {
   std::uint32_t width = 1;    ///< elements per load: the buffers' view
   bool write = false;         ///< the kernel writes rows (appends) instead of reading them
   std::uint32_t pageSize = 0; ///< rows per page of a paged pool (block_table, block_table_stride); 0: not paged
+  /// k_cache alone (no v_cache, no kv_*_v functions): appends to latent rows, whose values are a view
+  /// of the keys and so may not be bound as a second, overlapping cache.
+  bool keysOnly = false;
   std::string key() const;
 };
 
@@ -44,10 +47,6 @@ class KvAccessStage : public Stage {
   void emit(GlslWriter&, const DeviceInfo&) const override {}
   std::string key() const override { return a_.key(); }
 
-  /// The stride push constants the stage declares, in the order a Step sets them.
-  static const char* const kStrideFields[6];
-  /// int8 caches also declare the strides of their scales (batch, head, block of keys).
-  static const char* const kScaleStrideFields[6];
 
  private:
   KvAccess a_;

@@ -239,22 +239,44 @@ AttentionProblem describeCall(const AttentionCall& c) {
   return p;
 }
 
+namespace {
+
+// Role `kv` ("k" or "v"): its row strides, and its scales' where it has them.
+void setStrides(Arguments& args, const std::string& kv, const Tensor& t) {
+  const CacheView c = cacheView(t, kv);
+  args.set(kv + "_stride_b", c.batchStride).set(kv + "_stride_h", c.headStride).set(kv + "_stride_s", c.rowStride);
+}
+
+void bindCache(Arguments& args, const std::string& kv, const Tensor& t) {
+  args.bind(kv + "_cache", t);
+  setStrides(args, kv, t);
+  if (!t.scales) return;
+  const CacheView c = cacheView(t, kv);
+  args.bind(kv + "_scales", *t.scales);
+  args.set(kv + "_scale_stride_b", c.scaleBatchStride).set(kv + "_scale_stride_h", c.scaleHeadStride);
+  args.set(kv + "_scale_stride_s", c.scaleBlockStride);
+}
+
+void bindPages(Arguments& args, const PagedKv* pages) {
+  if (pages) args.bind("block_table", pages->blockTable).set("block_table_stride", pages->rowStride());
+}
+
+}  // namespace
+
 void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v) {
-  const CacheView kv = cacheView(k, "k"), vv = cacheView(v, "v");
-  args.set("k_stride_b", kv.batchStride).set("k_stride_h", kv.headStride).set("k_stride_s", kv.rowStride);
-  args.set("v_stride_b", vv.batchStride).set("v_stride_h", vv.headStride).set("v_stride_s", vv.rowStride);
+  setStrides(args, "k", k);
+  setStrides(args, "v", v);
 }
 
 void bindCaches(Arguments& args, const Tensor& k, const Tensor& v, const PagedKv* pages) {
-  args.bind("k_cache", k).bind("v_cache", v);
-  setCacheStrides(args, k, v);
-  if (pages) args.bind("block_table", pages->blockTable).set("block_table_stride", pages->rowStride());
-  if (!k.scales || !v.scales) return;
-  const CacheView kv = cacheView(k, "k"), vv = cacheView(v, "v");
-  args.bind("k_scales", *k.scales).bind("v_scales", *v.scales);
-  args.set("k_scale_stride_b", kv.scaleBatchStride).set("k_scale_stride_h", kv.scaleHeadStride);
-  args.set("k_scale_stride_s", kv.scaleBlockStride).set("v_scale_stride_b", vv.scaleBatchStride);
-  args.set("v_scale_stride_h", vv.scaleHeadStride).set("v_scale_stride_s", vv.scaleBlockStride);
+  bindCache(args, "k", k);
+  bindCache(args, "v", v);
+  bindPages(args, pages);
+}
+
+void bindKeyCache(Arguments& args, const Tensor& k, const PagedKv* pages) {
+  bindCache(args, "k", k);
+  bindPages(args, pages);
 }
 
 void bindCaches(Arguments& args, const AttentionCall& call) {

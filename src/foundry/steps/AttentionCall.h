@@ -67,6 +67,8 @@ void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v);
 /// Binds the caches (and an int8 cache's scales, and a paged cache's block table) for a kernel with a
 /// KvAccessStage, and sets their strides (the scales' and the table's too).
 void bindCaches(Arguments& args, const Tensor& k, const Tensor& v, const PagedKv* pages = nullptr);
+/// The key cache alone, for a kernel whose KvAccessStage has keysOnly (appends to latent rows).
+void bindKeyCache(Arguments& args, const Tensor& k, const PagedKv* pages = nullptr);
 /// bindCaches with the call's caches and pages.
 void bindCaches(Arguments& args, const AttentionCall& call);
 /// Sets the shape and stride push constants every attention kernel declares.

@@ -23,11 +23,20 @@ AttentionCall shapeCall(const AttentionLayout& l, const Modifiers& mods, std::ui
   p.kvLen = kvLen;
   p.kvCapacity = kvLen;
   p.headDim = l.headDim;
+  p.valueDim = l.valueDim;
   AttentionCall c;
   c.q = Tensor::describe("q", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
-  c.o = Tensor::describe("o", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+  c.o = Tensor::describe("o", l.dtype, p.oDims(Layout::HeadMajor), Layout::HeadMajor);
   c.k = Tensor::describe("k_cache", l.dtype, p.kvDims(), Layout::KvCache);
-  c.v = Tensor::describe("v_cache", l.dtype, p.kvDims(), Layout::KvCache);
+  if (l.latentValues) {
+    // A view of the key rows: their last valueDim columns.
+    c.v = c.k;
+    c.v.name = "v_of_k_cache";
+    c.v.dims.back() = p.vDim();
+    c.v.offset += l.headDim - p.vDim();
+  } else {
+    c.v = Tensor::describe("v_cache", l.dtype, p.vDims(), Layout::KvCache);
+  }
   c.kvLen = kvLen;
   c.scale = l.scale;
   c.modifiers = mods;
@@ -64,14 +73,20 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
       fused.rope = FusedRope{*layout.rope, Tensor::describe("rope_inv_freq", DType::F32, {rotary / 2}), 255};
       add("rope->decode" + of, flash.kernelsFor(fused));
     }
-    add("prefill" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 512, 512)));
-    add("prefill split-k" + of,
-        FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, mods, 1, 16, longKv)));
+    // The flash prefill stages K and V rows of one width: narrower values prefill on the reference path.
+    if (!layout.valueDim || layout.valueDim == layout.headDim) {
+      add("prefill" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 512, 512)));
+      add("prefill split-k" + of,
+          FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, mods, 1, 16, longKv)));
+    }
     add("reference" + of, SdpaReferenceStep(device, snippets).kernelsFor(shapeCall(layout, mods, 1, 128, 128)));
   }
   const AttentionCall prompt = shapeCall(layout, {}, 1, 128, 128);
   if (layout.rope) add("rope", {RopeStep(device, snippets).kernelFor(prompt.q, *layout.rope)});
-  add("kv append", {KvAppendStep(device, snippets).kernelFor(layout.headDim, layout.dtype, layout.rope)});
+  const bool ownValues = layout.valueDim && layout.valueDim != layout.headDim && !layout.latentValues;
+  add("kv append", {KvAppendStep(device, snippets)
+                        .kernelFor(layout.headDim, layout.dtype, layout.rope, std::nullopt, 0, layout.latentValues,
+                                   ownValues ? layout.valueDim : 0)});
   return out;
 }
 

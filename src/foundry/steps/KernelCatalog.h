@@ -17,6 +17,8 @@ struct AttentionLayout {
   std::uint32_t nHeads = 32;
   std::uint32_t nKvHeads = 8;
   std::uint32_t headDim = 128;
+  std::uint32_t valueDim = 0;   ///< of values and outputs; 0: headDim. Narrower: the prompt runs materialised
+  bool latentValues = false;    ///< the values are the last valueDim columns of each key row (absorbed MLA)
   DType dtype = DType::F16;
   std::optional<RopeSpec> rope = RopeSpec{};  ///< none: no RoPE kernels, no fused RoPE decode
   std::uint32_t maxContext = 8192;

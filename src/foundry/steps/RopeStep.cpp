@@ -108,22 +108,46 @@ KvAppendStep::KvAppendStep(const DeviceInfo& device, std::shared_ptr<const Snipp
 void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache,
                        const Tensor& vCache, std::uint32_t cachePos, const std::optional<Rope>& rope,
                        const PagedKv* pages) {
+  append(ctx, kNew, &vNew, kCache, vCache, cachePos, rope, pages);
+}
+
+void KvAppendStep::runKeys(StepContext& ctx, const Tensor& kNew, const Tensor& kCache, std::uint32_t cachePos,
+                           const std::optional<Rope>& rope, const PagedKv* pages) {
+  if (quantized(kCache.dtype)) {
+    throw UnsupportedError(fmt::format("k_cache: appending keys alone to a {} cache: its blocks hold keys and values "
+                                       "apart; accepted: f16, bf16, f32", dtypeName(kCache.dtype)));
+  }
+  append(ctx, kNew, nullptr, kCache, kCache, cachePos, rope, pages);
+}
+
+void KvAppendStep::append(StepContext& ctx, const Tensor& kNew, const Tensor* vNewOrNull, const Tensor& kCache,
+                          const Tensor& vCache, std::uint32_t cachePos, const std::optional<Rope>& rope,
+                          const PagedKv* pages) {
   const Rows k = rowsOf(kNew, "k_new");
+  const Tensor& vNew = vNewOrNull ? *vNewOrNull : kNew;
   const Rows v = rowsOf(vNew, "v_new");
-  if (k.batch != v.batch || k.heads != v.heads || k.tokens != v.tokens || k.dim != v.dim || k.sb != v.sb ||
-      k.sh != v.sh || k.ss != v.ss) {
-    throw UserError("v_new", fmt::format("k_new {} and v_new {} must have the same shape and strides", kNew.shapeString(),
+  // V rows of their own width (value_dim) carry their own strides; rows of K's width share K's.
+  const bool ownValues = v.dim != k.dim;
+  if (k.batch != v.batch || k.heads != v.heads || k.tokens != v.tokens ||
+      (!ownValues && (k.sb != v.sb || k.sh != v.sh || k.ss != v.ss))) {
+    throw UserError("v_new", fmt::format("k_new {} and v_new {} must have the same batch, heads and tokens, and the "
+                                         "same strides where their rows are as wide", kNew.shapeString(),
                                          vNew.shapeString()));
+  }
+  if (ownValues && quantized(kCache.dtype)) {
+    throw UnsupportedError(fmt::format("v_cache: {} caches with value rows of {} against key rows of {}; accepted: "
+                                       "f16, bf16, f32", dtypeName(kCache.dtype), v.dim, k.dim));
   }
   CacheView views[2];
   for (std::size_t i = 0; i < 2; ++i) {  // by index: k and v may be one tensor
     const Tensor* c = i ? &vCache : &kCache;
     const char* role = i ? "v_cache" : "k_cache";
+    const std::uint32_t dim = i ? v.dim : k.dim;
     const CacheView cv = views[i] = cacheView(*c, role);
-    if ((!pages && cv.batch != k.batch) || cv.heads != k.heads || cv.dim != k.dim || cv.rowStride < k.dim) {
+    if ((!pages && cv.batch != k.batch) || cv.heads != k.heads || cv.dim != dim || cv.rowStride < dim) {
       throw UserError(role, fmt::format("'{}' is {}; expected a kv-cache [{}, {}, capacity, {}] (or token-major [{}, "
                                         "capacity, {}, {}]) whose rows do not overlap", c->name, c->shapeString(),
-                                        k.batch, k.heads, k.dim, k.batch, k.heads, k.dim));
+                                        k.batch, k.heads, dim, k.batch, k.heads, dim));
     }
   }
   if (vNew.dtype != kNew.dtype) {
@@ -151,11 +175,17 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
   if (rope) checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
   const KernelSource& kernel =
       kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt, kCache.dtype,
-                pages ? views[0].capacity : 0);
+                pages ? views[0].capacity : 0, !vNewOrNull, ownValues ? v.dim : 0);
   Arguments a;
-  a.bind("k_new", kNew).bind("v_new", vNew);
-  bindCaches(a, kCache, vCache, pages);
+  a.bind("k_new", kNew);
+  if (vNewOrNull) {
+    a.bind("v_new", vNew);
+    bindCaches(a, kCache, vCache, pages);
+  } else {
+    bindKeyCache(a, kCache, pages);
+  }
   a.set("new_stride_b", k.sb).set("new_stride_h", k.sh).set("new_stride_s", k.ss);
+  if (ownValues) a.set("v_new_stride_b", v.sb).set("v_new_stride_h", v.sh).set("v_new_stride_s", v.ss);
   a.set("cache_pos0", cachePos);
   if (rope) {
     a.bind("rope_inv_freq", rope->invFreq).set("rope_pos0", rope->pos0);
@@ -172,13 +202,15 @@ void KvAppendStep::run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew,
 }
 
 const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope,
-                                            std::optional<DType> cacheFormat, std::uint32_t pageSize) {
+                                            std::optional<DType> cacheFormat, std::uint32_t pageSize, bool keysOnly,
+                                            std::uint32_t valueDim) {
   std::optional<RopeStageParams> rp;
   if (rope) rp = paramsFor(*rope, headDim, dtype);
-  const KvAccess access{cacheFormat.value_or(dtype), 1, true, pageSize};
+  const KvAccess access{cacheFormat.value_or(dtype), 1, true, pageSize, keysOnly};
   const bool quant = quantized(access.format);
-  const std::string key = (quant ? KvQuantAppendStage(headDim, dtype, rp).key() : KvAppendStage(headDim, dtype, rp).key()) +
-                          "_" + access.key();
+  const std::string key =
+      (quant ? KvQuantAppendStage(headDim, dtype, rp).key()
+             : KvAppendStage(headDim, dtype, rp, keysOnly, valueDim).key()) + "_" + access.key();
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     KernelBuilder b(device_, snippets_);
@@ -186,7 +218,7 @@ const KernelSource& KvAppendStep::kernelFor(std::uint32_t headDim, DType dtype, 
     if (quant) {
       b.emplace<KvQuantAppendStage>(headDim, dtype, rp);
     } else {
-      b.emplace<KvAppendStage>(headDim, dtype, rp);
+      b.emplace<KvAppendStage>(headDim, dtype, rp, keysOnly, valueDim);
     }
     it = cache_.emplace(key, std::make_shared<const KernelSource>(b.build())).first;
   }

@@ -46,18 +46,29 @@ class KvAppendStep {
     Tensor invFreq;
     std::uint32_t pos0 = 0;
   };
-  /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major; caches kv-cache [B, Hkv,
+  /// kNew/vNew: [B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major (vNew's D may be value_dim,
+  /// float caches only); caches kv-cache [B, Hkv,
   /// capacity, D] or token-major [B, capacity, Hkv, D], k and v in one format (f16, bf16, f32, int8,
   /// q8_0), which may differ from the new rows'. With `pages`, the caches are pools of pages and
   /// sequence b's rows go to the pages its row of the block table names (each sequence its own pages).
   void run(StepContext& ctx, const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,
            std::uint32_t cachePos, const std::optional<Rope>& rope, const PagedKv* pages = nullptr);
+  /// New key rows only, for a cache whose values are a view of its key rows (absorbed MLA's latent
+  /// rows: the values are their last value_dim columns). f16, bf16 or f32 caches.
+  void runKeys(StepContext& ctx, const Tensor& kNew, const Tensor& kCache, std::uint32_t cachePos,
+               const std::optional<Rope>& rope, const PagedKv* pages = nullptr);
   /// The kernel for new rows of `dtype` into a cache of `cacheFormat` (default: the same), paged when
-  /// `pageSize` is not 0.
+  /// `pageSize` is not 0; with `keysOnly`, the kernel runKeys dispatches; `valueDim` not 0: V rows of
+  /// that width, with strides of their own.
   const KernelSource& kernelFor(std::uint32_t headDim, DType dtype, const std::optional<RopeSpec>& rope,
-                                std::optional<DType> cacheFormat = std::nullopt, std::uint32_t pageSize = 0);
+                                std::optional<DType> cacheFormat = std::nullopt, std::uint32_t pageSize = 0,
+                                bool keysOnly = false, std::uint32_t valueDim = 0);
 
  private:
+  /// run() and runKeys(): `vNew` null for keys only (vCache is then the key cache again).
+  void append(StepContext& ctx, const Tensor& kNew, const Tensor* vNew, const Tensor& kCache, const Tensor& vCache,
+              std::uint32_t cachePos, const std::optional<Rope>& rope, const PagedKv* pages);
+
   const DeviceInfo& device_;
   std::shared_ptr<const SnippetLibrary> snippets_;
   std::map<std::string, std::shared_ptr<const KernelSource>> cache_;
