@@ -26,6 +26,12 @@
 #                                        # rounds), PyTorch, and paged/ragged/int8 Llama runs, --check
 #   bash bench/h200.sh headdims          # on the device: head-dim parity, D80/D96 decode sweeps,
 #                                        # the head-dim shapes
+#   bash bench/h200.sh int8-heads        # on the device: int8 decode, scale once per load, fewer heads
+#                                        # per workgroup: parity, plans against f16, forced variants
+#   bash bench/h200.sh int8-tune         # on the device: the int8 decode plans against f16 and PyTorch
+#   bash bench/h200.sh mla-heads         # on the device: DeepSeek-V2-Lite decode, heads x unroll
+#   bash bench/h200.sh mla               # on the device: latent-decode parity, DeepSeek-V2-Lite with
+#                                        # its check, and its 27 layers after a 4096-token prompt
 #   bash bench/h200.sh replay            # on the device: Llama 3.1 8B decode (32 layers, 8192-token
 #                                        # prompt, 128 tokens) with FOUNDRY_DECODE_REPLAY=1 and =0,
 #                                        # interleaved, 3 runs each: decode tokens/s by wall and GPU time
@@ -254,6 +260,32 @@ case "${1:-}" in
     grep "us$" "$out/paged-rest.txt"
     exit $status
     ;;
+  int8-heads)
+    # int8 decode with each load's scale taken once (a dot product per load, p * scale per load) and
+    # fewer query heads per workgroup (FOUNDRY_FA_DECODE_HEADS): int8 parity on the device, the
+    # Selector's plans against f16 (three rounds), forced (heads, keys per warp, load width, steps)
+    # variants, and PyTorch's f16 on the same shapes.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    .device/bin/foundry_attention_tests --gtest_filter='*KvFormat*:*KvQuant*:*KvPaged*:*Decode*' --gtest_brief=1 \
+      >"$out/int8-tests.log" 2>&1 || status=1
+    tail -3 "$out/int8-tests.log"
+    for round in 1 2 3; do
+      timeout 60 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128 \
+        decode:8:32:8:16384:128+int8 --json "$out/auto-$round.json" 2>&1 | grep "^decode.*us$" | sed "s/^/round $round: /" \
+        || status=1
+    done
+    for v in "4 2 8 8" "2 2 8 8" "2 2 16 4" "2 2 16 8" "2 4 16 4" "2 4 16 8" "1 2 16 4" "1 2 16 8" "1 4 16 4" \
+      "1 4 16 8" "1 2 8 8" "4 4 16 4" "4 4 16 2" "2 2 8 4" "1 4 16 2"; do
+      set -- $v
+      FOUNDRY_FA_DECODE_HEADS=$1 FOUNDRY_FA_DECODE_KEYS_PER_WARP=$2 FOUNDRY_FA_DECODE_VEC=$3 FOUNDRY_FA_DECODE_UNROLL=$4 \
+        timeout 40 foundry bench --shape decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 \
+        --json "$out/int8-h$1-k$2-v$3-u$4.json" 2>&1 | grep "^decode.*us$" | sed "s/^/h$1 k$2 v$3 u$4: /" || status=1
+    done
+    python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
+    exit $status
+    ;;
   formats-replay)
     # A bf16 replay against PyTorch: torch makes bf16 q, k, v, applies RoPE and SDPA in bf16; `foundry
     # run --dtype bf16` must match it (and an f16 run with a bf16 cache must match the f16 replay).
@@ -292,6 +324,57 @@ case "${1:-}" in
     foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:80 decode:1:32:8:65536:96 \
       decode:1:32:8:65536:256 prefill:1:32:8:8192:128 prefill:1:32:8:8192:96 prefill:1:32:8:8192:256 \
       --json "$out/headdims.json" 2>&1 | tee "$out/headdims.txt" || status=1
+    exit $status
+    ;;
+  mla)
+    # DeepSeek-V2-Lite's absorbed MLA through `foundry run` (docs/performance.md, "Latent values"):
+    # the latent-decode and append parity suites, the config with its check, and the whole model's
+    # 27 layers decoding after a 4096-token prompt (the prompt materialised), replayed and not.
+    on_device
+    status=0
+    .device/bin/foundry_attention_tests --gtest_filter='Every/HeadDims*v512*:Every/HeadDims*v128*:*KvAppendParity*' \
+      --gtest_brief=1 >"$out/mla-tests.log" 2>&1 || status=1
+    tail -3 "$out/mla-tests.log"
+    foundry run configs/deepseek-v2-lite.json --check --layers 2 --prompt-len 512 --decode-tokens 16 \
+      --json "$out/mla-check.json" 2>&1 | tee "$out/mla-check.txt" || status=1
+    for replay in 1 0; do
+      FOUNDRY_DECODE_REPLAY=$replay foundry run configs/deepseek-v2-lite.json --layers 27 --prompt-len 4096 \
+        --decode-tokens 128 --json "$out/mla-27-replay$replay.json" 2>&1 | tee "$out/mla-27-replay$replay.txt" || status=1
+    done
+    exit $status
+    ;;
+  int8-tune)
+    # The int8 decode plans worth choosing between, against f16 and PyTorch's f16, in one call.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    for round in 1 2; do
+      timeout 90 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128 \
+        decode:8:32:8:16384:128+int8 --json "$out/tune-auto-$round.json" 2>&1 | grep "^decode.*us$" | sed "s/^/auto: /" \
+        || status=1
+      for v in "2 8 8" "4 16 4" "4 16 2"; do
+        set -- $v
+        FOUNDRY_FA_DECODE_KEYS_PER_WARP=$1 FOUNDRY_FA_DECODE_VEC=$2 FOUNDRY_FA_DECODE_UNROLL=$3 \
+          timeout 60 foundry bench --shape decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 \
+          --json "$out/tune-k$1-v$2-u$3-$round.json" 2>&1 | grep "^decode.*us$" | sed "s/^/k$1 v$2 u$3: /" || status=1
+      done
+    done
+    timeout 120 python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
+    exit $status
+    ;;
+  mla-heads)
+    # DeepSeek-V2-Lite's latent decode (16 heads on one 576-wide KV head) with fewer heads per
+    # workgroup and more steps in flight: two layers after a 4096-token prompt, decode GPU time.
+    on_device
+    status=0
+    for h in auto 8 4 2 1; do
+      for u in auto 2 4; do
+        env=(); [ "$h" = auto ] || env+=(FOUNDRY_FA_DECODE_HEADS=$h); [ "$u" = auto ] || env+=(FOUNDRY_FA_DECODE_UNROLL=$u)
+        line=$(env "${env[@]}" timeout 60 foundry run configs/deepseek-v2-lite.json --layers 2 --prompt-len 4096 \
+          --decode-tokens 64 --no-check 2>&1 | grep -E "^  decode |FlashDecode|error" | tr -s ' ' | tr '\n' ' ')
+        echo "heads $h unroll $u: $line" | tee -a "$out/mla-heads.txt"
+      done
+    done
     exit $status
     ;;
   sweep)

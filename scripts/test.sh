@@ -26,7 +26,7 @@ ctest --preset asan -L sanitize
 # Two processes racing on one cache directory, and threads sharing one Runtime, with ThreadSanitizer
 # (only what those tests need).
 cmake --preset tsan
-cmake --build --preset tsan --target foundry foundry_error_tests foundry_device_tests foundry_unit_tests
+cmake --build --preset tsan --target foundry foundry_tsan_tests
 ctest --preset tsan -L tsan
 
 # The config and safetensors parsers under libFuzzer.

@@ -467,25 +467,37 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     // Lanes per key, load width and loads in flight: every usable combination (the width the
     // Selector would pick for a split is one of them, so head dims whose best split needs a narrower
     // load show up too).
-    for (std::uint32_t warps : {4u, 8u}) {
-      for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
-        for (std::uint32_t vec : {2u, 4u, 8u, 16u}) {
-          for (std::uint32_t unroll : {2u, 4u, 8u}) {
-            DecodeVariant v;
-            v.headDim = s.headDim;
-            v.dtype = s.cacheType();
-            v.strideAlign = storageFormat(v.dtype).maxLoadWidth;
-            v.heads = Selector::decodeHeadsPerWorkgroup(s.heads / s.kvHeads);
-            v.keysPerWarp = keys;
-            v.vecWidth = vec;
-            v.unroll = unroll;
-            if (!v.unusableReason(sg).empty()) continue;
-            AttentionOptions o = base;
-            o.faDecodeWarps = warps;
-            o.faDecodeKeysPerWarp = keys;
-            o.faDecodeVectorWidth = vec;
-            o.faDecodeUnroll = unroll;
-            out.emplace_back(fmt::format("w{} k{} v{} u{}", warps, keys, vec, unroll), o);
+    // Fewer query heads per workgroup too (half the group's, and 1): fewer q and output registers, each
+    // K/V row read by more workgroups.
+    const std::uint32_t group = s.heads / s.kvHeads, groupHeads = Selector::decodeHeadsPerWorkgroup(group);
+    std::vector<std::uint32_t> headChoices = {groupHeads};
+    for (std::uint32_t h = groupHeads / 2; h >= 1 && groupHeads > 1; h /= 2) {
+      if (group % h == 0) headChoices.push_back(h);
+    }
+    for (std::uint32_t heads : headChoices) {
+      for (std::uint32_t warps : {4u, 8u}) {
+        for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
+          for (std::uint32_t vec : {2u, 4u, 8u, 16u}) {
+            for (std::uint32_t unroll : {2u, 4u, 8u}) {
+              DecodeVariant v;
+              v.headDim = s.headDim;
+              v.dtype = s.cacheType();
+              v.strideAlign = storageFormat(v.dtype).maxLoadWidth;
+              v.heads = heads;
+              v.keysPerWarp = keys;
+              v.vecWidth = vec;
+              v.unroll = unroll;
+              if (!v.unusableReason(sg).empty()) continue;
+              AttentionOptions o = base;
+              o.faDecodeWarps = warps;
+              o.faDecodeKeysPerWarp = keys;
+              o.faDecodeVectorWidth = vec;
+              o.faDecodeUnroll = unroll;
+              if (heads != groupHeads) o.faDecodeHeads = heads;
+              out.emplace_back(fmt::format("w{} k{} v{} u{}{}", warps, keys, vec, unroll,
+                                           heads != groupHeads ? fmt::format(" h{}", heads) : ""),
+                               o);
+            }
           }
         }
       }

@@ -25,7 +25,8 @@ const uint DECODE_LOAD_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC * DECODE_PAIR;
 const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
 // K/V stay in registers in their stored form (KV_RAW: e.g. four f16 in a uvec2, half the registers of
-// a vec4) until used; KV_UNPACK(r, p) widens chunk p of a load to f32 (stages/KvAccessStage.h).
+// a vec4) until used; KV_CODES(r, p) widens chunk p of a load to f32 and KV_SCALE(r) is the scale
+// every chunk of a quantized load shares, applied once per load (stages/KvAccessStage.h).
 
 // The first of the DECODE_VEC dimensions chunk c of lane `lik` holds.
 uint decode_dim(uint c, uint lik) {
@@ -117,7 +118,11 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       valid[u] = base + u * DECODE_KEYS_PER_WARP + cluster < kv_end;
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) acc += dot(q[h][c], KV_UNPACK(kr[u][c / DECODE_PAIR], c % DECODE_PAIR));
+        [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
+          float part = 0.0;
+          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) part += dot(q[h][j * DECODE_PAIR + c], KV_CODES(kr[u][j], c));
+          acc += part * KV_SCALE(kr[u][j]);
+        }
         s[u][h] = acc;
       }
     }
@@ -152,7 +157,12 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
-        [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] += p * KV_UNPACK(vr[u][c / DECODE_PAIR], c % DECODE_PAIR);
+        [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
+          const float ps = p * KV_SCALE(vr[u][j]);
+          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
+            acc_o[h][j * DECODE_PAIR + c] += ps * KV_CODES(vr[u][j], c);
+          }
+        }
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;

@@ -1,7 +1,7 @@
 // `foundry run --save` ended by a signal while it writes: the file it replaces must be as it was and
 // its hidden temporary must be gone. The signal is sent the moment inotify sees the temporary's first
 // bytes written (a run also creates one early, empty, to learn that the path is writable), so it
-// lands inside the write of 16 MiB, not before or after it.
+// lands inside the write of 8 MiB, not before or after it.
 #include <signal.h>
 #include <sys/inotify.h>
 #include <poll.h>
@@ -60,9 +60,9 @@ TEST_P(InterruptedWrite, LeavesTheOldFileAndNoTemporary) {
   ASSERT_GE(::inotify_add_watch(fd, dir.path().c_str(), IN_MODIFY), 0) << std::strerror(errno);
 
   test::ProcessSpec spec;
-  // 32 sequences of 128 tokens, one layer: 16 MiB of outputs, from a prefill lavapipe runs in seconds.
+  // 16 sequences of 128 tokens, one layer: 8 MiB of outputs, from a prefill lavapipe runs in seconds.
   spec.argv = {FOUNDRY_EXECUTABLE, "run", fs::path(FOUNDRY_SOURCE_DIR) / "configs" / "tinyllama-1.1b.json",
-               "--prompt-len", "127", "--batch", "32", "--decode-tokens", "1", "--layers", "1", "--no-check",
+               "--prompt-len", "127", "--batch", "16", "--decode-tokens", "1", "--layers", "1", "--no-check",
                "--save", "o.safetensors"};
   spec.env["FOUNDRY_CACHE_DIR"] = (dir.path() / ".cache").string();
   spec.env["FOUNDRY_LOG_LEVEL"] = "warn";

@@ -223,11 +223,11 @@ TEST_F(StepMockTest, PagedDecodePlansAsContiguousAndBindsTheBlockTable) {
   run(call);
 }
 
-TEST_F(StepMockTest, Int8DecodeOnH200RecordsEightCodeLoadsAndBindsTheScales) {
+TEST_F(StepMockTest, Int8DecodeOnH200RecordsSixteenCodeLoadsAndBindsTheScales) {
   pretend("h200");
-  // 65536 int8 keys: 8 codes per load, 2 keys per subgroup step, 8 steps in flight (the H100 sweep's
-  // best), split over the compute units and merged in the last workgroup; the scales bound beside the
-  // codes with their own strides (one f16 per 32 keys x 32 dimensions).
+  // 65536 int8 keys: 16 codes per load, 4 keys per subgroup step, 4 steps in flight (the H200's best),
+  // split over the compute units and merged in the last workgroup; the scales bound beside the codes
+  // with their own strides (one f16 per 32 keys x 32 dimensions).
   AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 65536));
   for (Tensor* t : {&call.k, &call.v}) {
     t->dtype = DType::I8;
@@ -235,7 +235,7 @@ TEST_F(StepMockTest, Int8DecodeOnH200RecordsEightCodeLoadsAndBindsTheScales) {
   }
   EXPECT_CALL(dispatcher,
               dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
-                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w8_D128_int8_h4_w8_k2_u8_v8"))),
+                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w16_D128_int8_h4_w8_k4_u4_v16"))),
                        AllOf(Binds("k_cache", "k_cache"), Binds("k_scales", "k_cache.scales"),
                              Binds("v_scales", "v_cache.scales"), PushU32("k_scale_stride_h", 2048 * 4),
                              PushU32("k_scale_stride_s", 4), PushU32("kv_len", 65536)),

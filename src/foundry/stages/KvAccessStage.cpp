@@ -135,6 +135,7 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
     k.define("KV_ROW", "uint");
     k.define("KV_RAW", single ? "float" : view);
     k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width));
+    k.define("KV_SCALE(r)", "1.0").define("KV_CODES(r, p)", "KV_UNPACK(r, p)");
     // Eight f16 values as the cooperative-matrix kernel stages them: f16 loads as they are.
     if (a_.format == DType::F16 && a_.width == 8) k.define("KV_F16X8(r)", "(r)");
     for (const char kv : roles) text += floatAccess(a_, kv);
@@ -155,6 +156,13 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
                        : a_.width == 4 ? "(i8x4_to_f32((r).q) * (r).s)"
                                        : "(i8x4_to_f32((r).q[p]) * (r).s)";
   k.define("KV_UNPACK(r, p)", single ? "(r)" : unpack);
+  // A load never crosses a block: its codes share one scale, which a dot product or a weight can take
+  // once per load instead of once per value.
+  k.define("KV_SCALE(r)", single ? "1.0" : "(r).s");
+  k.define("KV_CODES(r, p)", single          ? "(r)"
+                             : a_.width == 2 ? "i8x2_to_f32((r).q)"
+                             : a_.width == 4 ? "i8x4_to_f32((r).q)"
+                                             : "i8x4_to_f32((r).q[p])");
   if (a_.width == 8) {
     // Dequantized to f16 for the cooperative-matrix kernel, saturating at the f16 range.
     k.define("KV_F16X8(r)", "kv_f16x8(r)");

@@ -12,6 +12,8 @@
 //   KV_RAW kv_load_k(KV_ROW row, uint d)       `width` elements from dimension d (a multiple of the
 //   KV_RAW kv_load_v(KV_ROW row, uint d)       width), in their stored form (f32 for width 1)
 //   KV_UNPACK(r, p)                            chunk p (min(width, 4) elements) of a load, as f32
+//   KV_CODES(r, p) * KV_SCALE(r)               the same, apart: a quantized load's codes (as f32) and
+//                                              the one scale they share (1.0 for float formats)
 //
 // With write access (width 1), for KvAppendStep:
 //   void kv_store_k(KV_ROW row, uint d, float x)         float formats: one element, converted

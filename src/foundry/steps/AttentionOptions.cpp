@@ -48,6 +48,9 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
        [](const O& o) {
          return o.faDecodeTgOut ? std::string(partialStorageName(*o.faDecodeTgOut)) : std::string("auto");
        }},
+      knob::unsignedOrAuto<&O::faDecodeHeads, O>("FOUNDRY_FA_DECODE_HEADS", "auto or 1..64", 1, 64, false,
+                                                 "query heads per decode workgroup (a divisor of the GQA group; the "
+                                                 "others of the group read the same K/V in workgroups of their own)"),
       knob::unsignedOrAuto<&O::faDecodeVectorWidth, O>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                        "elements per K/V load in decode (8: 16-bit or 8-bit K/V, 16: 8-bit)"),
       knob::unsignedOrAuto<&O::faDecodeUnroll, O>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8", 1, 8, true,

@@ -28,6 +28,7 @@ struct AttentionOptions {
   std::optional<std::uint32_t> faPrefillKeysPerTile;///< FOUNDRY_FA_PREFILL_KEYS_PER_TILE
   Force faPrefillHeadsFirst = Force::Auto;         ///< FOUNDRY_FA_PREFILL_HEADS_FIRST
   std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
+  std::optional<std::uint32_t> faDecodeHeads;      ///< FOUNDRY_FA_DECODE_HEADS
   std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP
   bool faDecodeScalar = false;                     ///< FOUNDRY_FA_DECODE_SCALAR
   std::optional<PartialStorage> faDecodeTgOut;     ///< FOUNDRY_FA_DECODE_TG_OUT

@@ -54,9 +54,25 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   v.strideAlign = p.kvAlign;
   v.pageSize = p.pageSize;
   v.heads = Selector::decodeHeadsPerWorkgroup(p.group());
-  why.push_back({"heads per workgroup", std::to_string(v.heads),
-                 fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads", p.group(),
-                             v.heads)});
+  if (o.faDecodeHeads) {
+    if (p.group() % *o.faDecodeHeads != 0) {
+      rejectKnob(o, "FOUNDRY_FA_DECODE_HEADS", *o.faDecodeHeads,
+                 fmt::format("the heads of a workgroup share one KV head, and {} does not divide the GQA group of {}",
+                             *o.faDecodeHeads, p.group()),
+                 fmt::format("a divisor of {}", p.group()));
+    }
+    v.heads = *o.faDecodeHeads;
+    why.push_back({"heads per workgroup", std::to_string(v.heads), "FOUNDRY_FA_DECODE_HEADS"});
+  } else if (tune.decodeHeads && p.group() % tune.decodeHeads == 0 && tune.decodeHeads < v.heads) {
+    v.heads = tune.decodeHeads;
+    why.push_back({"heads per workgroup", std::to_string(v.heads),
+                   fmt::format("GQA group of {}: fewer q and output registers per lane, each K/V row read by {} "
+                               "workgroups; {}", p.group(), p.group() / v.heads, tune.sourceOf("decodeHeads"))});
+  } else {
+    why.push_back({"heads per workgroup", std::to_string(v.heads),
+                   fmt::format("GQA group of {}: one workgroup reads each K/V element once for {} query heads",
+                               p.group(), v.heads)});
+  }
 
   v.scalar = o.faDecodeScalar || !device.subgroupShuffle;
   why.push_back({"variant", v.scalar ? "scalar" : "subgroup",
