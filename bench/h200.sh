@@ -364,18 +364,22 @@ case "${1:-}" in
     ;;
   mla-heads)
     # DeepSeek-V2-Lite's latent decode (16 heads on one 576-wide KV head) with fewer heads per
-    # workgroup and more steps in flight: two layers after a 4096-token prompt, decode GPU time.
+    # workgroup, more keys per subgroup step and wider loads: two layers after a 4096-token prompt,
+    # decode GPU time (a knob set the register model refuses prints its error instead).
     on_device
-    status=0
     for h in auto 8 4 2 1; do
-      for u in auto 2 4; do
-        env=(); [ "$h" = auto ] || env+=(FOUNDRY_FA_DECODE_HEADS=$h); [ "$u" = auto ] || env+=(FOUNDRY_FA_DECODE_UNROLL=$u)
-        line=$(env "${env[@]}" timeout 60 foundry run configs/deepseek-v2-lite.json --layers 2 --prompt-len 4096 \
-          --decode-tokens 64 --no-check 2>&1 | grep -E "^  decode |FlashDecode|error" | tr -s ' ' | tr '\n' ' ')
-        echo "heads $h unroll $u: $line" | tee -a "$out/mla-heads.txt"
+      for k in auto 2; do
+        for v in auto 4; do
+          env=()
+          [ "$h" = auto ] || env+=(FOUNDRY_FA_DECODE_HEADS=$h)
+          [ "$k" = auto ] || env+=(FOUNDRY_FA_DECODE_KEYS_PER_WARP=$k)
+          [ "$v" = auto ] || env+=(FOUNDRY_FA_DECODE_VEC=$v)
+          line=$(env "${env[@]}" timeout 60 foundry run configs/deepseek-v2-lite.json --layers 2 --prompt-len 4096 \
+            --decode-tokens 64 --no-check 2>&1 | grep -E "^  decode |FlashDecode|error" | tr -s ' ' | tr '\n' ' ' || true)
+          echo "heads $h keys $k vec $v: $line" | tee -a "$out/mla-heads.txt"
+        done
       done
     done
-    exit $status
     ;;
   sweep)
     # Every variant the knobs can force, for the shapes given (the Selector's defaults come from this):
