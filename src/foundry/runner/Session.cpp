@@ -504,12 +504,7 @@ RunReport Session::run() {
     report.cacheBytes += cacheBytes(kvDtype_, cacheRows, D_);
     report.kvBytesPerToken += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, D_) / 32;
     if (latent_) {
-      // A view of the latent rows: their last Dv_ columns, read in place.
-      Tensor v = kCache_.back();
-      v.name = fmt::format("v_of_k_cache{}", l);
-      v.dims.back() = Dv_;
-      v.offset += D_ - Dv_;
-      vCache_.push_back(v);
+      vCache_.push_back(latentValueView(kCache_.back(), Dv_));
       continue;
     }
     std::vector<std::int64_t> vDims = dims;

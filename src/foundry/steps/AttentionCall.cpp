@@ -263,6 +263,14 @@ void bindPages(Arguments& args, const PagedKv* pages) {
 
 }  // namespace
 
+Tensor latentValueView(const Tensor& keys, std::uint32_t valueDim) {
+  Tensor v = keys;
+  v.name = "v_of_" + keys.name;
+  v.offset += static_cast<std::uint64_t>(keys.dims.back()) - valueDim;
+  v.dims.back() = valueDim;
+  return v;
+}
+
 void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v) {
   setStrides(args, "k", k);
   setStrides(args, "v", v);

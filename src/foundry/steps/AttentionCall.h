@@ -62,6 +62,10 @@ void requireRank4(const Tensor& t, const std::string& role, const char* lastDim 
 /// support is checked by the step).
 AttentionProblem describeCall(const AttentionCall& call);
 
+/// The values of a latent cache (absorbed MLA): a view of the last `valueDim` columns of each row of
+/// `keys`, with its strides, read in place (docs/attention.md, "Value rows narrower than key rows").
+Tensor latentValueView(const Tensor& keys, std::uint32_t valueDim);
+
 /// Sets the cache stride push constants every attention kernel declares.
 void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v);
 /// Binds the caches (and an int8 cache's scales, and a paged cache's block table) for a kernel with a

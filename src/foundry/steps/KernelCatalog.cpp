@@ -29,11 +29,7 @@ AttentionCall shapeCall(const AttentionLayout& l, const Modifiers& mods, std::ui
   c.o = Tensor::describe("o", l.dtype, p.oDims(Layout::HeadMajor), Layout::HeadMajor);
   c.k = Tensor::describe("k_cache", l.dtype, p.kvDims(), Layout::KvCache);
   if (l.latentValues) {
-    // A view of the key rows: their last valueDim columns.
-    c.v = c.k;
-    c.v.name = "v_of_k_cache";
-    c.v.dims.back() = p.vDim();
-    c.v.offset += l.headDim - p.vDim();
+    c.v = latentValueView(c.k, p.vDim());
   } else {
     c.v = Tensor::describe("v_cache", l.dtype, p.vDims(), Layout::KvCache);
   }
