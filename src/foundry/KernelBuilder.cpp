@@ -1,9 +1,9 @@
 #include "foundry/KernelBuilder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -166,16 +166,35 @@ std::string upper(std::string s) {
   return s;
 }
 
+// Plain scans rather than std::regex: kernels are built from several threads at once, and libstdc++'s
+// regex matcher fills the shared ctype narrow cache lazily (a race ThreadSanitizer reports).
+bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// Offsets in `text` where `word` starts and no identifier character comes right before it.
+std::vector<std::size_t> wordStarts(const std::string& text, const std::string& word) {
+  std::vector<std::size_t> out;
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    if (at == 0 || !isWordChar(text[at - 1])) out.push_back(at);
+  }
+  return out;
+}
+
 bool definesFunction(const std::string& text, const std::string& function) {
-  const std::regex def("\\b" + function + "\\s*\\(");
-  return std::regex_search(text, def);
+  for (const std::size_t at : wordStarts(text, function)) {
+    std::size_t i = at + function.size();
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i < text.size() && text[i] == '(') return true;
+  }
+  return false;
 }
 
 std::set<std::string> pushReferences(const std::string& text) {
-  static const std::regex ref(R"(\bpc\.([A-Za-z_][A-Za-z0-9_]*))");
   std::set<std::string> out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), ref); it != std::sregex_iterator(); ++it) {
-    out.insert((*it)[1]);
+  for (const std::size_t at : wordStarts(text, "pc.")) {
+    const std::size_t begin = at + 3;
+    std::size_t end = begin;
+    while (end < text.size() && isWordChar(text[end])) ++end;
+    if (end > begin && !std::isdigit(static_cast<unsigned char>(text[begin]))) out.insert(text.substr(begin, end - begin));
   }
   return out;
 }
