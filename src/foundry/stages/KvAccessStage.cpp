@@ -152,17 +152,14 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.define("KV_ROW", q.inlineScales ? "uint" : "uvec2");
   k.define("KV_RAW", single ? "float" : "KvQuantLoad");
   if (!single) text += quantRaw(a_.width);
-  const char* unpack = a_.width == 2   ? "(i8x2_to_f32((r).q) * (r).s)"
-                       : a_.width == 4 ? "(i8x4_to_f32((r).q) * (r).s)"
-                                       : "(i8x4_to_f32((r).q[p]) * (r).s)";
-  k.define("KV_UNPACK(r, p)", single ? "(r)" : unpack);
   // A load never crosses a block: its codes share one scale, which a dot product or a weight can take
-  // once per load instead of once per value.
+  // once per load instead of once per value (KV_CODES and KV_SCALE); KV_UNPACK is the two together.
   k.define("KV_SCALE(r)", single ? "1.0" : "(r).s");
   k.define("KV_CODES(r, p)", single          ? "(r)"
                              : a_.width == 2 ? "i8x2_to_f32((r).q)"
                              : a_.width == 4 ? "i8x4_to_f32((r).q)"
                                              : "i8x4_to_f32((r).q[p])");
+  k.define("KV_UNPACK(r, p)", single ? "(r)" : "(KV_CODES(r, p) * KV_SCALE(r))");
   if (a_.width == 8) {
     // Dequantized to f16 for the cooperative-matrix kernel, saturating at the f16 range.
     k.define("KV_F16X8(r)", "kv_f16x8(r)");
