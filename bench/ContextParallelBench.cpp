@@ -29,6 +29,7 @@
 #include "foundry/vk/VulkanDispatcher.h"
 #include "foundry/runner/ContextParallelDecode.h"
 #include "foundry/runner/MpiCommunicator.h"
+#include "foundry/runner/RingPrefill.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/Options.h"
 #include "foundry/steps/OutputComparison.h"
@@ -41,7 +42,8 @@ struct BenchOptions {
   std::uint32_t context = 0, heads = 64, kvHeads = 8, headDim = 128, batch = 1, tokens = 20, warmup = 3;
   std::uint32_t checkContext = 2048, seed = 1;
   std::string dtype = "f16";
-  bool direct = false;
+  std::string split = "balanced";  ///< prefill: KvShards::causalBalanced, or "even"
+  bool direct = false, prefill = false, bidirectional = false;
 };
 
 enum Seed : std::uint32_t { QuerySeed = 0, KeySeed = 1, ValueSeed = 2 };
@@ -63,29 +65,30 @@ struct Shard {
   std::uint32_t begin = 0, rows = 0;
 };
 
-Shard makeShard(Runtime& rt, const RandomFill& fill, const BenchOptions& o, DType dtype, std::uint32_t context,
-                KvShard range, const std::string& tag) {
-  Shard s{.begin = range.begin, .rows = range.size()};
-  const std::vector<std::int64_t> dims{o.batch, o.kvHeads, std::max(range.size(), 1u), o.headDim};
-  s.k = rt.allocate("k_" + tag, dtype, dims, Layout::KvCache);
-  s.v = rt.allocate("v_" + tag, dtype, dims, Layout::KvCache);
-  if (range.size() == 0) return s;
+/// Rows `range` of a [B, heads, context, D] tensor of the whole sequence, filled on the device: row j
+/// of (b, h) holds the values of element ((b * heads + h) * context + begin + j) * D of the whole.
+Tensor makeRows(Runtime& rt, const RandomFill& fill, const BenchOptions& o, DType dtype, std::uint32_t context,
+                KvShard range, std::uint32_t heads, std::uint32_t seed, const std::string& name, Layout layout) {
+  Tensor t = rt.allocate(name, dtype, {o.batch, heads, std::max(range.size(), 1u), o.headDim}, layout);
+  if (range.size() == 0) return t;
   auto d = rt.dispatcher();
-  for (std::uint32_t bh = 0; bh < o.batch * o.kvHeads; ++bh) {
+  for (std::uint32_t bh = 0; bh < o.batch * heads; ++bh) {
     const std::uint64_t first = (std::uint64_t(bh) * context + range.begin) * o.headDim;
-    const std::uint64_t count = std::uint64_t(range.size()) * o.headDim;
     // The rows of (b, h): a [1, 1, rows, D] view.
-    Tensor k = s.k, v = s.v;
-    for (Tensor* t : {&k, &v}) {
-      t->offset += std::uint64_t(bh / o.kvHeads) * std::uint64_t(t->stride(0)) +
-                   std::uint64_t(bh % o.kvHeads) * std::uint64_t(t->stride(1));
-      t->dims[0] = t->dims[1] = 1;
-    }
-    fill.record(*d, k, o.seed * 3 + KeySeed, first, count);
-    fill.record(*d, v, o.seed * 3 + ValueSeed, first, count);
+    Tensor view = t;
+    view.offset += std::uint64_t(bh / heads) * std::uint64_t(t.stride(0)) + std::uint64_t(bh % heads) * std::uint64_t(t.stride(1));
+    view.dims[0] = view.dims[1] = 1;
+    fill.record(*d, view, o.seed * 3 + seed, first, std::uint64_t(range.size()) * o.headDim);
   }
   d->submit();
-  return s;
+  return t;
+}
+
+Shard makeShard(Runtime& rt, const RandomFill& fill, const BenchOptions& o, DType dtype, std::uint32_t context,
+                KvShard range, const std::string& tag) {
+  return {makeRows(rt, fill, o, dtype, context, range, o.kvHeads, KeySeed, "k_" + tag, Layout::KvCache),
+          makeRows(rt, fill, o, dtype, context, range, o.kvHeads, ValueSeed, "v_" + tag, Layout::KvCache),
+          range.begin, range.size()};
 }
 
 AttentionCall decodeCall(Runtime& rt, const BenchOptions& o, DType dtype, const Shard& s, std::uint32_t kvLen) {
@@ -156,6 +159,151 @@ std::vector<std::vector<double>> perRank(Communicator& comm, const std::vector<d
   return out;
 }
 
+/// Ring prefill: the positions each rank holds.
+KvShards prefillShards(const BenchOptions& o, std::uint32_t context, std::uint32_t ranks) {
+  return o.split == "even" ? KvShards::even(context, ranks) : KvShards::causalBalanced(context, ranks);
+}
+
+/// The prefill call of positions `range` of a `context`-long sequence: their queries, keys and values.
+AttentionCall prefillCall(Runtime& rt, const RandomFill& fill, const BenchOptions& o, DType dtype, std::uint32_t context,
+                          KvShard range, const std::string& tag) {
+  AttentionCall call;
+  call.q = makeRows(rt, fill, o, dtype, context, range, o.heads, QuerySeed, "q_" + tag, Layout::HeadMajor);
+  const Shard kv = makeShard(rt, fill, o, dtype, context, range, tag);
+  call.k = kv.k, call.v = kv.v;
+  call.kvLen = std::max(range.size(), 1u);
+  call.causal = !o.bidirectional;
+  call.o = rt.allocate("o_" + tag, dtype, call.q.dims, Layout::HeadMajor);
+  call.lse = rt.allocate("lse_" + tag, DType::F32, {o.batch, o.heads, call.q.dims[2]});
+  rt.poison(call.o);
+  rt.poison(*call.lse);
+  return call;
+}
+
+/// Rows [begin, begin + n) of every (b, h) of a host [B, H, S, D] array.
+std::vector<double> rowsOf(const std::vector<float>& all, std::uint64_t bh, std::uint64_t s, std::uint32_t d,
+                           std::uint32_t begin, std::uint32_t n) {
+  std::vector<double> out;
+  out.reserve(bh * n * d);
+  for (std::uint64_t i = 0; i < bh; ++i) {
+    const auto at = all.begin() + static_cast<std::ptrdiff_t>((i * s + begin) * d);
+    out.insert(out.end(), at, at + static_cast<std::ptrdiff_t>(std::uint64_t(n) * d));
+  }
+  return out;
+}
+
+/// The ring prefill check at a small context: each rank's rows against the prefill of the whole
+/// sequence on its own device, and (rank 0) rows of that against the float64 reference.
+nlohmann::json checkPrefill(Runtime& rt, Communicator& comm, const RandomFill& fill, const BenchOptions& o, DType dtype,
+                            const AttentionOptions& options) {
+  const std::uint32_t context = std::min(o.context, o.checkContext);
+  const KvShards shards = prefillShards(o, context, comm.size());
+  const KvShard mine = shards.shard(comm.rank());
+  const double bound = dtype == DType::F32 ? 1e-4 : 3e-3;
+  FlashAttentionStep flash(rt.info(), rt.snippets(), options);
+  const AttentionCall whole = prefillCall(rt, fill, o, dtype, context, KvShard{0, context}, "check_whole");
+  runFlash(rt, flash, whole);
+  const auto wholeOut = rt.download(whole.o);
+  double ringRel = 0, refRel = 0;
+  bool passed = true;
+  if (!o.direct) {
+    const AttentionCall call = prefillCall(rt, fill, o, dtype, context, mine, "check_ring");
+    RingPrefill(rt, comm, shards, options).run(call);
+    if (mine.size() > 0) {
+      const ErrorStats e = compareOutputs(rt.download(call.o), rowsOf(wholeOut, std::uint64_t(o.batch) * o.heads,
+                                                                         context, o.headDim, mine.begin, mine.size()));
+      ringRel = e.reportedRel();
+      passed = e.passes(bound);
+    }
+  }
+  if (comm.rank() == 0) {
+    // Rows at the start, the middle and the end of the first and the last head.
+    const AttentionProblem p = flash.validate(whole);
+    const auto q = rt.download(whole.q), k = rt.download(whole.k), v = rt.download(whole.v);
+    for (const std::uint32_t h : {0u, o.heads - 1}) {
+      for (const std::uint32_t i : {0u, context / 2, context - 1}) {
+        const auto want = cpuAttentionRow(p, q, k, v, 0, h, i);
+        const auto at = wholeOut.begin() + static_cast<std::ptrdiff_t>((std::uint64_t(h) * context + i) * o.headDim);
+        const ErrorStats e = compareOutputs(std::vector<float>(at, at + o.headDim), want);
+        refRel = std::max(refRel, e.reportedRel());
+        passed = passed && e.passes(bound);
+      }
+    }
+  }
+  const std::vector<double> mineValues{double(passed), ringRel};
+  const std::vector<double> all = comm.allGather(mineValues);
+  nlohmann::json out{{"context", context}, {"bound", bound}, {"single_vs_reference_rows", refRel}};
+  double worst = 0;
+  for (std::uint32_t r = 0; r < comm.size(); ++r) {
+    passed = passed && all[2 * r] != 0.0;
+    worst = std::max(worst, all[2 * r + 1]);
+  }
+  if (!o.direct) out["ring_vs_single"] = worst;
+  out["passed"] = passed;
+  return out;
+}
+
+int runPrefill(Communicator& comm, const BenchOptions& o, Runtime& rt, const RandomFill& fill, DType dtype,
+               const AttentionOptions& options) {
+  const KvShards shards = prefillShards(o, o.context, comm.size());
+  nlohmann::json result{{"bench", "ring_prefill"}, {"mode", o.direct ? "direct" : "ring"}, {"ranks", comm.size()},
+                        {"context", o.context}, {"split", o.direct ? "none" : shards.describe()},
+                        {"causal", !o.bidirectional}, {"batch", o.batch}, {"heads", o.heads},
+                        {"kv_heads", o.kvHeads}, {"head_dim", o.headDim}, {"dtype", o.dtype},
+                        {"iterations", o.tokens}, {"warmup", o.warmup}, {"device", rt.info().name}};
+  result["check"] = checkPrefill(rt, comm, fill, o, dtype, options);
+  if (!result["check"]["passed"].get<bool>()) {
+    if (comm.rank() == 0) std::printf("%s\n", result.dump().c_str());
+    return 1;
+  }
+  const KvShard range = o.direct ? KvShard{0, o.context} : shards.shard(comm.rank());
+  const AttentionCall call = prefillCall(rt, fill, o, dtype, o.context, range, "run");
+  FlashAttentionStep flash(rt.info(), rt.snippets(), options);
+  RingPrefill ring(rt, comm, shards, options);
+  std::vector<double> wall;
+  std::vector<std::vector<double>> last;  // the last iteration's figures of every rank
+  for (std::uint32_t s = 0; s < o.warmup + o.tokens; ++s) {
+    comm.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> figures;
+    if (o.direct) {
+      figures = {double(o.context), 1, runFlash(rt, flash, call), 0, 0, 0, 0, 0};
+    } else {
+      const RingRankTiming t = ring.run(call).ranks[comm.rank()];
+      figures = {double(t.queries), double(t.blocks), t.attentionMicros, t.uploadMicros, t.waitMicros,
+                 t.mergeMicros,     t.totalMicros,    double(t.bytesSent)};
+    }
+    comm.barrier();  // the prefill is done when the slowest rank is
+    const double us = micros(std::chrono::steady_clock::now() - t0);
+    if (s < o.warmup) continue;
+    wall.push_back(us);
+    last = perRank(comm, figures);
+  }
+  const double validation = double(rt.device().instance().validationErrors());
+  double validationErrors = 0;
+  for (double v : comm.allGather(std::span<const double>(&validation, 1))) validationErrors += v;
+  if (comm.rank() != 0) return validationErrors > 0 ? 1 : 0;
+  const double s = o.context, pairs = o.bidirectional ? s * s : s * (s + 1) / 2;
+  const double flops = 4.0 * o.batch * o.heads * o.headDim * pairs;
+  nlohmann::json ranks = nlohmann::json::array();
+  std::uint64_t bytes = 0;
+  for (std::uint32_t r = 0; r < comm.size(); ++r) {
+    const auto& f = last[r];
+    ranks.push_back({{"rank", r}, {"queries", f[0]}, {"blocks", f[1]}, {"attention_us", f[2]}, {"upload_us", f[3]},
+                     {"wait_us", f[4]}, {"merge_us", f[5]}, {"total_us", f[6]}, {"bytes_sent", f[7]}});
+    bytes += static_cast<std::uint64_t>(f[7]);
+  }
+  result["prefill_us"] = median(wall);
+  result["prefill_us_min"] = *std::min_element(wall.begin(), wall.end());
+  result["tflops"] = flops / median(wall) * 1e-6;
+  result["bytes_moved"] = bytes;
+  result["per_rank"] = ranks;
+  result["validation_errors"] = static_cast<std::uint64_t>(validationErrors);
+  if (validationErrors > 0) result["last_validation_error"] = rt.device().instance().lastValidationError();
+  std::printf("%s\n", result.dump().c_str());
+  return validationErrors > 0 ? 1 : 0;
+}
+
 int run(Communicator& comm, const BenchOptions& o) {
   const std::optional<DType> parsed = parseDType(o.dtype);
   if (!parsed || (*parsed != DType::F16 && *parsed != DType::F32)) {
@@ -170,6 +318,7 @@ int run(Communicator& comm, const BenchOptions& o) {
   const AttentionOptions& options = knobs.attention;
   Runtime rt(optionsForRank(knobs.runtime, comm));
   const RandomFill fill(rt, dtype);
+  if (o.prefill) return runPrefill(comm, o, rt, fill, dtype, options);
 
   nlohmann::json result{{"bench", "cp_decode"}, {"mode", o.direct ? "direct" : "context_parallel"},
                         {"ranks", comm.size()}, {"context", o.context}, {"batch", o.batch}, {"heads", o.heads},
@@ -264,6 +413,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "random stream of q, K and V")->capture_default_str();
   app.add_flag("--direct", o.direct, "FlashAttentionStep over the whole cache on one device (one rank)");
+  app.add_flag("--prefill", o.prefill,
+               "ring prefill of --context positions (RingPrefill); --tokens timed prefills after --warmup");
+  app.add_option("--split", o.split, "prefill: positions per rank, causally balanced or even")
+      ->check(CLI::IsMember({"balanced", "even"}))->capture_default_str();
+  app.add_flag("--bidirectional", o.bidirectional, "prefill without the causal mask");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,19 +15,26 @@ import json
 import sys
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("jsonl")
-    ap.add_argument("--gpu", default="")
-    args = ap.parse_args()
+def read_runs(path, tool):
+    """The JSON lines of a bench's output (other lines skipped); a message on stderr when none."""
     runs = []
-    with open(args.jsonl) as f:
+    with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):
                 runs.append(json.loads(line))
     if not runs:
-        print("cp_table.py: no runs in " + args.jsonl, file=sys.stderr)
+        print(f"{tool}: no runs in {path}", file=sys.stderr)
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("jsonl")
+    ap.add_argument("--gpu", default="")
+    args = ap.parse_args()
+    runs = read_runs(args.jsonl, "cp_table.py")
+    if not runs:
         return 1
     direct = {r["context"]: r for r in runs if r["mode"] == "direct" and "step_us" in r}
     largest = max(direct) if direct else None

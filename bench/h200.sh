@@ -43,6 +43,9 @@
 #   bash bench/h200.sh cp                # on a machine with several GPUs: context-parallel decode of
 #                                        # one Llama-3.1-70B layer (64 heads, 8 KV heads, D 128) on
 #                                        # 1, 2 (4, 8) GPUs against one GPU; $OUT/cp.jsonl, $OUT/cp.md
+#   bash bench/h200.sh ring              # on a machine with several GPUs: ring prefill of the same
+#                                        # layer at 128K tokens on 1, 2 (4, 8) GPUs, causally balanced
+#                                        # and even splits, against one GPU; $OUT/ring.jsonl, ring.md
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh.
 #
@@ -64,6 +67,15 @@ attention_suite() {
   .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
     { echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; tail -3 "$out/attention-tests.log"; return 1; }
   tail -3 "$out/attention-tests.log"
+}
+# On the device, for the runs over several GPUs: Open MPI's runtime, the GPUs listed into
+# $out/gpu.txt, $gpus their number, $status 0.
+several_gpus() {
+  on_device
+  source bench/mpi/env.sh
+  status=0
+  nvidia-smi -L | tee "$out/gpu.txt"
+  gpus=$(nvidia-smi -L | grep -c '^GPU')
 }
 case "${1:-}" in
   prepare)
@@ -460,11 +472,7 @@ case "${1:-}" in
     # GPUs), each rank on its own GPU. Every run checks its result at a small context before timing.
     # A context runs on one GPU only where its cache fits (the cache bytes against the GPU's memory
     # and each K or V tensor against the 4 GiB storage-buffer range).
-    on_device
-    source bench/mpi/env.sh
-    status=0
-    nvidia-smi -L | tee "$out/gpu.txt"
-    gpus=$(nvidia-smi -L | grep -c '^GPU')
+    several_gpus
     mem=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)  # MiB
     heads=64 kv=8 dim=128 tokens=${CP_TOKENS:-50}
     : >"$out/cp.jsonl"
@@ -487,6 +495,33 @@ case "${1:-}" in
       done
     done
     python3 bench/cp_table.py "$out/cp.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/cp.md"
+    exit $status
+    ;;
+  ring)
+    # Ring prefill (docs/distributed.md) in one call: one Llama-3.1-70B layer (64 query heads, 8 KV
+    # heads, D 128, f16, causal) over RING_CONTEXT (131072) tokens on one GPU with FlashAttentionStep
+    # alone (--direct), then over 2, 4 and 8 ranks (as many as there are GPUs), each with its own
+    # GPU: causally balanced positions, and even ones at the most GPUs. Every run checks its rows at
+    # 2048 tokens first.
+    several_gpus
+    context=${RING_CONTEXT:-131072}
+    : >"$out/ring.jsonl"
+    most=1
+    for n in 2 4 8; do [ "$n" -le "$gpus" ] && most=$n; done
+    runs=("1 direct" "2 balanced" "4 balanced" "8 balanced" "$most even")
+    for run in "${runs[@]}"; do
+      read -r n split <<<"$run"
+      [ "$n" -le "$gpus" ] || continue
+      [ "$n" -gt 1 ] || [ "$split" = direct ] || continue
+      flags=(--prefill --context "$context" --heads 64 --kv-heads 8 --head-dim 128 --batch 1
+             --tokens "${RING_ITERATIONS:-3}" --warmup 1)
+      if [ "$split" = direct ]; then flags+=(--direct); else flags+=(--split "$split"); fi
+      echo "== ring prefill $context, $n GPU(s), $split"
+      mpirun -np "$n" .device/bin/foundry_cp_bench "${flags[@]}" >>"$out/ring.jsonl" 2>>"$out/ring.log" ||
+        { status=1; echo "FAILED: $n $split"; tail -20 "$out/ring.log"; }
+      tail -1 "$out/ring.jsonl" | cut -c1-400
+    done
+    python3 bench/ring_table.py "$out/ring.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/ring.md"
     exit $status
     ;;
   replay-check)

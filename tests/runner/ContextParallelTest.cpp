@@ -14,16 +14,13 @@
 #include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "foundry/runner/ContextParallelDecode.h"
-#include "foundry/runner/MpiCommunicator.h"
+#include "runner/MpiTestMain.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/Options.h"
 #include "support/TestRuntime.h"
 
 namespace foundry::test {
 namespace {
-
-MpiCommunicator* gComm = nullptr;
-Runtime* gRuntime = nullptr;
 
 struct CpCase {
   std::uint32_t heads = 8, kvHeads = 2, headDim = 64;
@@ -168,26 +165,3 @@ INSTANTIATE_TEST_SUITE_P(Shards, ContextParallel, ::testing::ValuesIn(cases()),
 
 }  // namespace
 }  // namespace foundry::test
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  int result = 1;
-  {
-    foundry::MpiCommunicator comm;
-    foundry::test::gComm = &comm;
-    // Only rank 0 prints gtest's results; every rank runs every test (the collectives need them all).
-    if (comm.rank() != 0) delete ::testing::UnitTest::GetInstance()->listeners().Release(
-        ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
-    {
-      foundry::Runtime rt(foundry::optionsForRank(foundry::Options::fromEnvironment().runtime, comm));
-      foundry::test::gRuntime = &rt;
-      result = RUN_ALL_TESTS();
-      foundry::test::gRuntime = nullptr;
-    }
-    // A failure on any rank fails the job on rank 0.
-    const double mine = result;
-    const auto all = comm.allGather(std::span<const double>(&mine, 1));
-    for (double r : all) result |= static_cast<int>(r);
-  }
-  return result;
-}

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "foundry/Runtime.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "foundry/stages/modifiers/MaskStage.h"
@@ -137,6 +140,17 @@ std::vector<MergeParam> mergeParams() {
 
 class Merge : public ::testing::TestWithParam<MergeParam> {};
 
+/// Runs MergeStep on the device and waits.
+MergeRecord runMerge(Runtime& rt, const MergeCall& call) {
+  MergeStep step(rt.info(), rt.snippets());
+  auto dispatcher = rt.dispatcher();
+  DeviceWorkspace workspace(rt);
+  StepContext ctx{*dispatcher, workspace, &rt};
+  const MergeRecord record = step.run(ctx, call);
+  dispatcher->submit();
+  return record;
+}
+
 TEST_P(Merge, PartsMergeToTheUnsplitResult) {
   const MergeParam& m = GetParam();
   const AttentionCase& c = m.shape;
@@ -163,12 +177,7 @@ TEST_P(Merge, PartsMergeToTheUnsplitResult) {
   call.lse = rt.allocate("merged_lse", DType::F32, p.lseDims());
   rt.poison(call.o);
   rt.poison(*call.lse);
-  MergeStep step(rt.info(), rt.snippets());
-  auto dispatcher = rt.dispatcher();
-  DeviceWorkspace workspace(rt);
-  StepContext ctx{*dispatcher, workspace, &rt};
-  const MergeRecord record = step.run(ctx, call);
-  dispatcher->submit();
+  const MergeRecord record = runMerge(rt, call);
   EXPECT_EQ(record.kernels.size(), 1u);
   const std::vector<float> got = rt.download(call.o);
   const ErrorStats e = compareOutputs(got, whole.want);
@@ -180,6 +189,48 @@ TEST_P(Merge, PartsMergeToTheUnsplitResult) {
 
 INSTANTIATE_TEST_SUITE_P(KeyRanges, Merge, ::testing::ValuesIn(mergeParams()),
                          [](const ::testing::TestParamInfo<MergeParam>& i) { return mergeName(i.param); });
+
+// More query rows than a grid dimension holds (65535): the rows past it continue in z. Two parts of
+// random outputs and LSEs (one row's part -inf) merged against the float64 formula, every row.
+TEST(MergeLongRows, RowsPastTheGridLimitMerge) {
+  Runtime& rt = runtime();
+  const std::uint32_t batch = 2, heads = 1, rows = 70001, dim = 16;
+  const std::vector<std::int64_t> oDims{batch, heads, rows, dim}, lseDims{batch, heads, rows};
+  MergeCall call;
+  std::vector<std::vector<float>> o, lse;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    o.push_back(randomVector(std::size_t(batch) * rows * dim, 40 + i));
+    lse.push_back(randomVector(std::size_t(batch) * rows, 50 + i, -3.0f, 3.0f));
+    call.parts.push_back({rt.allocate(fmt::format("long_o{}", i), DType::F32, oDims, Layout::HeadMajor),
+                          rt.allocate(fmt::format("long_lse{}", i), DType::F32, lseDims)});
+  }
+  lse[1][rows + 65535 + 3] = -std::numeric_limits<float>::infinity();  // batch 1, row 65538: part 0 only
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    rt.upload(call.parts[i].o, o[i]);
+    rt.upload(call.parts[i].lse, lse[i]);
+  }
+  call.o = rt.allocate("long_merged", DType::F32, oDims, Layout::HeadMajor);
+  call.lse = rt.allocate("long_merged_lse", DType::F32, lseDims);
+  rt.poison(call.o);
+  rt.poison(*call.lse);
+  const MergeRecord record = runMerge(rt, call);
+  ASSERT_EQ(record.grids.size(), 1u);
+  EXPECT_EQ(record.grids[0], (Grid{65535, heads, batch * 2}));
+  std::vector<double> want(o[0].size()), lseWant(lse[0].size());
+  for (std::size_t r = 0; r < lseWant.size(); ++r) {
+    const double m = std::max<double>(lse[0][r], lse[1][r]);
+    const double w0 = std::exp(double(lse[0][r]) - m), w1 = std::exp(double(lse[1][r]) - m);
+    lseWant[r] = m + std::log(w0 + w1);
+    for (std::uint32_t d = 0; d < dim; ++d) {
+      want[r * dim + d] = (w0 * o[0][r * dim + d] + w1 * o[1][r * dim + d]) / (w0 + w1);
+    }
+  }
+  const ErrorStats e = compareOutputs(rt.download(call.o), want);
+  EXPECT_EQ(e.nonFinite, 0u);
+  EXPECT_LE(e.maxRel, 1e-5) << "worst at " << e.worstIndex;
+  const ErrorStats el = compareOutputs(rt.download(*call.lse), lseWant);
+  EXPECT_LE(el.maxAbs, 1e-4) << "worst LSE at " << el.worstIndex;
+}
 
 }  // namespace
 }  // namespace foundry::test

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
+#include "foundry/vk/Buffer.h"
 #include "foundry/vk/Instance.h"
 #include "foundry/vk/VulkanDispatcher.h"
 
@@ -18,19 +19,6 @@ Tensor rows(Tensor t, std::uint32_t from, std::uint32_t count) {
   t.offset += std::uint64_t(from) * t.stride(2);
   t.dims[2] = count;
   return t;
-}
-
-/// Keeps `slot` as a tensor of `dtype` and `dims`, allocating only when it is not one already.
-void keep(Runtime& rt, Tensor& slot, const std::string& name, DType dtype, const std::vector<std::int64_t>& dims,
-          Layout layout = Layout::Contiguous) {
-  if (!slot.buffer || slot.dtype != dtype || slot.dims != dims) slot = rt.allocate(name, dtype, dims, layout);
-}
-
-/// Keeps `part` as an output of `o`'s dtype and dims (head-major) with its f32 LSE.
-void keep(Runtime& rt, MergePart& part, const std::string& name, DType dtype, const std::vector<std::int64_t>& oDims,
-          const std::vector<std::int64_t>& lseDims) {
-  keep(rt, part.o, name + "_o", dtype, oDims, Layout::HeadMajor);
-  keep(rt, part.lse, name + "_lse", DType::F32, lseDims);
 }
 
 double micros(std::chrono::steady_clock::duration d) {
@@ -84,8 +72,24 @@ void ContextParallelDecode::append(const Tensor& kNew, const Tensor& vNew, const
   dispatcher_->submit();
 }
 
+namespace {
+
+/// Floats from `at` of a host staging buffer, as an f32 tensor of `dims` that kernels write and read
+/// in place.
+Tensor hostTensor(const std::shared_ptr<Buffer>& buffer, std::uint64_t at, const std::string& name,
+                  const std::vector<std::int64_t>& dims, Layout layout) {
+  Tensor t = Tensor::describe(name, DType::F32, dims, layout);
+  t.buffer = buffer;
+  t.offset = at;
+  return t;
+}
+
+std::uint64_t roundUp(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
 ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
-  const std::uint32_t rank = comm_.rank();
+  const std::uint32_t rank = comm_.rank(), ranks = comm_.size();
   const std::uint32_t keys = shards_.keysHeld(rank, call.kvLen);
   shards_.owner(call.kvLen - 1);  // the sequence's last position lies in some shard
   AttentionCall local = call;
@@ -96,36 +100,47 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
   if (!whole.decode()) throw UserError("q_len", "context-parallel decode takes one query token (q_len 1)");
   const std::uint64_t rowsCount = std::uint64_t(whole.batch) * whole.nHeads;
   const std::uint64_t oCount = rowsCount * whole.vDim();
+  // A rank's partial is [o | lse] in f32 (the LSE 256-byte aligned, as a binding's offset must be), in
+  // host memory the attention writes and MPI sends from; rank 0 gathers every rank's into one host
+  // buffer the merge reads in place. Nothing is copied between device and host but by the kernels.
+  const std::uint64_t lseAt = roundUp(oCount, 64), partialFloats = roundUp(lseAt + rowsCount, 64);
+  const std::vector<std::int64_t> oDims = whole.oDims(Layout::HeadMajor), lseDims = whole.lseDims();
+  if (!mine_ || mine_->size() != partialFloats * 4) {
+    mine_ = std::make_shared<Buffer>(rt_.device(), partialFloats * 4, "cp_partial", BufferUse::Staging);
+    all_ = rank == 0 ? std::make_shared<Buffer>(rt_.device(), partialFloats * 4 * ranks, "cp_partials",
+                                                BufferUse::Staging)
+                     : nullptr;
+  }
+  partial_ = {hostTensor(mine_, 0, "cp_partial_o", oDims, Layout::HeadMajor),
+              hostTensor(mine_, lseAt, "cp_partial_lse", lseDims, Layout::Contiguous)};
+  const std::span<float> partial(reinterpret_cast<float*>(mine_->mapped().data()), partialFloats);
   RankTiming mine;
   mine.keys = keys;
-  // This rank's partial: [o..., lse...] in f32, the layout every rank sends.
-  std::vector<float> partial(oCount + rowsCount, 0.0f);
-  for (std::uint64_t i = 0; i < rowsCount; ++i) partial[oCount + i] = -std::numeric_limits<float>::infinity();
-  const std::vector<std::int64_t> oDims = whole.oDims(Layout::HeadMajor), lseDims = whole.lseDims();
   if (keys > 0) {
-    keep(rt_, partial_, "cp_partial", whole.dtype, oDims, lseDims);
     local.o = partial_.o;
     local.lse = partial_.lse;
     StepContext ctx{*dispatcher_, workspace_, &rt_};
     flash_.run(ctx, local);
     mine.attentionMicros = dispatcher_->submit().totalGpuMicros;
-    const auto o = rt_.download(local.o), lse = rt_.download(*local.lse);
-    std::copy(o.begin(), o.end(), partial.begin());
-    std::copy(lse.begin(), lse.end(), partial.begin() + static_cast<std::ptrdiff_t>(oCount));
+  } else {
+    // No key of the sequence yet: a zero output the merge weighs by nothing.
+    std::fill(partial.begin(), partial.end(), 0.0f);
+    std::fill_n(partial.begin() + static_cast<std::ptrdiff_t>(lseAt), rowsCount,
+                -std::numeric_limits<float>::infinity());
   }
   mine.bytesSent = rank == 0 ? 0 : partial.size() * sizeof(float);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<float> all = comm_.gather(partial);
+  comm_.gather(partial, all_ ? std::span<float>(reinterpret_cast<float*>(all_->mapped().data()), partialFloats * ranks)
+                             : std::span<float>());
   mine.gatherMicros = micros(std::chrono::steady_clock::now() - t0);
 
   ContextParallelReport report;
   if (rank == 0) {
-    parts_.resize(comm_.size());
-    for (std::uint32_t r = 0; r < comm_.size(); ++r) {
-      const float* at = all.data() + r * partial.size();
-      keep(rt_, parts_[r], fmt::format("cp_part{}", r), whole.dtype, oDims, lseDims);
-      rt_.upload(parts_[r].o, std::span<const float>(at, oCount));
-      rt_.upload(parts_[r].lse, std::span<const float>(at + oCount, rowsCount));
+    parts_.resize(ranks);
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      parts_[r] = {hostTensor(all_, r * partialFloats, fmt::format("cp_part{}_o", r), oDims, Layout::HeadMajor),
+                   hostTensor(all_, r * partialFloats + lseAt, fmt::format("cp_part{}_lse", r), lseDims,
+                              Layout::Contiguous)};
     }
     MergeCall merge;
     merge.parts = parts_;

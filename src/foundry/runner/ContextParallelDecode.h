@@ -20,6 +20,8 @@
 
 namespace foundry {
 
+class Buffer;
+
 /// The device a rank opens: `options.device` if set, else the rank's place among this host's ranks
 /// over the devices Vulkan lists (several ranks share a device when there are fewer).
 RuntimeOptions optionsForRank(RuntimeOptions options, const Communicator& comm);
@@ -62,10 +64,12 @@ class ContextParallelDecode {
   FlashAttentionStep flash_;
   MergeStep merge_;
   KvAppendStep append_;
-  // Kept across decode steps: one dispatcher and workspace, this rank's partial output and LSE, and on
-  // rank 0 a device copy of every rank's partial (reallocated only when the call's shape changes).
+  // Kept across decode steps: one dispatcher and workspace; this rank's partial output and LSE in host
+  // memory (mine_), and on rank 0 every rank's, gathered into one host buffer (all_); both reallocated
+  // only when the call's shape changes.
   std::unique_ptr<VulkanDispatcher> dispatcher_;
   DeviceWorkspace workspace_;
+  std::shared_ptr<Buffer> mine_, all_;
   MergePart partial_;
   std::vector<MergePart> parts_;
 };

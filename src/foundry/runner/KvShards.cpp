@@ -1,6 +1,7 @@
 #include "foundry/runner/KvShards.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,23 @@ KvShards KvShards::even(std::uint32_t capacity, std::uint32_t ranks) {
   if (ranks == 0) throw UserError("ranks", "0 ranks cannot hold a KV cache; accepted: 1 or more");
   std::vector<std::uint32_t> sizes(ranks, capacity / ranks);
   for (std::uint32_t r = 0; r < capacity % ranks; ++r) ++sizes[r];
+  return ofSizes(sizes);
+}
+
+KvShards KvShards::causalBalanced(std::uint32_t capacity, std::uint32_t ranks) {
+  if (ranks == 0) throw UserError("ranks", "0 ranks cannot hold a KV cache; accepted: 1 or more");
+  // Rank r's causal work is (end_r^2 - begin_r^2) / 2 query-key pairs: equal shares put end_r at
+  // capacity * sqrt((r + 1) / ranks).
+  std::vector<std::uint32_t> sizes;
+  std::uint32_t begin = 0;
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    const double share = std::sqrt(double(r + 1) / double(ranks));
+    const auto end = r + 1 == ranks ? capacity
+                                    : std::clamp(static_cast<std::uint32_t>(std::llround(capacity * share)), begin,
+                                                 capacity);
+    sizes.push_back(end - begin);
+    begin = end;
+  }
   return ofSizes(sizes);
 }
 

@@ -18,6 +18,9 @@ class KvShards {
   /// `capacity` positions over `ranks` ranges, as even as possible: the first capacity % ranks ranges
   /// hold one position more. UserError for zero ranks.
   static KvShards even(std::uint32_t capacity, std::uint32_t ranks);
+  /// `capacity` positions over `ranks` ranges of equal causal prefill work (RingPrefill): rank r's range
+  /// ends near capacity * sqrt((r + 1) / ranks), so the ranges shrink with the rank.
+  static KvShards causalBalanced(std::uint32_t capacity, std::uint32_t ranks);
   /// Ranges of the given sizes, in rank order (zero sizes allowed). UserError for an empty list.
   static KvShards ofSizes(const std::vector<std::uint32_t>& sizes);
 

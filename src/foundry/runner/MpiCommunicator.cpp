@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -26,6 +27,59 @@ int countOf(std::size_t n) {
   }
   return static_cast<int>(n);
 }
+
+/// Messages of at most 1 GiB: MPI counts are ints, and a K/V block of a long context is larger.
+constexpr std::size_t kMessageBytes = std::size_t(1) << 30;
+constexpr int kExchangeTag = 0x46;  // one exchange in flight per pair of ranks at a time
+
+/// The requests of one exchange, each message cut into pieces of at most kMessageBytes (sent and
+/// received in order, one tag: MPI keeps the order of messages between two ranks on one tag).
+class MpiTransfer : public Transfer {
+ public:
+  MpiTransfer(std::span<const std::byte> send, std::optional<std::uint32_t> to, std::span<std::byte> receive,
+              std::optional<std::uint32_t> from) {
+    if (from) {
+      for (std::size_t at = 0; at < receive.size(); at += kMessageBytes) {
+        const std::size_t n = std::min(kMessageBytes, receive.size() - at);
+        requests_.emplace_back();
+        check(MPI_Irecv(receive.data() + at, static_cast<int>(n), MPI_BYTE, static_cast<int>(*from), kExchangeTag,
+                        MPI_COMM_WORLD, &requests_.back()),
+              "MPI_Irecv");
+      }
+    }
+    if (to) {
+      for (std::size_t at = 0; at < send.size(); at += kMessageBytes) {
+        const std::size_t n = std::min(kMessageBytes, send.size() - at);
+        requests_.emplace_back();
+        check(MPI_Isend(send.data() + at, static_cast<int>(n), MPI_BYTE, static_cast<int>(*to), kExchangeTag,
+                        MPI_COMM_WORLD, &requests_.back()),
+              "MPI_Isend");
+      }
+    }
+  }
+  ~MpiTransfer() override {
+    // An exception left requests in flight: complete them, so no buffer is written after it is freed.
+    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+  }
+  void wait() override {
+    if (requests_.empty()) return;
+    const int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+    check(rc, "MPI_Waitall");
+  }
+  bool test() override {
+    if (requests_.empty()) return true;
+    int done = 0;
+    const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) requests_.clear();
+    check(rc, "MPI_Testall");
+    if (done) requests_.clear();
+    return done != 0;
+  }
+
+ private:
+  std::vector<MPI_Request> requests_;
+};
 
 }  // namespace
 
@@ -54,12 +108,13 @@ MpiCommunicator::~MpiCommunicator() {
   if (initialised_) MPI_Finalize();
 }
 
-std::vector<float> MpiCommunicator::gather(std::span<const float> mine) {
-  std::vector<float> all(rank_ == 0 ? mine.size() * size_ : 0);
-  check(MPI_Gather(mine.data(), countOf(mine.size()), MPI_FLOAT, all.data(), countOf(mine.size()), MPI_FLOAT, 0,
-                   MPI_COMM_WORLD),
+void MpiCommunicator::gather(std::span<const float> mine, std::span<float> all) {
+  if (rank_ == 0 && all.size() != mine.size() * size_) {
+    throw InternalError(fmt::format("gather of {} values from {} ranks into {}", mine.size(), size_, all.size()));
+  }
+  check(MPI_Gather(mine.data(), countOf(mine.size()), MPI_FLOAT, rank_ == 0 ? all.data() : nullptr,
+                   countOf(mine.size()), MPI_FLOAT, 0, MPI_COMM_WORLD),
         "MPI_Gather");
-  return all;
 }
 
 std::vector<double> MpiCommunicator::allGather(std::span<const double> mine) {
@@ -68,6 +123,11 @@ std::vector<double> MpiCommunicator::allGather(std::span<const double> mine) {
                       MPI_COMM_WORLD),
         "MPI_Allgather");
   return all;
+}
+
+std::unique_ptr<Transfer> MpiCommunicator::exchange(std::span<const std::byte> send, std::optional<std::uint32_t> to,
+                                                    std::span<std::byte> receive, std::optional<std::uint32_t> from) {
+  return std::make_unique<MpiTransfer>(send, to, receive, from);
 }
 
 void MpiCommunicator::barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }

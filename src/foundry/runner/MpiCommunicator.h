@@ -15,9 +15,11 @@ class MpiCommunicator : public Communicator {
   std::uint32_t rank() const override { return rank_; }
   std::uint32_t size() const override { return size_; }
   std::uint32_t localRank() const override { return localRank_; }
-  std::vector<float> gather(std::span<const float> mine) override;
+  void gather(std::span<const float> mine, std::span<float> all) override;
   std::vector<double> allGather(std::span<const double> mine) override;
   void barrier() override;
+  std::unique_ptr<Transfer> exchange(std::span<const std::byte> send, std::optional<std::uint32_t> to,
+                                     std::span<std::byte> receive, std::optional<std::uint32_t> from) override;
 
  private:
   bool initialised_ = false;  ///< by this object: it finalises

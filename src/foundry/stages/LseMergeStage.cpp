@@ -29,7 +29,11 @@ void LseMergeStage::declare(KernelInterface& k, const DeviceInfo&) const {
 }
 
 void LseMergeStage::emit(GlslWriter& w, const DeviceInfo&) const {
-  w.line("const uint token = gl_WorkGroupID.x, head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;");
+  // Rows past the grid's 65535 in x continue in z, one batch after another (MergeStep's grid).
+  w.line("const uint q_chunks = (pc.q_len + 65534u) / 65535u;");
+  w.line("const uint token = gl_WorkGroupID.x + (gl_WorkGroupID.z % q_chunks) * 65535u;");
+  w.line("const uint head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z / q_chunks;");
+  w.line("if (token >= pc.q_len) return;");
   w.line("const uint part_row = batch * pc.part_stride_b + head * pc.part_stride_h + token * pc.part_stride_s;");
   w.line("const uint o_row = batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s;");
   w.line("const uint lse_row = {};", lse_detail::row("batch", "head", "token"));

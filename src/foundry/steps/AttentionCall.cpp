@@ -213,8 +213,12 @@ AttentionProblem describeCall(const AttentionCall& c) {
   if (p.kvLen == 0 || p.kvLen > p.kvCapacity) {
     throw UserError("kv_len", fmt::format("kv_len {} must be in 1..capacity {}", p.kvLen, p.kvCapacity));
   }
-  if (p.qLen > p.kvLen) {
-    throw UserError("q_len", fmt::format("q_len {} exceeds kv_len {}: the cache must already hold the new tokens",
+  // Queries sit at the cache's last q_len positions, which the causal mask and every modifier read;
+  // without them (cross-attention, a ring block of another rank's keys) there may be more queries
+  // than keys.
+  if (p.qLen > p.kvLen && (c.causal || !c.modifiers.empty())) {
+    throw UserError("q_len", fmt::format("q_len {} exceeds kv_len {}: the cache must already hold the new tokens "
+                                         "(more queries than keys only without the causal mask and modifiers)",
                                          p.qLen, p.kvLen));
   }
   if (c.rope && !p.decode()) {

@@ -46,7 +46,7 @@ void checkKeys(const AttentionProblem& p, std::span<const float> q, std::span<co
   const std::size_t qCount = static_cast<std::size_t>(p.batch) * p.nHeads * p.qLen * p.headDim;
   const std::size_t kCount = static_cast<std::size_t>(p.batch) * p.nKvHeads * p.kvCapacity * p.headDim;
   if (q.size() != qCount || k.size() != kCount || p.nKvHeads == 0 || p.nHeads % p.nKvHeads != 0 ||
-      p.kvLen > p.kvCapacity || p.qLen > p.kvLen) {
+      p.kvLen > p.kvCapacity || (p.causal && p.qLen > p.kvLen)) {
     throw InternalError("cpuAttention: inconsistent problem " + p.describe());
   }
 }

@@ -113,9 +113,9 @@ MergeProblem MergeStep::validate(const MergeCall& call) const {
   if (p.batch == 0 || p.nHeads == 0 || p.qLen == 0 || p.valueDim == 0) {
     throw UserError("o", fmt::format("empty merge: {}", rowsString(out)));
   }
-  if (first.batch > kMaxGrid || first.heads > kMaxGrid || first.tokens > kMaxGrid) {
-    throw UnsupportedError(fmt::format("a merge's grid is (q_len, n_heads, batch), each at most {}: {}", kMaxGrid,
-                                       rowsString(first)));
+  if (first.heads > kMaxGrid || first.batch * ((first.tokens + kMaxGrid - 1) / kMaxGrid) > kMaxGrid) {
+    throw UnsupportedError(fmt::format("a merge's grid is (q_len, n_heads, batch x q_len chunks of {0}), each at "
+                                       "most {0}: {1}", kMaxGrid, rowsString(first)));
   }
   requireStorage(p.partDtype, device_, "parts");
   requireStorage(p.outDtype, device_, "o");
@@ -164,7 +164,9 @@ void MergeStep::record(StepContext& ctx, const MergeProblem& p, const std::vecto
   a.set("part_stride_b", in.sb).set("part_stride_h", in.sh).set("part_stride_s", in.ss);
   a.set("o_stride_b", to.sb).set("o_stride_h", to.sh).set("o_stride_s", to.ss);
   if (lse) a.bind("lse", *lse);
-  const Grid grid{p.qLen, p.nHeads, p.batch};
+  // q_len in chunks of kMaxGrid along x; the chunks of each batch follow one another in z.
+  const auto chunks = static_cast<std::uint32_t>((p.qLen + kMaxGrid - 1) / kMaxGrid);
+  const Grid grid{std::min<std::uint32_t>(p.qLen, kMaxGrid), p.nHeads, p.batch * chunks};
   ctx.dispatcher.dispatch(k, a, grid);
   out.kernels.push_back(k.name);
   out.grids.push_back(grid);

@@ -87,12 +87,13 @@ Buffer::Buffer(VulkanDevice& device, std::uint64_t bytes, std::string name, Buff
   // only has host-visible memory, which is then mapped directly.
   // Parameters are written by the host without a transfer: host-visible and coherent, device-local
   // where the device has such memory.
+  constexpr VkMemoryPropertyFlags kHostCoherent = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   alloc.memoryTypeIndex =
-      use == BufferUse::Parameters
-          ? device.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                              VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0)
-          : device.memoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+      use == BufferUse::Parameters ? device.memoryType(req.memoryTypeBits, kHostCoherent, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0)
+      : use == BufferUse::Staging  ? device.memoryType(req.memoryTypeBits, kHostCoherent, VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                                                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+                                   : device.memoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
   VkDeviceMemory memory = VK_NULL_HANDLE;
   const VkResult r = vkAllocateMemory(d, &alloc, nullptr, &memory);
   if (r != VK_SUCCESS) {
@@ -143,6 +144,28 @@ void Buffer::upload(std::span<const std::byte> bytes, std::uint64_t offset) {
     vkCmdCopyBuffer(cmd, staging.buffer.get(), handle(), 1, &region);
     memoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             kShaderAccess);
+  });
+}
+
+std::span<std::byte> Buffer::mapped() {
+  if (!mapped_) throw InternalError(fmt::format("buffer '{}' is not host-visible: it has no mapped bytes", name_));
+  return {static_cast<std::byte*>(mapped_), size_};
+}
+
+void Buffer::copyFrom(const Buffer& from, std::uint64_t fromOffset, std::uint64_t offset, std::uint64_t bytes) {
+  if (fromOffset + bytes > from.size_ || offset + bytes > size_) {
+    throw InternalError(fmt::format("copy of {} bytes from '{}' at {} to '{}' at {} overruns a buffer ({} and {} bytes)",
+                                    bytes, from.name_, fromOffset, name_, offset, from.size_, size_));
+  }
+  if (bytes == 0) return;
+  device_->submitAndWait([&](VkCommandBuffer cmd) {
+    memoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderAccess, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    const VkBufferCopy region{fromOffset, offset, bytes};
+    vkCmdCopyBuffer(cmd, from.handle(), handle(), 1, &region);
+    memoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                  kShaderAccess | VK_ACCESS_HOST_READ_BIT);
   });
 }
 

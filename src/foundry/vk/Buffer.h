@@ -17,10 +17,12 @@ namespace foundry {
 
 class VulkanDevice;
 
-/// What a buffer holds: tensors (device-local memory where the device has it) or parameters the host
+/// What a buffer holds: tensors (device-local memory where the device has it), parameters the host
 /// writes between submissions and the device reads as storage and as indirect dispatch grids
-/// (host-visible, coherent memory).
-enum class BufferUse { Tensor, Parameters };
+/// (host-visible, coherent memory), or staging: host memory (coherent, cached where the device has
+/// it, not device-local) that the host reads and writes through mapped() and the device copies from
+/// and to (copyFrom), e.g. a block that arrives by MPI straight into it.
+enum class BufferUse { Tensor, Parameters, Staging };
 
 class Buffer {
  public:
@@ -42,6 +44,11 @@ class Buffer {
 
   void upload(std::span<const std::byte> bytes, std::uint64_t offset = 0);
   void download(std::span<std::byte> bytes, std::uint64_t offset = 0) const;
+  /// The mapped bytes of a host-visible buffer; InternalError for another.
+  std::span<std::byte> mapped();
+  /// Copies `bytes` bytes of `from` at `fromOffset` to this buffer at `offset` on the device, ordered
+  /// against compute work on both sides, and waits for it.
+  void copyFrom(const Buffer& from, std::uint64_t fromOffset, std::uint64_t offset, std::uint64_t bytes);
   /// Fills the whole buffer with a repeated 32-bit pattern (e.g. the bits of a NaN, to poison outputs).
   void fill(std::uint32_t pattern);
 
