@@ -43,6 +43,9 @@
 #   bash bench/h200.sh cp                # on a machine with several GPUs: context-parallel decode of
 #                                        # one Llama-3.1-70B layer (64 heads, 8 KV heads, D 128) on
 #                                        # 1, 2 (4, 8) GPUs against one GPU; $OUT/cp.jsonl, $OUT/cp.md
+#   bash bench/h200.sh ranks             # on a machine with several GPUs: `mpirun -np N foundry run`
+#                                        # of Llama-3.1-70B's layout (1 layer, 128K prompt, 16 tokens)
+#                                        # on 1, 2 (4, 8) GPUs, and a checked run; $OUT/ranks-*.json
 #   bash bench/h200.sh ring              # on a machine with several GPUs: ring prefill of the same
 #                                        # layer at 128K tokens on 1, 2 (4, 8) GPUs, causally balanced
 #                                        # and even splits, against one GPU; $OUT/ring.jsonl, ring.md
@@ -84,8 +87,8 @@ case "${1:-}" in
     rm -rf .device/bin
     if [ "${2:-}" = cp ]; then
       # The context-parallel bench alone: its binary (shaderc linked in), Open MPI as .debs.
-      cmake --build --preset release --target foundry_cp_bench
-      ../shared/device/pack.sh build/release/bench/foundry_cp_bench
+      cmake --build --preset release --target foundry_cp_bench foundry
+      ../shared/device/pack.sh build/release/bench/foundry_cp_bench build/release/apps/foundry/foundry
       bash bench/mpi/pack.sh
       du -sh .device | awk '{print "prepare cp: .device/ holds " $1}'
       exit 0
@@ -522,6 +525,26 @@ case "${1:-}" in
       tail -1 "$out/ring.jsonl" | cut -c1-400
     done
     python3 bench/ring_table.py "$out/ring.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/ring.md"
+    exit $status
+    ;;
+  ranks)
+    # `mpirun -np N foundry run` (docs/distributed.md): Llama-3.1-70B's attention layout, one layer, a
+    # RANKS_PROMPT (131056: with the 16 decode tokens, the model's 131072 context) token prompt and 16 decode tokens, on 1 GPU (the plain run) and over 2, 4
+    # and 8 ranks (as many as there are GPUs); then the most GPUs on a shorter run with --check.
+    several_gpus
+    prompt=${RANKS_PROMPT:-131056}
+    for n in 1 2 4 8; do
+      [ "$n" -le "$gpus" ] || continue
+      echo "== foundry run over $n GPU(s), prompt $prompt"
+      mpirun -np "$n" .device/bin/foundry run configs/llama-3.1-70b.json --prompt-len "$prompt" --decode-tokens 16 \
+        --layers 1 --no-check --json "$out/ranks-$n.json" >"$out/ranks-$n.txt" 2>>"$out/ranks.log" ||
+        { status=1; echo "FAILED: $n GPU(s)"; tail -5 "$out/ranks.log"; }
+      cat "$out/ranks-$n.txt"
+    done
+    echo "== checked: foundry run over $gpus GPU(s), prompt 8192, 2 layers"
+    mpirun -np "$gpus" .device/bin/foundry run configs/llama-3.1-70b.json --prompt-len 8192 --decode-tokens 4 \
+      --layers 2 --check >"$out/ranks-check.txt" 2>>"$out/ranks.log" || { status=1; echo "FAILED: the checked run"; }
+    cat "$out/ranks-check.txt"
     exit $status
     ;;
   replay-check)

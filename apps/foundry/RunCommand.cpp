@@ -1,6 +1,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,9 +14,38 @@
 #include "foundry/Error.h"
 #include "foundry/FileIdentity.h"
 #include "foundry/Runtime.h"
+#include "foundry/runner/Communicator.h"
+#include "foundry/runner/ContextParallelDecode.h"
 #include "foundry/runner/Session.h"
+#ifdef FOUNDRY_WITH_MPI
+#include "foundry/runner/MpiCommunicator.h"
+#endif
 
 namespace foundry::cli {
+
+namespace {
+
+/// The processes mpirun started this one among (Open MPI's variable, or PMI's): 1 when not under mpirun.
+std::uint32_t launchedRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    if (const char* v = std::getenv(name)) return static_cast<std::uint32_t>(std::max(1L, std::strtol(v, nullptr, 10)));
+  }
+  return 1;
+}
+
+/// The ranks of this run: none for a run of one process; MPI's under mpirun with several.
+std::unique_ptr<Communicator> runRanks() {
+  const std::uint32_t ranks = launchedRanks();
+  if (ranks <= 1) return nullptr;
+#ifdef FOUNDRY_WITH_MPI
+  return std::make_unique<MpiCommunicator>();
+#else
+  throw UnsupportedError(fmt::format("started by mpirun as one of {} processes, but this foundry was built without "
+                                     "Open MPI (libopenmpi-dev); run one process, or rebuild with it", ranks));
+#endif
+}
+
+}  // namespace
 
 void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto* cmd = app.add_subcommand("run", "Run a model config's attention end to end: prefill, then the decode loop");
@@ -79,9 +111,24 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       global.applyTo(options);
       if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the run, not after it
       req.attention = options.attention;
-      Runtime rt(options.runtime);
-      const auto progress = makeProgress(::isatty(2) != 0);
-      const RunReport report = runModel(rt, req, *progress);
+      const std::unique_ptr<Communicator> ranks = runRanks();
+      req.ranks = ranks.get();
+      std::optional<RunReport> ran;
+      try {
+        Runtime rt(ranks ? optionsForRank(options.runtime, *ranks) : options.runtime);
+        const std::unique_ptr<Progress> progress = ranks && ranks->rank() != 0 ? std::make_unique<SilentProgress>()
+                                                                               : makeProgress(::isatty(2) != 0);
+        ran = runModel(rt, req, *progress);
+      } catch (const Error& e) {
+        if (!ranks) throw;
+        // The other ranks may wait for this one in a collective: end them all, with this error's code.
+        std::fflush(stdout);
+        printErrorLine(errorKindName(e.kind()), fmt::format("rank {}: {}", ranks->rank(), e.what()));
+        ranks->abort(exitCodeFor(e.kind()));
+      }
+      // Over several ranks, rank 0 reports (it holds every output and ran the check).
+      if (ranks && ranks->rank() != 0) return 0;
+      const RunReport& report = *ran;
       // Each output is attempted whatever became of the others; each failure is reported.
       printOut(report.summary());
       std::vector<OutputFailure> failures;

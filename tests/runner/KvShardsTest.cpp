@@ -36,6 +36,18 @@ TEST(KvShards, GivenSizesMayBeEmpty) {
   EXPECT_EQ(KvShards::even(2, 3).describe(), "[0, 1) [1, 2) [2, 2)");
 }
 
+TEST(KvShards, CausallyBalancedRangesShrinkWithTheRank) {
+  // Ends at 131072 * sqrt((r + 1) / 4): every range the same number of visible query-key pairs.
+  const KvShards s = KvShards::causalBalanced(131072, 4);
+  EXPECT_EQ(s.describe(), "[0, 65536) [65536, 92682) [92682, 113512) [113512, 131072)");
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    const double pairs = (double(s.shard(r).end) * s.shard(r).end - double(s.shard(r).begin) * s.shard(r).begin) / 2;
+    EXPECT_NEAR(pairs / (131072.0 * 131072.0 / 8), 1.0, 1e-4) << "rank " << r;
+  }
+  EXPECT_EQ(KvShards::causalBalanced(3, 4).describe(), "[0, 2) [2, 2) [2, 3) [3, 3)");
+  EXPECT_EQ(KvShards::causalBalanced(5, 1).describe(), "[0, 5)");
+}
+
 TEST(KvShards, RefusesNoRanksAndPositionsPastTheCapacity) {
   EXPECT_THAT([] { KvShards::even(10, 0); }, ThrowsMessage<UserError>(HasSubstr("0 ranks cannot hold a KV cache")));
   EXPECT_THAT([] { KvShards::ofSizes({}); }, ThrowsMessage<UserError>(HasSubstr("no ranks")));

@@ -30,12 +30,14 @@ struct RingCase {
   Split split = Split::Even;
   bool causal = true;
   DType dtype = DType::F16;
+  std::uint32_t spare = 0;  ///< rows past the shard in each rank's caches (a decode cache's room)
   std::string name;
 };
 
 std::vector<RingCase> cases() {
   return {
       {.name = "even_causal_f16"},
+      {.total = 61, .spare = 7, .name = "in_decode_caches_f16"},
       {.total = 200, .split = Split::Balanced, .dtype = DType::F32, .name = "balanced_causal_f32"},
       {.heads = 4, .kvHeads = 4, .headDim = 128, .total = 57, .split = Split::EmptyRank, .dtype = DType::BF16,
        .name = "empty_rank_causal_bf16"},
@@ -96,6 +98,7 @@ TEST_P(RingPrefillRanks, EachRanksRowsEqualTheWholeSequencesAttention) {
   const KvShards shards = shardsOf(c, comm.size());
   const KvShard mine = shards.shard(comm.rank());
   const std::uint32_t rows = std::max(mine.size(), 1u);
+  ASSERT_TRUE(c.spare == 0 || mine.size() > 0) << "spare rows are given to ranks with positions";
 
   // The whole sequence, the same on every rank, rounded to the dtype on the device.
   AttentionProblem p;
@@ -124,12 +127,21 @@ TEST_P(RingPrefillRanks, EachRanksRowsEqualTheWholeSequencesAttention) {
   AttentionCall call;
   call.causal = c.causal;
   call.q = rt.allocate("q_mine", c.dtype, {1, c.heads, rows, c.headDim}, Layout::HeadMajor);
-  call.k = rt.allocate("k_mine", c.dtype, {1, c.kvHeads, rows, c.headDim}, Layout::KvCache);
-  call.v = rt.allocate("v_mine", c.dtype, {1, c.kvHeads, rows, c.headDim}, Layout::KvCache);
+  call.k = rt.allocate("k_mine", c.dtype, {1, c.kvHeads, rows + c.spare, c.headDim}, Layout::KvCache);
+  call.v = rt.allocate("v_mine", c.dtype, {1, c.kvHeads, rows + c.spare, c.headDim}, Layout::KvCache);
   if (mine.size() > 0) {
     rt.upload(call.q, rowsOf(qAll, c.heads, c.total, c.headDim, mine.begin, rows));
-    rt.upload(call.k, rowsOf(kAll, c.kvHeads, c.total, c.headDim, mine.begin, rows));
-    rt.upload(call.v, rowsOf(vAll, c.kvHeads, c.total, c.headDim, mine.begin, rows));
+    // Each KV head's rows, then its spare rows (random: a block that took them would not match).
+    for (const auto& [t, all] : {std::pair{&call.k, &kAll}, std::pair{&call.v, &vAll}}) {
+      const auto spare = randomVector(std::size_t(c.spare + 1) * c.headDim, 31);
+      std::vector<float> host;
+      for (std::uint32_t h = 0; h < c.kvHeads; ++h) {
+        const auto at = all->begin() + static_cast<std::ptrdiff_t>((std::size_t(h) * c.total + mine.begin) * c.headDim);
+        host.insert(host.end(), at, at + static_cast<std::ptrdiff_t>(std::size_t(rows) * c.headDim));
+        host.insert(host.end(), spare.begin(), spare.begin() + static_cast<std::ptrdiff_t>(std::size_t(c.spare) * c.headDim));
+      }
+      rt.upload(*t, host);
+    }
   } else {
     for (const Tensor* t : {&call.q, &call.k, &call.v}) rt.upload(*t, randomVector(static_cast<std::size_t>(t->numel()), 5));
   }

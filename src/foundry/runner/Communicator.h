@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +39,9 @@ class Communicator {
   /// Every rank's `mine` (one length on every rank) in rank order, on every rank.
   virtual std::vector<double> allGather(std::span<const double> mine) = 0;
   virtual void barrier() = 0;
+  /// Ends every rank's process with `code` (a rank that failed while the others may wait for it in a
+  /// collective); does not return.
+  [[noreturn]] virtual void abort(int code) = 0;
   /// Starts sending `send` to rank `to` and receiving `receive` (its exact size) from rank `from`;
   /// either may be absent. The ring paths overlap the transfer of the next block with the attention
   /// of this one.
@@ -63,6 +67,7 @@ class SingleRank : public Communicator {
   }
   std::vector<double> allGather(std::span<const double> mine) override { return {mine.begin(), mine.end()}; }
   void barrier() override {}
+  [[noreturn]] void abort(int code) override { std::exit(code); }
   /// One rank has no peer: only an exchange with nobody.
   std::unique_ptr<Transfer> exchange(std::span<const std::byte>, std::optional<std::uint32_t> to,
                                      std::span<std::byte>, std::optional<std::uint32_t> from) override {

@@ -14,10 +14,14 @@ namespace foundry {
 
 namespace {
 
-/// Rows [from, from + count) of dim 2 of a 4-d tensor: a view, no copy.
+/// The token dim of new K/V rows: 1 token-major [B, T, Hkv, D], else 2 head-major [B, Hkv, T, D].
+std::size_t tokenDim(const Tensor& t) { return t.layout == Layout::TokenMajor ? 1 : 2; }
+
+/// Tokens [from, from + count) of new K/V rows: a view, no copy.
 Tensor rows(Tensor t, std::uint32_t from, std::uint32_t count) {
-  t.offset += std::uint64_t(from) * t.stride(2);
-  t.dims[2] = count;
+  const std::size_t d = tokenDim(t);
+  t.offset += std::uint64_t(from) * std::uint64_t(t.stride(d));
+  t.dims[d] = count;
   return t;
 }
 
@@ -60,7 +64,7 @@ ContextParallelDecode::ContextParallelDecode(Runtime& runtime, Communicator& com
 void ContextParallelDecode::append(const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,
                                    std::uint32_t pos0, const std::optional<KvAppendStep::Rope>& rope) {
   const KvShard mine = shards_.shard(comm_.rank());
-  const auto tokens = static_cast<std::uint32_t>(kNew.dim(2));
+  const auto tokens = static_cast<std::uint32_t>(kNew.dim(tokenDim(kNew)));
   shards_.owner(pos0 + tokens - 1);  // the last position must exist somewhere
   const std::uint32_t from = std::max(pos0, mine.begin), to = std::min(pos0 + tokens, mine.end);
   if (from >= to) return;  // none of these positions is this rank's
@@ -114,6 +118,7 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
   partial_ = {hostTensor(mine_, 0, "cp_partial_o", oDims, Layout::HeadMajor),
               hostTensor(mine_, lseAt, "cp_partial_lse", lseDims, Layout::Contiguous)};
   const std::span<float> partial(reinterpret_cast<float*>(mine_->mapped().data()), partialFloats);
+  ContextParallelReport report;
   RankTiming mine;
   mine.keys = keys;
   if (keys > 0) {
@@ -121,7 +126,9 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
     local.lse = partial_.lse;
     StepContext ctx{*dispatcher_, workspace_, &rt_};
     flash_.run(ctx, local);
-    mine.attentionMicros = dispatcher_->submit().totalGpuMicros;
+    const SubmitResult done = dispatcher_->submit();
+    mine.attentionMicros = done.totalGpuMicros;
+    for (const auto& d : done.dispatches) ++report.kernels[d.kernel];
   } else {
     // No key of the sequence yet: a zero output the merge weighs by nothing.
     std::fill(partial.begin(), partial.end(), 0.0f);
@@ -134,7 +141,6 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
                              : std::span<float>());
   mine.gatherMicros = micros(std::chrono::steady_clock::now() - t0);
 
-  ContextParallelReport report;
   if (rank == 0) {
     parts_.resize(ranks);
     for (std::uint32_t r = 0; r < ranks; ++r) {
@@ -148,7 +154,9 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
     merge.lse = call.lse;
     StepContext ctx{*dispatcher_, workspace_, &rt_};
     merge_.run(ctx, merge);
-    report.mergeMicros = dispatcher_->submit().totalGpuMicros;
+    const SubmitResult done = dispatcher_->submit();
+    report.mergeMicros = done.totalGpuMicros;
+    for (const auto& d : done.dispatches) ++report.kernels[d.kernel];
   }
   // Every rank's timing, everywhere (the report is printed by rank 0).
   const std::vector<double> mineValues{double(mine.keys), mine.attentionMicros, mine.gatherMicros,

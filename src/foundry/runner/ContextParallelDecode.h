@@ -5,6 +5,7 @@
 // MergeStep into the attention over all keys. A rank that holds no key of the sequence yet sends a
 // zero output with lse -inf, which the merge weighs by nothing.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ struct RankTiming {
 struct ContextParallelReport {
   std::vector<RankTiming> ranks;   ///< every rank's, on every rank
   double mergeMicros = 0;          ///< rank 0's merge kernel (GPU time)
+  std::map<std::string, std::uint64_t> kernels;  ///< this rank's: kernel -> dispatches
   std::uint64_t bytesMoved() const;
 };
 
@@ -45,7 +47,8 @@ class ContextParallelDecode {
   /// `kCache`/`vCache`: this rank's caches [B, Hkv, its shard's size (at least 1), D].
   ContextParallelDecode(Runtime& runtime, Communicator& comm, KvShards shards, AttentionOptions options);
 
-  /// Writes new tokens' K/V ([B, Hkv, T, D] head-major, the same on every rank) at global positions
+  /// Writes new tokens' K/V ([B, Hkv, T, D] head-major or [B, T, Hkv, D] token-major, the same on every
+  /// rank) at global positions
   /// pos0..pos0 + T - 1: each rank writes the rows its shard owns, at their rows in its cache.
   void append(const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache, std::uint32_t pos0,
               const std::optional<KvAppendStep::Rope>& rope = std::nullopt);

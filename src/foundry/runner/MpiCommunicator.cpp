@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -128,6 +129,11 @@ std::vector<double> MpiCommunicator::allGather(std::span<const double> mine) {
 std::unique_ptr<Transfer> MpiCommunicator::exchange(std::span<const std::byte> send, std::optional<std::uint32_t> to,
                                                     std::span<std::byte> receive, std::optional<std::uint32_t> from) {
   return std::make_unique<MpiTransfer>(send, to, receive, from);
+}
+
+void MpiCommunicator::abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);  // MPI_Abort does not return; this is for the compiler
 }
 
 void MpiCommunicator::barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }

@@ -18,6 +18,7 @@ class MpiCommunicator : public Communicator {
   void gather(std::span<const float> mine, std::span<float> all) override;
   std::vector<double> allGather(std::span<const double> mine) override;
   void barrier() override;
+  [[noreturn]] void abort(int code) override;
   std::unique_ptr<Transfer> exchange(std::span<const std::byte> send, std::optional<std::uint32_t> to,
                                      std::span<std::byte> receive, std::optional<std::uint32_t> from) override;
 

@@ -18,6 +18,12 @@ class Progress {
   virtual void finish() {}
 };
 
+/// Progress nobody sees (a run's ranks other than rank 0).
+class SilentProgress : public Progress {
+ public:
+  void update(const std::string&, std::uint64_t, std::uint64_t) override {}
+};
+
 /// A bar when `terminal`, plain lines otherwise.
 std::unique_ptr<Progress> makeProgress(bool terminal);
 

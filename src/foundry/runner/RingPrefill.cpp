@@ -25,13 +25,29 @@ std::uint64_t bytesOf(const Tensor& t) { return storageBytes(t.dtype, static_cas
 /// Bytes of a block's K and V, back to back, as they travel.
 std::uint64_t blockBytes(const Tensor& k, const Tensor& v) { return bytesOf(k) + bytesOf(v); }
 
-/// Copies a block's K and V into `staging` (device to host), back to back.
-void stage(const Tensor& k, const Tensor& v, Buffer& staging) {
-  staging.copyFrom(*k.buffer, storageBytes(k.dtype, k.offset), 0, bytesOf(k));
-  staging.copyFrom(*v.buffer, storageBytes(v.dtype, v.offset), bytesOf(k), bytesOf(v));
+/// The device side of rows [0, rows) of each (batch, head) of a [B, H, capacity, D] cache, and where
+/// they sit in a packed block from `packedAt` bytes: one region per (batch, head).
+std::vector<VkBufferCopy> cacheRegions(const Tensor& t, std::uint32_t rows, std::uint64_t packedAt, bool toCache) {
+  std::vector<VkBufferCopy> regions;
+  const std::uint64_t rowBytes = storageBytes(t.dtype, std::uint64_t(rows) * std::uint64_t(t.dim(3)));
+  for (std::int64_t b = 0; b < t.dim(0); ++b) {
+    for (std::int64_t h = 0; h < t.dim(1); ++h) {
+      const std::uint64_t at = storageBytes(t.dtype, t.offset + std::uint64_t(b * t.stride(0) + h * t.stride(1)));
+      regions.push_back(toCache ? VkBufferCopy{packedAt, at, rowBytes} : VkBufferCopy{at, packedAt, rowBytes});
+      packedAt += rowBytes;
+    }
+  }
+  return regions;
 }
 
-/// Copies a block from `staging` into K and V (host to device).
+/// Copies rows [0, rows) of K and V into `staging` (device to host), packed and back to back.
+void stage(const Tensor& k, const Tensor& v, std::uint32_t rows, Buffer& staging) {
+  const auto kRegions = cacheRegions(k, rows, 0, false);
+  staging.copyFrom(*k.buffer, kRegions);
+  staging.copyFrom(*v.buffer, cacheRegions(v, rows, kRegions.empty() ? 0 : kRegions.back().dstOffset + kRegions.back().size, false));
+}
+
+/// Copies a packed block from `staging` into K and V (host to device).
 void unstage(const Buffer& staging, const Tensor& k, const Tensor& v) {
   k.buffer->copyFrom(staging, 0, storageBytes(k.dtype, k.offset), bytesOf(k));
   v.buffer->copyFrom(staging, bytesOf(k), storageBytes(v.dtype, v.offset), bytesOf(v));
@@ -88,11 +104,12 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
       throw UnsupportedError(fmt::format("ring prefill sends f16, bf16 or f32 key/value blocks; '{}' is {}", t->name,
                                          dtypeName(t->dtype)));
     }
-    if (!t->packed() || t->rank() != 4 || t->dim(2) != std::max(mine, 1u)) {
+    if (t->rank() != 4 || t->layout == Layout::TokenMajor || t->dim(2) < std::max(mine, 1u) ||
+        t->stride(3) != 1 || t->stride(2) != t->dim(3)) {
       throw UserError(t == &call.k ? "k" : "v",
-                      fmt::format("'{}' is {}; ring prefill takes this rank's keys as a packed [B, Hkv, {}, D] "
-                                  "tensor (its shard {} of {})",
-                                  t->name, t->shapeString(), std::max(mine, 1u), rank, shards_.describe()));
+                      fmt::format("'{}' is {}; ring prefill takes this rank's keys as a [B, Hkv, capacity, D] cache "
+                                  "with packed rows, its positions at rows 0..{} (its shard {} of {})",
+                                  t->name, t->shapeString(), std::max(mine, 1u) - 1, rank, shards_.describe()));
     }
   }
   AttentionCall own = call;
@@ -106,6 +123,7 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
 
   RingRankTiming timing;
   timing.queries = mine;
+  std::map<std::string, std::uint64_t> kernels;
   // Blocks travel through host memory the device copies to and from, received by MPI straight into it:
   // two buffers of the largest block, the one held (attended and passed on) and the one arriving.
   const auto dimsOf = [&](std::uint32_t b, std::uint32_t dim) {
@@ -123,7 +141,7 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
                                        BufferUse::Staging);
     }
   }
-  if (hops(rank, call.causal) > 0) stage(call.k, call.v, *held_);
+  if (hops(rank, call.causal) > 0) stage(call.k, call.v, mine, *held_);
   std::uint32_t attended = 0;
   for (std::uint32_t s = 0; s < n; ++s) {
     const std::uint32_t block = (rank + n - s) % n;
@@ -177,7 +195,9 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
         if (!moved) moved = transfer->test();
         std::this_thread::sleep_for(std::chrono::microseconds(moved ? 200 : 20));
       }
-      timing.attentionMicros += dispatcher_->wait(running).totalGpuMicros;
+      const SubmitResult done = dispatcher_->wait(running);
+      timing.attentionMicros += done.totalGpuMicros;
+      for (const auto& d : done.dispatches) ++kernels[d.kernel];
     }
     const auto t0 = std::chrono::steady_clock::now();
     transfer->wait();
@@ -192,7 +212,9 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
     merge.lse = call.lse;
     StepContext ctx{*dispatcher_, workspace_, &rt_};
     merge_.run(ctx, merge);
-    timing.mergeMicros = dispatcher_->submit().totalGpuMicros;
+    const SubmitResult done = dispatcher_->submit();
+    timing.mergeMicros = done.totalGpuMicros;
+    for (const auto& d : done.dispatches) ++kernels[d.kernel];
   }
   timing.totalMicros = micros(std::chrono::steady_clock::now() - start);
 
@@ -201,6 +223,7 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
                                        timing.totalMicros,          double(timing.bytesSent)};
   const std::vector<double> values = comm_.allGather(mineValues);
   RingPrefillReport report;
+  report.kernels = std::move(kernels);
   for (std::uint32_t r = 0; r < n; ++r) {
     const double* v = values.data() + r * mineValues.size();
     report.ranks.push_back({static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]), v[2], v[3], v[4], v[5],

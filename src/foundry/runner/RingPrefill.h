@@ -14,6 +14,7 @@
 // (KvShards::causalBalanced) give every rank about the same causal work.
 #include <cstdint>
 #include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct RingRankTiming {
 
 struct RingPrefillReport {
   std::vector<RingRankTiming> ranks;  ///< every rank's, on every rank
+  std::map<std::string, std::uint64_t> kernels;  ///< this rank's: kernel -> dispatches
   std::uint64_t bytesMoved() const;
 };
 
@@ -53,8 +55,8 @@ class RingPrefill {
 
   /// This rank's part of the prefill of one sequence. `call.q` holds its queries (the positions of its
   /// shard; q_len the shard's size, or 1 for an empty shard, whose placeholder is not read), `call.k` and
-  /// `call.v` its keys and values: packed [B, Hkv, shard size (1 for empty), D] kv-cache tensors of f16,
-  /// bf16 or f32 (the bytes that travel). `call.kvLen` is ignored (the shard's size). `call.o` (and
+  /// `call.v` its keys and values: [B, Hkv, capacity, D] kv-cache tensors of f16, bf16 or f32 (the bytes
+  /// that travel) with packed rows, its positions at rows 0..shard size - 1 (a rank's decode cache). `call.kvLen` is ignored (the shard's size). `call.o` (and
   /// `call.lse` if set) receive the attention of its queries over all the keys they see. Modifiers,
   /// pages and fused RoPE are refused (UnsupportedError naming them): their positions are the whole
   /// sequence's. Every rank must call it with the same shapes.

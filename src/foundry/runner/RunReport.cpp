@@ -75,6 +75,19 @@ nlohmann::json RunReport::toJson() const {
                   {"max_rel_vs_materialised", check.maxRelVsMaterialised}, {"bound", check.bound},
                   {"failures", check.failures}};
   }
+  if (ranks) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t r = 0; r < ranks->ranks.size(); ++r) {
+      const RankReport& x = ranks->ranks[r];
+      list.push_back({{"rank", r}, {"positions", {x.begin, x.end}},
+                      {"prefill", {{"attention_gpu_us", x.prefillAttentionMicros}, {"wait_us", x.prefillWaitMicros},
+                                   {"merge_gpu_us", x.prefillMergeMicros}, {"bytes_sent", x.prefillBytesSent}}},
+                      {"decode", {{"attention_gpu_us", x.decodeAttentionMicros}, {"gather_us", x.decodeGatherMicros},
+                                  {"bytes_sent", x.decodeBytesSent}}}});
+    }
+    j["ranks"] = {{"count", ranks->ranks.size()}, {"per_rank", list},
+                  {"decode_merge_gpu_us", ranks->decodeMergeMicros}, {"bytes_moved", ranks->bytesMoved()}};
+  }
   if (expectRelError) {
     j["expect"] = {{"passed", expectPassed}, {"max_rel", *expectRelError}, {"failure", expectFailure}};
   }
@@ -84,6 +97,12 @@ nlohmann::json RunReport::toJson() const {
   }
   j["passed"] = passed();
   return j;
+}
+
+std::uint64_t RanksReport::bytesMoved() const {
+  std::uint64_t n = 0;
+  for (const auto& r : ranks) n += r.prefillBytesSent + r.decodeBytesSent;
+  return n;
 }
 
 std::string RunReport::failure() const {
@@ -140,6 +159,20 @@ std::string RunReport::summary() const {
                    scratchBytes / 1048576.0);
   s += fmt::format("  kernel cache: {} compiled, {} from disk, {} from memory; {} pipelines created\n", kernelCompiles,
                    kernelDiskHits, kernelMemoryHits, pipelines);
+  if (ranks) {
+    s += fmt::format("  {} ranks: ring prefill, context-parallel decode; {:.1f} MiB moved, decode merges {:.3f} ms "
+                     "(GPU, rank 0)\n", ranks->ranks.size(), ranks->bytesMoved() / 1048576.0,
+                     ranks->decodeMergeMicros / 1e3);
+    s += fmt::format("    {:<5} {:>17} {:>14} {:>12} {:>13} {:>14} {:>13} {:>12}\n", "rank", "positions",
+                     "prefill ms", "wait ms", "sent MiB", "decode ms", "gather ms", "sent KiB");
+    for (std::size_t r = 0; r < ranks->ranks.size(); ++r) {
+      const RankReport& x = ranks->ranks[r];
+      s += fmt::format("    {:<5} {:>17} {:>14.3f} {:>12.3f} {:>13.2f} {:>14.3f} {:>13.3f} {:>12.1f}\n", r,
+                       fmt::format("[{}, {})", x.begin, x.end), x.prefillAttentionMicros / 1e3,
+                       x.prefillWaitMicros / 1e3, x.prefillBytesSent / 1048576.0, x.decodeAttentionMicros / 1e3,
+                       x.decodeGatherMicros / 1e3, x.decodeBytesSent / 1024.0);
+    }
+  }
   if (check.ran) {
     s += fmt::format("  check: {} ({} rows, max relative error {:.2e} vs the CPU, {}, bound {:.2g})\n",
                      check.passed ? "passed" : "FAILED", check.rows, check.maxRelVsCpu,

@@ -39,6 +39,25 @@ struct CheckReport {
   std::vector<std::string> failures;  ///< per sampled layer and token: how many, the first where
 };
 
+/// One rank of a run over several (`mpirun -np N foundry run`): the positions it held, and its share of
+/// the ring prefill and the context-parallel decode over the whole run.
+struct RankReport {
+  std::uint32_t begin = 0, end = 0;      ///< positions [begin, end) of every sequence it held
+  double prefillAttentionMicros = 0;     ///< its ring attention (GPU time), every layer
+  double prefillWaitMicros = 0;          ///< waiting for blocks after its attention was done (wall)
+  double prefillMergeMicros = 0;         ///< merging its blocks' partials (GPU time)
+  std::uint64_t prefillBytesSent = 0;    ///< key/value blocks it passed on
+  double decodeAttentionMicros = 0;      ///< its partial decode attention (GPU time)
+  double decodeGatherMicros = 0;         ///< in the gather of the partials, waiting for the slowest (wall)
+  std::uint64_t decodeBytesSent = 0;     ///< its partial outputs and LSEs
+};
+
+struct RanksReport {
+  std::vector<RankReport> ranks;
+  double decodeMergeMicros = 0;  ///< rank 0's merges of the partials (GPU time)
+  std::uint64_t bytesMoved() const;
+};
+
 /// An output a run could not write; what else the run produced stands.
 struct OutputFailure {
   ErrorKind kind = ErrorKind::Device;
@@ -83,6 +102,7 @@ struct RunReport {
   std::uint64_t scratchBytes = 0;      ///< Split-K partials or materialised scores
   std::uint64_t kernelCompiles = 0, kernelMemoryHits = 0, kernelDiskHits = 0, pipelines = 0;
   CheckReport check;
+  std::optional<RanksReport> ranks;  ///< a run over several ranks
   std::optional<double> expectRelError;  ///< +Inf where a NaN or Inf did not match
   bool expectPassed = true;
   std::string expectFailure;  ///< what did not match --expect: how many, the first where

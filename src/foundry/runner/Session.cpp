@@ -25,6 +25,7 @@
 #include "foundry/Random.h"
 #include "foundry/Runtime.h"
 #include "foundry/runner/LayerModifiers.h"
+#include "foundry/runner/RankedAttention.h"
 #include "foundry/runner/RunMemory.h"
 #include "foundry/runner/io/Safetensors.h"
 #include "foundry/stages/TokenCopyStage.h"
@@ -147,6 +148,8 @@ class Session {
   AttentionCall raggedPrefillCall(const LayerInputs& in, std::uint32_t layer, const Tensor& out, std::uint32_t b) const;
   AttentionCall raggedDecodeCall(const LayerInputs& in, std::uint32_t layer, const Tensor& out, std::uint32_t t) const;
   void prefillLayer(Dispatcher& d, const LayerInputs& in, std::uint32_t layer, const Tensor& out);
+  /// Over several ranks: this rank's prompt rows, rotated, appended and attended by the ring.
+  void prefillRanked(Dispatcher& d, const LayerInputs& in, std::uint32_t layer, const Tensor& out, PhaseReport& phase);
   void appendRagged(StepContext& ctx, const LayerInputs& in, std::uint32_t layer, std::uint32_t t);
   std::uint32_t positionOfRow(std::uint32_t b, std::uint32_t row) const {
     const std::uint32_t n = c_.run.promptOf(b);
@@ -204,6 +207,8 @@ class Session {
   std::optional<PagedKv> pages_;   ///< run.page_size: the block table every layer's pool shares
   Tensor lengths_;                 ///< ragged decode: u32 [B], each sequence's keys at the current token
   std::vector<std::uint32_t> lengthValues_;
+  std::unique_ptr<RankedAttention> ranked_;  ///< a run over several ranks
+  PhaseReport rankedDecode_;  ///< over several ranks: the decode's own submissions between the ranks' work
 };
 
 void Session::fill(Dispatcher& d, const Tensor& t, std::uint32_t seed, std::uint64_t first, std::uint64_t count) {
@@ -299,6 +304,22 @@ void Session::prefillLayer(Dispatcher& d, const LayerInputs& in, std::uint32_t l
   }
 }
 
+void Session::prefillRanked(Dispatcher& d, const LayerInputs& in, std::uint32_t l, const Tensor& out,
+                            PhaseReport& phase) {
+  const KvShard mine = ranked_->prompt();
+  // A rank without prompt positions passes the ring's blocks on; its one-row placeholders are not read.
+  const std::uint32_t at = std::min(mine.begin, T_ - 1), rows = std::max(mine.size(), 1u);
+  const Tensor q = tokenView(in.q, at, rows);
+  if (mine.size() > 0) {
+    StepContext ctx{d, workspace_, &rt_};
+    if (c_.rope) rope_.run(ctx, q, ropeTable_, *c_.rope, mine.begin);
+    // Rows 0.. of this rank's caches, rotated at their positions in the sequence.
+    append_.run(ctx, tokenView(in.k, at, rows), tokenView(in.v, at, rows), kCache_[l], vCache_[l], 0, kRope(mine.begin));
+  }
+  record(d.submit(), phase);
+  ranked_->prefill(attentionCall(q, l, tokenView(out, at, rows), rows, std::nullopt));
+}
+
 void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                         std::optional<std::uint32_t> fusedRopePosition) {
   if (req_.path == AttentionPath::Reference && fusedRopePosition && c_.rope) {
@@ -327,7 +348,8 @@ void Session::noteDecisions(const std::string& phase, const StepRecord& record) 
 // Every layer's prefill and first decode call planned before anything is recorded: a shape the
 // device cannot run fails here, not after the first layers' work.
 void Session::planEveryCall() const {
-  if (req_.path != AttentionPath::Flash) return;
+  // Over several ranks each rank's calls have its own shapes; RingPrefill and ContextParallelDecode plan them.
+  if (req_.path != AttentionPath::Flash || ranked_) return;
   const LayerInputs& in = inputs_[0];
   for (std::uint32_t l = 0; l < L_; ++l) {
     if (ragged_) {
@@ -443,6 +465,10 @@ void Session::checkMemoryBudget() const {
 RunReport Session::run() {
   checkFilesBeforeRunning();
   checkMemoryBudget();
+  if (req_.ranks && req_.ranks->size() > 1) {
+    RankedAttention::checkSupported(req_);
+    ranked_ = std::make_unique<RankedAttention>(rt_, *req_.ranks, P_, N_, req_.attention);
+  }
   RunReport report;
   report.foundryVersion = FOUNDRY_VERSION;
   report.timestamp = utcTimestamp();
@@ -474,7 +500,8 @@ RunReport Session::run() {
     }));
     report.layerModifiers.push_back(describeModifiers(c_.modifiersOf(l)));
   }
-  std::vector<std::int64_t> dims = {B_, c_.nKvHeads, T_, D_};
+  // Over several ranks, a rank's caches hold its range of the positions.
+  std::vector<std::int64_t> dims = {B_, c_.nKvHeads, ranked_ ? ranked_->cacheRows() : T_, D_};
   if (c_.run.pageSize) {
     // One block table for every layer, each sequence's pages shuffled over the pool: a kernel that
     // assumed neighbouring pages would read another sequence's rows.
@@ -545,12 +572,20 @@ RunReport Session::run() {
   progress_.update("prefill", 0, L_);
   for (std::uint32_t l = 0; l < L_; ++l) {
     const LayerInputs& in = req_.inputs ? inputs_[l] : inputs_[0];
-    if (!req_.inputs) {
-      fill(*dispatcher, in.q, seedFor(c_.run.seed, l, 0), 0, qRow * P_);
-      fill(*dispatcher, in.k, seedFor(c_.run.seed, l, 1), 0, kvRow * P_);
-      if (!latent_) fill(*dispatcher, in.v, seedFor(c_.run.seed, l, 2), 0, vRow * P_);
+    // Over several ranks, each makes the rows of its own prompt positions (the values are the same).
+    const KvShard rows = ranked_ ? ranked_->prompt() : KvShard{0, P_};
+    if (!req_.inputs && rows.size() > 0) {
+      fill(*dispatcher, tokenView(in.q, rows.begin, rows.size()), seedFor(c_.run.seed, l, 0), qRow * rows.begin,
+           qRow * rows.size());
+      fill(*dispatcher, tokenView(in.k, rows.begin, rows.size()), seedFor(c_.run.seed, l, 1), kvRow * rows.begin,
+           kvRow * rows.size());
+      if (!latent_) {
+        fill(*dispatcher, tokenView(in.v, rows.begin, rows.size()), seedFor(c_.run.seed, l, 2), vRow * rows.begin,
+             vRow * rows.size());
+      }
     }
-    prefillLayer(*dispatcher, in, l, out_[keepOutputs ? l : 0]);
+    if (ranked_) prefillRanked(*dispatcher, in, l, out_[keepOutputs ? l : 0], report.prefill);
+    else prefillLayer(*dispatcher, in, l, out_[keepOutputs ? l : 0]);
     record(dispatcher->submit(), report.prefill);
     progress_.update("prefill", l + 1, L_);
   }
@@ -567,6 +602,16 @@ RunReport Session::run() {
   report.decode.tokens = std::uint64_t(B_) * N_;
   progress_.finish();
 
+  if (ranked_) {
+    // Rank 0 gets every rank's prompt rows for the check; every rank's figures go into the report.
+    for (std::uint32_t l = 0; l < out_.size() && keepOutputs; ++l) ranked_->gatherPromptRows(out_[l], oRow_);
+    report.ranks = ranked_->report();
+    const RankReport& mine = report.ranks->ranks[req_.ranks->rank()];
+    report.prefill.gpuMicros += mine.prefillAttentionMicros + mine.prefillMergeMicros;
+    report.decode.gpuMicros += mine.decodeAttentionMicros + report.ranks->decodeMergeMicros + rankedDecode_.gpuMicros;
+    report.decode.inputGpuMicros += rankedDecode_.inputGpuMicros;
+    for (const auto& [k, n] : ranked_->kernels()) kernels_[k] += n;
+  }
   report.kernels = kernels_;
   report.selector = decisions_;
   report.scratchBytes = workspace_.bytes();
@@ -575,7 +620,8 @@ RunReport Session::run() {
   report.kernelMemoryHits = kc.memoryHits() - memory0;
   report.kernelDiskHits = kc.diskHits() - disk0;
   report.pipelines = rt_.pipelines().created() - pipelines0;
-  if (req_.check) checkOutputs(report);
+  // Over several ranks rank 0 checks (it holds every output); the others report no check.
+  if (req_.check && (!ranked_ || req_.ranks->rank() == 0)) checkOutputs(report);
   if (req_.expect || req_.save) compareExpected(report);
   return report;
 }
@@ -584,7 +630,7 @@ bool Session::replayDecode() const {
   // The online compare submits part-way through a step, which a replayed recording cannot do. By
   // default on GPUs (the H200: 664 against 289-382 decode tokens/s by wall time, outputs checked) and
   // off on CPU drivers, where it was a little slower (docs/performance.md).
-  if (req_.attention.sdpaDebugOnlineCompare) return false;
+  if (req_.attention.sdpaDebugOnlineCompare || ranked_) return false;
   // Ragged decodes upload each token's lengths and append sequence by sequence: recorded each token.
   if (ragged_) return false;
   if (req_.attention.decodeReplay != Force::Auto) return req_.attention.decodeReplay == Force::On;
@@ -616,6 +662,12 @@ void Session::decodeToken(Dispatcher& d, std::uint32_t t, bool fixedViews) {
     if (ragged_) {
       appendRagged(ctx, in, l, t);
       attention(d, raggedDecodeCall(in, l, out, t), "decode");
+      continue;
+    }
+    if (ranked_) {
+      record(d.submit(), rankedDecode_);  // the token's rows exist before the ranks' dispatchers read them
+      ranked_->append(k, v, kCache_[l], vCache_[l], pos, kRope(pos));
+      ranked_->decode(attentionCall(q, l, o, pos + 1, pos));
       continue;
     }
     appendRows(ctx, k, v, kCache_[l], vCache_[l], pos, pages());
@@ -757,7 +809,8 @@ void Session::checkOutputs(RunReport& report) {
     }
     // The same layer's prefill through the materialised path, on the device (where the prefill was not
     // itself materialised). (Ragged prompts: the per-sequence rows above only.)
-    if (!materialisedPrefill_ && !ragged_ &&
+    // (Over several ranks rank 0's caches hold its own range only.)
+    if (!materialisedPrefill_ && !ragged_ && !ranked_ &&
         SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_, D, dtype_}) <=
             rt_.info().maxStorageBufferRange) {
       const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});

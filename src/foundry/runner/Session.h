@@ -17,6 +17,7 @@
 namespace foundry {
 
 class Runtime;
+class Communicator;
 
 enum class AttentionPath { Flash, Reference };
 
@@ -30,6 +31,9 @@ struct RunRequest {
   double tolerance = 0;  ///< relative to the largest |expected| output; 0: the dtype's bound
   std::string configPath;  ///< where the config was read from, for the report (empty: built in code)
   AttentionOptions attention;  ///< the attention knobs (the runtime's are the Runtime's own)
+  /// The ranks of a run over several processes (mpirun): with more than one, each holds a range of the
+  /// positions (docs/distributed.md); rank 0's report has every output and the check.
+  Communicator* ranks = nullptr;
 };
 
 RunReport runModel(Runtime& runtime, const RunRequest& request, Progress& progress);

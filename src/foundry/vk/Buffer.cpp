@@ -1,6 +1,7 @@
 #include "foundry/vk/Buffer.h"
 
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -153,16 +154,24 @@ std::span<std::byte> Buffer::mapped() {
 }
 
 void Buffer::copyFrom(const Buffer& from, std::uint64_t fromOffset, std::uint64_t offset, std::uint64_t bytes) {
-  if (fromOffset + bytes > from.size_ || offset + bytes > size_) {
-    throw InternalError(fmt::format("copy of {} bytes from '{}' at {} to '{}' at {} overruns a buffer ({} and {} bytes)",
-                                    bytes, from.name_, fromOffset, name_, offset, from.size_, size_));
+  const VkBufferCopy region{fromOffset, offset, bytes};
+  copyFrom(from, std::span<const VkBufferCopy>(&region, 1));
+}
+
+void Buffer::copyFrom(const Buffer& from, std::span<const VkBufferCopy> regions) {
+  std::vector<VkBufferCopy> copies;
+  for (const VkBufferCopy& r : regions) {
+    if (r.srcOffset + r.size > from.size_ || r.dstOffset + r.size > size_) {
+      throw InternalError(fmt::format("copy of {} bytes from '{}' at {} to '{}' at {} overruns a buffer ({} and {} bytes)",
+                                      r.size, from.name_, r.srcOffset, name_, r.dstOffset, from.size_, size_));
+    }
+    if (r.size > 0) copies.push_back(r);
   }
-  if (bytes == 0) return;
+  if (copies.empty()) return;
   device_->submitAndWait([&](VkCommandBuffer cmd) {
     memoryBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderAccess, VK_PIPELINE_STAGE_TRANSFER_BIT,
                   VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-    const VkBufferCopy region{fromOffset, offset, bytes};
-    vkCmdCopyBuffer(cmd, from.handle(), handle(), 1, &region);
+    vkCmdCopyBuffer(cmd, from.handle(), handle(), static_cast<std::uint32_t>(copies.size()), copies.data());
     memoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                   kShaderAccess | VK_ACCESS_HOST_READ_BIT);

@@ -49,6 +49,8 @@ class Buffer {
   /// Copies `bytes` bytes of `from` at `fromOffset` to this buffer at `offset` on the device, ordered
   /// against compute work on both sides, and waits for it.
   void copyFrom(const Buffer& from, std::uint64_t fromOffset, std::uint64_t offset, std::uint64_t bytes);
+  /// Several regions of `from` to this buffer in one submission, waited for.
+  void copyFrom(const Buffer& from, std::span<const VkBufferCopy> regions);
   /// Fills the whole buffer with a repeated 32-bit pattern (e.g. the bits of a NaN, to poison outputs).
   void fill(std::uint32_t pattern);
 
