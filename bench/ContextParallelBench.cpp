@@ -28,6 +28,7 @@
 #include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "foundry/runner/ContextParallelDecode.h"
+#include "foundry/runner/HeadParallelAttention.h"
 #include "foundry/runner/MpiCommunicator.h"
 #include "foundry/runner/RingPrefill.h"
 #include "foundry/steps/CpuReference.h"
@@ -43,6 +44,7 @@ struct BenchOptions {
   std::uint32_t checkContext = 2048, seed = 1;
   std::string dtype = "f16";
   std::string split = "balanced";  ///< prefill: KvShards::causalBalanced, or "even"
+  std::string shard = "positions";  ///< decode: positions (context-parallel) or heads (head-parallel)
   bool direct = false, prefill = false, bidirectional = false;
 };
 
@@ -65,15 +67,19 @@ struct Shard {
   std::uint32_t begin = 0, rows = 0;
 };
 
-/// Rows `range` of a [B, heads, context, D] tensor of the whole sequence, filled on the device: row j
-/// of (b, h) holds the values of element ((b * heads + h) * context + begin + j) * D of the whole.
+/// Rows `range` of heads [headBegin, headBegin + heads) of a [B, allHeads, context, D] tensor of the
+/// whole sequence (allHeads 0: heads), filled on the device: row j of (b, h) holds the values of element
+/// ((b * allHeads + headBegin + h) * context + begin + j) * D of the whole.
 Tensor makeRows(Runtime& rt, const RandomFill& fill, const BenchOptions& o, DType dtype, std::uint32_t context,
-                KvShard range, std::uint32_t heads, std::uint32_t seed, const std::string& name, Layout layout) {
+                KvShard range, std::uint32_t heads, std::uint32_t seed, const std::string& name, Layout layout,
+                std::uint32_t headBegin = 0, std::uint32_t allHeads = 0) {
+  if (allHeads == 0) allHeads = heads;
   Tensor t = rt.allocate(name, dtype, {o.batch, heads, std::max(range.size(), 1u), o.headDim}, layout);
   if (range.size() == 0) return t;
   auto d = rt.dispatcher();
   for (std::uint32_t bh = 0; bh < o.batch * heads; ++bh) {
-    const std::uint64_t first = (std::uint64_t(bh) * context + range.begin) * o.headDim;
+    const std::uint64_t whole = std::uint64_t(bh / heads) * allHeads + headBegin + bh % heads;
+    const std::uint64_t first = (whole * context + range.begin) * o.headDim;
     // The rows of (b, h): a [1, 1, rows, D] view.
     Tensor view = t;
     view.offset += std::uint64_t(bh / heads) * std::uint64_t(t.stride(0)) + std::uint64_t(bh % heads) * std::uint64_t(t.stride(1));
@@ -147,6 +153,14 @@ nlohmann::json check(Runtime& rt, Communicator& comm, const RandomFill& fill, co
   }
   out["passed"] = passed;
   return out;
+}
+
+/// The validation errors every rank's device reported, summed (a collective).
+double allValidationErrors(Runtime& rt, Communicator& comm) {
+  const double mine = double(rt.device().instance().validationErrors());
+  double sum = 0;
+  for (double v : comm.allGather(std::span<const double>(&mine, 1))) sum += v;
+  return sum;
 }
 
 /// Per-step values of every rank, in rank order: allGather of `mine` (T values on each rank).
@@ -243,6 +257,101 @@ nlohmann::json checkPrefill(Runtime& rt, Communicator& comm, const RandomFill& f
   return out;
 }
 
+/// Head-parallel decode (`--shard heads`): rank r holds every position of its KV heads; each step's
+/// outputs are gathered on rank 0. Checked at --check-context against one device and the reference.
+int runHeads(Communicator& comm, const BenchOptions& o, Runtime& rt, const RandomFill& fill, DType dtype,
+             const AttentionOptions& options) {
+  HeadParallelAttention hp(rt, comm, o.heads, o.kvHeads, options);
+  const HeadGroup g = hp.mine();
+  const auto cacheOf = [&](std::uint32_t context, const std::string& tag) {
+    return Shard{makeRows(rt, fill, o, dtype, context, {0, context}, g.kvHeads(), KeySeed, "k_" + tag, Layout::KvCache,
+                          g.kvBegin, o.kvHeads),
+                 makeRows(rt, fill, o, dtype, context, {0, context}, g.kvHeads(), ValueSeed, "v_" + tag,
+                          Layout::KvCache, g.kvBegin, o.kvHeads),
+                 0, context};
+  };
+  const auto callOf = [&](const Shard& s, std::uint32_t context) {
+    AttentionCall call = decodeCall(rt, o, dtype, s, context);
+    call.q = HeadParallelAttention::heads(call.q, g.qBegin, g.qEnd);
+    call.o = Tensor::describe("o_heads", dtype, {o.batch, g.queryHeads(), 1, o.headDim}, Layout::HeadMajor);
+    call.lse.reset();
+    return call;
+  };
+  nlohmann::json result{{"bench", "cp_decode"}, {"mode", "head_parallel"}, {"ranks", comm.size()},
+                        {"context", o.context}, {"batch", o.batch}, {"heads", o.heads}, {"kv_heads", o.kvHeads},
+                        {"head_dim", o.headDim}, {"dtype", o.dtype}, {"tokens", o.tokens}, {"warmup", o.warmup},
+                        {"device", rt.info().name}};
+  const std::vector<std::int64_t> wholeDims{o.batch, o.heads, 1, o.headDim};
+  {
+    // The check: rank 0's gathered output against one device over every head, and the reference.
+    const std::uint32_t context = std::min(o.context, o.checkContext);
+    const AttentionCall call = callOf(cacheOf(context, "check_heads"), context);
+    std::optional<Tensor> whole;
+    if (comm.rank() == 0) whole = rt.allocate("o_whole", dtype, wholeDims, Layout::HeadMajor);
+    if (whole) rt.poison(*whole);
+    hp.run(call, whole);
+    double passed = 1;
+    if (comm.rank() == 0) {
+      const Shard all = makeShard(rt, fill, o, dtype, context, KvShard{0, context}, "check_all");
+      const AttentionCall single = decodeCall(rt, o, dtype, all, context);
+      FlashAttentionStep flash(rt.info(), rt.snippets(), options);
+      runFlash(rt, flash, single);
+      const double bound = dtype == DType::F32 ? 1e-4 : 3e-3;
+      const auto got = rt.download(*whole), one = rt.download(single.o);
+      const ErrorStats vsSingle = compareOutputs(got, std::vector<double>(one.begin(), one.end()));
+      const ErrorStats vsRef = compareOutputs(
+          got, cpuAttention(flash.validate(single), rt.download(single.q), rt.download(all.k), rt.download(all.v)));
+      passed = vsSingle.passes(bound) && vsRef.passes(bound);
+      result["check"] = {{"context", context}, {"bound", bound}, {"gathered_vs_single", vsSingle.reportedRel()},
+                         {"gathered_vs_reference", vsRef.reportedRel()}, {"passed", passed != 0}};
+    }
+    if (comm.allGather(std::span<const double>(&passed, 1))[0] == 0.0) {
+      if (comm.rank() == 0) std::printf("%s\n", result.dump().c_str());
+      return 1;
+    }
+  }
+  const AttentionCall call = callOf(cacheOf(o.context, "cache"), o.context);
+  std::optional<Tensor> whole;
+  if (comm.rank() == 0) whole = rt.allocate("o_whole", dtype, wholeDims, Layout::HeadMajor);
+  std::vector<double> wall, attention, gather, copy, bytes;
+  for (std::uint32_t s = 0; s < o.warmup + o.tokens; ++s) {
+    comm.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    const HeadParallelReport report = hp.run(call, whole);
+    const double us = micros(std::chrono::steady_clock::now() - t0);
+    if (s < o.warmup) continue;
+    wall.push_back(us);
+    attention.push_back(report.ranks[comm.rank()].attentionMicros);
+    gather.push_back(report.ranks[comm.rank()].gatherMicros);
+    copy.push_back(report.copyMicros);
+    std::uint64_t moved = 0;
+    for (const auto& r : report.ranks) moved += r.bytesSent;
+    bytes.push_back(double(moved));
+  }
+  const auto walls = perRank(comm, wall), attentions = perRank(comm, attention), gathers = perRank(comm, gather);
+  const double validationErrors = allValidationErrors(rt, comm);
+  if (comm.rank() != 0) return validationErrors > 0 ? 1 : 0;
+  nlohmann::json ranks = nlohmann::json::array();
+  double slowest = 0;
+  for (std::uint32_t r = 0; r < comm.size(); ++r) {
+    const std::uint64_t cacheBytes = 2ull * o.batch * hp.group(r).kvHeads() * o.context * o.headDim * dtypeBytes(dtype);
+    ranks.push_back({{"rank", r}, {"kv_heads", {hp.group(r).kvBegin, hp.group(r).kvEnd}}, {"cache_bytes", cacheBytes},
+                     {"step_us", median(walls[r])}, {"attention_us", median(attentions[r])},
+                     {"gather_us", median(gathers[r])}});
+    slowest = std::max(slowest, median(attentions[r]));
+  }
+  result["step_us"] = median(wall);
+  result["step_us_min"] = *std::min_element(wall.begin(), wall.end());
+  result["attention_us_slowest_rank"] = slowest;
+  result["gather_us"] = median(gather);
+  result["merge_us"] = median(copy);  // rank 0's copy of the gathered heads into place
+  result["bytes_per_step"] = median(bytes);
+  result["per_rank"] = ranks;
+  result["validation_errors"] = static_cast<std::uint64_t>(validationErrors);
+  std::printf("%s\n", result.dump().c_str());
+  return validationErrors > 0 ? 1 : 0;
+}
+
 int runPrefill(Communicator& comm, const BenchOptions& o, Runtime& rt, const RandomFill& fill, DType dtype,
                const AttentionOptions& options) {
   const KvShards shards = prefillShards(o, o.context, comm.size());
@@ -279,9 +388,7 @@ int runPrefill(Communicator& comm, const BenchOptions& o, Runtime& rt, const Ran
     wall.push_back(us);
     last = perRank(comm, figures);
   }
-  const double validation = double(rt.device().instance().validationErrors());
-  double validationErrors = 0;
-  for (double v : comm.allGather(std::span<const double>(&validation, 1))) validationErrors += v;
+  const double validationErrors = allValidationErrors(rt, comm);
   if (comm.rank() != 0) return validationErrors > 0 ? 1 : 0;
   const double s = o.context, pairs = o.bidirectional ? s * s : s * (s + 1) / 2;
   const double flops = 4.0 * o.batch * o.heads * o.headDim * pairs;
@@ -319,6 +426,7 @@ int run(Communicator& comm, const BenchOptions& o) {
   Runtime rt(optionsForRank(knobs.runtime, comm));
   const RandomFill fill(rt, dtype);
   if (o.prefill) return runPrefill(comm, o, rt, fill, dtype, options);
+  if (o.shard == "heads") return runHeads(comm, o, rt, fill, dtype, options);
 
   nlohmann::json result{{"bench", "cp_decode"}, {"mode", o.direct ? "direct" : "context_parallel"},
                         {"ranks", comm.size()}, {"context", o.context}, {"batch", o.batch}, {"heads", o.heads},
@@ -366,9 +474,7 @@ int run(Communicator& comm, const BenchOptions& o) {
     }
   }
   const auto walls = perRank(comm, wall), attentions = perRank(comm, attention), gathers = perRank(comm, gather);
-  const double validation = double(rt.device().instance().validationErrors());
-  double validationErrors = 0;
-  for (double v : comm.allGather(std::span<const double>(&validation, 1))) validationErrors += v;
+  const double validationErrors = allValidationErrors(rt, comm);
   if (comm.rank() != 0) return validationErrors > 0 ? 1 : 0;
   nlohmann::json ranks = nlohmann::json::array();
   double slowestAttention = 0;
@@ -418,6 +524,8 @@ int main(int argc, char** argv) {
   app.add_option("--split", o.split, "prefill: positions per rank, causally balanced or even")
       ->check(CLI::IsMember({"balanced", "even"}))->capture_default_str();
   app.add_flag("--bidirectional", o.bidirectional, "prefill without the causal mask");
+  app.add_option("--shard", o.shard, "decode: divide the cache by positions (context-parallel) or by KV heads")
+      ->check(CLI::IsMember({"positions", "heads"}))->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -54,7 +54,7 @@ def main():
     print("| context | GPUs | mode | time/token us | one GPU us | speed-up | slowest rank's attention us "
           "| gather us | merge us | gather+merge share | bytes/token | check |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in sorted(runs, key=lambda r: (r["context"], r["mode"] != "direct", r["ranks"])):
+    for r in sorted(runs, key=lambda r: (r["context"], r["mode"] != "direct", r["mode"], r["ranks"])):
         check = r.get("check", {})
         ok = "passed" if check.get("passed") else "FAILED"
         if "step_us" not in r:
@@ -64,7 +64,7 @@ def main():
         step = r["step_us"]
         speed = f"{base / step:.2f}x" if base else "-"
         share = (r["gather_us"] + r["merge_us"]) / step if step else 0
-        mode = "direct" if r["mode"] == "direct" else "context-parallel"
+        mode = {"direct": "direct", "head_parallel": "head-parallel"}.get(r["mode"], "context-parallel")
         base_cell = f"{base:.1f}{note}" if base else "-"
         print(f"| {r['context']} | {r['ranks']} | {mode} | {step:.1f} | {base_cell} | {speed} "
               f"| {r['attention_us_slowest_rank']:.1f} | {r['gather_us']:.1f} | {r['merge_us']:.1f} "

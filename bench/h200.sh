@@ -491,10 +491,14 @@ case "${1:-}" in
         fi
         flags=(--context "$context" --heads "$heads" --kv-heads "$kv" --head-dim "$dim" --batch 1 --tokens "$tokens")
         [ "$ranks" = direct ] && flags+=(--direct)
-        echo "== context $context, ranks $ranks"
-        mpirun -np "$n" .device/bin/foundry_cp_bench "${flags[@]}" >>"$out/cp.jsonl" 2>>"$out/cp.log" ||
-          { status=1; echo "FAILED: context $context ranks $ranks"; tail -20 "$out/cp.log"; }
-        tail -1 "$out/cp.jsonl"
+        # Over several GPUs, both divisions of the cache: by positions, and by KV heads.
+        for shard in positions heads; do
+          [ "$shard" = heads ] && { [ "$n" -gt 1 ] || continue; }
+          echo "== context $context, ranks $ranks, by $shard"
+          mpirun -np "$n" .device/bin/foundry_cp_bench "${flags[@]}" --shard "$shard" >>"$out/cp.jsonl" \
+            2>>"$out/cp.log" || { status=1; echo "FAILED: context $context ranks $ranks $shard"; tail -20 "$out/cp.log"; }
+          tail -1 "$out/cp.jsonl" | cut -c1-300
+        done
       done
     done
     python3 bench/cp_table.py "$out/cp.jsonl" --gpu "$(head -1 "$out/gpu.txt")" | tee "$out/cp.md"

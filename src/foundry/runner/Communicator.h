@@ -35,7 +35,7 @@ class Communicator {
   virtual std::uint32_t localRank() const = 0;
   /// Every rank's `mine` (one length on every rank) in rank order, into rank 0's `all` (size() times
   /// as long); `all` is not touched on the other ranks.
-  virtual void gather(std::span<const float> mine, std::span<float> all) = 0;
+  virtual void gather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
   /// Every rank's `mine` (one length on every rank) in rank order, on every rank.
   virtual std::vector<double> allGather(std::span<const double> mine) = 0;
   virtual void barrier() = 0;
@@ -62,7 +62,7 @@ class SingleRank : public Communicator {
   std::uint32_t rank() const override { return 0; }
   std::uint32_t size() const override { return 1; }
   std::uint32_t localRank() const override { return 0; }
-  void gather(std::span<const float> mine, std::span<float> all) override {
+  void gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
     std::copy(mine.begin(), mine.end(), all.begin());
   }
   std::vector<double> allGather(std::span<const double> mine) override { return {mine.begin(), mine.end()}; }

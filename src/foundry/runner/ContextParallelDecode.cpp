@@ -137,8 +137,7 @@ ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
   }
   mine.bytesSent = rank == 0 ? 0 : partial.size() * sizeof(float);
   const auto t0 = std::chrono::steady_clock::now();
-  comm_.gather(partial, all_ ? std::span<float>(reinterpret_cast<float*>(all_->mapped().data()), partialFloats * ranks)
-                             : std::span<float>());
+  comm_.gather(std::as_bytes(partial), all_ ? all_->mapped() : std::span<std::byte>());
   mine.gatherMicros = micros(std::chrono::steady_clock::now() - t0);
 
   if (rank == 0) {

@@ -109,12 +109,12 @@ MpiCommunicator::~MpiCommunicator() {
   if (initialised_) MPI_Finalize();
 }
 
-void MpiCommunicator::gather(std::span<const float> mine, std::span<float> all) {
+void MpiCommunicator::gather(std::span<const std::byte> mine, std::span<std::byte> all) {
   if (rank_ == 0 && all.size() != mine.size() * size_) {
-    throw InternalError(fmt::format("gather of {} values from {} ranks into {}", mine.size(), size_, all.size()));
+    throw InternalError(fmt::format("gather of {} bytes from {} ranks into {}", mine.size(), size_, all.size()));
   }
-  check(MPI_Gather(mine.data(), countOf(mine.size()), MPI_FLOAT, rank_ == 0 ? all.data() : nullptr,
-                   countOf(mine.size()), MPI_FLOAT, 0, MPI_COMM_WORLD),
+  check(MPI_Gather(mine.data(), countOf(mine.size()), MPI_BYTE, rank_ == 0 ? all.data() : nullptr,
+                   countOf(mine.size()), MPI_BYTE, 0, MPI_COMM_WORLD),
         "MPI_Gather");
 }
 

@@ -15,7 +15,7 @@ class MpiCommunicator : public Communicator {
   std::uint32_t rank() const override { return rank_; }
   std::uint32_t size() const override { return size_; }
   std::uint32_t localRank() const override { return localRank_; }
-  void gather(std::span<const float> mine, std::span<float> all) override;
+  void gather(std::span<const std::byte> mine, std::span<std::byte> all) override;
   std::vector<double> allGather(std::span<const double> mine) override;
   void barrier() override;
   [[noreturn]] void abort(int code) override;
