@@ -188,12 +188,16 @@ RingPrefillReport RingPrefill::run(const AttentionCall& call) {
       StepContext ctx{*dispatcher_, workspace_, &rt_};
       flash_.run(ctx, part);
       // While the device attends, keep the transfer moving: MPI moves a large message only inside
-      // its own calls, so a transfer left alone until wait() would not overlap the attention.
+      // its own calls (through shared memory, a fragment per call on each side), so a transfer left
+      // alone until wait() would not overlap the attention, and one polled between sleeps would
+      // crawl. On a GPU, poll without sleeping until it is done, then wait for the device gently; on
+      // a CPU driver the device's work runs on these cores, so every poll sleeps.
+      const bool spin = rt_.info().kind != DeviceKind::Cpu;
       const Submission running = dispatcher_->submitAsync();
       bool moved = false;
       while (!rt_.device().reached(running.value)) {
         if (!moved) moved = transfer->test();
-        std::this_thread::sleep_for(std::chrono::microseconds(moved ? 200 : 20));
+        if (moved || !spin) std::this_thread::sleep_for(std::chrono::microseconds(moved ? 100 : 20));
       }
       const SubmitResult done = dispatcher_->wait(running);
       timing.attentionMicros += done.totalGpuMicros;
