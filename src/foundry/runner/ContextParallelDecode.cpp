@@ -55,10 +55,7 @@ ContextParallelDecode::ContextParallelDecode(Runtime& runtime, Communicator& com
       append_(runtime.info(), runtime.snippets()),
       dispatcher_(runtime.dispatcher()),
       workspace_(runtime) {
-  if (shards_.ranks() != comm_.size()) {
-    throw UserError("ranks", fmt::format("{} shards ({}) for {} ranks; one shard per rank", shards_.ranks(),
-                                         shards_.describe(), comm_.size()));
-  }
+  shards_.requireRanks(comm_.size());
 }
 
 void ContextParallelDecode::append(const Tensor& kNew, const Tensor& vNew, const Tensor& kCache, const Tensor& vCache,

@@ -58,6 +58,13 @@ std::uint32_t KvShards::keysHeld(std::uint32_t rank, std::uint32_t kvLen) const 
   return std::clamp(kvLen, s.begin, s.end) - s.begin;
 }
 
+void KvShards::requireRanks(std::uint32_t ranks) const {
+  if (this->ranks() != ranks) {
+    throw UserError("ranks", fmt::format("{} shards ({}) for {} ranks; one shard per rank", this->ranks(), describe(),
+                                         ranks));
+  }
+}
+
 std::string KvShards::describe() const {
   std::string out;
   for (const auto& s : shards_) out += fmt::format("{}[{}, {})", out.empty() ? "" : " ", s.begin, s.end);

@@ -31,6 +31,8 @@ class KvShards {
   std::uint32_t owner(std::uint32_t position) const;
   /// Keys of the first `kvLen` positions that `rank` holds: its rows [0, keysHeld).
   std::uint32_t keysHeld(std::uint32_t rank, std::uint32_t kvLen) const;
+  /// UserError unless there is one shard per rank.
+  void requireRanks(std::uint32_t ranks) const;
   /// "[0, 34) [34, 67) [67, 100)".
   std::string describe() const;
 

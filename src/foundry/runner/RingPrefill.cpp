@@ -69,10 +69,7 @@ RingPrefill::RingPrefill(Runtime& runtime, Communicator& comm, KvShards shards, 
       merge_(runtime.info(), runtime.snippets()),
       dispatcher_(runtime.dispatcher()),
       workspace_(runtime) {
-  if (shards_.ranks() != comm_.size()) {
-    throw UserError("ranks", fmt::format("{} shards ({}) for {} ranks; one shard per rank", shards_.ranks(),
-                                         shards_.describe(), comm_.size()));
-  }
+  shards_.requireRanks(comm_.size());
 }
 
 RingPrefill::~RingPrefill() = default;
