@@ -36,6 +36,8 @@
 #                                        # prompt, 128 tokens) with FOUNDRY_DECODE_REPLAY=1 and =0,
 #                                        # interleaved, 3 runs each: decode tokens/s by wall and GPU time
 #   bash bench/h200.sh replay-check      # on the device: the same decode, replayed and not, with --check
+#   bash bench/h200.sh probe [V...]      # on the device: the prefill probe's tests, then causal prefill
+#                                        # timed and probed with the plan and other tilings
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -444,6 +446,39 @@ case "${1:-}" in
     bash bench/interleave.sh prefill:1:32:8:8192:128 prefill:1:32:8:2048:128 prefill:1:32:8:8192:64 \
       prefill:1:32:8:2048:64 prefill:1:32:8:8192:256 prefill:1:32:8:8192:96 prefill:4:32:8:2048:128 -- \
       base=.device/bin/foundry-base order=.device/bin/foundry:.device/kernels-order both=.device/bin/foundry
+    exit $status
+    ;;
+  probe)
+    # The prefill probe (issue 18): its parity cases and the cooperative-matrix prefill variants on
+    # this GPU, then causal prefill timed and probed (workgroups per SM at once, idle SMs, the cycles
+    # of each phase) with the Selector's plan and with other tilings. Each further argument is a
+    # variant, NAME:KNOB=VALUE,KNOB=VALUE (the knobs without FOUNDRY_); without any, the tilings that
+    # could share an SM: 4 subgroups with one 64-key staging buffer (35 KiB) or two of 32 keys
+    # (35 KiB), and 8 subgroups with two of 32 keys. PROBE_SHAPES overrides the shapes.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    .device/bin/foundry_attention_tests --gtest_brief=1 --gtest_filter='*PrefillProbe*:*PrefillVariants*' \
+      >"$out/probe-tests.log" 2>&1 || { echo "FAILED: probe tests"; status=1; }
+    tail -3 "$out/probe-tests.log"
+    read -r -a shapes <<<"${PROBE_SHAPES:-prefill:1:32:8:8192:128 prefill:1:32:8:2048:128 prefill:1:32:8:512:128 prefill:1:32:8:8192:64}"
+    shift
+    variants=("$@")
+    [ ${#variants[@]} -gt 0 ] ||
+      variants=(w4-bc64-s1:FA_PREFILL_WARPS=4,FA_PREFILL_KEYS_PER_TILE=64
+                w4-bc32:FA_PREFILL_WARPS=4,FA_PREFILL_KEYS_PER_TILE=32
+                w8-bc32:FA_PREFILL_WARPS=8,FA_PREFILL_KEYS_PER_TILE=32)
+    for v in plan "${variants[@]}"; do
+      name=${v%%:*}
+      sets=()
+      if [ "$v" != plan ]; then
+        IFS=, read -r -a knobs <<<"${v#*:}"
+        for k in "${knobs[@]}"; do sets+=(--set "$k"); done
+      fi
+      echo "== $name"
+      foundry "${sets[@]}" bench --probe --json "$out/probe-$name.json" --shape "${shapes[@]}" |
+        grep -v '^[-| ]*$' || status=1
+    done
     exit $status
     ;;
   replays)

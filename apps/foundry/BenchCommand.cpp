@@ -42,6 +42,7 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
     std::vector<std::string> shapes;
     bool sweep = false;
     std::vector<std::string> only;
+    bool probe = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--suite", a->options.suite, "decode, prefill, modifiers, ceilings, all, smoke")->capture_default_str();
@@ -51,6 +52,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
   cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each optionally with +window<W>, +softcap<C>, +alibi, +sinks, and the storage +bf16, +kvtok, +int8, +q8_0");
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
+  cmd->add_flag("--probe", a->probe,
+                "Also run each prefill shape once through the probe's build of its kernel (FOUNDRY_FA_PREFILL_PROBE): "
+                "workgroups per SM at once, idle SMs, and the cycles of each phase");
   cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
       ->needs("--sweep");
   cmd->callback([&global, &action, a] {
@@ -93,13 +97,17 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
         out["results"].push_back(bench::toJson(r));
         progress->finish();
         fmt::print("{}: {:.1f} us\n", name, r.medianUs);
+        if (r.probe) fmt::print("  probe: {}\n", r.probe->describe());
         std::fflush(stdout);
       };
       for (std::size_t i = 0; i < shapes.size(); ++i) {
         const bench::Shape& s = shapes[i];
         if (!a->sweep) {
           progress->update("bench", i, shapes.size());
-          report(runner.run(s, ceilings));
+          bench::Prepared prepared = runner.prepare(s);
+          bench::Result r = runner.measure(prepared, options.attention, ceilings);
+          if (a->probe && s.kind == "prefill") r.probe = runner.probe(prepared, options.attention);
+          report(r);
           continue;
         }
         bench::Prepared prepared = runner.prepare(s);
@@ -117,6 +125,7 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
           try {
             bench::Result r = runner.measure(prepared, variants[v].second, ceilings);
             r.variant = variants[v].first;
+            if (a->probe && s.kind == "prefill") r.probe = runner.probe(prepared, variants[v].second);
             report(r);
           } catch (const UserError& e) {
             progress->finish();

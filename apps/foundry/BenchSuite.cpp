@@ -395,6 +395,29 @@ Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilin
   return res;
 }
 
+probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
+  AttentionOptions probing = knobs;
+  probing.faPrefillProbe = true;
+  FlashAttentionStep step(rt_.info(), rt_.snippets(), probing);
+  DeviceWorkspace workspace(rt_);
+  const AttentionPlan plan = step.plan(pr.calls[0]);
+  FOUNDRY_CHECK_INTERNAL(!plan.decode, "the probe measures prefill kernels");
+  const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
+  Tensor words = workspace.scratch(probe::kTensor, DType::U32,
+                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.warps))});
+  // The second call is the one read: the first builds the pipeline and warms the caches and clocks.
+  for (int i = 0; i < 2; ++i) {
+    words.buffer->fill(0u);
+    auto d = rt_.dispatcher();
+    StepContext ctx{*d, workspace, nullptr};
+    step.run(ctx, pr.calls[static_cast<std::size_t>(i) % pr.calls.size()]);
+    d->submit();
+  }
+  std::vector<std::uint32_t> w(static_cast<std::size_t>(words.numel()));
+  words.buffer->download(std::as_writable_bytes(std::span(w)), words.offset * 4);
+  return probe::summarize(w, plan.prefillVariant.warps);
+}
+
 Result Runner::run(const Shape& s, const Ceilings& ceilings) {
   Prepared pr = prepare(s);
   return measure(pr, options_.knobs, ceilings);
@@ -552,6 +575,19 @@ namespace {
 nlohmann::json orNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 }  // namespace
 
+namespace {
+
+nlohmann::json probeJson(const std::optional<probe::Summary>& p) {
+  if (!p) return nullptr;
+  nlohmann::json phases;
+  for (std::size_t i = 0; i < p->phaseShare.size(); ++i) phases[probe::phaseNames()[i]] = p->phaseShare[i];
+  return {{"workgroups", p->workgroups},     {"sms", p->sms},         {"max_resident", p->maxResident},
+          {"mean_resident", p->meanResident}, {"sm_busy", p->smBusy},  {"span_ticks", p->spanTicks},
+          {"workgroup_ticks", p->workgroupTicks}, {"cycles_per_tick", p->cyclesPerTick}, {"phase_share", phases}};
+}
+
+}  // namespace
+
 nlohmann::json toJson(const Result& r) {
   return {{"kind", r.shape.kind},       {"name", r.shape.name()},      {"B", r.shape.batch},
           {"Hq", r.shape.heads},        {"Hkv", r.shape.kvHeads},      {"Sq", r.shape.qLen},
@@ -560,7 +596,7 @@ nlohmann::json toJson(const Result& r) {
           {"kv_gbs", r.kvGBs},          {"pct_ceiling", orNull(r.percentOfCeiling)}, {"ceiling", r.ceiling}, {"rel_error", r.relError},
           {"variant", r.variant},       {"modifiers", r.shape.modifiers},
           {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
-          {"plan", r.plan},             {"statistics", r.statistics}};
+          {"plan", r.plan},             {"statistics", r.statistics},  {"probe", probeJson(r.probe)}};
 }
 
 nlohmann::json toJson(const Ceilings& c) {

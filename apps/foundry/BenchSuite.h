@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "foundry/Runtime.h"
+#include "foundry/stages/PrefillProbe.h"
 #include "foundry/steps/AttentionCall.h"
 #include "foundry/steps/AttentionOptions.h"
 
@@ -74,6 +75,7 @@ struct Result {
   std::string plan;
   std::string variant;  ///< the sweep's name for the knob set, or empty
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> statistics;  ///< per kernel, from the driver
+  std::optional<probe::Summary> probe;  ///< with --probe, for prefill shapes: one call of the probe's build
 };
 
 /// decode, prefill, all, smoke, or modifiers: each modifier on the decode and prefill shapes it
@@ -103,6 +105,9 @@ class Runner {
   /// Checks then times one call on prepared inputs with the given knobs.
   Result measure(Prepared& prepared, const AttentionOptions& knobs, const Ceilings& ceilings);
   Result run(const Shape& shape, const Ceilings& ceilings);
+  /// One call of the prefill kernel's probe build (FOUNDRY_FA_PREFILL_PROBE) with these knobs, after
+  /// a warm-up call, and its summary.
+  probe::Summary probe(Prepared& prepared, const AttentionOptions& knobs);
 
  private:
   double timeCall(const std::function<void(Dispatcher&, std::uint32_t copy)>& record, std::uint32_t copies,

@@ -65,6 +65,8 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                          {"max_storage_buffer_bytes", c.maxStorageBufferRange},
                          {"fp16", c.fp16Arithmetic},
                          {"storage_16bit", c.storage16Bit},
+                         {"shader_clock", c.shaderClock},
+                         {"sm_builtins", c.smBuiltins},
                          {"cooperative_matrix", coopMatText(c)},
                          {"compute_units", c.computeUnits},
                          {"memory_bytes", c.deviceMemoryBytes},

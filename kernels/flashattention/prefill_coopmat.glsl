@@ -1,4 +1,4 @@
-//! requires: flashattention/common.glsl flashattention/prefill_range.glsl
+//! requires: flashattention/common.glsl flashattention/prefill_range.glsl flashattention/probe.glsl
 // Prefill attention on NV cooperative matrices (tensor cores), f16 in, f32 accumulate. A workgroup
 // takes PF_BR = 16 * PF_WARPS query rows of one head; each subgroup owns 16 rows.
 // Per K tile of PF_BC keys (double-buffered in shared memory as uvec4, rows skewed by 16 bytes):
@@ -129,6 +129,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
       mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[n][e]);
     }
   }
+  probe_mark(PROBE_SCORES);
   float alpha[CM_SLOTS], sum[CM_SLOTS];
   [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
     mx[r] = max(mx[r], subgroupShuffleXor(mx[r], 1u));
@@ -143,6 +144,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) st.o[dd][e] *= alpha[CM_SLOT_OF[e]];
   }
+  probe_mark(PROBE_SOFTMAX);
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
       const float p = s[n][e] > 0.5 * NEG_BIG ? exp2(s[n][e] - st.m[CM_SLOT_OF[e]]) : 0.0;
@@ -156,11 +158,13 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
       st.o[dd] = coopMatMulAddNV(p, vb, st.o[dd]);
     }
   }
+  probe_mark(PROBE_VALUES);
   [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
     sum[r] += subgroupShuffleXor(sum[r], 1u);
     sum[r] += subgroupShuffleXor(sum[r], 2u);
     st.l[r] = st.l[r] * alpha[r] + sum[r];
   }
+  probe_mark(PROBE_SOFTMAX);
 }
 
 #else

@@ -1,3 +1,4 @@
+//! requires: flashattention/probe.glsl
 // The K/V tile loop both prefill variants run over keys [kv_begin, kv_end), for rows whose first
 // sits at position pos0. The variant defines its state PF_STATE, the registers of one invocation's
 // share of a K/V tile (PF_KV_LOADS of PF_KV_T), and pf_fetch_kv, pf_store_kv and pf_tile; the caller
@@ -25,33 +26,43 @@ uint pf_next_tile(uint t, uint kv_end, uint b, uint h, uint pos0, uint pos_hi) {
 void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint b, uint h, uint pos0,
                   uint pos_hi, uvec4 keys, float qk_scale) {
   uint t = pf_next_tile(kv_begin, kv_end, b, h, pos0, pos_hi);
+  probe_mark(PROBE_SETUP);
   if (t >= kv_end) return;
   const uint kv_last = kv_end - 1u;
   PF_KV_T kr[PF_KV_LOADS], vr[PF_KV_LOADS];
   pf_fetch_kv(t, kv_last, b, kv_h, kr, vr);
   pf_store_kv(0u, kr, vr);
+  probe_mark(PROBE_LOADS);
   barrier();
+  probe_mark(PROBE_BARRIER);
   uint stage = 0u;
   while (t < kv_end) {
     const uint next = pf_next_tile(t + PF_BC, kv_end, b, h, pos0, pos_hi);
     const bool has_next = next < kv_end;
 #if PF_STAGES == 2
     if (has_next) pf_fetch_kv(next, kv_last, b, kv_h, kr, vr);
+    probe_mark(PROBE_LOADS);
 #endif
     // Element masks only where the tile is not surely visible to every row (it crosses the diagonal,
     // a window's edge, the end of the range, or a mask without a range).
     const bool masked = t + PF_BC > kv_end || !fa_keys_all_visible(keys, t, t + PF_BC);
     pf_tile(st, stage, t, kv_end, masked, b, h, pos0, keys, qk_scale);
+    probe_mark(PROBE_TILE);
 #if PF_STAGES == 2
     if (has_next) pf_store_kv(stage ^ 1u, kr, vr);
+    probe_mark(PROBE_LOADS);
     barrier();
+    probe_mark(PROBE_BARRIER);
     stage ^= 1u;
 #else
     barrier();
+    probe_mark(PROBE_BARRIER);
     if (has_next) {
       pf_fetch_kv(next, kv_last, b, kv_h, kr, vr);
       pf_store_kv(0u, kr, vr);
+      probe_mark(PROBE_LOADS);
       barrier();
+      probe_mark(PROBE_BARRIER);
     }
 #endif
     t = next;

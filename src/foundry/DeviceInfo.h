@@ -70,6 +70,10 @@ struct DeviceInfo {
   std::uint32_t maxPushConstantBytes = 128;
   bool fp16Arithmetic = true;
   bool storage16Bit = true;
+  /// VK_KHR_shader_clock's subgroup and device clocks (the prefill probe reads both).
+  bool shaderClock = false;
+  /// VK_NV_shader_sm_builtins: a shader can read which SM runs it (gl_SMIDNV).
+  bool smBuiltins = false;
   std::vector<CoopMatShape> coopMatShapes;  ///< empty: no cooperative matrix
   CoopMatLayout coopMatLayout;
   std::uint32_t computeUnits = 1;

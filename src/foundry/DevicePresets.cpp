@@ -15,7 +15,7 @@ DeviceInfo nvidia(const char* name, DeviceFamily family, std::uint64_t memory, s
   return {.name = name, .vendor = Vendor::Nvidia, .kind = DeviceKind::Discrete, .family = family,
           .subgroupSize = 32, .minSubgroupSize = 32, .maxSubgroupSize = 32, .maxSharedMemoryBytes = 49152,
           .maxStorageBufferRange = kMaxRange, .maxAllocationBytes = memory, .deviceMemoryBytes = memory,
-          .maxPushConstantBytes = 256, .coopMatShapes = nvidiaCoopMatShapes(), .coopMatLayout = nvidiaQuadLayout(),
+          .maxPushConstantBytes = 256, .shaderClock = true, .smBuiltins = true, .coopMatShapes = nvidiaCoopMatShapes(), .coopMatLayout = nvidiaQuadLayout(),
           .computeUnits = computeUnits, .driverName = "NVIDIA (preset)"};
 }
 

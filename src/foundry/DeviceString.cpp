@@ -209,6 +209,8 @@ const std::vector<Key>& keys() {
       number("push", &DeviceInfo::maxPushConstantBytes),
       flag("fp16", &DeviceInfo::fp16Arithmetic),
       flag("storage16", &DeviceInfo::storage16Bit),
+      flag("clock", &DeviceInfo::shaderClock),
+      flag("smids", &DeviceInfo::smBuiltins),
       {"coopmat", setCoopMat, coopMatText},
       {"layout", setLayout, layoutText},
       {"quad",

@@ -232,11 +232,12 @@ TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
     EXPECT_TRUE(v.coopMat) << d;
     EXPECT_EQ(v.rowsPerWarp, 16u);
     EXPECT_EQ(v.warps, 8u);  // 128 query rows per workgroup with the register softmax
-    // The preset has the quad accumulator layout: softmax in registers, 64-key tiles, single-buffered
-    // staging for D128 (double buffering would need 69,632 bytes).
+    // The preset has the quad accumulator layout: softmax in registers; D64 takes 64-key tiles
+    // double-buffered, D128 on Hopper 32-key tiles double-buffered (the tuning table's row; 64 keys
+    // would fit only once, in 34,816 bytes).
     EXPECT_TRUE(v.quadSoftmax) << d;
-    EXPECT_EQ(v.keysPerTile, 64u);
-    EXPECT_EQ(v.stages, d > 64 ? 1u : 2u);
+    EXPECT_EQ(v.keysPerTile, d > 64 ? 32u : 64u);
+    EXPECT_EQ(v.stages, 2u);
     EXPECT_LE(v.sharedBytes(32), 49152u);
     EXPECT_THAT(plan, HasDecision("softmax", HasSubstr("quad pattern")));
     EXPECT_EQ(v.unusableReason(32), "");
@@ -293,9 +294,9 @@ TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
   const AttentionPlan plan = planFor(device, shape);
   ASSERT_TRUE(plan.prefillVariant.coopMat);
   ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 128u);
-  ASSERT_EQ(plan.prefillVariant.keysPerTile, 64u);
-  const Split want = prefillRule(16384, 132, 8, 64);
-  // min(ceil(264 / 8), 16384 / 256) = 33 wanted; chunks of ceil(16384 / 33) rounded up to 64 keys
+  ASSERT_EQ(plan.prefillVariant.keysPerTile, 32u);
+  const Split want = prefillRule(16384, 132, 8, 32);
+  // min(ceil(264 / 8), 16384 / 128) = 33 wanted; chunks of ceil(16384 / 33) rounded up to 32 keys
   // are 512 keys, so 32 splits.
   EXPECT_EQ(want.splits, 32u);
   EXPECT_EQ(plan.splits, want.splits);
@@ -463,14 +464,18 @@ TEST(Selector, PrefillKnobsBeatTheHeuristics) {
 TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const CallShape shape = prefillShape(32, 8, 8192, 8192, 128);
-  // The default on the H200: 64 keys in one staging buffer (two do not fit in 48 KiB); 32 keys fit twice.
+  // The default on the H200 at D128: 32 keys in two staging buffers (the tuning table's Hopper row);
+  // 64 keys fit only once in 48 KiB.
   const AttentionPlan automatic = planFor(h200, shape);
-  EXPECT_EQ(automatic.prefillVariant.keysPerTile, 64u);
-  EXPECT_EQ(automatic.prefillVariant.stages, 1u);
-  const AttentionPlan narrow = planFor(h200, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "32"}}));
-  EXPECT_EQ(narrow.prefillVariant.keysPerTile, 32u);
-  EXPECT_EQ(narrow.prefillVariant.stages, 2u);
-  EXPECT_THAT(narrow, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
+  EXPECT_EQ(automatic.prefillVariant.keysPerTile, 32u);
+  EXPECT_EQ(automatic.prefillVariant.stages, 2u);
+  const AttentionPlan wide = planFor(h200, shape, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "64"}}));
+  EXPECT_EQ(wide.prefillVariant.keysPerTile, 64u);
+  EXPECT_EQ(wide.prefillVariant.stages, 1u);
+  EXPECT_THAT(wide, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
+  // Elsewhere (an Ada card, and D64 on the H200) 64 keys stay the first choice.
+  EXPECT_EQ(planFor(parseDevicePreset("ada"), shape).prefillVariant.keysPerTile, 64u);
+  EXPECT_EQ(planFor(h200, prefillShape(32, 8, 8192, 8192, 64)).prefillVariant.keysPerTile, 64u);
   // 128 keys of D128 f32 tiles do not fit lavapipe's 32 KiB even once: the knob is named, not shrunk.
   const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   CallShape f32 = prefillShape(4, 4, 256, 256, 128);
@@ -478,6 +483,27 @@ TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
   EXPECT_THAT([&] {
     planFor(lavapipe, f32, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "128"}}));
   }, ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE"), HasSubstr("128"))));
+}
+
+TEST(Selector, PrefillStagesKnobSetsTheStagingOrIsRefusedByName) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const CallShape shape = prefillShape(32, 8, 8192, 8192, 128);
+  const auto knobs = [](std::map<std::string, std::string> env) { return AttentionOptions::fromEnvironment(env); };
+  // 4 subgroups of D128 with 32-key tiles: two staging buffers by default, one when asked.
+  const AttentionPlan one = planFor(h200, shape, knobs({{"FOUNDRY_FA_PREFILL_WARPS", "4"},
+                                                        {"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "32"},
+                                                        {"FOUNDRY_FA_PREFILL_STAGES", "1"}}));
+  EXPECT_EQ(one.prefillVariant.stages, 1u);
+  EXPECT_EQ(one.prefillVariant.keysPerTile, 32u);
+  EXPECT_THAT(one, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_STAGES")));
+  // Two buffers of 64 keys do not fit in 48 KiB: forced, the tile narrows to 32 keys.
+  EXPECT_EQ(planFor(h200, shape, knobs({{"FOUNDRY_FA_PREFILL_STAGES", "2"}})).prefillVariant.keysPerTile, 32u);
+  // ... and with the width forced too, the knob is named.
+  EXPECT_THAT([&] {
+    planFor(h200, shape, knobs({{"FOUNDRY_FA_PREFILL_STAGES", "2"}, {"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "128"},
+                                {"FOUNDRY_FA_PREFILL_WARPS", "8"}}));
+  }, ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_STAGES")));
+  EXPECT_THROW(knobs({{"FOUNDRY_FA_PREFILL_STAGES", "3"}}), UserError);
 }
 
 TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduceKernel) {

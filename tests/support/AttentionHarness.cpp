@@ -15,8 +15,10 @@
 #include "foundry/stages/modifiers/SinksStage.h"
 #include "foundry/stages/modifiers/SlidingWindowStage.h"
 #include "foundry/stages/modifiers/SoftCapStage.h"
+#include "foundry/stages/PrefillProbe.h"
 #include "foundry/steps/RopeStep.h"
 #include "foundry/steps/SdpaReferenceStep.h"
+#include "foundry/vk/Buffer.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "support/TestRuntime.h"
 
@@ -372,9 +374,22 @@ AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options
   auto dispatcher = rt.dispatcher();
   DeviceWorkspace workspace(rt);
   StepContext ctx{*dispatcher, workspace, &rt};
+  // The probe's tensor, zeroed first so a record the kernel never wrote shows.
+  std::optional<Tensor> probeWords;
+  if (const AttentionPlan plan = step.plan(in.call); !plan.decode && plan.prefillVariant.probe) {
+    const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
+    probeWords = workspace.scratch(probe::kTensor, DType::U32,
+                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.warps))});
+    probeWords->buffer->fill(0u);
+  }
   StepRecord record = step.run(ctx, in.call);
   dispatcher->submit();
-  return finish(rt, c, in, std::move(record), qRef);
+  AttentionResult r = finish(rt, c, in, std::move(record), qRef);
+  if (probeWords) {
+    r.probeWords.resize(static_cast<std::size_t>(probeWords->numel()));
+    probeWords->buffer->download(std::as_writable_bytes(std::span(r.probeWords)), probeWords->offset * 4);
+  }
+  return r;
 }
 
 std::vector<AttentionResult> runFlashSequence(const std::vector<std::pair<AttentionCase, AttentionOptions>>& calls) {

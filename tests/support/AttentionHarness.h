@@ -116,6 +116,8 @@ struct AttentionResult {
   ErrorStats errorUnquantized;  ///< quantized caches: against the reference on the values before quantization
   StepRecord record;
   double maxAbsLogit = 0;  ///< largest |scale * q.k| over the visible (query, key) pairs
+  /// With FOUNDRY_FA_PREFILL_PROBE (runFlash): the probe's words, zeroed before the call.
+  std::vector<std::uint32_t> probeWords;
 };
 
 /// Runs FlashAttentionStep with `options` (knobs) on the test runtime; `rope` fuses RoPE into decode

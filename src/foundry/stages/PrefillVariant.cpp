@@ -55,7 +55,7 @@ std::string PrefillVariant::key() const {
                      longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "") +
          (qType() != dtype ? fmt::format("_q{}", dtypeName(qType())) : "") +
          (oType() != dtype ? fmt::format("_o{}", dtypeName(oType())) : "") +
-         (pageSize ? fmt::format("_pg{}", pageSize) : "");
+         (pageSize ? fmt::format("_pg{}", pageSize) : "") + (probe ? "_probe" : "");
 }
 
 }  // namespace foundry

@@ -31,6 +31,8 @@ struct PrefillVariant {
   bool headsFirst = false;
   bool split = false;             ///< write unnormalised partials for a Split-K reduce
   bool lse = false;               ///< also write each row's log-sum-exp (stages/LseOutput.h); not with split
+  /// Record per subgroup where and when it ran and the cycles of each phase (stages/PrefillProbe.h).
+  bool probe = false;
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }

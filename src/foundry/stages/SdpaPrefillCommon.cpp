@@ -11,6 +11,7 @@
 #include "foundry/stages/FlashDecodeCommon.h"
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/LseOutput.h"
+#include "foundry/stages/PrefillProbe.h"
 
 namespace foundry::prefill_detail {
 
@@ -117,6 +118,7 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   hostAttentionHooks(k, hookPoints(v));
   // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
   k.extension("GL_EXT_control_flow_attributes");
+  probe::declare(k, device, v.probe);
   if (v.coopMat) declareCoopMat(v, k, device);
   else declareSubgroup(v, k, device);
 }
@@ -192,6 +194,7 @@ void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
 }  // namespace
 
 void emit(const PrefillVariant& v, GlslWriter& w) {
+  w.line("probe_begin();");
   w.line("const uint split = q_slot % pc.n_splits;");
   // Causal: the longest rows (the last query tiles) of every head are dispatched first, so the short
   // ones fill the tail of the grid.
@@ -207,6 +210,7 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
   if (v.coopMat) {
     emitCoopMat(v, w);
+    w.line("probe_end();");
     return;
   }
   w.line("pf_load_q(q_base, q0, rows);");
@@ -232,6 +236,7 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
     w.close();
   }
   w.close();
+  w.line("probe_end();");
 }
 
 }  // namespace foundry::prefill_detail

@@ -29,9 +29,16 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::unsignedOrAuto<&O::faPrefillKeysPerTile, O>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE",
                                                         "auto, 4, 8, 16, 32, 64, 128", 4, 128, true,
                                                         "keys per prefill K/V tile in shared memory"),
+      knob::unsignedOrAuto<&O::faPrefillStages, O>("FOUNDRY_FA_PREFILL_STAGES", "auto, 1, 2", 1, 2, false,
+                                                   "prefill K/V staging buffers (2: the next tile loads while "
+                                                   "this one is used)"),
       knob::force<&O::faPrefillHeadsFirst, O>(
           "FOUNDRY_FA_PREFILL_HEADS_FIRST",
           "prefill grid order: heads vary fastest (1) or each head's query tiles in turn (0)"),
+      knob::boolean<&O::faPrefillProbe, O>(
+          "FOUNDRY_FA_PREFILL_PROBE",
+          "prefill kernels record per subgroup its SM, start and end times and the cycles of each phase into "
+          "the workspace tensor prefill_probe (a measuring build of the kernel: foundry bench --probe)"),
       knob::unsignedOrAuto<&O::faDecodeWarps, O>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                  "subgroups per decode workgroup"),
       knob::unsignedOrAuto<&O::faDecodeKeysPerWarp, O>("FOUNDRY_FA_DECODE_KEYS_PER_WARP", "auto, 1, 2, 4, ..., 256", 1,

@@ -26,7 +26,9 @@ struct AttentionOptions {
   Force faPrefillCoopMat = Force::Auto;            ///< FOUNDRY_FA_PREFILL_COOPMAT
   Force faPrefillRegisterSoftmax = Force::Auto;    ///< FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX
   std::optional<std::uint32_t> faPrefillKeysPerTile;///< FOUNDRY_FA_PREFILL_KEYS_PER_TILE
+  std::optional<std::uint32_t> faPrefillStages;    ///< FOUNDRY_FA_PREFILL_STAGES
   Force faPrefillHeadsFirst = Force::Auto;         ///< FOUNDRY_FA_PREFILL_HEADS_FIRST
+  bool faPrefillProbe = false;                     ///< FOUNDRY_FA_PREFILL_PROBE
   std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
   std::optional<std::uint32_t> faDecodeHeads;      ///< FOUNDRY_FA_DECODE_HEADS
   std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP

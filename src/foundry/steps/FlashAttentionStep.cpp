@@ -18,6 +18,7 @@
 #include "foundry/stages/FlashDecodeStage.h"
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/KvAccessStage.h"
+#include "foundry/stages/PrefillProbe.h"
 #include "foundry/stages/RopeStage.h"
 #include "foundry/stages/SdpaPrefillCommon.h"
 #include "foundry/stages/SdpaPrefillSplitKPartStage.h"
@@ -245,6 +246,11 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
     args.bind("partial_o", partialO).bind("partial_ml", partialMl).set("n_splits", plan.splits);
   } else if (!plan.decode) {
     args.set("n_splits", 1u);
+  }
+  if (!plan.decode && plan.prefillVariant.probe) {
+    const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
+    args.bind("probe", ctx.workspace.scratch(std::string(probe::kTensor), DType::U32,
+                                             {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.warps))}));
   }
   if (!plan.reduceKernel()) args.bind("o", call.o);
   if (call.lse && !plan.reduceKernel()) args.bind("lse", *call.lse);

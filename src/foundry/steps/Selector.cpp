@@ -399,10 +399,12 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
     (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
   }
+  const std::vector<std::uint32_t> stageCounts =
+      o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages} : std::vector<std::uint32_t>{2u, 1u};
   if (v.coopMat) {
     for (std::uint32_t w = v.warps; w >= 1; w /= 2) {
       for (std::uint32_t kpt : widths) {
-        for (std::uint32_t st : {2u, 1u}) {
+        for (std::uint32_t st : stageCounts) {
           PrefillVariant c = v;
           c.warps = w, c.keysPerTile = kpt, c.stages = st;
           order.push_back(c);
@@ -417,13 +419,13 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
       order.push_back(c);
     };
     for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) {
-      for (std::uint32_t st : {2u, 1u}) {
+      for (std::uint32_t st : stageCounts) {
         for (std::uint32_t kpt : widths) add(rows, st, kpt);
       }
     }
     // Below the subgroup's width the share of idle lanes matters most: the widest such tile first.
     for (std::uint32_t kpt : narrower) {
-      for (std::uint32_t st : {2u, 1u}) {
+      for (std::uint32_t st : stageCounts) {
         for (std::uint32_t rows = v.rowsPerWarp; rows >= 1; rows /= 2) add(rows, st, kpt);
       }
     }
@@ -438,6 +440,11 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                               : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
                                                             v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
                                                             v.sharedBytes(sg));
+    if (o.faPrefillStages) {
+      rejectKnob(o, "FOUNDRY_FA_PREFILL_STAGES", v.stages, detail,
+                 fmt::format("auto, or 1 or 2 staging buffers that fit in {} bytes of shared memory",
+                             device.maxSharedMemoryBytes));
+    }
     if (o.faPrefillKeysPerTile) {
       rejectKnob(o, "FOUNDRY_FA_PREFILL_KEYS_PER_TILE", v.keysPerTile, detail,
                  fmt::format("auto, or a power of two from {} whose tiles fit in {} bytes of shared memory", narrowestAtAll,
@@ -461,8 +468,9 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   }
   v = *fits;
   why.push_back({"tile", fmt::format("{}x{} keys, {} stage(s)", v.rowsPerWorkgroup(), v.keysPerTile, v.stages),
-                 fmt::format("{}{} bytes of shared memory of {}",
-                             o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "", v.sharedBytes(sg),
+                 fmt::format("{}{}{} bytes of shared memory of {}",
+                             o.faPrefillKeysPerTile ? "FOUNDRY_FA_PREFILL_KEYS_PER_TILE; " : "",
+                             o.faPrefillStages ? "FOUNDRY_FA_PREFILL_STAGES; " : "", v.sharedBytes(sg),
                              device.maxSharedMemoryBytes)});
 
   plan.tile = {v.rowsPerWorkgroup(), v.keysPerTile};
@@ -509,6 +517,8 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
   v.split = plan.splits > 1;
   v.lse = p.lse && !v.split;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
+  v.probe = o.faPrefillProbe;
+  if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_PREFILL_PROBE: a measuring build of the kernel"});
   plan.grid = v.headsFirst ? Grid{p.nHeads, qTiles * plan.splits, p.batch} : Grid{qTiles * plan.splits, p.nHeads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.qLen, p.nHeads, p.batch};

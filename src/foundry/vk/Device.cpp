@@ -123,6 +123,20 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     pipelineStatistics_ = true;
   }
+  // The clocks and SM ids are for the prefill probe (FOUNDRY_FA_PREFILL_PROBE), enabled where the
+  // device has them (DeviceInfo, from the instance's query).
+  VkPhysicalDeviceShaderClockFeaturesKHR eclock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+  if (info_.shaderClock) {
+    eclock.shaderSubgroupClock = eclock.shaderDeviceClock = VK_TRUE;
+    chain(eclock);
+    extensions.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+  }
+  VkPhysicalDeviceShaderSMBuiltinsFeaturesNV esm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV};
+  if (info_.smBuiltins) {
+    esm.shaderSMBuiltins = VK_TRUE;
+    chain(esm);
+    extensions.push_back(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  }
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -152,7 +166,7 @@ namespace {
 /// What an application enabled, read from the pNext chain it gave vkCreateDevice.
 struct EnabledFeatures {
   bool storage16 = false, float16 = false, timeline = false, sizeControl = false, fullSubgroups = false,
-       coopMat = false, executableProperties = false;
+       coopMat = false, executableProperties = false, subgroupClock = false, deviceClock = false, smBuiltins = false;
 };
 
 EnabledFeatures readChain(const void* chain) {
@@ -192,6 +206,15 @@ EnabledFeatures readChain(const void* chain) {
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR:
         e.executableProperties |=
             reinterpret_cast<const VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR*>(s)->pipelineExecutableInfo != 0;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR: {
+        const auto* f = reinterpret_cast<const VkPhysicalDeviceShaderClockFeaturesKHR*>(s);
+        e.subgroupClock |= f->shaderSubgroupClock != 0;
+        e.deviceClock |= f->shaderDeviceClock != 0;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV:
+        e.smBuiltins |= reinterpret_cast<const VkPhysicalDeviceShaderSMBuiltinsFeaturesNV*>(s)->shaderSMBuiltins != 0;
         break;
       default: break;
     }
@@ -247,6 +270,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const Exter
   }
   fullSubgroups_ = e.fullSubgroups && sizeControlExt;
   if (!(e.coopMat && enabled(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))) info_.coopMatShapes.clear();
+  info_.shaderClock = info_.shaderClock && e.subgroupClock && e.deviceClock && enabled(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+  info_.smBuiltins = info_.smBuiltins && e.smBuiltins && enabled(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
   pipelineStatistics_ = e.executableProperties && enabled(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   createOwnObjects();
   spdlog::debug("adopted Vulkan device {}: {}, queue family {}", index_, info_.name, queueFamily_);

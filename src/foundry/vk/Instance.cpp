@@ -118,6 +118,10 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   if (hasSizeControl) chain(fsize);
   const bool hasCoop = contains(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (hasCoop) chain(fcoop);
+  VkPhysicalDeviceShaderClockFeaturesKHR fclock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+  if (contains(exts, VK_KHR_SHADER_CLOCK_EXTENSION_NAME)) chain(fclock);
+  VkPhysicalDeviceShaderSMBuiltinsFeaturesNV fsm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV};
+  if (contains(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) chain(fsm);
   vkGetPhysicalDeviceFeatures2(device, &feats);
 
   VkPhysicalDeviceMemoryProperties mem{};
@@ -152,6 +156,9 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   c.maxPushConstantBytes = base.limits.maxPushConstantsSize;
   c.fp16Arithmetic = f12.shaderFloat16;
   c.storage16Bit = f11.storageBuffer16BitAccess;
+  // The prefill probe reads both clocks (as two 32-bit halves, so without 64-bit integers).
+  c.shaderClock = fclock.shaderSubgroupClock && fclock.shaderDeviceClock;
+  c.smBuiltins = fsm.shaderSMBuiltins != 0;
   if (hasCoop && fcoop.cooperativeMatrix) {
     auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
         vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
