@@ -404,7 +404,7 @@ probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
   FOUNDRY_CHECK_INTERNAL(!plan.decode, "the probe measures prefill kernels");
   const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
   Tensor words = workspace.scratch(probe::kTensor, DType::U32,
-                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.warps))});
+                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))});
   // The second call is the one read: the first builds the pipeline and warms the caches and clocks.
   for (int i = 0; i < 2; ++i) {
     words.buffer->fill(0u);
@@ -415,7 +415,7 @@ probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
   }
   std::vector<std::uint32_t> w(static_cast<std::size_t>(words.numel()));
   words.buffer->download(std::as_writable_bytes(std::span(w)), words.offset * 4);
-  return probe::summarize(w, plan.prefillVariant.warps);
+  return probe::summarize(w, plan.prefillVariant.subgroups());
 }
 
 Result Runner::run(const Shape& s, const Ceilings& ceilings) {

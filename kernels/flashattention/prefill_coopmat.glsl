@@ -37,21 +37,47 @@ void cm_stage_q(uint q_base, uint q0, uint rows) {
   }
 }
 
-void pf_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, out uvec4 kr[CM_LOADS], out uvec4 vr[CM_LOADS]) {
-  [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
-    const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+// A loader subgroup moves a tile in chunks of LD_CHUNK loads per lane; otherwise every invocation
+// moves CM_LOADS of it at once.
+const uint PF_KV_LOADS = PF_LOADER != 0 ? LD_CHUNK : CM_LOADS;
+const uint LD_CHUNKS = PF_BC * HEAD_DIM / 8u / (SUBGROUP_SIZE * LD_CHUNK);
+
+// The 16-byte pieces first, first + step, ... of the tile at key t (piece i: key i / (HEAD_DIM / 8),
+// column i % (HEAD_DIM / 8)).
+void cm_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, uint first, uint step, out uvec4 kr[PF_KV_LOADS],
+                 out uvec4 vr[PF_KV_LOADS]) {
+  [[unroll]] for (uint j = 0u; j < PF_KV_LOADS; ++j) {
+    const uint i = first + j * step;
     const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
     kr[j] = KV_F16X8(kv_load_k(kv_k_row(b, kv_h, key), c * 8u));
     vr[j] = KV_F16X8(kv_load_v(kv_v_row(b, kv_h, key), c * 8u));
   }
 }
 
-void pf_store_kv(uint stage, uvec4 kr[CM_LOADS], uvec4 vr[CM_LOADS]) {
-  [[unroll]] for (uint j = 0u; j < CM_LOADS; ++j) {
-    const uint i = gl_LocalInvocationIndex + j * WORKGROUP_SIZE;
+void cm_store_kv(uint stage, uint first, uint step, uvec4 kr[PF_KV_LOADS], uvec4 vr[PF_KV_LOADS]) {
+  [[unroll]] for (uint j = 0u; j < PF_KV_LOADS; ++j) {
+    const uint i = first + j * step;
     const uint at = stage * CM_TILE4 + (i / (HEAD_DIM / 8u)) * CM_ROW4 + i % (HEAD_DIM / 8u);
     kv_tile[at] = kr[j];
     kv_tile[PF_STAGES * CM_TILE4 + at] = vr[j];
+  }
+}
+
+void pf_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, out uvec4 kr[PF_KV_LOADS], out uvec4 vr[PF_KV_LOADS]) {
+  cm_fetch_kv(t, kv_last, b, kv_h, gl_LocalInvocationIndex, WORKGROUP_SIZE, kr, vr);
+}
+
+void pf_store_kv(uint stage, uvec4 kr[PF_KV_LOADS], uvec4 vr[PF_KV_LOADS]) {
+  cm_store_kv(stage, gl_LocalInvocationIndex, WORKGROUP_SIZE, kr, vr);
+}
+
+// The loader subgroup's share of a tile: all of it, chunk by chunk.
+void pf_load_tile(uint t, uint kv_last, uint b, uint kv_h, uint stage) {
+  for (uint c = 0u; c < LD_CHUNKS; ++c) {
+    const uint first = gl_SubgroupInvocationID + c * LD_CHUNK * SUBGROUP_SIZE;
+    uvec4 kr[PF_KV_LOADS], vr[PF_KV_LOADS];
+    cm_fetch_kv(t, kv_last, b, kv_h, first, SUBGROUP_SIZE, kr, vr);
+    cm_store_kv(stage, first, SUBGROUP_SIZE, kr, vr);
   }
 }
 
@@ -255,14 +281,15 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
 // passed.
 void pf_begin(inout CmState st) {
   const uint sg = gl_SubgroupID;
-  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(st.q[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+  if (sg < PF_WARPS) {  // not the loader
+    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(st.q[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+  }
   cm_init(st);
   barrier();  // everyone has its Q fragments before K tiles overwrite the staging area
 }
 
 #define PF_STATE CmState
 #define PF_KV_T uvec4
-const uint PF_KV_LOADS = CM_LOADS;
 
 #if !CM_QUAD
 // Stages a 16x16 slice of this subgroup's rows through shared memory so rows past the end of the

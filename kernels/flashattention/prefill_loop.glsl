@@ -23,15 +23,29 @@ uint pf_next_tile(uint t, uint kv_end, uint b, uint h, uint pos0, uint pos_hi) {
   return t;
 }
 
+// Element masks only where the tile is not surely visible to every row (it crosses the diagonal, a
+// window's edge, the end of the range, or a mask without a range).
+bool pf_tile_masked(uvec4 keys, uint t, uint kv_end) {
+  return t + PF_BC > kv_end || !fa_keys_all_visible(keys, t, t + PF_BC);
+}
+
+// With a loader subgroup (PF_LOADER: the one past the PF_WARPS compute subgroups), it fills the other
+// staging buffer with the next tile while the compute subgroups use this one, and one barrier per
+// tile hands the buffers over: the compute subgroups hold no staging registers and issue no loads.
 void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint b, uint h, uint pos0,
                   uint pos_hi, uvec4 keys, float qk_scale) {
   uint t = pf_next_tile(kv_begin, kv_end, b, h, pos0, pos_hi);
   probe_mark(PROBE_SETUP);
   if (t >= kv_end) return;
   const uint kv_last = kv_end - 1u;
+#if PF_LOADER
+  const bool loads = gl_SubgroupID == PF_WARPS;
+  if (loads) pf_load_tile(t, kv_last, b, kv_h, 0u);
+#else
   PF_KV_T kr[PF_KV_LOADS], vr[PF_KV_LOADS];
   pf_fetch_kv(t, kv_last, b, kv_h, kr, vr);
   pf_store_kv(0u, kr, vr);
+#endif
   probe_mark(PROBE_LOADS);
   barrier();
   probe_mark(PROBE_BARRIER);
@@ -39,14 +53,23 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint
   while (t < kv_end) {
     const uint next = pf_next_tile(t + PF_BC, kv_end, b, h, pos0, pos_hi);
     const bool has_next = next < kv_end;
+#if PF_LOADER
+    if (loads) {
+      if (has_next) pf_load_tile(next, kv_last, b, kv_h, stage ^ 1u);
+      probe_mark(PROBE_LOADS);
+    } else {
+      pf_tile(st, stage, t, kv_end, pf_tile_masked(keys, t, kv_end), b, h, pos0, keys, qk_scale);
+      probe_mark(PROBE_TILE);
+    }
+    barrier();
+    probe_mark(PROBE_BARRIER);
+    stage ^= 1u;
+#else
 #if PF_STAGES == 2
     if (has_next) pf_fetch_kv(next, kv_last, b, kv_h, kr, vr);
     probe_mark(PROBE_LOADS);
 #endif
-    // Element masks only where the tile is not surely visible to every row (it crosses the diagonal,
-    // a window's edge, the end of the range, or a mask without a range).
-    const bool masked = t + PF_BC > kv_end || !fa_keys_all_visible(keys, t, t + PF_BC);
-    pf_tile(st, stage, t, kv_end, masked, b, h, pos0, keys, qk_scale);
+    pf_tile(st, stage, t, kv_end, pf_tile_masked(keys, t, kv_end), b, h, pos0, keys, qk_scale);
     probe_mark(PROBE_TILE);
 #if PF_STAGES == 2
     if (has_next) pf_store_kv(stage ^ 1u, kr, vr);
@@ -65,6 +88,7 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint
       probe_mark(PROBE_BARRIER);
     }
 #endif
+#endif  // PF_LOADER
     t = next;
   }
 }

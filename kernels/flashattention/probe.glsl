@@ -39,7 +39,7 @@ void probe_end() {
   const uint cycles = clock2x32ARB().x - probe_first;
   if (!subgroupElect()) return;
   const uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
-  const uint at = (wg * PF_WARPS + gl_SubgroupID) * PROBE_WORDS;
+  const uint at = (wg * PF_SUBGROUPS + gl_SubgroupID) * PROBE_WORDS;
 #if FA_PROBE_SM
   probe[at] = gl_SMIDNV;
   probe[at + 1u] = gl_WarpIDNV;

@@ -166,6 +166,10 @@ const std::map<std::string, KnobRun>& knobRuns() {
                                             .check = ranKernel("_bc16_")}},
       {"FOUNDRY_FA_PREFILL_STAGES", {.value = "1", .shows = "one K/V staging buffer in prefill", .fragment = kPassed,
                                      .check = ranKernel("_s1_")}},
+      {"FOUNDRY_FA_PREFILL_LOADER",
+       {.value = "1", .shows = "a loader subgroup asked of the subgroup prefill (no cooperative matrices)",
+        .exitCode = 2, .fragment = "FOUNDRY_FA_PREFILL_LOADER: 1 cannot be used here: a loader subgroup is part of the "
+                                   "cooperative-matrix prefill"}},
       {"FOUNDRY_FA_PREFILL_PROBE",
        {.value = "1", .shows = "the prefill probe's build of the kernel (the run's check still passes)",
         .fragment = kPassed, .check = ranKernel("_probe")}},

@@ -43,6 +43,8 @@ struct Knobs {
   Knobs& prefillWarps(std::uint32_t w) { o.faPrefillWarps = w; return *this; }
   Knobs& prefillSplitK(std::uint32_t s) { o.faPrefillSplitK = s; return *this; }
   Knobs& noPrefillSplitK() { o.disableFaPrefillSplitK = true; return *this; }
+  Knobs& loader() { o.faPrefillLoader = Force::On; return *this; }
+  Knobs& stages(std::uint32_t s) { o.faPrefillStages = s; return *this; }
   operator AttentionOptions() const { return o; }
 };
 
@@ -219,6 +221,10 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   if (o.faPrefillHeadsFirst != Force::Auto) {
     EXPECT_EQ(v.headsFirst, o.faPrefillHeadsFirst == Force::On) << plan.describe();
   }
+  EXPECT_EQ(v.loader, o.faPrefillLoader == Force::On) << plan.describe();
+  if (o.faPrefillStages) {
+    EXPECT_EQ(v.stages, *o.faPrefillStages) << plan.describe();
+  }
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, v.keysPerTile);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
   EXPECT_EQ(v.split, splits > 1) << plan.describe();
@@ -279,6 +285,12 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P3, Knobs().coopMat().prefillKeys(32).prefillWarps(8).noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().prefillKeys(64).prefillWarps(4).noPrefillSplitK(), 1},
         VariantCase{P5, Knobs().coopMat().prefillKeys(32).prefillSplitK(2), 2},
+        // ... with a loader subgroup (the other subgroups only compute), and a forced staging depth.
+        VariantCase{P1, Knobs().coopMat().loader().noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().loader().prefillKeys(32).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().loader().prefillWarps(4).prefillSplitK(3), 3},
+        VariantCase{P5, Knobs().coopMat().loader().prefillKeys(32).prefillWarps(2).prefillSplitK(2), 2},
+        VariantCase{P3, Knobs().coopMat().stages(1).prefillKeys(32).prefillWarps(4).noPrefillSplitK(), 1},
         // ... with the softmax through shared memory, the route for devices whose layout is unknown.
         VariantCase{P1, Knobs().coopMat().sharedSoftmax().noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().sharedSoftmax().prefillSplitK(3), 3},

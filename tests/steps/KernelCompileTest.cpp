@@ -477,6 +477,7 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
     knobs.push_back(AttentionOptions::fromEnvironment(
         {{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}}));
     knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
+    knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_LOADER", "1"}}));
   }
   std::set<std::string> names;
   std::size_t coopmat = 0;

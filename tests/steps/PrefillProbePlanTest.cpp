@@ -98,9 +98,11 @@ TEST(PrefillProbePlan, ProbedKernelsCompileForPresets) {
   ShaderCompiler compiler{ShaderCompiler::Optimization::None};
   AttentionOptions o;
   o.faPrefillProbe = true;
-  for (const char* preset : {"h200", "lavapipe,clock=1"}) {
+  AttentionOptions withLoader = o;
+  withLoader.faPrefillLoader = Force::On;
+  for (const auto& [preset, knobs] : {std::pair{"h200", o}, std::pair{"h200", withLoader}, std::pair{"lavapipe,clock=1", o}}) {
     const DeviceInfo device = parseDevicePreset(preset);  // the step keeps a reference
-    FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+    FlashAttentionStep step(device, SnippetLibrary::embedded(), knobs);
     for (const auto& call : {prefillCall(300, 300), prefillCall(7, 16384)}) {
       SCOPED_TRACE(preset);
       const auto kernels = step.kernelsFor(call);

@@ -14,6 +14,7 @@ struct ProbeCase {
   AttentionCase shape;
   bool coopMat = false;
   std::uint32_t splits = 1;
+  bool loader = false;  ///< a loader subgroup, whose record follows the compute subgroups'
 };
 
 class PrefillProbe : public ::testing::TestWithParam<ProbeCase> {};
@@ -28,13 +29,14 @@ TEST_P(PrefillProbe, RecordsEverySubgroupAndMatchesTheReference) {
   o.faPrefillProbe = true;
   o.faPrefillCoopMat = pc.coopMat ? Force::On : Force::Off;
   o.faPrefillSplitK = pc.splits;
+  if (pc.loader) o.faPrefillLoader = Force::On;
   const AttentionResult r = runFlash(pc.shape, o);
   const AttentionPlan& plan = r.record.plan;
   ASSERT_TRUE(plan.prefillVariant.probe) << plan.describe();
   EXPECT_NE(r.record.kernels[0].find("_probe"), std::string::npos);
   EXPECT_TRUE(matchesReference(pc.shape, r));
 
-  const std::uint32_t warps = plan.prefillVariant.warps;
+  const std::uint32_t warps = plan.prefillVariant.subgroups();
   const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
   ASSERT_EQ(r.probeWords.size(), probe::words(groups, warps));
   for (std::uint64_t i = 0; i < groups * warps; ++i) {
@@ -64,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ProbeCase{attentionCase(1, 4, 2, 70, 70, 64, DType::F16)},
                       ProbeCase{attentionCase(2, 2, 1, 33, 100, 128, DType::F16), false, 2},
                       ProbeCase{attentionCase(1, 4, 2, 200, 200, 128, DType::F16), true},
-                      ProbeCase{attentionCase(1, 4, 2, 70, 300, 64, DType::F16), true, 2}),
+                      ProbeCase{attentionCase(1, 4, 2, 70, 300, 64, DType::F16), true, 2},
+                      ProbeCase{attentionCase(1, 4, 2, 200, 200, 128, DType::F16), true, 1, true}),
     [](const auto& param) { return "case" + std::to_string(param.index); });
 
 }  // namespace

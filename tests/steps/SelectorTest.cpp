@@ -231,20 +231,20 @@ TEST(Selector, H200PrefillChoosesCooperativeMatrices) {
     const PrefillVariant& v = plan.prefillVariant;
     EXPECT_TRUE(v.coopMat) << d;
     EXPECT_EQ(v.rowsPerWarp, 16u);
-    EXPECT_EQ(v.warps, 8u);  // 128 query rows per workgroup with the register softmax
-    // The preset has the quad accumulator layout: softmax in registers; D64 takes 64-key tiles
-    // double-buffered, D128 on Hopper 32-key tiles double-buffered (the tuning table's row; 64 keys
-    // would fit only once, in 34,816 bytes).
+    // The preset has the quad accumulator layout: softmax in registers. The tuning table's Hopper
+    // rows: D128 takes 8 subgroups (128 query rows) and 32-key tiles double-buffered (64 keys would
+    // fit only once, in 34,816 bytes); D64 4 subgroups and one 32-key buffer (four workgroups an SM).
     EXPECT_TRUE(v.quadSoftmax) << d;
-    EXPECT_EQ(v.keysPerTile, d > 64 ? 32u : 64u);
-    EXPECT_EQ(v.stages, 2u);
+    EXPECT_EQ(v.warps, d > 64 ? 8u : 4u);
+    EXPECT_EQ(v.keysPerTile, 32u);
+    EXPECT_EQ(v.stages, d > 64 ? 2u : 1u);
     EXPECT_LE(v.sharedBytes(32), 49152u);
     EXPECT_THAT(plan, HasDecision("softmax", HasSubstr("quad pattern")));
     EXPECT_EQ(v.unusableReason(32), "");
     EXPECT_THAT(plan, HasDecision("variant", HasSubstr("cooperative matrices")));
-    // 16 query tiles of 128 rows x 32 heads already fill 132 compute units.
+    // 16 query tiles of 128 rows (32 of 64 at D64) x 32 heads already fill 132 compute units.
     EXPECT_EQ(plan.splits, 1u);
-    EXPECT_EQ(plan.grid, prefillGrid(shape, 16));
+    EXPECT_EQ(plan.grid, prefillGrid(shape, d > 64 ? 16 : 32));
   }
 }
 
@@ -473,9 +473,9 @@ TEST(Selector, PrefillKeysPerTileKnobSetsTheTileOrIsRefusedByName) {
   EXPECT_EQ(wide.prefillVariant.keysPerTile, 64u);
   EXPECT_EQ(wide.prefillVariant.stages, 1u);
   EXPECT_THAT(wide, HasDecision("tile", HasSubstr("FOUNDRY_FA_PREFILL_KEYS_PER_TILE")));
-  // Elsewhere (an Ada card, and D64 on the H200) 64 keys stay the first choice.
+  // Elsewhere (an Ada card, D96 on the H200) 64 keys stay the first choice.
   EXPECT_EQ(planFor(parseDevicePreset("ada"), shape).prefillVariant.keysPerTile, 64u);
-  EXPECT_EQ(planFor(h200, prefillShape(32, 8, 8192, 8192, 64)).prefillVariant.keysPerTile, 64u);
+  EXPECT_EQ(planFor(h200, prefillShape(32, 8, 8192, 8192, 96)).prefillVariant.keysPerTile, 64u);
   // 128 keys of D128 f32 tiles do not fit lavapipe's 32 KiB even once: the knob is named, not shrunk.
   const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   CallShape f32 = prefillShape(4, 4, 256, 256, 128);
@@ -504,6 +504,28 @@ TEST(Selector, PrefillStagesKnobSetsTheStagingOrIsRefusedByName) {
                                 {"FOUNDRY_FA_PREFILL_WARPS", "8"}}));
   }, ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_STAGES")));
   EXPECT_THROW(knobs({{"FOUNDRY_FA_PREFILL_STAGES", "3"}}), UserError);
+}
+
+TEST(Selector, PrefillLoaderKnobAddsALoaderSubgroupOrIsRefusedByName) {
+  const CallShape shape = prefillShape(32, 8, 8192, 8192, 128);
+  const AttentionOptions loader = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_LOADER", "1"}});
+  const AttentionPlan plan = planFor(parseDevicePreset("h200"), shape, loader);
+  const PrefillVariant& v = plan.prefillVariant;
+  EXPECT_TRUE(v.loader);
+  EXPECT_EQ(v.stages, 2u);
+  EXPECT_EQ(v.subgroups(), v.warps + 1);
+  EXPECT_EQ(v.workgroupSize(32), (v.warps + 1) * 32);
+  EXPECT_EQ(v.unusableReason(32), "");
+  EXPECT_THAT(plan, HasDecision("loader", HasSubstr("FOUNDRY_FA_PREFILL_LOADER")));
+  EXPECT_FALSE(planFor(parseDevicePreset("h200"), shape).prefillVariant.loader);  // off unless asked
+  // Lavapipe runs the subgroup variant, which has no loader: the knob is named.
+  EXPECT_THAT([&] { planFor(parseDevicePreset("lavapipe"), shape, loader); },
+              ::testing::ThrowsMessage<UserError>(HasSubstr("FOUNDRY_FA_PREFILL_LOADER")));
+  // ... as it is with the softmax through shared memory.
+  AttentionOptions shared = loader;
+  shared.faPrefillRegisterSoftmax = Force::Off;
+  EXPECT_THAT([&] { planFor(parseDevicePreset("h200"), shape, shared); },
+              ::testing::ThrowsMessage<UserError>(HasSubstr("softmax in registers")));
 }
 
 TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduceKernel) {

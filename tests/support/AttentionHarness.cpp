@@ -379,7 +379,7 @@ AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options
   if (const AttentionPlan plan = step.plan(in.call); !plan.decode && plan.prefillVariant.probe) {
     const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
     probeWords = workspace.scratch(probe::kTensor, DType::U32,
-                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.warps))});
+                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))});
     probeWords->buffer->fill(0u);
   }
   StepRecord record = step.run(ctx, in.call);
@@ -501,6 +501,9 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faPrefillRegisterSoftmax != Force::Auto) {
     parts.push_back(o.faPrefillRegisterSoftmax == Force::On ? "regsoftmax" : "sharedsoftmax");
   }
+  if (o.faPrefillStages) parts.push_back(fmt::format("st{}", *o.faPrefillStages));
+  if (o.faPrefillLoader != Force::Auto) parts.push_back(o.faPrefillLoader == Force::On ? "loader" : "noloader");
+  if (o.faPrefillProbe) parts.push_back("probe");
   if (parts.empty()) return "auto";
   std::string s = parts[0];
   for (std::size_t i = 1; i < parts.size(); ++i) s += "_" + parts[i];

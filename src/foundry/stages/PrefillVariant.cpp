@@ -29,12 +29,22 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";
     if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
     if (rowsPerWorkgroup() > 2 * stages * keysPerTile) return "the query tile does not fit the K/V staging area";
+    if (loader) {
+      if (stages != 2) return "a loader subgroup needs two staging buffers";
+      if (!quadSoftmax) return "a loader subgroup needs the softmax in registers";
+      if ((keysPerTile * headDim / 8) % (kLoaderChunk * subgroupSize) != 0) {
+        return fmt::format("a {}x{} tile does not split into chunks of {} 16-byte loads per lane of the loader",
+                           keysPerTile, headDim, kLoaderChunk);
+      }
+      return {};
+    }
     if ((keysPerTile * headDim / 8) % workgroupSize(subgroupSize) != 0) {
       return fmt::format("a {}x{} tile does not split evenly over {} invocations", keysPerTile, headDim,
                          workgroupSize(subgroupSize));
     }
     return {};
   }
+  if (loader) return "a loader subgroup is part of the cooperative-matrix variant only";
   if (keysPerTile == 0 || (keysPerTile % subgroupSize != 0 && subgroupSize % keysPerTile != 0)) {
     return fmt::format("keys per tile {} neither is a multiple of nor divides the subgroup size {}", keysPerTile,
                        subgroupSize);
@@ -49,13 +59,14 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string PrefillVariant::key() const {
-  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}", headDim, dtypeName(dtype),
+  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}{}{}", headDim, dtypeName(dtype),
                      coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
-                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", split ? "_split" : "", lse ? "_lse" : "") +
+                     longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", loader ? "_ld" : "", probe ? "_probe" : "",
+                     split ? "_split" : "", lse ? "_lse" : "") +
          (qType() != dtype ? fmt::format("_q{}", dtypeName(qType())) : "") +
          (oType() != dtype ? fmt::format("_o{}", dtypeName(oType())) : "") +
-         (pageSize ? fmt::format("_pg{}", pageSize) : "") + (probe ? "_probe" : "");
+         (pageSize ? fmt::format("_pg{}", pageSize) : "");
 }
 
 }  // namespace foundry

@@ -10,6 +10,9 @@
 namespace foundry {
 
 struct PrefillVariant {
+  /// 16-byte loads of K (and of V) a loader subgroup's lane has in flight at once.
+  static constexpr std::uint32_t kLoaderChunk = 8;
+
   std::uint32_t headDim = 128;
   DType dtype = DType::F16;       ///< of K and V; of q and out too unless set below
   std::optional<DType> queryType;
@@ -33,9 +36,14 @@ struct PrefillVariant {
   bool lse = false;               ///< also write each row's log-sum-exp (stages/LseOutput.h); not with split
   /// Record per subgroup where and when it ran and the cycles of each phase (stages/PrefillProbe.h).
   bool probe = false;
+  /// coopMat with two staging buffers: one more subgroup that only loads K/V tiles (the next tile
+  /// while the others compute on this one), so the compute subgroups issue no loads.
+  bool loader = false;
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }
-  std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
+  /// Subgroups per workgroup: the compute subgroups and the loader, if any.
+  std::uint32_t subgroups() const { return warps + (loader ? 1 : 0); }
+  std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return subgroups() * subgroupSize; }
   /// Subgroup variant: output dimensions each lane owns (lane, lane + SG, ...); the last may run
   /// past head_dim where head_dim is not a multiple of the subgroup size.
   std::uint32_t dimsPerLane(std::uint32_t subgroupSize) const { return (headDim + subgroupSize - 1) / subgroupSize; }

@@ -22,7 +22,7 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   const std::uint32_t row = v.headDim + v.padElements();
   const std::string tile = v.tilesAreHalf() ? "float16_t" : "float";
   const std::uint32_t esize = v.tileBytes();
-  k.define("TILE_T", tile).define("PF_STAGES", std::to_string(v.stages));
+  k.define("TILE_T", tile).define("PF_STAGES", std::to_string(v.stages)).define("PF_LOADER", "0");
   k.constant("PF_WARPS", v.warps).constant("PF_ROWS", v.rowsPerWarp).constant("PF_BR", v.rowsPerWorkgroup());
   k.constant("PF_BC", v.keysPerTile).constant("PF_KPL", v.keysPerLane(sg)).constant("PF_DPL", v.dimsPerLane(sg));
   k.constant("PF_PAD", v.padElements());
@@ -43,6 +43,7 @@ std::string uintArray(const std::vector<std::uint32_t>& v) {
 void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::uint32_t row4 = (v.headDim + 8) / 8;
   k.define("PF_STAGES", std::to_string(v.stages)).define("CM_QUAD", v.quadSoftmax ? "1" : "0");
+  k.define("PF_LOADER", v.loader ? "1" : "0").constant("LD_CHUNK", PrefillVariant::kLoaderChunk);
   k.constant("PF_WARPS", v.warps).constant("PF_BR", v.rowsPerWorkgroup()).constant("PF_BC", v.keysPerTile);
   k.shared("kv_tile", "uvec4", 2 * v.stages * v.keysPerTile * row4, 16);
   if (v.quadSoftmax) {
@@ -112,6 +113,7 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   FOUNDRY_CHECK_INTERNAL(!(v.lse && v.split), "prefill variant {}: a Split-K part writes no LSE", v.key());
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32).push("n_splits", PushType::U32);
   for (const char* s : {"batch", "q_head0", "q_slot", "kv_head", "q_base", "o_base"}) k.consumes(s, "uint");
+  k.constant("PF_SUBGROUPS", v.subgroups());
   k.constant("HEAD_DIM", v.headDim).constant("PF_LONGEST_FIRST", "bool", v.longestFirst ? "true" : "false");
   HeadLayoutStage::usesShapeFields(k);
   // A Split-K part leaves the output's hooks to the reduce kernel.

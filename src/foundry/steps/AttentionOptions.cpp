@@ -35,6 +35,9 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::faPrefillHeadsFirst, O>(
           "FOUNDRY_FA_PREFILL_HEADS_FIRST",
           "prefill grid order: heads vary fastest (1) or each head's query tiles in turn (0)"),
+      knob::force<&O::faPrefillLoader, O>(
+          "FOUNDRY_FA_PREFILL_LOADER",
+          "cooperative-matrix prefill: one more subgroup that only loads the next K/V tile (two staging buffers)"),
       knob::boolean<&O::faPrefillProbe, O>(
           "FOUNDRY_FA_PREFILL_PROBE",
           "prefill kernels record per subgroup its SM, start and end times and the cycles of each phase into "

@@ -250,7 +250,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   if (!plan.decode && plan.prefillVariant.probe) {
     const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
     args.bind("probe", ctx.workspace.scratch(std::string(probe::kTensor), DType::U32,
-                                             {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.warps))}));
+                                             {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))}));
   }
   if (!plan.reduceKernel()) args.bind("o", call.o);
   if (call.lse && !plan.reduceKernel()) args.bind("lse", *call.lse);

@@ -365,11 +365,22 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                   "accepted on this device: auto, 0", device.name));
     }
     v.keysPerTile = v.quadSoftmax ? tune.coopKeysPerTile : tune.coopKeysPerTileShared;
+    v.loader = o.faPrefillLoader == Force::On;
+    if (v.loader && !v.quadSoftmax) {
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_LOADER"),
+                      "1 cannot be used here: a loader subgroup needs the softmax in registers; accepted here: auto, 0");
+    }
+    if (v.loader) why.push_back({"loader", "one subgroup loads K/V for the others", "FOUNDRY_FA_PREFILL_LOADER"});
     why.push_back({"softmax", v.quadSoftmax ? "registers" : "shared memory",
                    o.faPrefillRegisterSoftmax != Force::Auto ? "FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX"
                  : v.quadSoftmax ? "the accumulator layout is the quad pattern (probed)"
                                  : "the accumulator layout is unknown: rows go through shared memory"});
   } else {
+    if (o.faPrefillLoader == Force::On) {
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_LOADER"),
+                      "1 cannot be used here: a loader subgroup is part of the cooperative-matrix prefill, not the "
+                      "subgroup variant this call takes; accepted here: auto, 0");
+    }
     v.warps = o.faPrefillWarps.value_or(tune.prefillWarps);
     v.rowsPerWarp = tune.prefillRowsPerWarp;
     // A tile as wide as the subgroup at least: one key per lane in the scores.
@@ -399,8 +410,11 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
     (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
   }
-  const std::vector<std::uint32_t> stageCounts =
-      o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages} : std::vector<std::uint32_t>{2u, 1u};
+  const bool oneStageFirst = v.coopMat && tune.coopStages == 1;
+  const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}
+                                                 : v.loader        ? std::vector<std::uint32_t>{2u}
+                                                 : oneStageFirst   ? std::vector<std::uint32_t>{1u, 2u}
+                                                                   : std::vector<std::uint32_t>{2u, 1u};
   if (v.coopMat) {
     for (std::uint32_t w = v.warps; w >= 1; w /= 2) {
       for (std::uint32_t kpt : widths) {
@@ -440,6 +454,11 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                               : fmt::format("the smallest tile, {}x{} keys in {} stage, needs {} bytes",
                                                             v.rowsPerWorkgroup(), v.keysPerTile, v.stages,
                                                             v.sharedBytes(sg));
+    if (o.faPrefillLoader == Force::On) {
+      throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_LOADER"),
+                      fmt::format("1 cannot be used here: no tile with a loader subgroup fits device '{}': {}; "
+                                  "accepted here: auto, 0", device.name, detail));
+    }
     if (o.faPrefillStages) {
       rejectKnob(o, "FOUNDRY_FA_PREFILL_STAGES", v.stages, detail,
                  fmt::format("auto, or 1 or 2 staging buffers that fit in {} bytes of shared memory",

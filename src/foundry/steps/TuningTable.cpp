@@ -27,6 +27,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeHeads),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
+    FOUNDRY_TUNING_FIELD(coopStages),
     FOUNDRY_TUNING_FIELD(prefillWarps),        FOUNDRY_TUNING_FIELD(prefillRowsPerWarp),
     FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillSplitTiles),
     FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB),
@@ -41,7 +42,7 @@ const std::vector<TuningRow>& tuningTable() {
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0, .coopWarps = 8,
         .coopWarpsShared = 4,
-        .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .prefillWarps = 4, .prefillRowsPerWarp = 4,
+        .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .prefillWarps = 4, .prefillRowsPerWarp = 4,
         .prefillKeysPerTile = 32, .prefillSplitTiles = 4},
        "every device: the H200's sweeps (docs/performance.md), until a family is measured apart"},
       {{},
@@ -63,10 +64,16 @@ const std::vector<TuningRow>& tuningTable() {
        "registers leave room for wider loads and more keys per step (H200, DeepSeek-V2-Lite after 4096 tokens: "
        "29.9 us a layer against 284 with 8 heads and 47.6 with 4)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 128, .maxHeadDim = 128},
-       {.coopKeysPerTile = 32},
-       "Hopper, head_dim 128: 32-key tiles in two staging buffers (H200 causal prefill, 2026-11-26, twice in one "
-       "call: S 8192 3287 us against 3453 for 64 keys in one buffer, S 4096 871 against 901, S 2048 245-246 against "
-       "256-258; the probe shows the loads' share of a subgroup's cycles falling from 14.6% to 8.5%)"},
+       {.coopKeysPerTile = 32, .prefillSplitTiles = 8},
+       "Hopper, head_dim 128: 32-key tiles in two staging buffers (H200 causal prefill, 2026-11-26, against 64 keys "
+       "in one buffer: S 8192 3287 against 3453 us in one call and 3409 against 3430 in another, S 2048 245 against "
+       "257 and 255 against 257; the loads' share of a subgroup's cycles falls from 14.6% to 8.5%); a Split-K part "
+       "keeps at least 256 keys as with 64-key tiles (S 512: 53.0 us with 2 splits against 60.7 with 3)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 64, .maxHeadDim = 64},
+       {.coopWarps = 4, .coopKeysPerTile = 32, .coopStages = 1},
+       "Hopper, head_dim 64: 4 subgroups and one 32-key staging buffer (9 KiB), so four workgroups share an SM (H200 "
+       "causal prefill, 2026-11-26, two calls: S 8192 1735-1737 us against 1791-1807 for 8 subgroups and two 64-key "
+       "buffers, S 2048 128.7 against 137.2)"},
       {{.minHeadDim = 65},
        {.coopKeysPerTileShared = 32},
        "rows wider than 64 with the softmax in shared memory: 32-key tiles keep the staging small"},

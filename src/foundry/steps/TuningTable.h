@@ -37,6 +37,7 @@ struct TuningValues {
   std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
   std::optional<std::uint32_t> coopKeysPerTile;      ///< keys per tile, register softmax
   std::optional<std::uint32_t> coopKeysPerTileShared;///< keys per tile, softmax in shared memory
+  std::optional<std::uint32_t> coopStages;           ///< K/V staging buffers tried first (2 or 1)
   // Prefill on subgroups.
   std::optional<std::uint32_t> prefillWarps;        ///< subgroups per workgroup
   std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
@@ -68,7 +69,7 @@ struct Tuning {
   std::uint32_t decodeWarps = 0, decodeUnroll = 0, decodeVecWidth = 0, decodeLaneElems = 0, decodeSplitKeys = 0,
                 wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
   std::uint32_t decodeHeads = 0;  ///< query heads per decode workgroup, below the group's default; 0: the default
-  std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0;
+  std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0;
   std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
                 prefillHeadsFirstKiB = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.
