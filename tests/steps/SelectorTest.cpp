@@ -289,22 +289,24 @@ TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {
 
 TEST(Selector, H200PrefillSplitsKeysWhenFewQueryTilesMeetALongCache) {
   const DeviceInfo device = parseDevicePreset("h200");
-  // 1 tile of 128 rows x 8 heads = 8 workgroups for 132 compute units.
+  // 1 tile of 128 rows x 8 heads = 8 workgroups for 132 compute units: the tile halves to 64 rows
+  // (the tuning table's coopMinWarps stops it there), 16 workgroups, and the keys are split.
   const CallShape shape = prefillShape(8, 8, 128, 16384, 128);
   const AttentionPlan plan = planFor(device, shape);
   ASSERT_TRUE(plan.prefillVariant.coopMat);
-  ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 128u);
+  ASSERT_EQ(plan.prefillVariant.rowsPerWorkgroup(), 64u);
+  EXPECT_THAT(plan, HasDecision("query tile", HasSubstr("8 query tiles of 128 rows would not fill 132 compute units")));
   ASSERT_EQ(plan.prefillVariant.keysPerTile, 32u);
-  const Split want = prefillRule(16384, 132, 8, 32);
-  // min(ceil(264 / 8), 16384 / 128) = 33 wanted; chunks of ceil(16384 / 33) rounded up to 32 keys
-  // are 512 keys, so 32 splits.
-  EXPECT_EQ(want.splits, 32u);
+  const Split want = prefillRule(16384, 132, 16, 32);
+  // min(ceil(264 / 16), 16384 / 128) = 17 wanted; chunks of ceil(16384 / 17) rounded up to 32 keys
+  // are 992 keys, so 17 splits.
+  EXPECT_EQ(want.splits, 17u);
   EXPECT_EQ(plan.splits, want.splits);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_TRUE(plan.prefillVariant.split);
-  EXPECT_EQ(plan.grid, prefillGrid(shape, want.splits));
+  EXPECT_EQ(plan.grid, prefillGrid(shape, 2 * want.splits));
   EXPECT_EQ(plan.reduceGrid, (Grid{128, 8, 1}));
-  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("8 workgroups for 132 compute units")));
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("16 workgroups for 132 compute units")));
 }
 
 TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
@@ -347,7 +349,8 @@ TEST(Selector, DisablePrefillSplitKKeepsOneSplitEvenOverTheSplitKnob) {
   EXPECT_EQ(plan.splits, 1u);
   EXPECT_FALSE(plan.prefillVariant.split);
   EXPECT_EQ(plan.kvChunk, 16384u);
-  EXPECT_EQ(plan.grid, prefillGrid(shape, 1));  // one query tile of 128 rows
+  // Two query tiles of 64 rows: one of 128 fills less of the device (coopMinWarps).
+  EXPECT_EQ(plan.grid, prefillGrid(shape, 2));
   EXPECT_EQ(plan.scratchBytes, 0u);
   EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("FOUNDRY_DISABLE_FA_PREFILL_SPLITK")));
 }

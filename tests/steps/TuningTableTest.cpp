@@ -101,7 +101,8 @@ TEST(TuningTable, TheSelectorStartsFromTheTable) {
                 std::min(tune.decodeWarps, device.maxWorkgroupInvocations / device.subgroupSize));
       EXPECT_EQ(decision(decode, "unroll").reason, tune.sourceOf("decodeUnroll"));
     }
-    const AttentionPlan prefill = planOn(preset, test::prefillShape(32, 8, 512, 512));
+    // Long enough that the query tiles fill every preset's compute units (no smaller tiles).
+    const AttentionPlan prefill = planOn(preset, test::prefillShape(32, 8, 4096, 4096));
     const PrefillVariant& v = prefill.prefillVariant;
     if (v.coopMat && v.quadSoftmax) {
       EXPECT_EQ(v.warps, tune.coopWarps);

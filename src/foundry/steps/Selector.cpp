@@ -365,6 +365,18 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                   "accepted on this device: auto, 0", device.name));
     }
     v.keysPerTile = v.quadSoftmax ? tune.coopKeysPerTile : tune.coopKeysPerTileShared;
+    // Few query tiles: smaller ones fill the device where a Split-K would otherwise be needed (its
+    // partials and their reduce cost more; H200 D128 S512: 33.1 us with 4 subgroups, 53.0 with 8 and 2 splits).
+    const auto workgroups = [&](std::uint32_t warps) { return std::uint64_t(ceilDiv(p.qLen, 16 * warps)) * p.nHeads * p.batch; };
+    if (!o.faPrefillWarps) {
+      const std::uint32_t planned = v.warps;
+      while (v.warps > tune.coopMinWarps && workgroups(v.warps) < device.computeUnits) v.warps /= 2;
+      if (v.warps != planned) {
+        why.push_back({"query tile", fmt::format("{} subgroups instead of {}", v.warps, planned),
+                       fmt::format("{} query tiles of {} rows would not fill {} compute units; {}", workgroups(planned),
+                                   16 * planned, device.computeUnits, tune.sourceOf("coopMinWarps"))});
+      }
+    }
     v.loader = o.faPrefillLoader == Force::On;
     if (v.loader && !v.quadSoftmax) {
       throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_LOADER"),
@@ -410,7 +422,9 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
     (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
   }
-  const bool oneStageFirst = v.coopMat && tune.coopStages == 1;
+  const bool oneStageFirst =
+      v.coopMat && tune.coopStages == 1 &&
+      std::uint64_t(ceilDiv(p.qLen, v.rowsPerWorkgroup())) * p.nHeads * p.batch >= tune.coopOneStageGroups * std::uint64_t(device.computeUnits);
   const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}
                                                  : v.loader        ? std::vector<std::uint32_t>{2u}
                                                  : oneStageFirst   ? std::vector<std::uint32_t>{1u, 2u}

@@ -27,7 +27,8 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeHeads),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
-    FOUNDRY_TUNING_FIELD(coopStages),
+    FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
+    FOUNDRY_TUNING_FIELD(coopMinWarps),
     FOUNDRY_TUNING_FIELD(prefillWarps),        FOUNDRY_TUNING_FIELD(prefillRowsPerWarp),
     FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillSplitTiles),
     FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB),
@@ -42,7 +43,8 @@ const std::vector<TuningRow>& tuningTable() {
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0, .coopWarps = 8,
         .coopWarpsShared = 4,
-        .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .prefillWarps = 4, .prefillRowsPerWarp = 4,
+        .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
+        .prefillWarps = 4, .prefillRowsPerWarp = 4,
         .prefillKeysPerTile = 32, .prefillSplitTiles = 4},
        "every device: the H200's sweeps (docs/performance.md), until a family is measured apart"},
       {{},
@@ -70,10 +72,12 @@ const std::vector<TuningRow>& tuningTable() {
        "257 and 255 against 257; the loads' share of a subgroup's cycles falls from 14.6% to 8.5%); a Split-K part "
        "keeps at least 256 keys as with 64-key tiles (S 512: 53.0 us with 2 splits against 60.7 with 3)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 64, .maxHeadDim = 64},
-       {.coopWarps = 4, .coopKeysPerTile = 32, .coopStages = 1},
-       "Hopper, head_dim 64: 4 subgroups and one 32-key staging buffer (9 KiB), so four workgroups share an SM (H200 "
-       "causal prefill, 2026-11-26, two calls: S 8192 1735-1737 us against 1791-1807 for 8 subgroups and two 64-key "
-       "buffers, S 2048 128.7 against 137.2)"},
+       {.coopWarps = 4, .coopKeysPerTile = 32, .coopStages = 1, .coopOneStageGroups = 6},
+       "Hopper, head_dim 64: 4 subgroups and 32-key tiles; from 6 workgroups per SM one staging buffer (9 KiB), so "
+       "four workgroups share an SM (H200 causal prefill, 2026-11-26: S 8192 1735 us against 1805 for 8 subgroups "
+       "and two 64-key buffers and 1984 for two 32-key buffers, S 4096 458 against 479 and 516, S 2048 128.7 against "
+       "137.2); shorter grids two buffers (S 1024 44.2 against 51.1 with one and 44.9 for the old plan, S 512 20.7 "
+       "against 24.6 and 38.3)"},
       {{.minHeadDim = 65},
        {.coopKeysPerTileShared = 32},
        "rows wider than 64 with the softmax in shared memory: 32-key tiles keep the staging small"},

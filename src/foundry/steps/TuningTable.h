@@ -38,6 +38,11 @@ struct TuningValues {
   std::optional<std::uint32_t> coopKeysPerTile;      ///< keys per tile, register softmax
   std::optional<std::uint32_t> coopKeysPerTileShared;///< keys per tile, softmax in shared memory
   std::optional<std::uint32_t> coopStages;           ///< K/V staging buffers tried first (2 or 1)
+  /// coopStages 1 applies from this many workgroups per compute unit (a shorter grid tries 2 first).
+  std::optional<std::uint32_t> coopOneStageGroups;
+  /// The fewest subgroups a workgroup is cut to while the query tiles do not fill the compute units
+  /// (smaller query tiles instead of a Split-K).
+  std::optional<std::uint32_t> coopMinWarps;
   // Prefill on subgroups.
   std::optional<std::uint32_t> prefillWarps;        ///< subgroups per workgroup
   std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
@@ -69,7 +74,8 @@ struct Tuning {
   std::uint32_t decodeWarps = 0, decodeUnroll = 0, decodeVecWidth = 0, decodeLaneElems = 0, decodeSplitKeys = 0,
                 wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
   std::uint32_t decodeHeads = 0;  ///< query heads per decode workgroup, below the group's default; 0: the default
-  std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0;
+  std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
+                coopOneStageGroups = 0, coopMinWarps = 0;
   std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
                 prefillHeadsFirstKiB = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.
