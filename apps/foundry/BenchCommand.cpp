@@ -100,14 +100,18 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
         if (r.probe) fmt::print("  probe: {}\n", r.probe->describe());
         std::fflush(stdout);
       };
+      // Timed, and with --probe a prefill shape also through the probe's build.
+      auto measured = [&](bench::Prepared& prepared, const AttentionOptions& knobs) {
+        bench::Result r = runner.measure(prepared, knobs, ceilings);
+        if (a->probe && prepared.shape.kind == "prefill") r.probe = runner.probe(prepared, knobs);
+        return r;
+      };
       for (std::size_t i = 0; i < shapes.size(); ++i) {
         const bench::Shape& s = shapes[i];
         if (!a->sweep) {
           progress->update("bench", i, shapes.size());
           bench::Prepared prepared = runner.prepare(s);
-          bench::Result r = runner.measure(prepared, options.attention, ceilings);
-          if (a->probe && s.kind == "prefill") r.probe = runner.probe(prepared, options.attention);
-          report(r);
+          report(measured(prepared, options.attention));
           continue;
         }
         bench::Prepared prepared = runner.prepare(s);
@@ -123,9 +127,8 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
         for (std::size_t v = 0; v < variants.size(); ++v) {
           progress->update(phase, v, variants.size());
           try {
-            bench::Result r = runner.measure(prepared, variants[v].second, ceilings);
+            bench::Result r = measured(prepared, variants[v].second);
             r.variant = variants[v].first;
-            if (a->probe && s.kind == "prefill") r.probe = runner.probe(prepared, variants[v].second);
             report(r);
           } catch (const UserError& e) {
             progress->finish();

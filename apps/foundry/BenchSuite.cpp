@@ -401,10 +401,7 @@ probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
   FlashAttentionStep step(rt_.info(), rt_.snippets(), probing);
   DeviceWorkspace workspace(rt_);
   const AttentionPlan plan = step.plan(pr.calls[0]);
-  FOUNDRY_CHECK_INTERNAL(!plan.decode, "the probe measures prefill kernels");
-  const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
-  Tensor words = workspace.scratch(probe::kTensor, DType::U32,
-                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))});
+  const Tensor words = FlashAttentionStep::probeRecords(workspace, plan);
   // The second call is the one read: the first builds the pipeline and warms the caches and clocks.
   for (int i = 0; i < 2; ++i) {
     words.buffer->fill(0u);
@@ -416,11 +413,6 @@ probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
   std::vector<std::uint32_t> w(static_cast<std::size_t>(words.numel()));
   words.buffer->download(std::as_writable_bytes(std::span(w)), words.offset * 4);
   return probe::summarize(w, plan.prefillVariant.subgroups());
-}
-
-Result Runner::run(const Shape& s, const Ceilings& ceilings) {
-  Prepared pr = prepare(s);
-  return measure(pr, options_.knobs, ceilings);
 }
 
 Shape parseShape(const std::string& text) {

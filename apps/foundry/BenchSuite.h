@@ -104,7 +104,6 @@ class Runner {
   Prepared prepare(const Shape& shape);
   /// Checks then times one call on prepared inputs with the given knobs.
   Result measure(Prepared& prepared, const AttentionOptions& knobs, const Ceilings& ceilings);
-  Result run(const Shape& shape, const Ceilings& ceilings);
   /// One call of the prefill kernel's probe build (FOUNDRY_FA_PREFILL_PROBE) with these knobs, after
   /// a warm-up call, and its summary.
   probe::Summary probe(Prepared& prepared, const AttentionOptions& knobs);

@@ -15,7 +15,6 @@
 #include "foundry/stages/modifiers/SinksStage.h"
 #include "foundry/stages/modifiers/SlidingWindowStage.h"
 #include "foundry/stages/modifiers/SoftCapStage.h"
-#include "foundry/stages/PrefillProbe.h"
 #include "foundry/steps/RopeStep.h"
 #include "foundry/steps/SdpaReferenceStep.h"
 #include "foundry/vk/Buffer.h"
@@ -377,9 +376,7 @@ AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options
   // The probe's tensor, zeroed first so a record the kernel never wrote shows.
   std::optional<Tensor> probeWords;
   if (const AttentionPlan plan = step.plan(in.call); !plan.decode && plan.prefillVariant.probe) {
-    const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
-    probeWords = workspace.scratch(probe::kTensor, DType::U32,
-                                   {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))});
+    probeWords = FlashAttentionStep::probeRecords(workspace, plan);
     probeWords->buffer->fill(0u);
   }
   StepRecord record = step.run(ctx, in.call);

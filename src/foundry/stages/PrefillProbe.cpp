@@ -43,7 +43,7 @@ struct Interval {
 std::uint64_t joined(std::uint32_t lo, std::uint32_t hi) { return (std::uint64_t(hi) << 32) | lo; }
 
 // The most intervals open at once, and the time-weighted mean count over the time any is open.
-std::pair<std::uint32_t, double> overlap(std::vector<Interval> v, double& busy) {
+std::pair<std::uint32_t, double> overlap(const std::vector<Interval>& v, double& busy) {
   std::vector<std::pair<std::uint64_t, int>> events;
   for (const auto& i : v) {
     events.push_back({i.start, +1});
@@ -115,7 +115,7 @@ Summary summarize(const std::vector<std::uint32_t>& w, std::uint32_t subgroups) 
   s.workgroupTicks = total / double(all.size());
   s.sms = static_cast<std::uint32_t>(bySm.size());
   double busySum = 0, weightedSum = 0;
-  for (auto& [sm, v] : bySm) {
+  for (const auto& [sm, v] : bySm) {
     double busy = 0;
     const auto [most, mean] = overlap(v, busy);
     s.maxResident = std::max(s.maxResident, most);

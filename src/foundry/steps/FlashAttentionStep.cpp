@@ -156,6 +156,13 @@ std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& ca
   return out;
 }
 
+Tensor FlashAttentionStep::probeRecords(Workspace& workspace, const AttentionPlan& plan) {
+  FOUNDRY_CHECK_INTERNAL(!plan.decode && plan.prefillVariant.probe, "probe records of a plan without the probe");
+  const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
+  return workspace.scratch(probe::kTensor, DType::U32,
+                           {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))});
+}
+
 std::vector<std::string> PreparedAttention::kernelNames() const {
   std::vector<std::string> out;
   for (const auto& k : kernels) out.push_back(k.source->name);
@@ -247,11 +254,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   } else if (!plan.decode) {
     args.set("n_splits", 1u);
   }
-  if (!plan.decode && plan.prefillVariant.probe) {
-    const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
-    args.bind("probe", ctx.workspace.scratch(std::string(probe::kTensor), DType::U32,
-                                             {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))}));
-  }
+  if (!plan.decode && plan.prefillVariant.probe) args.bind("probe", probeRecords(ctx.workspace, plan));
   if (!plan.reduceKernel()) args.bind("o", call.o);
   if (call.lse && !plan.reduceKernel()) args.bind("lse", *call.lse);
   if (split && !plan.reduceKernel()) {

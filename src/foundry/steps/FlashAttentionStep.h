@@ -77,6 +77,10 @@ class FlashAttentionStep {
   /// The kernels this step would build for a call, without recording (foundry kernels --dump).
   std::vector<KernelSource> kernelsFor(const AttentionCall& call);
 
+  /// The workspace tensor a probed prefill plan (FOUNDRY_FA_PREFILL_PROBE) writes its records into
+  /// (stages/PrefillProbe.h): one per subgroup of its grid. The same tensor run() binds.
+  static Tensor probeRecords(Workspace& workspace, const AttentionPlan& plan);
+
  private:
   std::shared_ptr<const KernelSource> kernel(const std::string& key, const std::function<KernelSource()>& build);
   std::vector<PreparedKernel> buildKernels(const AttentionProblem& p, const AttentionPlan& plan, bool fusedRope,

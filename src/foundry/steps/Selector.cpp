@@ -325,6 +325,8 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   // then every KV head is read at once, which pays only while they stay in the cache together.
   v.longestFirst = p.causal;
   v.halfTiles = device.fp16Arithmetic;
+  // Workgroups of query tiles of `rows` rows (before any Split-K).
+  const auto queryTiles = [&](std::uint32_t rows) { return std::uint64_t(ceilDiv(p.qLen, rows)) * p.nHeads * p.batch; };
 
   // Why the cooperative-matrix variant cannot take this call, or empty.
   const std::string noCoop =
@@ -367,14 +369,14 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
     v.keysPerTile = v.quadSoftmax ? tune.coopKeysPerTile : tune.coopKeysPerTileShared;
     // Few query tiles: smaller ones fill the device where a Split-K would otherwise be needed (its
     // partials and their reduce cost more; H200 D128 S512: 33.1 us with 4 subgroups, 53.0 with 8 and 2 splits).
-    const auto workgroups = [&](std::uint32_t warps) { return std::uint64_t(ceilDiv(p.qLen, 16 * warps)) * p.nHeads * p.batch; };
     if (!o.faPrefillWarps) {
       const std::uint32_t planned = v.warps;
-      while (v.warps > tune.coopMinWarps && workgroups(v.warps) < device.computeUnits) v.warps /= 2;
+      while (v.warps > tune.coopMinWarps && queryTiles(16 * v.warps) < device.computeUnits) v.warps /= 2;
       if (v.warps != planned) {
         why.push_back({"query tile", fmt::format("{} subgroups instead of {}", v.warps, planned),
-                       fmt::format("{} query tiles of {} rows would not fill {} compute units; {}", workgroups(planned),
-                                   16 * planned, device.computeUnits, tune.sourceOf("coopMinWarps"))});
+                       fmt::format("{} query tiles of {} rows would not fill {} compute units; {}",
+                                   queryTiles(16 * planned), 16 * planned, device.computeUnits,
+                                   tune.sourceOf("coopMinWarps"))});
       }
     }
     v.loader = o.faPrefillLoader == Force::On;
@@ -422,9 +424,8 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
     (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
   }
-  const bool oneStageFirst =
-      v.coopMat && tune.coopStages == 1 &&
-      std::uint64_t(ceilDiv(p.qLen, v.rowsPerWorkgroup())) * p.nHeads * p.batch >= tune.coopOneStageGroups * std::uint64_t(device.computeUnits);
+  const bool oneStageFirst = v.coopMat && tune.coopStages == 1 &&
+                             queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits;
   const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}
                                                  : v.loader        ? std::vector<std::uint32_t>{2u}
                                                  : oneStageFirst   ? std::vector<std::uint32_t>{1u, 2u}
