@@ -38,6 +38,9 @@
 #   bash bench/h200.sh replay-check      # on the device: the same decode, replayed and not, with --check
 #   bash bench/h200.sh probe [V...]      # on the device: the prefill probe's tests, then causal prefill
 #                                        # timed and probed with the plan and other tilings
+#   bash bench/h200.sh coopmat2 [V...]   # on the device: the workgroup-scope (coopmat2) prefill's parity
+#                                        # cases, then causal prefill with the plan against coopmat2
+#                                        # tilings, interleaved (FOUNDRY_GLSLC from .device/compilers)
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -73,6 +76,15 @@ attention_suite() {
     { echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; tail -3 "$out/attention-tests.log"; return 1; }
   tail -3 "$out/attention-tests.log"
 }
+# A variant NAME:KNOB=VALUE,KNOB=VALUE (knobs without FOUNDRY_) as `foundry --set` flags in $sets;
+# "plan" sets nothing.
+variant_sets() {
+  sets=()
+  [ "$1" = plan ] && return 0
+  local knobs k
+  IFS=, read -r -a knobs <<<"${1#*:}"
+  for k in "${knobs[@]}"; do sets+=(--set "$k"); done
+}
 # On the device, for the runs over several GPUs: Open MPI's runtime, the GPUs listed into
 # $out/gpu.txt, $gpus their number, $status 0.
 several_gpus() {
@@ -101,6 +113,7 @@ case "${1:-}" in
     bins+=(build/release/bench/foundry_cp_bench)
     ../shared/device/pack.sh "${bins[@]}"
     bash bench/mpi/pack.sh
+    rm -rf .device/compilers && cp -r "$(dirname "$(dirname "$(bash scripts/newer-compilers.sh)")")" .device/compilers
     cp ../shared/device/torch_sdpa.py .device/
     cp bench/compare.py bench/torch_batch.py .device/
     bash bench/ggml/fetch.sh
@@ -470,14 +483,45 @@ case "${1:-}" in
                 w8-bc32:FA_PREFILL_WARPS=8,FA_PREFILL_KEYS_PER_TILE=32)
     for v in plan "${variants[@]}"; do
       name=${v%%:*}
-      sets=()
-      if [ "$v" != plan ]; then
-        IFS=, read -r -a knobs <<<"${v#*:}"
-        for k in "${knobs[@]}"; do sets+=(--set "$k"); done
-      fi
+      variant_sets "$v"
       echo "== $name"
       foundry "${sets[@]}" bench --probe --json "$out/probe-$name.json" --shape "${shapes[@]}" |
         grep -v '^[-| ]*$' || status=1
+    done
+    exit $status
+    ;;
+  coopmat2)
+    # Issue 18, item 6: prefill on workgroup-scope cooperative matrices (GL_NV_cooperative_matrix2),
+    # compiled by Debian 13's glslc (scripts/newer-compilers.sh; `prepare` packs it as .device/compilers).
+    # The prefill variant cases (coopmat2 among them) first; then causal prefill, the plan (subgroup-
+    # scope matrices) against coopmat2 tilings, twice in alternation. Each further argument is a variant
+    # NAME:KNOB=VALUE,... (knobs without FOUNDRY_); COOPMAT2_SHAPES overrides the shapes.
+    on_device
+    status=0
+    export FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    foundry devices | tee "$out/devices.txt"
+    .device/bin/foundry_attention_tests --gtest_brief=1 --gtest_filter='*PrefillVariants*:*LseOutput*' \
+      >"$out/coopmat2-tests.log" 2>&1 || { echo "FAILED: prefill variant tests"; status=1; }
+    grep -E "FAILED|SKIPPED|PASSED" "$out/coopmat2-tests.log" | tail -25
+    read -r -a shapes <<<"${COOPMAT2_SHAPES:-prefill:1:32:8:8192:128 prefill:1:32:8:2048:128 prefill:1:32:8:512:128 prefill:1:32:8:8192:64 prefill:1:32:8:2048:64}"
+    shift
+    variants=("$@")
+    # The same glslc with spirv-opt (-O), for a variant that sets GLSLC=/tmp/glslc-O.
+    printf '#!/bin/sh\nexec %s -O "$@"\n' "$FOUNDRY_GLSLC" >/tmp/glslc-O && chmod +x /tmp/glslc-O
+    [ ${#variants[@]} -gt 0 ] ||
+      variants=(cm2-s0-w4-bc32:FA_PREFILL_COOPMAT2=1,FA_PREFILL_STAGES=0,FA_PREFILL_WARPS=4,FA_PREFILL_KEYS_PER_TILE=32
+                cm2-s0-w4-bc64:FA_PREFILL_COOPMAT2=1,FA_PREFILL_STAGES=0,FA_PREFILL_WARPS=4,FA_PREFILL_KEYS_PER_TILE=64
+                cm2-s0-w2-bc64:FA_PREFILL_COOPMAT2=1,FA_PREFILL_STAGES=0,FA_PREFILL_WARPS=2,FA_PREFILL_KEYS_PER_TILE=64
+                cm2-s2-w4-bc32:FA_PREFILL_COOPMAT2=1,FA_PREFILL_STAGES=2,FA_PREFILL_WARPS=4,FA_PREFILL_KEYS_PER_TILE=32)
+    for round in 1 2; do
+      for v in plan "${variants[@]}"; do
+        name=${v%%:*}
+        variant_sets "$v"
+        echo "== $name (round $round)"
+        foundry "${sets[@]}" bench --json "$out/coopmat2-$name-$round.json" --shape "${shapes[@]}" |
+          grep -v '^[-| ]*$' || status=1
+      done
     done
     exit $status
     ;;

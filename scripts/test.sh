@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# Debian 13's glslc in a private prefix (.cache/compilers), for the coopmat2 kernels' compile test.
+bash scripts/newer-compilers.sh >/dev/null
 
 # Every suite, release build.
 cmake --preset release

@@ -6,6 +6,7 @@
 #include "Commands.h"
 #include "Table.h"
 #include "foundry/Error.h"
+#include "foundry/ExternalGlslc.h"
 #include "foundry/Runtime.h"
 #include "foundry/vk/Instance.h"
 
@@ -68,6 +69,7 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                          {"shader_clock", c.shaderClock},
                          {"sm_builtins", c.smBuiltins},
                          {"cooperative_matrix", coopMatText(c)},
+                         {"cooperative_matrix2", c.coopMat2},
                          {"compute_units", c.computeUnits},
                          {"memory_bytes", c.deviceMemoryBytes},
                          {"pretend", c.toString()}});
@@ -90,6 +92,14 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                mib(c.deviceMemoryBytes)});
       }
       fmt::print("{}", t.str());
+      // Workgroup-scope (coopmat2) kernels need a compiler Debian 12's shaderc is not.
+      if (options.glslc.empty()) {
+        fmt::print("coopmat2 compiler: none (FOUNDRY_GLSLC; bash scripts/newer-compilers.sh makes one)\n");
+      } else {
+        const ExternalGlslc glslc(options.glslc);
+        fmt::print("coopmat2 compiler: {} ({}){}\n", options.glslc, glslc.version().empty() ? "?" : glslc.version(),
+                   glslc.coopMat2() ? "" : ": " + glslc.problem());
+      }
       // What `foundry kernels --pretend` takes to plan for this device elsewhere.
       for (const auto& d : instance.devices()) fmt::print("#{} pretend: {}\n", d.index, infos[d.index].toString());
       return 0;

@@ -82,7 +82,8 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       KernelCache* cache = runtime ? &runtime->kernels() : nullptr;
       std::unique_ptr<KernelCache> ownCache;
       if (!cache && a->compile) {
-        ownCache = std::make_unique<KernelCache>(std::make_shared<ShaderCompiler>(),
+        ownCache = std::make_unique<KernelCache>(
+            std::make_shared<ShaderCompiler>(ShaderCompiler::Optimization::Performance, options.runtime.glslc),
                                                  std::make_shared<DiskCache>(diskCacheDirectory(options.runtime)));
         cache = ownCache.get();
       }

@@ -37,6 +37,16 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint
   uint t = pf_next_tile(kv_begin, kv_end, b, h, pos0, pos_hi);
   probe_mark(PROBE_SETUP);
   if (t >= kv_end) return;
+#if PF_STAGES == 0
+  // Tiles load straight from the cache (workgroup-scope tensor loads): nothing to stage, no barrier.
+  while (t < kv_end) {
+    const uint next = pf_next_tile(t + PF_BC, kv_end, b, h, pos0, pos_hi);
+    pf_tile(st, 0u, t, kv_end, pf_tile_masked(keys, t, kv_end), b, h, pos0, keys, qk_scale);
+    probe_mark(PROBE_TILE);
+    t = next;
+  }
+  return;
+#endif
   const uint kv_last = kv_end - 1u;
 #if PF_LOADER
   const bool loads = gl_SubgroupID == PF_WARPS;

@@ -75,6 +75,14 @@ struct DeviceInfo {
   /// VK_NV_shader_sm_builtins: a shader can read which SM runs it (gl_SMIDNV).
   bool smBuiltins = false;
   std::vector<CoopMatShape> coopMatShapes;  ///< empty: no cooperative matrix
+  /// Workgroup-scope cooperative-matrix kernels build and run here: the device has
+  /// VK_NV_cooperative_matrix2 (workgroup scope, flexible dimensions, reductions, conversions, element
+  /// operations), and a Runtime found a glslc that compiles them (FOUNDRY_GLSLC; it clears this where not).
+  bool coopMat2 = false;
+  /// Shared memory the driver keeps for itself in a kernel with workgroup-scope matrices.
+  std::uint32_t coopMat2ReservedShared = 0;
+  /// The most invocations a workgroup with workgroup-scope matrices may have.
+  std::uint32_t coopMat2MaxWorkgroup = 0;
   CoopMatLayout coopMatLayout;
   std::uint32_t computeUnits = 1;
   std::array<std::uint8_t, 16> uuid{};

@@ -212,6 +212,9 @@ const std::vector<Key>& keys() {
       flag("clock", &DeviceInfo::shaderClock),
       flag("smids", &DeviceInfo::smBuiltins),
       {"coopmat", setCoopMat, coopMatText},
+      flag("cm2", &DeviceInfo::coopMat2),
+      number("cm2-reserve", &DeviceInfo::coopMat2ReservedShared),
+      number("cm2-invocations", &DeviceInfo::coopMat2MaxWorkgroup),
       {"layout", setLayout, layoutText},
       {"quad",
        [](DeviceInfo& d, std::string_view key, std::string_view v) {

@@ -620,6 +620,7 @@ KernelSource KernelBuilder::build() const {
   if (halfValues) w.line("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require");
   for (const auto& e : m.extensions) {
     if (e == "GL_NV_cooperative_matrix") src.usesCoopMat = true;
+    if (e == "GL_NV_cooperative_matrix2") src.usesCoopMat2 = true;
     w.line("#extension {} : require", e);
   }
   w.blank();

@@ -17,7 +17,7 @@ KernelCache::KernelCache(std::shared_ptr<const ShaderCompiler> compiler, std::sh
     : compiler_(std::move(compiler)), disk_(std::move(disk)), dumpDirectory_(std::move(dumpDirectory)) {}
 
 std::string KernelCache::keyFor(const KernelSource& source) const {
-  return Hasher().field(source.glsl).field(compiler_->identity()).hex();
+  return Hasher().field(source.glsl).field(compiler_->identity(source)).hex();
 }
 
 std::shared_ptr<const Spirv> KernelCache::spirv(const KernelSource& source) {
@@ -52,7 +52,7 @@ std::shared_ptr<const Spirv> KernelCache::spirv(const KernelSource& source) {
 
 std::pair<std::shared_ptr<const Spirv>, bool> KernelCache::produce(const KernelSource& source, const std::string& key) {
   if (!dumpDirectory_.empty()) dumpKernel(dumpDirectory_, source);
-  if (auto code = loadFromDisk(key)) {
+  if (auto code = loadFromDisk(key, source.usesCoopMat2)) {
     ++diskHits_;
     return {std::move(code), true};
   }
@@ -72,14 +72,14 @@ std::shared_ptr<const Spirv> KernelCache::rebuild(const KernelSource& source) {
   return memory_[key] = std::move(code);
 }
 
-std::shared_ptr<const Spirv> KernelCache::loadFromDisk(const std::string& key) {
+std::shared_ptr<const Spirv> KernelCache::loadFromDisk(const std::string& key, bool coopMat2) {
   if (!disk_) return nullptr;
   const auto bytes = disk_->load("spirv", key);
   if (!bytes) return nullptr;
   auto words = std::make_shared<Spirv>(bytes->size() / 4);
   std::memcpy(words->data(), bytes->data(), words->size() * 4);
   const std::string problem =
-      bytes->size() % 4 != 0 ? std::string("is not a whole number of 32-bit words") : compiler_->rejects(*words);
+      bytes->size() % 4 != 0 ? std::string("is not a whole number of 32-bit words") : compiler_->rejects(*words, coopMat2);
   if (!problem.empty()) {
     disk_->evict("spirv", key, "holds SPIR-V that " + problem);
     return nullptr;
@@ -113,6 +113,7 @@ void dumpKernel(const std::string& directory, const KernelSource& source) {
   j["shared_bytes"] = source.layout.sharedBytes;
   j["push_bytes"] = source.layout.pushBytes;
   j["uses_cooperative_matrix"] = source.usesCoopMat;
+  j["uses_cooperative_matrix2"] = source.usesCoopMat2;
   for (const auto& b : source.layout.bindings) {
     j["bindings"].push_back({{"name", b.name}, {"binding", b.binding}, {"dtype", dtypeName(b.dtype)},
                              {"glsl", b.glslElement}, {"access", accessName(b.access)}});

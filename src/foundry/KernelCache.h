@@ -44,7 +44,7 @@ class KernelCache {
   const DiskCache* disk() const { return disk_.get(); }
 
  private:
-  std::shared_ptr<const Spirv> loadFromDisk(const std::string& key);
+  std::shared_ptr<const Spirv> loadFromDisk(const std::string& key, bool coopMat2);
   std::shared_ptr<const Spirv> compileAndStore(const KernelSource& source, const std::string& key);
   /// Loads or compiles `key` (outside the lock); returns the code and whether it came from disk.
   std::pair<std::shared_ptr<const Spirv>, bool> produce(const KernelSource& source, const std::string& key);

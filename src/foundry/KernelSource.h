@@ -48,6 +48,7 @@ struct KernelSource {
   std::vector<SourceBlock> blocks;  ///< where each line came from, for error messages
   std::vector<std::pair<std::string, std::string>> notes;  ///< decisions that produced the kernel
   bool usesCoopMat = false;
+  bool usesCoopMat2 = false;  ///< GL_NV_cooperative_matrix2 (workgroup-scope matrices)
 };
 
 }  // namespace foundry

@@ -51,7 +51,13 @@ void Runtime::start() {
   for (const auto& [k, v] : options_.describe()) spdlog::debug("knob {} = {}", k, v);
   snippets_ = SnippetLibrary::select(options_.kernelDir);
   disk_ = std::make_shared<DiskCache>(diskCacheDirectory(options_));
-  kernels_ = std::make_shared<KernelCache>(std::make_shared<ShaderCompiler>(), disk_, options_.dumpKernels);
+  auto compiler = std::make_shared<ShaderCompiler>(ShaderCompiler::Optimization::Performance, options_.glslc);
+  if (device_->info().coopMat2 && !compiler->coopMat2()) {
+    spdlog::debug("device '{}' has VK_NV_cooperative_matrix2 but no compiler for it here: {}", device_->info().name,
+                  compiler->external() ? compiler->external()->problem() : "FOUNDRY_GLSLC is not set");
+    device_->clearCoopMat2();
+  }
+  kernels_ = std::make_shared<KernelCache>(compiler, disk_, options_.dumpKernels);
   pipelines_ = std::make_shared<PipelineCache>(*device_, kernels_, disk_);
   if (device_->coopMatEnabled()) {
     // Where the accumulator layout is the quad pattern, prefill keeps its softmax in registers.

@@ -14,6 +14,9 @@ const std::vector<Knob<RuntimeOptions>>& RuntimeOptions::knobs() {
                                      "write each built kernel's .comp and .json there"),
       knob::text<&O::kernelDir, O>("FOUNDRY_KERNEL_DIR", "a directory holding kernels/*.glsl",
                                    "read GLSL snippets from disk instead of the binary"),
+      knob::text<&O::glslc, O>("FOUNDRY_GLSLC", "a glslc command (a path), or empty",
+                               "a glslc that compiles GL_NV_cooperative_matrix2 kernels, run for those alone "
+                               "(bash scripts/newer-compilers.sh makes one from Debian 13's packages)"),
       {{"FOUNDRY_LOG_LEVEL", "trace, debug, info, warn, error, off", "log verbosity"},
        [](O& o, const std::string& v, const std::string& f) {
          static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};

@@ -17,6 +17,7 @@ struct RuntimeOptions {
   std::string cacheDir;      ///< FOUNDRY_CACHE_DIR: empty means $XDG_CACHE_HOME/foundry; "off" disables
   std::string dumpKernels;   ///< FOUNDRY_DUMP_KERNELS: a directory, or empty
   std::string kernelDir;     ///< FOUNDRY_KERNEL_DIR: read kernels/*.glsl from here instead of the binary
+  std::string glslc;         ///< FOUNDRY_GLSLC: a glslc for cooperative-matrix-2 kernels, or empty
   std::string logLevel = "warn";  ///< FOUNDRY_LOG_LEVEL
   bool validation = false;   ///< FOUNDRY_VALIDATION: enable the Khronos validation layer
   /// Filled from the environment for the default cache location; not a knob.

@@ -14,7 +14,8 @@
 
 namespace foundry {
 
-ShaderCompiler::ShaderCompiler(Optimization optimization) : optimization_(optimization) {
+ShaderCompiler::ShaderCompiler(Optimization optimization, const std::string& externalGlslc)
+    : optimization_(optimization) {
   unsigned version = 0, revision = 0;
   shaderc_get_spv_version(&version, &revision);
   // The compilers' own versions, not only the SPIR-V they target: a newer glslang or SPIRV-Tools may
@@ -23,10 +24,27 @@ ShaderCompiler::ShaderCompiler(Optimization optimization) : optimization_(optimi
                           GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH, GLSLANG_VERSION_FLAVOR,
                           FOUNDRY_SPIRV_TOOLS_VERSION, version, revision,
                           optimization == Optimization::Performance ? "performance" : "none");
+  if (!externalGlslc.empty()) {
+    external_ = std::make_shared<ExternalGlslc>(externalGlslc);
+    coopMat2Identity_ = fmt::format("glslc '{}' {} vulkan1.3", externalGlslc, external_->version());
+  }
 }
 
 std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) const {
   ++count_;
+  if (source.usesCoopMat2) {
+    if (!coopMat2()) {
+      throw UnsupportedError(fmt::format(
+          "kernel {} uses GL_NV_cooperative_matrix2, which this build's shaderc cannot compile; {}", source.name,
+          external_ ? external_->problem()
+                    : std::string("set FOUNDRY_GLSLC to a glslc that can (bash scripts/newer-compilers.sh makes one)")));
+    }
+    try {
+      return external_->compile(source.glsl, source.name);
+    } catch (const DeviceError& e) {
+      throw DeviceError(describeCompileError(source, e.what()));
+    }
+  }
   shaderc::Compiler compiler;
   shaderc::CompileOptions options;
   options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
@@ -42,8 +60,9 @@ std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) c
   return {result.cbegin(), result.cend()};
 }
 
-std::string ShaderCompiler::rejects(const std::vector<std::uint32_t>& spirv) const {
+std::string ShaderCompiler::rejects(const std::vector<std::uint32_t>& spirv, bool coopMat2) const {
   if (spirv.empty() || spirv[0] != 0x07230203u) return "does not start with the SPIR-V magic number";
+  if (coopMat2) return external_ ? external_->rejects(spirv) : "was made by a glslc that is no longer given";
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
   std::string first;
   tools.SetMessageConsumer([&first](spv_message_level_t, const char*, const spv_position_t&, const char* message) {

@@ -170,6 +170,14 @@ const std::map<std::string, KnobRun>& knobRuns() {
        {.value = "1", .shows = "a loader subgroup asked of the subgroup prefill (no cooperative matrices)",
         .exitCode = 2, .fragment = "FOUNDRY_FA_PREFILL_LOADER: 1 cannot be used here: a loader subgroup is part of the "
                                    "cooperative-matrix prefill"}},
+      {"FOUNDRY_FA_PREFILL_COOPMAT2",
+       {.value = "1", .shows = "workgroup-scope matrices asked of a device without cooperative matrices", .exitCode = 2,
+        .fragment = "FOUNDRY_FA_PREFILL_COOPMAT2: 1 cannot be used here: the call does not take the cooperative-matrix "
+                    "variant"}},
+      {"FOUNDRY_GLSLC",
+       {.value = "{tmp}/no-such-glslc", .shows = "a glslc that does not run: only workgroup-scope kernels would use it, "
+                                                "and none are planned here (the run passes)",
+        .fragment = kPassed}},
       {"FOUNDRY_FA_PREFILL_PROBE",
        {.value = "1", .shows = "the prefill probe's build of the kernel (the run's check still passes)",
         .fragment = kPassed, .check = ranKernel("_probe")}},

@@ -24,9 +24,17 @@ AttentionCase shape(std::uint32_t batch, std::uint32_t heads, std::uint32_t kvHe
 /// Knobs as a builder: Knobs().warps(2).keys(4).splitK(3) ... The subgroup prefill variant is the
 /// default here (it is the one every device runs); coopMat() asks for the cooperative-matrix one.
 struct Knobs {
-  Knobs() { o.faPrefillCoopMat = Force::Off; }
+  Knobs() {
+    o.faPrefillCoopMat = Force::Off;
+    o.faPrefillCoopMat2 = Force::Off;
+  }
   AttentionOptions o;
   Knobs& coopMat() { o.faPrefillCoopMat = Force::On; return *this; }
+  /// Workgroup-scope matrices (GL_NV_cooperative_matrix2).
+  Knobs& coopMat2() {
+    o.faPrefillCoopMat = o.faPrefillCoopMat2 = Force::On;
+    return *this;
+  }
   Knobs& sharedSoftmax() { o.faPrefillRegisterSoftmax = Force::Off; return *this; }
   Knobs& headsFirst(bool on) { o.faPrefillHeadsFirst = on ? Force::On : Force::Off; return *this; }
   Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
@@ -201,6 +209,9 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   if (o.faPrefillCoopMat == Force::On && !runtime().info().hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
     GTEST_SKIP() << "the device has no cooperative matrices";
   }
+  if (o.faPrefillCoopMat2 == Force::On && !runtime().info().coopMat2) {
+    GTEST_SKIP() << "no workgroup-scope cooperative matrices here (the device, or a glslc for them: FOUNDRY_GLSLC)";
+  }
   const AttentionResult r = runFlash(vc.shape, o);
   const AttentionPlan& plan = r.record.plan;
   ASSERT_FALSE(plan.decode);
@@ -222,6 +233,7 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
     EXPECT_EQ(v.headsFirst, o.faPrefillHeadsFirst == Force::On) << plan.describe();
   }
   EXPECT_EQ(v.loader, o.faPrefillLoader == Force::On) << plan.describe();
+  EXPECT_EQ(v.coopMat2, o.faPrefillCoopMat2 == Force::On) << plan.describe();
   if (o.faPrefillStages) {
     EXPECT_EQ(v.stages, *o.faPrefillStages) << plan.describe();
   }
@@ -246,6 +258,7 @@ const AttentionCase P2 = shape(1, 4, 2, 31, 257, 128, DType::F32, TM, TM);
 const AttentionCase P3 = shape(1, 2, 1, 128, 128, 128, DType::F16);
 const AttentionCase P4 = shape(1, 4, 4, 7, 85, 64, DType::F32, HM, TM);
 const AttentionCase P5 = shape(3, 8, 1, 32, 90, 64, DType::F16, TM, TM);
+const AttentionCase P6 = shape(2, 4, 2, 45, 300, 128, DType::F16, TM, TM);
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, PrefillVariants,
@@ -294,7 +307,23 @@ INSTANTIATE_TEST_SUITE_P(
         // ... with the softmax through shared memory, the route for devices whose layout is unknown.
         VariantCase{P1, Knobs().coopMat().sharedSoftmax().noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().sharedSoftmax().prefillSplitK(3), 3},
-        VariantCase{P5, Knobs().coopMat().sharedSoftmax().prefillWarps(2).noPrefillSplitK(), 1}),
+        VariantCase{P5, Knobs().coopMat().sharedSoftmax().prefillWarps(2).noPrefillSplitK(), 1},
+        // ... on workgroup-scope matrices (GL_NV_cooperative_matrix2), where the device and a glslc have them.
+        VariantCase{P1, Knobs().coopMat2().noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().coopMat2().prefillWarps(2).noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().coopMat2().prefillWarps(4).prefillKeys(16).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2().prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2().prefillSplitK(3), 3}, VariantCase{P5, Knobs().coopMat2().prefillSplitK(2), 2},
+        VariantCase{P3, Knobs().coopMat2().prefillKeys(64).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2().stages(1).prefillKeys(32).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P5, Knobs().coopMat2().prefillKeys(16).prefillWarps(2).headsFirst(false).noPrefillSplitK(), 1},
+        // ... with K/V tiles loaded straight from the cache (no staging; rows past the range read as 0).
+        VariantCase{P1, Knobs().coopMat2().stages(0).noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().coopMat2().stages(0).prefillWarps(2).prefillKeys(64).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2().stages(0).prefillSplitK(3), 3},
+        VariantCase{P5, Knobs().coopMat2().stages(0).prefillKeys(16).prefillWarps(2).prefillSplitK(2), 2},
+        VariantCase{P6, Knobs().coopMat2().stages(0).noPrefillSplitK(), 1},
+        VariantCase{P6, Knobs().coopMat2().stages(0).prefillSplitK(2), 2}),
     variantName);
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "foundry/stages/PrefillVariant.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace foundry {
@@ -11,6 +13,10 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
   if (coopMat) {
     // K and V tiles in f16 with 16 bytes of skew per row, S per subgroup in f32, row max and alpha.
     const std::uint32_t kv = 2 * stages * keysPerTile * (headDim + 8) * 2;
+    // The workgroup-scope epilogue reuses the staging area for O in f32 and each row's m and l.
+    // Without staging (stages 0) the area holds Q alone before the loop.
+    const std::uint32_t staging = stages ? kv : rowsPerWorkgroup() * (headDim + 8) * 2;
+    if (coopMat2) return pad(std::max(staging, rowsPerWorkgroup() * (headDim + 32) * 4));
     if (quadSoftmax) return pad(kv);
     return pad(kv) + pad(warps * 16 * keysPerTile * 4) + 2 * pad(warps * 16 * 4);
   }
@@ -19,7 +25,10 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
 }
 
 std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
-  if (stages != 1 && stages != 2) return fmt::format("{} staging buffers; 1 or 2 are supported", stages);
+  if (stages > 2 || (stages == 0 && !(coopMat2 && dtype == DType::F16 && pageSize == 0))) {
+    return fmt::format("{} staging buffers; 1 or 2 are supported, and 0 (tiles straight from an f16 cache that is not "
+                       "paged) on workgroup-scope matrices", stages);
+  }
   if (coopMat) {
     if ((dtype != DType::F16 && !quantized(dtype)) || qType() != DType::F16) {
       return "the cooperative-matrix variant takes f16 q, and f16, int8 or q8_0 K and V";
@@ -28,7 +37,12 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (rowsPerWarp != 16) return "the cooperative-matrix variant gives each subgroup 16 rows";
     if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";
     if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
-    if (rowsPerWorkgroup() > 2 * stages * keysPerTile) return "the query tile does not fit the K/V staging area";
+    if (stages && rowsPerWorkgroup() > 2 * stages * keysPerTile) return "the query tile does not fit the K/V staging area";
+    if (coopMat2) {
+      if (loader) return "a loader subgroup is not part of the workgroup-scope variant";
+      if (probe) return "the prefill probe measures the subgroup-scope variant only";
+      if (subgroupSize != 32) return "the workgroup-scope variant is built for subgroups of 32";
+    }
     if (loader) {
       if (stages != 2) return "a loader subgroup needs two staging buffers";
       if (!quadSoftmax) return "a loader subgroup needs the softmax in registers";
@@ -60,7 +74,7 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
 
 std::string PrefillVariant::key() const {
   return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}{}{}", headDim, dtypeName(dtype),
-                     coopMat ? (quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
+                     coopMat ? (coopMat2 ? "coopmat2" : quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
                      longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", loader ? "_ld" : "", probe ? "_probe" : "",
                      split ? "_split" : "", lse ? "_lse" : "") +

@@ -23,6 +23,9 @@ struct PrefillVariant {
   bool halfTiles = true;          ///< f16 inputs staged as f16 (needs fp16 arithmetic); else as f32
   bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores), f16 q, K and V
   bool quadSoftmax = false;       ///< coopMat: softmax in registers (the device's layout is the quad pattern)
+  /// coopMat on workgroup-scope matrices (GL_NV_cooperative_matrix2): the driver splits the products,
+  /// row reductions and element operations over the subgroups (prefill_coopmat2.glsl).
+  bool coopMat2 = false;
   std::uint32_t warps = 4;        ///< subgroups per workgroup
   std::uint32_t rowsPerWarp = 4;  ///< query rows each subgroup owns (16 with cooperative matrices)
   std::uint32_t keysPerTile = 32; ///< keys per K/V tile

@@ -73,6 +73,19 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
   k.snippet("flashattention/prefill_coopmat.glsl").snippet("flashattention/prefill_loop.glsl");
 }
 
+// Workgroup-scope matrices: the staging area (K/V tiles, then the epilogue's O, m and l) is all the
+// shared memory the kernel declares.
+void declareCoopMat2(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
+  k.define("PF_STAGES", std::to_string(v.stages)).define("PF_LOADER", "0").constant("LD_CHUNK", PrefillVariant::kLoaderChunk);
+  k.constant("PF_WARPS", v.warps).constant("PF_BR", v.rowsPerWorkgroup()).constant("PF_BC", v.keysPerTile);
+  k.shared("kv_tile", "uvec4", v.sharedBytes(device.subgroupSize) / 16, 16);
+  k.extension("GL_KHR_memory_scope_semantics").extension("GL_KHR_cooperative_matrix");
+  k.extension("GL_NV_cooperative_matrix2").extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+  k.extension("GL_KHR_shader_subgroup_basic");
+  if (v.stages == 0) k.extension("GL_EXT_shader_explicit_arithmetic_types_int32");  // tensor layouts
+  k.snippet("flashattention/prefill_coopmat2.glsl").snippet("flashattention/prefill_loop.glsl");
+}
+
 // `prow`: the Split-K partial row of the query row `row` of this tile, for this split.
 void emitPartialRow(GlslWriter& w, const char* row) {
   w.line("const uint prow = ((batch * pc.n_heads + q_head0) * pc.q_len + q0 + {}) * pc.n_splits + split;", row);
@@ -121,7 +134,8 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
   k.extension("GL_EXT_control_flow_attributes");
   probe::declare(k, device, v.probe);
-  if (v.coopMat) declareCoopMat(v, k, device);
+  if (v.coopMat2) declareCoopMat2(v, k, device);
+  else if (v.coopMat) declareCoopMat(v, k, device);
   else declareSubgroup(v, k, device);
 }
 
@@ -131,6 +145,29 @@ void emitTileLoop(GlslWriter& w) {
   w.line("PF_STATE st;");
   w.line("pf_begin(st);");
   w.line("pf_tile_loop(st, kv_begin, kv_end, kv_head, batch, q_head0, pos0, pos_hi, keys, pc.qk_scale);");
+}
+
+// The workgroup-scope epilogue: O, m and l through the staging area, then one element per invocation.
+void emitCoopMat2(const PrefillVariant& v, GlslWriter& w) {
+  w.line("cm_stage_q(q_base, q0, rows);");
+  w.line("barrier();");
+  if (v.stages == 0) w.line("cm2_set_kv_rows(batch, kv_head);");
+  emitTileLoop(w);
+  w.line("cm2_stage_out(st);");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < PF_BR * HEAD_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint row = i / HEAD_DIM, d = i % HEAD_DIM;");
+  w.line("if (row >= rows) break;");
+  w.line("const float m = cm2_row_m(row), l = cm2_row_l(row);");
+  if (v.split) {
+    emitPartialRow(w, "row");
+    w.line("partial_o[prow * HEAD_DIM + d] = cm2_out(row, d);");
+    w.line("if (d == 0u) partial_ml[prow] = vec2(m, l);");
+  } else {
+    w.line("const float scale = fa_norm_scale(m, l, batch, q_head0);");
+    if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0", "q0 + row", "m", "l"));
+    emitStore(v, w, "cm2_out(row, d) * scale", "d");
+  }
+  w.close();
 }
 
 void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
@@ -211,7 +248,8 @@ void emit(const PrefillVariant& v, GlslWriter& w) {
   w.line("const uint kv_begin = min(kv_first + split * pc.kv_chunk, keys.y);");
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
   if (v.coopMat) {
-    emitCoopMat(v, w);
+    if (v.coopMat2) emitCoopMat2(v, w);
+    else emitCoopMat(v, w);
     w.line("probe_end();");
     return;
   }

@@ -29,15 +29,20 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::unsignedOrAuto<&O::faPrefillKeysPerTile, O>("FOUNDRY_FA_PREFILL_KEYS_PER_TILE",
                                                         "auto, 4, 8, 16, 32, 64, 128", 4, 128, true,
                                                         "keys per prefill K/V tile in shared memory"),
-      knob::unsignedOrAuto<&O::faPrefillStages, O>("FOUNDRY_FA_PREFILL_STAGES", "auto, 1, 2", 1, 2, false,
+      knob::unsignedOrAuto<&O::faPrefillStages, O>("FOUNDRY_FA_PREFILL_STAGES", "auto, 0, 1, 2", 0, 2, false,
                                                    "prefill K/V staging buffers (2: the next tile loads while "
-                                                   "this one is used)"),
+                                                   "this one is used; 0: workgroup-scope matrices load tiles "
+                                                   "straight from an f16 cache that is not paged)"),
       knob::force<&O::faPrefillHeadsFirst, O>(
           "FOUNDRY_FA_PREFILL_HEADS_FIRST",
           "prefill grid order: heads vary fastest (1) or each head's query tiles in turn (0)"),
       knob::force<&O::faPrefillLoader, O>(
           "FOUNDRY_FA_PREFILL_LOADER",
           "cooperative-matrix prefill: one more subgroup that only loads the next K/V tile (two staging buffers)"),
+      knob::force<&O::faPrefillCoopMat2, O>(
+          "FOUNDRY_FA_PREFILL_COOPMAT2",
+          "cooperative-matrix prefill on workgroup-scope matrices (VK_NV_cooperative_matrix2, and a glslc for it: "
+          "FOUNDRY_GLSLC)"),
       knob::boolean<&O::faPrefillProbe, O>(
           "FOUNDRY_FA_PREFILL_PROBE",
           "prefill kernels record per subgroup its SM, start and end times and the cycles of each phase into "

@@ -30,6 +30,7 @@ struct AttentionOptions {
   Force faPrefillHeadsFirst = Force::Auto;         ///< FOUNDRY_FA_PREFILL_HEADS_FIRST
   bool faPrefillProbe = false;                     ///< FOUNDRY_FA_PREFILL_PROBE
   Force faPrefillLoader = Force::Auto;             ///< FOUNDRY_FA_PREFILL_LOADER
+  Force faPrefillCoopMat2 = Force::Auto;           ///< FOUNDRY_FA_PREFILL_COOPMAT2
   std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
   std::optional<std::uint32_t> faDecodeHeads;      ///< FOUNDRY_FA_DECODE_HEADS
   std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP

@@ -357,7 +357,37 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                        "needs; SdpaReferenceStep handles prefill on this device",
                                        device.name));
   }
+  // Workgroup-scope matrices: where the device and the compiler have them, and the tuning table or the
+  // knob asks for them.
+  const std::string noCoop2 =
+      !v.coopMat ? std::string("the call does not take the cooperative-matrix variant")
+      : !device.coopMat2
+          ? fmt::format("device '{}' has no VK_NV_cooperative_matrix2 with workgroup scope here, or no glslc "
+                        "compiles it (FOUNDRY_GLSLC)", device.name)
+      : sg != 32 ? fmt::format("the workgroup-scope variant is built for subgroups of 32, not {}", sg)
+      : o.faPrefillLoader == Force::On ? std::string("FOUNDRY_FA_PREFILL_LOADER=1 asks for the subgroup-scope variant")
+      : o.faPrefillProbe ? std::string("the prefill probe measures the subgroup-scope variant")
+                         : std::string();
+  if (o.faPrefillCoopMat2 == Force::On && !noCoop2.empty()) {
+    throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_COOPMAT2"),
+                    fmt::format("1 cannot be used here: {}; accepted here: auto, 0", noCoop2));
+  }
+  v.coopMat2 = noCoop2.empty() && (o.faPrefillCoopMat2 == Force::On ||
+                                   (o.faPrefillCoopMat2 == Force::Auto && tune.coop2 != 0));
   if (v.coopMat) {
+    why.push_back({"matrices", v.coopMat2 ? "workgroup scope" : "subgroup scope",
+                   o.faPrefillCoopMat2 != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_COOPMAT2")
+                   : !noCoop2.empty()                 ? noCoop2
+                                                      : tune.sourceOf("coop2")});
+  }
+  if (v.coopMat2) {
+    v.rowsPerWarp = 16;
+    v.warps = o.faPrefillWarps.value_or(tune.coop2Warps);
+    v.keysPerTile = tune.coop2KeysPerTile;
+    if (!o.faPrefillWarps) {
+      while (v.warps > tune.coopMinWarps && queryTiles(16 * v.warps) < device.computeUnits) v.warps /= 2;
+    }
+  } else if (v.coopMat) {
     v.rowsPerWarp = 16;
     v.quadSoftmax = device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off;
     v.warps = o.faPrefillWarps.value_or(v.quadSoftmax ? tune.coopWarps : tune.coopWarpsShared);
@@ -403,7 +433,8 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   if (o.faPrefillKeysPerTile) v.keysPerTile = *o.faPrefillKeysPerTile;
   why.push_back({"warps", std::to_string(v.warps),
                  o.faPrefillWarps ? std::string("FOUNDRY_FA_PREFILL_WARPS")
-                                  : tune.sourceOf(!v.coopMat ? "prefillWarps"
+                                  : tune.sourceOf(!v.coopMat     ? "prefillWarps"
+                                                  : v.coopMat2   ? "coop2Warps"
                                                   : v.quadSoftmax ? "coopWarps"
                                                                   : "coopWarpsShared")});
   if (v.workgroupSize(sg) > device.maxWorkgroupInvocations) {
@@ -426,7 +457,10 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   }
   const bool oneStageFirst = v.coopMat && tune.coopStages == 1 &&
                              queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits;
+  // Workgroup-scope tiles may skip staging (0) where the cache is f16 and not paged.
+  const bool unstaged = v.coopMat2 && tune.coop2Stages == 0 && p.dtype == DType::F16 && p.pageSize == 0;
   const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}
+                                                 : unstaged        ? std::vector<std::uint32_t>{0u, 2u, 1u}
                                                  : v.loader        ? std::vector<std::uint32_t>{2u}
                                                  : oneStageFirst   ? std::vector<std::uint32_t>{1u, 2u}
                                                                    : std::vector<std::uint32_t>{2u, 1u};
@@ -459,8 +493,13 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
       }
     }
   }
+  // Workgroup-scope matrices: the driver keeps some shared memory, and caps the workgroup.
+  const std::uint32_t sharedLimit =
+      v.coopMat2 ? device.maxSharedMemoryBytes - std::min(device.maxSharedMemoryBytes, device.coopMat2ReservedShared)
+                 : device.maxSharedMemoryBytes;
   const auto fits = std::find_if(order.begin(), order.end(), [&](const PrefillVariant& c) {
-    return c.sharedBytes(sg) <= device.maxSharedMemoryBytes && c.unusableReason(sg).empty();
+    return c.sharedBytes(sg) <= sharedLimit && c.unusableReason(sg).empty() &&
+           (!c.coopMat2 || device.coopMat2MaxWorkgroup == 0 || c.workgroupSize(sg) <= device.coopMat2MaxWorkgroup);
   });
   if (fits == order.end()) {
     v = order.back();

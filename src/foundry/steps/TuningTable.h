@@ -43,6 +43,11 @@ struct TuningValues {
   /// The fewest subgroups a workgroup is cut to while the query tiles do not fill the compute units
   /// (smaller query tiles instead of a Split-K).
   std::optional<std::uint32_t> coopMinWarps;
+  /// 1: workgroup-scope matrices (GL_NV_cooperative_matrix2) where the device and compiler have them.
+  std::optional<std::uint32_t> coop2;
+  std::optional<std::uint32_t> coop2Warps;        ///< subgroups of a workgroup-scope tile (16 query rows each)
+  std::optional<std::uint32_t> coop2KeysPerTile;  ///< keys per workgroup-scope tile
+  std::optional<std::uint32_t> coop2Stages;       ///< 0: workgroup-scope tiles load straight from the cache
   // Prefill on subgroups.
   std::optional<std::uint32_t> prefillWarps;        ///< subgroups per workgroup
   std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
@@ -75,7 +80,8 @@ struct Tuning {
                 wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
   std::uint32_t decodeHeads = 0;  ///< query heads per decode workgroup, below the group's default; 0: the default
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
-                coopOneStageGroups = 0, coopMinWarps = 0;
+                coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
+                coop2Stages = 0;
   std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
                 prefillHeadsFirstKiB = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.

@@ -8,6 +8,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/vk/Check.h"
+#include "foundry/vk/CoopMat2.h"
 #include "foundry/vk/External.h"
 
 namespace foundry {
@@ -131,6 +132,19 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
     chain(eclock);
     extensions.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
   }
+  // Workgroup-scope cooperative matrices (the coopmat2 prefill), where the device has all it needs.
+  vkx::CoopMatKhrFeatures ecoopKhr;
+  vkx::CoopMat2Features ecoop2;
+  if (info_.coopMat2) {
+    ecoopKhr.cooperativeMatrix = VK_TRUE;
+    ecoop2.cooperativeMatrixWorkgroupScope = ecoop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+    ecoop2.cooperativeMatrixReductions = ecoop2.cooperativeMatrixConversions = VK_TRUE;
+    ecoop2.cooperativeMatrixPerElementOperations = VK_TRUE;
+    chain(ecoopKhr);
+    chain(ecoop2);
+    extensions.push_back(vkx::kCoopMatKhrExtension);
+    extensions.push_back(vkx::kCoopMat2Extension);
+  }
   VkPhysicalDeviceShaderSMBuiltinsFeaturesNV esm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV};
   if (info_.smBuiltins) {
     esm.shaderSMBuiltins = VK_TRUE;
@@ -166,7 +180,8 @@ namespace {
 /// What an application enabled, read from the pNext chain it gave vkCreateDevice.
 struct EnabledFeatures {
   bool storage16 = false, float16 = false, timeline = false, sizeControl = false, fullSubgroups = false,
-       coopMat = false, executableProperties = false, subgroupClock = false, deviceClock = false, smBuiltins = false;
+       coopMat = false, executableProperties = false, subgroupClock = false, deviceClock = false, smBuiltins = false,
+       coopMatKhr = false, coopMat2 = false;
 };
 
 EnabledFeatures readChain(const void* chain) {
@@ -216,7 +231,14 @@ EnabledFeatures readChain(const void* chain) {
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV:
         e.smBuiltins |= reinterpret_cast<const VkPhysicalDeviceShaderSMBuiltinsFeaturesNV*>(s)->shaderSMBuiltins != 0;
         break;
-      default: break;
+      default:
+        // Not in Debian 12's headers: compared as values (foundry/vk/CoopMat2.h).
+        if (s->sType == vkx::kCoopMatKhrFeaturesType) {
+          e.coopMatKhr |= reinterpret_cast<const vkx::CoopMatKhrFeatures*>(s)->cooperativeMatrix != 0;
+        } else if (s->sType == vkx::kCoopMat2FeaturesType) {
+          e.coopMat2 |= reinterpret_cast<const vkx::CoopMat2Features*>(s)->prefill();
+        }
+        break;
     }
   }
   return e;
@@ -272,6 +294,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const Exter
   if (!(e.coopMat && enabled(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))) info_.coopMatShapes.clear();
   info_.shaderClock = info_.shaderClock && e.subgroupClock && e.deviceClock && enabled(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
   info_.smBuiltins = info_.smBuiltins && e.smBuiltins && enabled(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  info_.coopMat2 = info_.coopMat2 && e.coopMatKhr && e.coopMat2 && enabled(vkx::kCoopMatKhrExtension) &&
+                   enabled(vkx::kCoopMat2Extension);
   pipelineStatistics_ = e.executableProperties && enabled(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   createOwnObjects();
   spdlog::debug("adopted Vulkan device {}: {}, queue family {}", index_, info_.name, queueFamily_);

@@ -9,6 +9,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/vk/Check.h"
+#include "foundry/vk/CoopMat2.h"
 
 namespace foundry {
 
@@ -105,6 +106,9 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   if (hasSizeControl) chain(sizeControl);
   if (contains(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) chain(sm);
   if (contains(exts, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) chain(amd);
+  const bool hasCoop2 = contains(exts, vkx::kCoopMat2Extension) && contains(exts, vkx::kCoopMatKhrExtension) && v13;
+  vkx::CoopMat2Properties coop2Props;
+  if (hasCoop2) chain(coop2Props);
   vkGetPhysicalDeviceProperties2(device, &props);
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -122,6 +126,12 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   if (contains(exts, VK_KHR_SHADER_CLOCK_EXTENSION_NAME)) chain(fclock);
   VkPhysicalDeviceShaderSMBuiltinsFeaturesNV fsm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV};
   if (contains(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) chain(fsm);
+  vkx::CoopMatKhrFeatures fcoopKhr;
+  vkx::CoopMat2Features fcoop2;
+  if (hasCoop2) {
+    chain(fcoopKhr);
+    chain(fcoop2);
+  }
   vkGetPhysicalDeviceFeatures2(device, &feats);
 
   VkPhysicalDeviceMemoryProperties mem{};
@@ -174,6 +184,11 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
         c.coopMatShapes.push_back({s.MSize, s.NSize, s.KSize, *a, *cc});
       }
     }
+  }
+  if (hasCoop2 && fcoopKhr.cooperativeMatrix && fcoop2.prefill()) {
+    c.coopMat2 = true;
+    c.coopMat2ReservedShared = coop2Props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+    c.coopMat2MaxWorkgroup = coop2Props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
   }
   if (sm.shaderSMCount) c.computeUnits = sm.shaderSMCount;
   else if (amd.shaderEngineCount)

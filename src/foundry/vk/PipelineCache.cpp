@@ -26,6 +26,11 @@ Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSour
     throw UnsupportedError(fmt::format("kernel {} uses GL_NV_cooperative_matrix, which device '{}' does not offer",
                                        source.name, caps.name));
   }
+  if (source.usesCoopMat2 && !caps.coopMat2) {
+    throw UnsupportedError(fmt::format("kernel {} uses GL_NV_cooperative_matrix2 (workgroup-scope matrices), which device "
+                                       "'{}' or this build's compiler does not offer (FOUNDRY_GLSLC)",
+                                       source.name, caps.name));
+  }
   // Each handle is owned as soon as it exists: a failure further down destroys what came before.
   VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   moduleInfo.codeSize = spirv.size() * 4;
