@@ -24,6 +24,13 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
          pad(rowsPerWorkgroup() * keysPerTile * 4);
 }
 
+std::string PrefillVariant::workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe) {
+  if (subgroupSize != 32) return fmt::format("the workgroup-scope variant is built for subgroups of 32, not {}", subgroupSize);
+  if (loader) return "a loader subgroup (FOUNDRY_FA_PREFILL_LOADER) is part of the subgroup-scope variant only";
+  if (probe) return "the prefill probe (FOUNDRY_FA_PREFILL_PROBE) measures the subgroup-scope variant only";
+  return {};
+}
+
 std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (stages > 2 || (stages == 0 && !(coopMat2 && dtype == DType::F16 && pageSize == 0))) {
     return fmt::format("{} staging buffers; 1 or 2 are supported, and 0 (tiles straight from an f16 cache that is not "
@@ -39,9 +46,7 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
     if (stages && rowsPerWorkgroup() > 2 * stages * keysPerTile) return "the query tile does not fit the K/V staging area";
     if (coopMat2) {
-      if (loader) return "a loader subgroup is not part of the workgroup-scope variant";
-      if (probe) return "the prefill probe measures the subgroup-scope variant only";
-      if (subgroupSize != 32) return "the workgroup-scope variant is built for subgroups of 32";
+      if (std::string why = workgroupScopeReason(subgroupSize, loader, probe); !why.empty()) return why;
     }
     if (loader) {
       if (stages != 2) return "a loader subgroup needs two staging buffers";

@@ -65,6 +65,9 @@ struct PrefillVariant {
   std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
   std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
+  /// Why workgroup-scope matrices (coopMat2) cannot take a variant with this subgroup size, loader
+  /// subgroup and probe, or empty: the Selector's and unusableReason()'s one rule.
+  static std::string workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe);
   /// Why this variant cannot run with this subgroup size, or empty.
   std::string unusableReason(std::uint32_t subgroupSize) const;
   std::string key() const;

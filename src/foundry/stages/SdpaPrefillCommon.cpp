@@ -147,12 +147,17 @@ void emitTileLoop(GlslWriter& w) {
   w.line("pf_tile_loop(st, kv_begin, kv_end, kv_head, batch, q_head0, pos0, pos_hi, keys, pc.qk_scale);");
 }
 
-// The workgroup-scope epilogue: O, m and l through the staging area, then one element per invocation.
-void emitCoopMat2(const PrefillVariant& v, GlslWriter& w) {
+// Both cooperative-matrix kernels: Q staged in shared memory, then the tile loop.
+void emitCoopMatLoop(GlslWriter& w) {
   w.line("cm_stage_q(q_base, q0, rows);");
   w.line("barrier();");
-  if (v.stages == 0) w.line("cm2_set_kv_rows(batch, kv_head);");
   emitTileLoop(w);
+}
+
+// The workgroup-scope epilogue: O, m and l through the staging area, then one element per invocation.
+void emitCoopMat2(const PrefillVariant& v, GlslWriter& w) {
+  if (v.stages == 0) w.line("cm2_set_kv_rows(batch, kv_head);");
+  emitCoopMatLoop(w);
   w.line("cm2_stage_out(st);");
   w.open("for (uint i = gl_LocalInvocationIndex; i < PF_BR * HEAD_DIM; i += WORKGROUP_SIZE)");
   w.line("const uint row = i / HEAD_DIM, d = i % HEAD_DIM;");
@@ -171,9 +176,7 @@ void emitCoopMat2(const PrefillVariant& v, GlslWriter& w) {
 }
 
 void emitCoopMat(const PrefillVariant& v, GlslWriter& w) {
-  w.line("cm_stage_q(q_base, q0, rows);");
-  w.line("barrier();");
-  emitTileLoop(w);
+  emitCoopMatLoop(w);
   w.line("const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;");
   if (v.quadSoftmax) {
     // Each lane knows where its elements go: stores straight from the accumulators.

@@ -364,10 +364,7 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
       : !device.coopMat2
           ? fmt::format("device '{}' has no VK_NV_cooperative_matrix2 with workgroup scope here, or no glslc "
                         "compiles it (FOUNDRY_GLSLC)", device.name)
-      : sg != 32 ? fmt::format("the workgroup-scope variant is built for subgroups of 32, not {}", sg)
-      : o.faPrefillLoader == Force::On ? std::string("FOUNDRY_FA_PREFILL_LOADER=1 asks for the subgroup-scope variant")
-      : o.faPrefillProbe ? std::string("the prefill probe measures the subgroup-scope variant")
-                         : std::string();
+      : PrefillVariant::workgroupScopeReason(sg, o.faPrefillLoader == Force::On, o.faPrefillProbe);
   if (o.faPrefillCoopMat2 == Force::On && !noCoop2.empty()) {
     throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_COOPMAT2"),
                     fmt::format("1 cannot be used here: {}; accepted here: auto, 0", noCoop2));
@@ -384,9 +381,6 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
     v.rowsPerWarp = 16;
     v.warps = o.faPrefillWarps.value_or(tune.coop2Warps);
     v.keysPerTile = tune.coop2KeysPerTile;
-    if (!o.faPrefillWarps) {
-      while (v.warps > tune.coopMinWarps && queryTiles(16 * v.warps) < device.computeUnits) v.warps /= 2;
-    }
   } else if (v.coopMat) {
     v.rowsPerWarp = 16;
     v.quadSoftmax = device.coopMatLayout.quad() && o.faPrefillRegisterSoftmax != Force::Off;
@@ -397,18 +391,6 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                   "accepted on this device: auto, 0", device.name));
     }
     v.keysPerTile = v.quadSoftmax ? tune.coopKeysPerTile : tune.coopKeysPerTileShared;
-    // Few query tiles: smaller ones fill the device where a Split-K would otherwise be needed (its
-    // partials and their reduce cost more; H200 D128 S512: 33.1 us with 4 subgroups, 53.0 with 8 and 2 splits).
-    if (!o.faPrefillWarps) {
-      const std::uint32_t planned = v.warps;
-      while (v.warps > tune.coopMinWarps && queryTiles(16 * v.warps) < device.computeUnits) v.warps /= 2;
-      if (v.warps != planned) {
-        why.push_back({"query tile", fmt::format("{} subgroups instead of {}", v.warps, planned),
-                       fmt::format("{} query tiles of {} rows would not fill {} compute units; {}",
-                                   queryTiles(16 * planned), 16 * planned, device.computeUnits,
-                                   tune.sourceOf("coopMinWarps"))});
-      }
-    }
     v.loader = o.faPrefillLoader == Force::On;
     if (v.loader && !v.quadSoftmax) {
       throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_LOADER"),
@@ -429,6 +411,19 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
     v.rowsPerWarp = tune.prefillRowsPerWarp;
     // A tile as wide as the subgroup at least: one key per lane in the scores.
     v.keysPerTile = std::max<std::uint32_t>(sg, tune.prefillKeysPerTile);
+  }
+  // Cooperative matrices (either scope), few query tiles: smaller ones fill the device where a Split-K
+  // would otherwise be needed (its partials and their reduce cost more; H200 D128 S512: 33.1 us with 4
+  // subgroups, 53.0 with 8 and 2 splits).
+  if (v.coopMat && !o.faPrefillWarps) {
+    const std::uint32_t planned = v.warps;
+    while (v.warps > tune.coopMinWarps && queryTiles(16 * v.warps) < device.computeUnits) v.warps /= 2;
+    if (v.warps != planned) {
+      why.push_back({"query tile", fmt::format("{} subgroups instead of {}", v.warps, planned),
+                     fmt::format("{} query tiles of {} rows would not fill {} compute units; {}",
+                                 queryTiles(16 * planned), 16 * planned, device.computeUnits,
+                                 tune.sourceOf("coopMinWarps"))});
+    }
   }
   if (o.faPrefillKeysPerTile) v.keysPerTile = *o.faPrefillKeysPerTile;
   why.push_back({"warps", std::to_string(v.warps),
