@@ -40,7 +40,8 @@
 #                                        # timed and probed with the plan and other tilings
 #   bash bench/h200.sh coopmat2 [V...]   # on the device: the workgroup-scope (coopmat2) prefill's parity
 #                                        # cases, then causal prefill with the plan against coopmat2
-#                                        # tilings, interleaved (FOUNDRY_GLSLC from .device/compilers)
+#                                        # tilings, interleaved (FOUNDRY_GLSLC from .device/compilers;
+#                                        # `prepare coopmat2` packs it)
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -107,13 +108,22 @@ case "${1:-}" in
       du -sh .device | awk '{print "prepare cp: .device/ holds " $1}'
       exit 0
     fi
+    if [ "${2:-}" = coopmat2 ]; then
+      # The coopmat2 mode alone: foundry, the attention suite, and Debian 13's glslc (scripts/newer-compilers.sh).
+      cmake --build --preset release --target foundry foundry_attention_tests
+      ../shared/device/pack.sh build/release/apps/foundry/foundry build/release/tests/foundry_attention_tests
+      rm -rf .device/compilers .device/mpi .device/ggml
+      cp -r "$(dirname "$(dirname "$(bash scripts/newer-compilers.sh)")")" .device/compilers
+      du -sh .device | awk '{print "prepare coopmat2: .device/ holds " $1}'
+      exit 0
+    fi
+    rm -rf .device/compilers
     cmake --build --preset release
     bins=(build/release/apps/foundry/foundry)
     bins+=(build/release/tests/foundry_device_tests build/release/tests/foundry_attention_tests)
     bins+=(build/release/bench/foundry_cp_bench)
     ../shared/device/pack.sh "${bins[@]}"
     bash bench/mpi/pack.sh
-    rm -rf .device/compilers && cp -r "$(dirname "$(dirname "$(bash scripts/newer-compilers.sh)")")" .device/compilers
     cp ../shared/device/torch_sdpa.py .device/
     cp bench/compare.py bench/torch_batch.py .device/
     bash bench/ggml/fetch.sh
