@@ -29,6 +29,11 @@
 #   bash bench/h200.sh int8-heads        # on the device: int8 decode, scale once per load, fewer heads
 #                                        # per workgroup: parity, plans against f16, forced variants
 #   bash bench/h200.sh int8-tune         # on the device: the int8 decode plans against f16 and PyTorch
+#   bash bench/h200.sh decode-qs         # on the device: decode with q read from shared memory and up
+#                                        # to 16 steps in flight against the plan (int8, D128/96/80/256),
+#                                        # and short caches' Split-K factors
+#   bash bench/h200.sh decode-qs-dims    # on the device: D80/D96 decode, q from shared memory against
+#                                        # the register plan and other splits; short caches timed twice
 #   bash bench/h200.sh mla-heads         # on the device: DeepSeek-V2-Lite decode, heads x unroll
 #   bash bench/h200.sh mla               # on the device: latent-decode parity, DeepSeek-V2-Lite with
 #                                        # its check, and its 27 layers after a 4096-token prompt
@@ -76,6 +81,14 @@ attention_suite() {
   .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
     { echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; tail -3 "$out/attention-tests.log"; return 1; }
   tail -3 "$out/attention-tests.log"
+}
+# On the device: the GPU's name, then the attention cases matching FILTER, their log in $out/NAME.log
+# and its last lines (with any failure) printed; sets status=1 when a case fails.
+suite_subset() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+  .device/bin/foundry_attention_tests --gtest_filter="$2" --gtest_brief=1 >"$out/$1.log" 2>&1 || status=1
+  tail -3 "$out/$1.log"
+  grep -A8 "FAILED\|Failure" "$out/$1.log" | head -40 || true
 }
 # A variant NAME:KNOB=VALUE,KNOB=VALUE (knobs without FOUNDRY_) as `foundry --set` flags in $sets;
 # "plan" sets nothing.
@@ -307,10 +320,7 @@ case "${1:-}" in
     # variants, and PyTorch's f16 on the same shapes.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-    .device/bin/foundry_attention_tests --gtest_filter='*KvFormat*:*KvQuant*:*KvPaged*:*Decode*' --gtest_brief=1 \
-      >"$out/int8-tests.log" 2>&1 || status=1
-    tail -3 "$out/int8-tests.log"
+    suite_subset int8-tests '*KvFormat*:*KvQuant*:*KvPaged*:*Decode*'
     for round in 1 2 3; do
       timeout 60 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128 \
         decode:8:32:8:16384:128+int8 --json "$out/auto-$round.json" 2>&1 | grep "^decode.*us$" | sed "s/^/round $round: /" \
@@ -400,6 +410,48 @@ case "${1:-}" in
       done
     done
     timeout 120 python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
+    exit $status
+    ;;
+  decode-qs)
+    # Decode with q read from shared memory at each use (FOUNDRY_FA_DECODE_Q_SHARED), its registers
+    # left to more steps in flight (up to 16), against the plan and the register-q variants it was
+    # chosen from: int8 and f16 at D128, D96, D80 and D256 (kv 65536, batch 1); then the Split-K
+    # factors of short caches (kv 1024 and 4096). Register and spill counts in the JSON.
+    on_device
+    status=0
+    suite_subset qs-tests '*DecodeVariants*:*KvFormat*Decode*'
+    qs_sweep() {  # NAME "SHAPE..." VARIANT...
+      local name=$1 shape=$2
+      shift 2
+      timeout 110 foundry bench --sweep --runs 30 --shape $shape --variants "$@" --json "$out/qs-$name.json" \
+        >"$out/qs-$name.txt" 2>&1 || status=1
+      grep "us" "$out/qs-$name.txt" | sed "s/^/$name: /"
+    }
+    qs_sweep int8 decode:1:32:8:65536:128+int8 "k4 v16 u4" "k4 v16 u8 qs" "k4 v16 u16 qs" "k2 v8 u8 qs" \
+      "k2 v8 u16 qs" "k4 v16 u4 qs"
+    qs_sweep f16 decode:1:32:8:65536:128 "w8 k2 v8 u8" "k2 v8 u8 qs" "k2 v8 u16 qs" "k4 v8 u8 qs" "k4 v8 u16 qs"
+    qs_sweep d96 decode:1:32:8:65536:96 "w8 k4 v4 u4" "k4 v4 u8 qs" "k4 v4 u16 qs" "k8 v8 u4 qs" "k8 v8 u8 qs" \
+      "k8 v4 u8 qs"
+    qs_sweep d80 decode:1:32:8:65536:80 "w8 k8 v4 u2" "k8 v4 u4 qs" "k8 v4 u8 qs" "k4 v2 u8 qs" "k4 v2 u16 qs"
+    qs_sweep d256 decode:1:32:8:65536:256 "w8 k1 v8 u8" "k1 v8 u16 qs" "k2 v8 u8 qs" "k2 v8 u16 qs"
+    qs_sweep short "decode:1:32:8:1024:128 decode:1:32:8:4096:128" "split"
+    exit $status
+    ;;
+  decode-qs-dims)
+    # After decode-qs: D80 and D96 with q from shared memory (now the plan there) against the register
+    # plan and the other splits the register model allows; the short caches timed twice in one
+    # process (whether the first shape timed in a process is slower).
+    on_device
+    status=0
+    suite_subset dims-tests '*DecodeVariants*:*KvFormat*Decode*:*HeadDim*'
+    for round in 1 2; do
+      timeout 150 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:96 decode:1:32:8:65536:80 --variants \
+        "w8 k4 v4 u4" "w8 k8 v4 u2" "k8 v8 u2 qs" "k2 v2 u8 qs" "k4 v2 u4 qs" "k4 v2 u8 qs" "k2 v1 u8 qs" \
+        "k2 v1 u16 qs" --json "$out/dims-$round.json" 2>&1 | grep "\] *:.*us$\|\]: .*us$" | sed "s/^/round $round: /" \
+        || status=1
+    done
+    timeout 120 foundry bench --shape decode:1:32:8:1024:128 decode:1:32:8:1024:128 decode:1:32:8:4096:128 \
+      decode:1:32:8:4096:128 decode:1:32:8:1024:128 2>&1 | grep "us$" | sed "s/^/short: /" || status=1
     exit $status
     ;;
   mla-heads)

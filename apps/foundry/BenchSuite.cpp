@@ -489,29 +489,34 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     for (std::uint32_t h = groupHeads / 2; h >= 1 && groupHeads > 1; h /= 2) {
       if (group % h == 0) headChoices.push_back(h);
     }
-    for (std::uint32_t heads : headChoices) {
-      for (std::uint32_t warps : {4u, 8u}) {
-        for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
-          for (std::uint32_t vec : {2u, 4u, 8u, 16u}) {
-            for (std::uint32_t unroll : {2u, 4u, 8u}) {
-              DecodeVariant v;
-              v.headDim = s.headDim;
-              v.dtype = s.cacheType();
-              v.strideAlign = storageFormat(v.dtype).maxLoadWidth;
-              v.heads = heads;
-              v.keysPerWarp = keys;
-              v.vecWidth = vec;
-              v.unroll = unroll;
-              if (!v.unusableReason(sg).empty()) continue;
-              AttentionOptions o = base;
-              o.faDecodeWarps = warps;
-              o.faDecodeKeysPerWarp = keys;
-              o.faDecodeVectorWidth = vec;
-              o.faDecodeUnroll = unroll;
-              if (heads != groupHeads) o.faDecodeHeads = heads;
-              out.emplace_back(fmt::format("w{} k{} v{} u{}{}", warps, keys, vec, unroll,
-                                           heads != groupHeads ? fmt::format(" h{}", heads) : ""),
-                               o);
+    // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight.
+    for (const bool qs : {false, true}) {
+      for (std::uint32_t heads : headChoices) {
+        for (std::uint32_t warps : {4u, 8u}) {
+          for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
+            for (std::uint32_t vec : {2u, 4u, 8u, 16u}) {
+              for (std::uint32_t unroll : {2u, 4u, 8u, 16u}) {
+                DecodeVariant v;
+                v.headDim = s.headDim;
+                v.dtype = s.cacheType();
+                v.strideAlign = storageFormat(v.dtype).maxLoadWidth;
+                v.heads = heads;
+                v.keysPerWarp = keys;
+                v.vecWidth = vec;
+                v.unroll = unroll;
+                v.queryShared = qs;
+                if (!v.unusableReason(sg).empty()) continue;
+                AttentionOptions o = base;
+                o.faDecodeWarps = warps;
+                o.faDecodeKeysPerWarp = keys;
+                o.faDecodeVectorWidth = vec;
+                o.faDecodeUnroll = unroll;
+                o.faDecodeQueryShared = qs ? Force::On : Force::Off;
+                if (heads != groupHeads) o.faDecodeHeads = heads;
+                out.emplace_back(fmt::format("w{} k{} v{} u{}{}{}", warps, keys, vec, unroll,
+                                             heads != groupHeads ? fmt::format(" h{}", heads) : "", qs ? " qs" : ""),
+                                 o);
+              }
             }
           }
         }

@@ -83,16 +83,27 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   const uint cluster = lane / DECODE_LANES_PER_KEY;
   const uint lik = lane % DECODE_LANES_PER_KEY;
 
+  // q in registers, scaled once; or read from shared memory at each use (DECODE_Q_SHARED), its
+  // registers left to loads in flight, and each score scaled instead.
+#if DECODE_Q_SHARED
+#define DECODE_QK(h, c) decode_q((h) * HEAD_DIM + decode_dim(c, lik))
+  const float score_scale = fa_logit_scale(qk_scale);
+#else
   DVEC q[DECODE_HEADS][DECODE_CHUNKS];
+#define DECODE_QK(h, c) q[h][c]
+  const float score_scale = 1.0;
+#endif
   DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS_V];
   float m[DECODE_HEADS];
   float l[DECODE_HEADS];
   [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
     m[h] = NEG_BIG;
     l[h] = 0.0;
+#if !DECODE_Q_SHARED
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
       q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * fa_logit_scale(qk_scale);
     }
+#endif
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] = DVEC(0.0);
   }
 
@@ -120,10 +131,10 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
         float acc = 0.0;
         [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
           float part = 0.0;
-          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) part += dot(q[h][j * DECODE_PAIR + c], KV_CODES(kr[u][j], c));
+          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) part += dot(DECODE_QK(h, j * DECODE_PAIR + c), KV_CODES(kr[u][j], c));
           acc += part * KV_SCALE(kr[u][j]);
         }
-        s[u][h] = acc;
+        s[u][h] = acc * score_scale;
       }
     }
     [[unroll]] for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {

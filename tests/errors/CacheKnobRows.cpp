@@ -200,6 +200,8 @@ const std::map<std::string, KnobRun>& knobRuns() {
                                     .check = ranKernel("_u2_")}},
       {"FOUNDRY_FA_DECODE_SPLIT_K", {.value = "2", .shows = "decode split in two", .fragment = kPassed,
                                      .check = ranKernel("FlashDecodeSplitKReduce")}},
+      {"FOUNDRY_FA_DECODE_Q_SHARED", {.value = "1", .shows = "decode reads q from shared memory at each use",
+                                      .fragment = kPassed, .check = ranKernel("_qs_")}},
       {"FOUNDRY_FA_DECODE_FUSED_REDUCE",
        {.value = "1", .shows = "the split decode merges its own splits", .fragment = kPassed,
         .env = {{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}}, .check = ranKernel("_split_merged", "SplitKReduce")}},

@@ -42,6 +42,7 @@ struct Knobs {
   Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
   Knobs& unroll(std::uint32_t u) { o.faDecodeUnroll = u; return *this; }
   Knobs& scalar() { o.faDecodeScalar = true; return *this; }
+  Knobs& queryShared() { o.faDecodeQueryShared = Force::On; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
@@ -116,6 +117,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     const Tuning tune = tuningFor(runtime().info(), vc.shape.headDim, vc.shape.dtype);
     want.vecWidth = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth);
     want.unroll = o.faDecodeUnroll.value_or(tune.decodeUnroll);
+    want.queryShared = o.faDecodeQueryShared == Force::On;
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
     ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
@@ -159,6 +161,7 @@ const AttentionCase B = shape(1, 4, 4, 1, 77, 128, DType::F32, TM, TM);
 const AttentionCase C = shape(1, 8, 1, 1, 150, 128, DType::F16);
 const AttentionCase Long = shape(1, 8, 1, 1, 3001, 128, DType::F16);
 const AttentionCase Batch3 = shape(3, 8, 2, 1, 101, 64, DType::F32, TM, HM);
+const AttentionCase Narrow = shape(1, 2, 2, 1, 300, 32, DType::F16);  // rows narrow enough for 16 steps
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, DecodeVariants,
@@ -179,6 +182,11 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{A, Knobs().unroll(2).keys(2)}, VariantCase{A, Knobs().unroll(8)}, VariantCase{B, Knobs().unroll(8)},
         VariantCase{B, Knobs().unroll(8).splitK(3), 3}, VariantCase{Batch3, Knobs().unroll(8)},
         VariantCase{C, Knobs().unroll(8)},
+        // q read from shared memory at each use, up to 16 steps in flight.
+        VariantCase{A, Knobs().queryShared()}, VariantCase{B, Knobs().queryShared().keys(4)},
+        VariantCase{C, Knobs().queryShared().unroll(8)}, VariantCase{Narrow, Knobs().queryShared().unroll(16)},
+        VariantCase{Narrow, Knobs().queryShared().unroll(16).keys(1).splitK(2), 2},
+        VariantCase{Long, Knobs().queryShared().vec(8).unroll(16).splitK(4).merged(), 4},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},

@@ -44,10 +44,10 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     return fmt::format("{} elements per lane are not a multiple of the vector width {}",
                        elems % vecWidth != 0 ? elems : valueElems, vecWidth);
   }
-  if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8) {
-    return fmt::format("unroll {} is not 1, 2, 4 or 8", unroll);
+  if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8 && unroll != 16) {
+    return fmt::format("unroll {} is not 1, 2, 4, 8 or 16", unroll);
   }
-  // q and o for every head, and K and V rows for every unrolled step twice over (the next step's
+  // q (unless read from shared memory) and o for every head, and K and V rows for every unrolled step twice over (the next step's
   // loads are in flight while this one's are used), all in registers. Counting them once let D80
   // take 4 steps of 20-element rows on the H200, which spilled: 118 us at kv 65536 against 69 us
   // with 2 steps (docs/performance.md, "Head dims").
@@ -56,7 +56,7 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   // 16 codes per lane with 8 steps passed and spilled on the H100 (216 us against 92 us with 4 steps).
   const std::uint32_t rowRegisters = quantized(dtype) ? 2 * ((elems + valueElems) / 4 + 2 * (elems / vecWidth))
                                                       : elems + valueElems;
-  if (heads * (elems + valueElems) + 2 * unroll * rowRegisters > 384) {
+  if (heads * ((queryShared ? 0 : elems) + valueElems) + 2 * unroll * rowRegisters > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
   }
   return {};
@@ -77,8 +77,8 @@ std::string DecodeVariant::key() const {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());
   }
-  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
-                     vecWidth, partialStorageName(partial), splitSuffix());
+  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
+                     vecWidth, queryShared ? "_qs" : "", partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

@@ -29,9 +29,12 @@ struct DecodeVariant {
   std::uint32_t heads = 1;           ///< query heads per workgroup (all share one KV head)
   std::uint32_t warps = 4;           ///< subgroups per workgroup
   std::uint32_t keysPerWarp = 1;     ///< keys a subgroup takes per step (one per lane cluster)
-  std::uint32_t unroll = 1;          ///< steps whose loads a subgroup issues together
+  std::uint32_t unroll = 1;          ///< steps whose loads a subgroup issues together: 1, 2, 4, 8 or 16
   std::uint32_t vecWidth = 4;        ///< elements per K/V load: 1, 2, 4 or 8 (f16 only)
   PartialStorage partial = PartialStorage::Float;
+  /// q read from shared memory at each use instead of held in registers: the registers go to K/V
+  /// loads in flight (the subgroup variant; the scalar one always reads q from shared memory).
+  bool queryShared = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the

@@ -66,6 +66,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
     const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
     k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));
+    k.define("DECODE_Q_SHARED", v.queryShared ? "1" : "0");
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
     k.snippet("flashattention/decode_subgroup.glsl");
   }

@@ -68,10 +68,14 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
                                                  "others of the group read the same K/V in workgroups of their own)"),
       knob::unsignedOrAuto<&O::faDecodeVectorWidth, O>("FOUNDRY_FA_DECODE_VEC", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                        "elements per K/V load in decode (8: 16-bit or 8-bit K/V, 16: 8-bit)"),
-      knob::unsignedOrAuto<&O::faDecodeUnroll, O>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8", 1, 8, true,
+      knob::unsignedOrAuto<&O::faDecodeUnroll, O>("FOUNDRY_FA_DECODE_UNROLL", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                   "decode steps whose K/V loads a subgroup issues together"),
       knob::unsignedOrAuto<&O::faDecodeSplitK, O>("FOUNDRY_FA_DECODE_SPLIT_K", "auto or 1..256", 1, 256, false,
                                                   "decode Split-K factor (1 = off)"),
+      knob::force<&O::faDecodeQueryShared, O>(
+          "FOUNDRY_FA_DECODE_Q_SHARED",
+          "decode: read q from shared memory at each use (1), leaving its registers to K/V loads in flight, or hold it "
+          "in registers (0)"),
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),

@@ -40,6 +40,7 @@ struct AttentionOptions {
   std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
   Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
+  Force faDecodeQueryShared = Force::Auto;         ///< FOUNDRY_FA_DECODE_Q_SHARED
   Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY (read by the runner's decode loop; auto: on GPUs)
   /// Where each of these knobs got its value.
   KnobSources sources;

@@ -78,6 +78,14 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   why.push_back({"variant", v.scalar ? "scalar" : "subgroup",
                  o.faDecodeScalar ? "FOUNDRY_FA_DECODE_SCALAR=1"
                                   : (v.scalar ? "the device has no subgroup shuffles" : "subgroup shuffles available")});
+  // Before the widths and steps are chosen: the registers q leaves free are what they are chosen from.
+  v.queryShared = !v.scalar && (o.faDecodeQueryShared == Force::Auto ? tune.decodeQueryShared != 0
+                                                                      : o.faDecodeQueryShared == Force::On);
+  if (!v.scalar) {
+    why.push_back({"q", v.queryShared ? "shared memory" : "registers",
+                   o.faDecodeQueryShared != Force::Auto ? std::string("FOUNDRY_FA_DECODE_Q_SHARED")
+                                                        : tune.sourceOf("decodeQueryShared")});
+  }
 
   // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
   // divide head_dim, preferring the widest loads, then the tuned elements per lane (few enough
@@ -95,16 +103,21 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       widths.push_back(w);
       if (o.faDecodeVectorWidth) break;
     }
-    for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
-      if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
-      for (std::uint32_t vec : widths) {
-        DecodeVariant c = v;
-        c.keysPerWarp = kpw;
-        c.vecWidth = vec;
-        c.unroll = 1;
-        if (!c.unusableReason(sg).empty()) continue;
-        if (!best || c.vecWidth > best->vecWidth || (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) best = c;
+    // A forced unroll first: the split chosen must hold it where some split can; where none can, the
+    // split is chosen without it and the knob is refused below.
+    for (const std::uint32_t unroll : {o.faDecodeUnroll.value_or(1u), 1u}) {
+      for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
+        if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
+        for (std::uint32_t vec : widths) {
+          DecodeVariant c = v;
+          c.keysPerWarp = kpw;
+          c.vecWidth = vec;
+          c.unroll = unroll;
+          if (!c.unusableReason(sg).empty()) continue;
+          if (!best || c.vecWidth > best->vecWidth || (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) best = c;
+        }
       }
+      if (best) break;
     }
     if (best) {
       v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth;
@@ -112,9 +125,11 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       // No split of head_dim over the subgroup leaves q, o and a K/V row in registers: the scalar
       // variant keeps q in shared memory and takes any head_dim.
       v.scalar = true;
+      v.queryShared = false;
       v.vecWidth = 1;
       revise(why, "variant", "scalar",
              fmt::format("no split of head_dim {} over a subgroup of {} fits in registers", p.headDim, sg));
+      revise(why, "q", "shared memory", "the scalar variant reads q from shared memory");
     }
   }
   why.push_back({"vector width", std::to_string(v.vecWidth),
@@ -156,7 +171,7 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       noUnroll.unroll = 1;
       if (o.faDecodeUnroll && noUnroll.unusableReason(sg).empty()) {
         rejectKnob(o, "FOUNDRY_FA_DECODE_UNROLL", v.unroll, reason,
-                   "1, 2, 4 or 8, as far as q, o and the unrolled K/V rows fit in registers");
+                   "1, 2, 4, 8 or 16, as far as q, o and the unrolled K/V rows fit in registers");
       }
       if (o.faDecodeKeysPerWarp) {
         rejectKnob(o, "FOUNDRY_FA_DECODE_KEYS_PER_WARP", v.keysPerWarp, reason,

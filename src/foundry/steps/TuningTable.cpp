@@ -24,7 +24,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeVecWidth),      FOUNDRY_TUNING_FIELD(decodeLaneElems),
     FOUNDRY_TUNING_FIELD(decodeSplitKeys),     FOUNDRY_TUNING_FIELD(wideDecodeKeys),
     FOUNDRY_TUNING_FIELD(wideDecodeVec),       FOUNDRY_TUNING_FIELD(wideDecodeUnroll),
-    FOUNDRY_TUNING_FIELD(decodeHeads),
+    FOUNDRY_TUNING_FIELD(decodeHeads),         FOUNDRY_TUNING_FIELD(decodeQueryShared),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -43,7 +43,8 @@ const std::vector<TuningRow>& tuningTable() {
   static const std::vector<TuningRow> table = {
       {{},
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
-        .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0, .coopWarps = 8,
+        .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0, .decodeQueryShared = 0,
+        .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
         .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0,
@@ -63,6 +64,11 @@ const std::vector<TuningRow>& tuningTable() {
        "8-bit K/V (int8, q8_0): 16-code loads, 4 steps in flight from 4096 keys per workgroup, each load's scale taken "
        "once (H200, int8 at kv 65536: 85.5 us against 91.8 us with 8-code loads and 8 steps; B8 kv 16384: 157.2 "
        "against 170.0; 16-code loads with 8 steps spill)"},
+      {{.minHeadDim = 80, .maxHeadDim = 96, .elementBytes = 2},
+       {.decodeQueryShared = 1},
+       "16-bit rows of 80 and 96 (loads of 8 bytes, many registers of q per lane): decode reads q from shared memory "
+       "at each use (H200, batch 1 kv 65536, 2026-11-26: D96 58.4 us against 64.5, D80 62.0 against 68.4; at D128 "
+       "74.1 against 71.7, D256 155.4 against 151.3 and int8 D128 107.0 against 85.5, so not there)"},
       {{.minHeadDim = 320},
        {.decodeHeads = 2},
        "rows of 320 and more (MLA's latent 576): 2 query heads per decode workgroup, so that a lane's q and output "
