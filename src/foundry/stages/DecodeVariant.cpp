@@ -47,10 +47,10 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8 && unroll != 16) {
     return fmt::format("unroll {} is not 1, 2, 4, 8 or 16", unroll);
   }
-  // q (unless read from shared memory) and o for every head, and K and V rows for every unrolled step twice over (the next step's
-  // loads are in flight while this one's are used), all in registers. Counting them once let D80
-  // take 4 steps of 20-element rows on the H200, which spilled: 118 us at kv 65536 against 69 us
-  // with 2 steps (docs/performance.md, "Head dims").
+  // q (unless read from shared memory) and o for every head, and K and V rows for every unrolled
+  // step twice over (the next step's loads are in flight while this one's are used), all in
+  // registers. Counting them once let D80 take 4 steps of 20-element rows on the H200, which spilled:
+  // 118 us at kv 65536 against 69 us with 2 steps (docs/performance.md, "Head dims").
   // Quantized rows stay in registers as codes, four to a word, and one scale per load; counted in the
   // units the 16-bit rows are (two per register), which the budget was measured in. Counted once,
   // 16 codes per lane with 8 steps passed and spilled on the H100 (216 us against 92 us with 4 steps).

@@ -114,7 +114,10 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
           c.vecWidth = vec;
           c.unroll = unroll;
           if (!c.unusableReason(sg).empty()) continue;
-          if (!best || c.vecWidth > best->vecWidth || (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) best = c;
+          if (!best || c.vecWidth > best->vecWidth ||
+              (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) {
+            best = c;
+          }
         }
       }
       if (best) break;
