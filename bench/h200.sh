@@ -34,6 +34,8 @@
 #                                        # and short caches' Split-K factors
 #   bash bench/h200.sh decode-qs-dims    # on the device: D80/D96 decode, q from shared memory against
 #                                        # the register plan and other splits; short caches timed twice
+#   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
+#                                        # one-knob variants, three rounds in alternation
 #   bash bench/h200.sh mla-heads         # on the device: DeepSeek-V2-Lite decode, heads x unroll
 #   bash bench/h200.sh mla               # on the device: latent-decode parity, DeepSeek-V2-Lite with
 #                                        # its check, and its 27 layers after a 4096-token prompt
@@ -452,6 +454,30 @@ case "${1:-}" in
     done
     timeout 120 foundry bench --shape decode:1:32:8:1024:128 decode:1:32:8:1024:128 decode:1:32:8:4096:128 \
       decode:1:32:8:4096:128 decode:1:32:8:1024:128 2>&1 | grep "us$" | sed "s/^/short: /" || status=1
+    exit $status
+    ;;
+  prefill-tune)
+    # Causal prefill at S 2048 (issue 18's 250 us at D128, 150 us at D64): the plan against each one-knob
+    # change the Selector chose between, three rounds in alternation. Further arguments replace the
+    # variants (NAME:KNOB=VALUE,...); PREFILL_SHAPES the shapes.
+    on_device
+    status=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    read -r -a shapes <<<"${PREFILL_SHAPES:-prefill:1:32:8:2048:128 prefill:1:32:8:2048:64}"
+    shift
+    variants=("$@")
+    [ ${#variants[@]} -gt 0 ] ||
+      variants=(split2:FA_PREFILL_SPLIT_K=2 split4:FA_PREFILL_SPLIT_K=4 bc64:FA_PREFILL_KEYS_PER_TILE=64
+                stages1:FA_PREFILL_STAGES=1 tiles-in-turn:FA_PREFILL_HEADS_FIRST=0 loader:FA_PREFILL_LOADER=1
+                w4:FA_PREFILL_WARPS=4)
+    for round in 1 2 3; do
+      for v in plan "${variants[@]}"; do
+        name=${v%%:*}
+        variant_sets "$v"
+        foundry "${sets[@]}" bench --shape "${shapes[@]}" 2>&1 | grep "us$" | grep -v ceilings |
+          sed "s/^/$name (round $round): /" || status=1
+      done
+    done
     exit $status
     ;;
   mla-heads)
