@@ -34,6 +34,8 @@
 #                                        # and short caches' Split-K factors
 #   bash bench/h200.sh decode-qs-dims    # on the device: D80/D96 decode, q from shared memory against
 #                                        # the register plan and other splits; short caches timed twice
+#   bash bench/h200.sh int8-dot          # on the device: int8/q8_0 decode, K through integer dot
+#                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
 #                                        # one-knob variants, three rounds in alternation
 #   bash bench/h200.sh mla-heads         # on the device: DeepSeek-V2-Lite decode, heads x unroll
@@ -421,7 +423,7 @@ case "${1:-}" in
     # factors of short caches (kv 1024 and 4096). Register and spill counts in the JSON.
     on_device
     status=0
-    suite_subset qs-tests '*DecodeVariants*:*KvFormat*Decode*'
+    suite_subset qs-tests '*DecodeVariants*:*Decode*KvFormat*'
     qs_sweep() {  # NAME "SHAPE..." VARIANT...
       local name=$1 shape=$2
       shift 2
@@ -445,7 +447,7 @@ case "${1:-}" in
     # process (whether the first shape timed in a process is slower).
     on_device
     status=0
-    suite_subset dims-tests '*DecodeVariants*:*KvFormat*Decode*:*HeadDim*'
+    suite_subset dims-tests '*DecodeVariants*:*Decode*KvFormat*:*HeadDim*'
     for round in 1 2; do
       timeout 150 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:96 decode:1:32:8:65536:80 --variants \
         "w8 k4 v4 u4" "w8 k8 v4 u2" "k8 v8 u2 qs" "k2 v2 u8 qs" "k4 v2 u4 qs" "k4 v2 u8 qs" "k2 v1 u8 qs" \
@@ -454,6 +456,21 @@ case "${1:-}" in
     done
     timeout 120 foundry bench --shape decode:1:32:8:1024:128 decode:1:32:8:1024:128 decode:1:32:8:4096:128 \
       decode:1:32:8:4096:128 decode:1:32:8:1024:128 2>&1 | grep "us$" | sed "s/^/short: /" || status=1
+    exit $status
+    ;;
+  int8-dot)
+    # int8 and q8_0 decode with K's codes through integer dot products (FOUNDRY_FA_DECODE_INT8_DOT: q
+    # quantized per load to two bytes per element) against the plan's float products, and f16: the
+    # quantized-format and decode-variant cases first, then two sweep rounds (registers in the JSON).
+    on_device
+    status=0
+    suite_subset idot-tests '*DecodeVariants*:*Decode*KvFormat*:*KvPaged*'
+    for round in 1 2; do
+      timeout 200 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 \
+        decode:1:32:8:65536:128+q8_0 decode:1:32:8:65536:128 --variants "w8 k4 v16 u4 idot" "w8 k2 v8 u8 idot" \
+        "w8 k4 v8 u4 idot" "w8 k4 v16 u2 idot" "w4 k4 v16 u4 idot" "w8 k2 v8 u4 idot" --json "$out/idot-$round.json" \
+        2>&1 | grep "\]: .*us$" | sed "s/^/round $round: /" || status=1
+    done
     exit $status
     ;;
   prefill-tune)

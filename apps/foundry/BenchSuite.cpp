@@ -489,8 +489,11 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     for (std::uint32_t h = groupHeads / 2; h >= 1 && groupHeads > 1; h /= 2) {
       if (group % h == 0) headChoices.push_back(h);
     }
-    // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight.
-    for (const bool qs : {false, true}) {
+    // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight, and
+    // int8 or q8_0 K through integer dot products ("idot").
+    for (const char* mode : {"", " qs", " idot"}) {
+      const bool qs = mode == std::string_view(" qs"), idot = mode == std::string_view(" idot");
+      if (idot && !(quantized(s.cacheType()) && device.int8Dot)) continue;
       for (std::uint32_t heads : headChoices) {
         for (std::uint32_t warps : {4u, 8u}) {
           for (std::uint32_t keys = 1; keys <= std::min(sg, 8u); keys *= 2) {
@@ -505,6 +508,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 v.vecWidth = vec;
                 v.unroll = unroll;
                 v.queryShared = qs;
+                v.int8Dot = idot;
                 if (!v.unusableReason(sg).empty()) continue;
                 AttentionOptions o = base;
                 o.faDecodeWarps = warps;
@@ -512,9 +516,10 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 o.faDecodeVectorWidth = vec;
                 o.faDecodeUnroll = unroll;
                 o.faDecodeQueryShared = qs ? Force::On : Force::Off;
+                o.faDecodeInt8Dot = idot ? Force::On : Force::Off;
                 if (heads != groupHeads) o.faDecodeHeads = heads;
                 out.emplace_back(fmt::format("w{} k{} v{} u{}{}{}", warps, keys, vec, unroll,
-                                             heads != groupHeads ? fmt::format(" h{}", heads) : "", qs ? " qs" : ""),
+                                             heads != groupHeads ? fmt::format(" h{}", heads) : "", mode),
                                  o);
               }
             }

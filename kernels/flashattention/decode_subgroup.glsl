@@ -93,13 +93,39 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
 #define DECODE_QK(h, c) q[h][c]
   const float score_scale = 1.0;
 #endif
+#if DECODE_INT8_DOT
+  // q of each head and load as s * (hi + lo / 256), hi and lo signed bytes four to a word: K's codes
+  // meet both in integer dot products (exact), where widening each code to f32 for a float dot product
+  // costs more instructions than the product. q_step holds s / 256.
+  uint q_hi[DECODE_HEADS][DECODE_CHUNKS];
+  uint q_lo[DECODE_HEADS][DECODE_CHUNKS];
+  float q_step[DECODE_HEADS][DECODE_LOADS];
+#endif
   DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS_V];
   float m[DECODE_HEADS];
   float l[DECODE_HEADS];
   [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
     m[h] = NEG_BIG;
     l[h] = 0.0;
-#if !DECODE_Q_SHARED
+#if DECODE_INT8_DOT
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
+      vec4 x[DECODE_PAIR];
+      float top = 0.0;
+      [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
+        x[c] = decode_q(h * HEAD_DIM + decode_dim(j * DECODE_PAIR + c, lik)) * fa_logit_scale(qk_scale);
+        const vec4 a = abs(x[c]);
+        top = max(top, max(max(a.x, a.y), max(a.z, a.w)));
+      }
+      const float s = top > 0.0 ? top / 127.0 : 1.0;
+      q_step[h][j] = s * (1.0 / 256.0);
+      [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
+        const vec4 t = clamp(x[c] / s, -127.0, 127.0);
+        const vec4 hi = roundEven(t);
+        q_hi[h][j * DECODE_PAIR + c] = pack_i8x4(hi);
+        q_lo[h][j * DECODE_PAIR + c] = pack_i8x4(clamp(roundEven((t - hi) * 256.0), -127.0, 127.0));
+      }
+    }
+#elif !DECODE_Q_SHARED
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
       q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * fa_logit_scale(qk_scale);
     }
@@ -130,9 +156,18 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
         [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
+#if DECODE_INT8_DOT
+          int dot_hi = 0, dot_lo = 0;
+          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
+            dot_hi = i8x4_dot(q_hi[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_hi);
+            dot_lo = i8x4_dot(q_lo[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_lo);
+          }
+          acc += float(dot_hi * 256 + dot_lo) * (q_step[h][j] * KV_SCALE(kr[u][j]));
+#else
           float part = 0.0;
           [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) part += dot(DECODE_QK(h, j * DECODE_PAIR + c), KV_CODES(kr[u][j], c));
           acc += part * KV_SCALE(kr[u][j]);
+#endif
         }
         s[u][h] = acc * score_scale;
       }

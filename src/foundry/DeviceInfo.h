@@ -74,6 +74,9 @@ struct DeviceInfo {
   bool shaderClock = false;
   /// VK_NV_shader_sm_builtins: a shader can read which SM runs it (gl_SMIDNV).
   bool smBuiltins = false;
+  /// Integer dot products of four packed 8-bit values (shaderIntegerDotProduct: Vulkan 1.3 or
+  /// VK_KHR_shader_integer_dot_product), which the int8 decode can take K's codes through.
+  bool int8Dot = false;
   std::vector<CoopMatShape> coopMatShapes;  ///< empty: no cooperative matrix
   /// Workgroup-scope cooperative-matrix kernels build and run here: the device has
   /// VK_NV_cooperative_matrix2 (workgroup scope, flexible dimensions, reductions, conversions, element

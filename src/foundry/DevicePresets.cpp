@@ -15,7 +15,7 @@ DeviceInfo nvidia(const char* name, DeviceFamily family, std::uint64_t memory, s
   return {.name = name, .vendor = Vendor::Nvidia, .kind = DeviceKind::Discrete, .family = family,
           .subgroupSize = 32, .minSubgroupSize = 32, .maxSubgroupSize = 32, .maxSharedMemoryBytes = 49152,
           .maxStorageBufferRange = kMaxRange, .maxAllocationBytes = memory, .deviceMemoryBytes = memory,
-          .maxPushConstantBytes = 256, .shaderClock = true, .smBuiltins = true, .coopMatShapes = nvidiaCoopMatShapes(), .coopMatLayout = nvidiaQuadLayout(),
+          .maxPushConstantBytes = 256, .shaderClock = true, .smBuiltins = true, .int8Dot = true, .coopMatShapes = nvidiaCoopMatShapes(), .coopMatLayout = nvidiaQuadLayout(),
           .computeUnits = computeUnits, .driverName = "NVIDIA (preset)"};
 }
 
@@ -23,7 +23,7 @@ DeviceInfo lavapipe() {
   return {.name = "llvmpipe (preset)", .vendor = Vendor::Mesa, .kind = DeviceKind::Cpu,
           .family = DeviceFamily::Lavapipe, .subgroupSize = 8, .minSubgroupSize = 8, .maxSubgroupSize = 8,
           .maxSharedMemoryBytes = 32768, .maxStorageBufferRange = 134217728, .maxAllocationBytes = 2 * kGiB,
-          .deviceMemoryBytes = 8 * kGiB, .maxPushConstantBytes = 128, .computeUnits = 2,
+          .deviceMemoryBytes = 8 * kGiB, .maxPushConstantBytes = 128, .int8Dot = true, .computeUnits = 2,
           .driverName = "llvmpipe (preset)"};
 }
 

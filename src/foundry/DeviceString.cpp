@@ -211,6 +211,7 @@ const std::vector<Key>& keys() {
       flag("storage16", &DeviceInfo::storage16Bit),
       flag("clock", &DeviceInfo::shaderClock),
       flag("smids", &DeviceInfo::smBuiltins),
+      flag("idot", &DeviceInfo::int8Dot),
       {"coopmat", setCoopMat, coopMatText},
       flag("cm2", &DeviceInfo::coopMat2),
       number("cm2-reserve", &DeviceInfo::coopMat2ReservedShared),

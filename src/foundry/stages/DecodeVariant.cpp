@@ -56,7 +56,13 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   // 16 codes per lane with 8 steps passed and spilled on the H100 (216 us against 92 us with 4 steps).
   const std::uint32_t rowRegisters = quantized(dtype) ? 2 * ((elems + valueElems) / 4 + 2 * (elems / vecWidth))
                                                       : elems + valueElems;
-  if (heads * ((queryShared ? 0 : elems) + valueElems) + 2 * unroll * rowRegisters > 384) {
+  if (int8Dot && (!quantized(dtype) || vecWidth < 4 || queryShared)) {
+    return fmt::format("integer dot products take quantized K/V in loads of 4 or more codes with q in registers, "
+                       "not {} in loads of {}{}", dtypeName(dtype), vecWidth, queryShared ? " with q shared" : "");
+  }
+  // q quantized for integer dot products: two bytes per element, four to a word, and a scale per load.
+  const std::uint32_t queryRegisters = queryShared ? 0 : int8Dot ? elems / 2 + elems / vecWidth : elems;
+  if (heads * (queryRegisters + valueElems) + 2 * unroll * rowRegisters > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
   }
   return {};
@@ -78,7 +84,7 @@ std::string DecodeVariant::key() const {
                        splitSuffix());
   }
   return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
-                     vecWidth, queryShared ? "_qs" : "", partialStorageName(partial), splitSuffix());
+                     vecWidth, queryShared ? "_qs" : int8Dot ? "_idot" : "", partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

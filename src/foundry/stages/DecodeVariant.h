@@ -35,6 +35,9 @@ struct DecodeVariant {
   /// q read from shared memory at each use instead of held in registers: the registers go to K/V
   /// loads in flight (the subgroup variant; the scalar one always reads q from shared memory).
   bool queryShared = false;
+  /// int8 and q8_0 K/V in loads of 4 or more codes: q quantized per load to two signed bytes per
+  /// element, and K's codes taken through integer dot products (the device's int8Dot).
+  bool int8Dot = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the

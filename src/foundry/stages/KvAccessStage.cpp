@@ -160,6 +160,8 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
                              : a_.width == 4 ? "i8x4_to_f32((r).q)"
                                              : "i8x4_to_f32((r).q[p])");
   k.define("KV_UNPACK(r, p)", single ? "(r)" : "(KV_CODES(r, p) * KV_SCALE(r))");
+  // Four codes as stored (signed bytes, the lowest first), for integer dot products.
+  if (a_.width >= 4) k.define("KV_CODE_WORD(r, p)", a_.width == 4 ? "(r).q" : "(r).q[p]");
   if (a_.width == 8) {
     // Dequantized to f16 for the cooperative-matrix kernel, saturating at the f16 range.
     k.define("KV_F16X8(r)", "kv_f16x8(r)");

@@ -14,6 +14,8 @@
 //   KV_UNPACK(r, p)                            chunk p (min(width, 4) elements) of a load, as f32
 //   KV_CODES(r, p) * KV_SCALE(r)               the same, apart: a quantized load's codes (as f32) and
 //                                              the one scale they share (1.0 for float formats)
+//   KV_CODE_WORD(r, p)                         quantized loads of 4 or more codes: word p of the
+//                                              codes as stored (signed bytes, the lowest first)
 //
 // With write access (width 1), for KvAppendStep:
 //   void kv_store_k(KV_ROW row, uint d, float x)         float formats: one element, converted

@@ -76,6 +76,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_Q_SHARED",
           "decode: read q from shared memory at each use (1), leaving its registers to K/V loads in flight, or hold it "
           "in registers (0)"),
+      knob::force<&O::faDecodeInt8Dot, O>(
+          "FOUNDRY_FA_DECODE_INT8_DOT",
+          "int8 and q8_0 decode: K's codes meet q quantized to two bytes per element in integer dot products (1) "
+          "or are widened to f32 (0)"),
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),

@@ -86,6 +86,18 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                    o.faDecodeQueryShared != Force::Auto ? std::string("FOUNDRY_FA_DECODE_Q_SHARED")
                                                         : tune.sourceOf("decodeQueryShared")});
   }
+  // Integer dot products for quantized K, where the device and the variant can take them.
+  const std::string noInt8Dot =
+      !quantized(p.dtype) ? fmt::format("the K/V cache is {}, not int8 or q8_0", dtypeName(p.dtype))
+      : !device.int8Dot   ? fmt::format("device '{}' has no integer dot products (shaderIntegerDotProduct)", device.name)
+      : v.scalar          ? std::string("the scalar decode variant widens every code")
+      : v.queryShared     ? std::string("q is read from shared memory (FOUNDRY_FA_DECODE_Q_SHARED)")
+                          : std::string();
+  if (o.faDecodeInt8Dot == Force::On && !noInt8Dot.empty()) {
+    rejectKnob(o, "FOUNDRY_FA_DECODE_INT8_DOT", 1, noInt8Dot, "auto, 0");
+  }
+  v.int8Dot = noInt8Dot.empty() &&
+              (o.faDecodeInt8Dot == Force::Auto ? tune.decodeInt8Dot != 0 : o.faDecodeInt8Dot == Force::On);
 
   // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
   // divide head_dim, preferring the widest loads, then the tuned elements per lane (few enough
@@ -104,36 +116,52 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       if (o.faDecodeVectorWidth) break;
     }
     // A forced unroll first: the split chosen must hold it where some split can; where none can, the
-    // split is chosen without it and the knob is refused below.
-    for (const std::uint32_t unroll : {o.faDecodeUnroll.value_or(1u), 1u}) {
-      for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
-        if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
-        for (std::uint32_t vec : widths) {
-          DecodeVariant c = v;
-          c.keysPerWarp = kpw;
-          c.vecWidth = vec;
-          c.unroll = unroll;
-          if (!c.unusableReason(sg).empty()) continue;
-          if (!best || c.vecWidth > best->vecWidth ||
-              (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) {
-            best = c;
+    // split is chosen without it and the knob is refused below. Integer dot products the tuning table
+    // asks for are dropped where no split takes them.
+    for (const bool dot : {v.int8Dot, false}) {
+      for (const std::uint32_t unroll : {o.faDecodeUnroll.value_or(1u), 1u}) {
+        for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
+          if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
+          for (std::uint32_t vec : widths) {
+            DecodeVariant c = v;
+            c.keysPerWarp = kpw;
+            c.vecWidth = vec;
+            c.unroll = unroll;
+            c.int8Dot = dot;
+            if (!c.unusableReason(sg).empty()) continue;
+            if (!best || c.vecWidth > best->vecWidth ||
+                (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) {
+              best = c;
+            }
           }
         }
+        if (best) break;
       }
-      if (best) break;
+      if (best || o.faDecodeInt8Dot == Force::On) break;
     }
     if (best) {
-      v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth;
+      v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth, v.int8Dot = best->int8Dot;
+    } else if (o.faDecodeInt8Dot == Force::On) {
+      rejectKnob(o, "FOUNDRY_FA_DECODE_INT8_DOT", 1,
+                 fmt::format("no split of head_dim {} over a subgroup of {} holds q's bytes and loads of 4 or more "
+                             "codes in registers", p.headDim, sg),
+                 "auto, 0");
     } else if (!o.faDecodeKeysPerWarp && !o.faDecodeVectorWidth) {
       // No split of head_dim over the subgroup leaves q, o and a K/V row in registers: the scalar
       // variant keeps q in shared memory and takes any head_dim.
       v.scalar = true;
-      v.queryShared = false;
+      v.queryShared = v.int8Dot = false;
       v.vecWidth = 1;
       revise(why, "variant", "scalar",
              fmt::format("no split of head_dim {} over a subgroup of {} fits in registers", p.headDim, sg));
       revise(why, "q", "shared memory", "the scalar variant reads q from shared memory");
     }
+  }
+  if (quantized(p.dtype) && !v.scalar) {
+    why.push_back({"K dot products", v.int8Dot ? "integer" : "float",
+                   o.faDecodeInt8Dot != Force::Auto ? std::string("FOUNDRY_FA_DECODE_INT8_DOT")
+                   : !noInt8Dot.empty()             ? noInt8Dot
+                                                    : tune.sourceOf("decodeInt8Dot")});
   }
   why.push_back({"vector width", std::to_string(v.vecWidth),
                  o.faDecodeVectorWidth ? "FOUNDRY_FA_DECODE_VEC"

@@ -145,6 +145,12 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
     extensions.push_back(vkx::kCoopMatKhrExtension);
     extensions.push_back(vkx::kCoopMat2Extension);
   }
+  VkPhysicalDeviceShaderIntegerDotProductFeatures edot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  if (info_.int8Dot) {
+    edot.shaderIntegerDotProduct = VK_TRUE;
+    chain(edot);
+    if (api < VK_API_VERSION_1_3) extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  }
   VkPhysicalDeviceShaderSMBuiltinsFeaturesNV esm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV};
   if (info_.smBuiltins) {
     esm.shaderSMBuiltins = VK_TRUE;
@@ -181,7 +187,7 @@ namespace {
 struct EnabledFeatures {
   bool storage16 = false, float16 = false, timeline = false, sizeControl = false, fullSubgroups = false,
        coopMat = false, executableProperties = false, subgroupClock = false, deviceClock = false, smBuiltins = false,
-       coopMatKhr = false, coopMat2 = false;
+       coopMatKhr = false, coopMat2 = false, int8Dot = false;
 };
 
 EnabledFeatures readChain(const void* chain) {
@@ -213,8 +219,12 @@ EnabledFeatures readChain(const void* chain) {
         const auto* f = reinterpret_cast<const VkPhysicalDeviceVulkan13Features*>(s);
         e.sizeControl |= f->subgroupSizeControl != 0;
         e.fullSubgroups |= f->computeFullSubgroups != 0;
+        e.int8Dot |= f->shaderIntegerDotProduct != 0;
         break;
       }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES:
+        e.int8Dot |= reinterpret_cast<const VkPhysicalDeviceShaderIntegerDotProductFeatures*>(s)->shaderIntegerDotProduct != 0;
+        break;
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV:
         e.coopMat |= reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesNV*>(s)->cooperativeMatrix != 0;
         break;
@@ -294,6 +304,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const Exter
   if (!(e.coopMat && enabled(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))) info_.coopMatShapes.clear();
   info_.shaderClock = info_.shaderClock && e.subgroupClock && e.deviceClock && enabled(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
   info_.smBuiltins = info_.smBuiltins && e.smBuiltins && enabled(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  info_.int8Dot = info_.int8Dot && e.int8Dot &&
+                  (external.apiVersion >= VK_API_VERSION_1_3 || enabled(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME));
   info_.coopMat2 = info_.coopMat2 && e.coopMatKhr && e.coopMat2 && enabled(vkx::kCoopMatKhrExtension) &&
                    enabled(vkx::kCoopMat2Extension);
   pipelineStatistics_ = e.executableProperties && enabled(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);

@@ -126,6 +126,8 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   if (contains(exts, VK_KHR_SHADER_CLOCK_EXTENSION_NAME)) chain(fclock);
   VkPhysicalDeviceShaderSMBuiltinsFeaturesNV fsm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV};
   if (contains(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) chain(fsm);
+  VkPhysicalDeviceShaderIntegerDotProductFeatures fdot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  if (v13 || contains(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) chain(fdot);
   vkx::CoopMatKhrFeatures fcoopKhr;
   vkx::CoopMat2Features fcoop2;
   if (hasCoop2) {
@@ -169,6 +171,7 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   // The prefill probe reads both clocks (as two 32-bit halves, so without 64-bit integers).
   c.shaderClock = fclock.shaderSubgroupClock && fclock.shaderDeviceClock;
   c.smBuiltins = fsm.shaderSMBuiltins != 0;
+  c.int8Dot = fdot.shaderIntegerDotProduct != 0;
   if (hasCoop && fcoop.cooperativeMatrix) {
     auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
         vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
