@@ -32,9 +32,9 @@ CliRow configValue(std::string id, std::string input, const std::string& pointer
 
 std::vector<CliRow> configRows() {
   return {
-      configValue("ConfigTuningUnrollOutsideSchema", "`tuning` decode unroll 16 (the schema and the knob take 1 to 8)",
-                  "/tuning/fa_decode_unroll", 16,
-                  "/tuning/fa_decode_unroll: invalid value '16'; accepted: auto, 1, 2, 4, 8"),
+      configValue("ConfigTuningUnrollOutsideSchema", "`tuning` decode unroll 32 (the schema and the knob take 1 to 16)",
+                  "/tuning/fa_decode_unroll", 32,
+                  "/tuning/fa_decode_unroll: invalid value '32'; accepted: auto, 1, 2, 4, 8, 16"),
       configValue("ConfigTuningSplitKAbove32Bits", "`tuning` Split-K 4294967297 (2^32 + 1)", "/tuning/fa_decode_split_k",
                   4294967297ll, "/tuning/fa_decode_split_k: invalid value '4294967297'; accepted: auto or 1..256"),
       configValue("ConfigTuningWarpsNegative", "`tuning` decode warps -1", "/tuning/fa_decode_warps", -1,
