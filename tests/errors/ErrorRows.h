@@ -126,4 +126,13 @@ std::string markdownTable();
 /// `text` with "{tmp}" replaced by `tmp`.
 std::string substituteTmp(const std::string& text, const std::filesystem::path& tmp);
 
+/// The kernel cache of a `foundry` the suite runs without naming one (FOUNDRY_CACHE_DIR): the suite's,
+/// the directory FOUNDRY_CACHE_DIR names in the test's own environment (ctest gives every suite one,
+/// tests/CMakeLists.txt), so that a kernel is compiled once rather than once per row; without one, a
+/// fresh one in the row's directory `tmp`. Entries are keyed by their GLSL and compiler, written
+/// atomically, and two processes may fill one directory at once (CacheConcurrency.*), so a row sees
+/// what it would see with a cache of its own, less the compiling. The rows whose input is the cache
+/// itself name their own ({tmp}/cache).
+std::filesystem::path defaultCache(const std::filesystem::path& tmp);
+
 }  // namespace foundry::errors

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -45,8 +46,8 @@ test::ProcessSpec foundrySpec(const fs::path& tmp, const std::vector<std::string
   test::ProcessSpec spec;
   spec.argv.push_back(kFoundry.string());
   for (const auto& a : args) spec.argv.push_back(substituteTmp(a, tmp));
-  // Each row gets its own cache and the default log level unless it sets them.
-  spec.env["FOUNDRY_CACHE_DIR"] = (tmp / ".cache").string();
+  // The suite's kernel cache (defaultCache) and the default log level, unless the row sets them.
+  spec.env["FOUNDRY_CACHE_DIR"] = defaultCache(tmp).string();
   spec.env["FOUNDRY_LOG_LEVEL"] = "warn";
   for (const auto& [name, value] : env) {
     spec.env[name] = value ? std::optional<std::string>(substituteTmp(*value, tmp)) : std::nullopt;
@@ -68,11 +69,14 @@ CliContext contextFor(const fs::path& tmp) {
   return ctx;
 }
 
-// Files a failed atomic write could leave: ".<name>.tmp.<pid>.<n>".
-std::vector<std::string> temporaries(const fs::path& dir) {
+// Files a failed atomic write could leave: ".<name>.tmp.<pid>.<n>"; with `pid`, only that process's.
+std::vector<std::string> temporaries(const fs::path& dir, std::optional<pid_t> pid = std::nullopt) {
+  const std::string mark = pid ? ".tmp." + std::to_string(*pid) + "." : ".tmp.";
   std::vector<std::string> out;
-  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    if (it->path().filename().string().find(".tmp.") != std::string::npos) out.push_back(it->path().string());
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->path().filename().string().find(mark) != std::string::npos) out.push_back(it->path().string());
   }
   return out;
 }
@@ -125,7 +129,9 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
   spec.out = substituted(row.stdoutTo, dir.path());
   spec.err = substituted(row.stderrTo, dir.path());
   spec.fileSizeLimit = row.fileSizeLimit;
-  const test::ProcessResult r = test::runProcess(spec);
+  test::Process child(spec);
+  const pid_t pid = child.pid();
+  const test::ProcessResult r = child.wait();
   ASSERT_FALSE(r.timedOut) << r.summary();
   ASSERT_EQ(r.signal, 0) << r.summary();
   EXPECT_EQ(r.exitCode, row.exitCode) << r.summary();
@@ -167,6 +173,10 @@ TEST_P(CliErrorRow, ExitCodeAndOneClearLine) {
     }
   }
   EXPECT_THAT(temporaries(dir.path()), ::testing::IsEmpty()) << "a half-written file remains";
+  // The suite's cache lies outside the row's directory: what this run could have left there.
+  if (const fs::path shared = defaultCache(dir.path()); !shared.string().starts_with(dir.path().string())) {
+    EXPECT_THAT(temporaries(shared, pid), ::testing::IsEmpty()) << "a half-written cache entry remains";
+  }
   if (row.check) {
     std::string problem;
     try {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "errors/ErrorRows.h"
 #include "support/Subprocess.h"
 #include "support/TempDir.h"
 
@@ -64,7 +65,7 @@ TEST_P(InterruptedWrite, LeavesTheOldFileAndNoTemporary) {
   spec.argv = {FOUNDRY_EXECUTABLE, "run", fs::path(FOUNDRY_SOURCE_DIR) / "configs" / "tinyllama-1.1b.json",
                "--prompt-len", "127", "--batch", "16", "--decode-tokens", "1", "--layers", "1", "--no-check",
                "--save", "o.safetensors"};
-  spec.env["FOUNDRY_CACHE_DIR"] = (dir.path() / ".cache").string();
+  spec.env["FOUNDRY_CACHE_DIR"] = errors::defaultCache(dir.path()).string();
   spec.env["FOUNDRY_LOG_LEVEL"] = "warn";
   spec.workDir = dir.path();
   spec.timeoutSeconds = 120;

@@ -4,11 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "foundry/runner/io/Safetensors.h"
+#include "support/TempDir.h"
 
 namespace foundry::errors {
 
@@ -67,8 +70,29 @@ std::string lineWith(const std::string& text, const std::string& needle) {
 const std::map<std::string, std::optional<std::string>> kCacheEnv = {{"FOUNDRY_CACHE_DIR", "{tmp}/cache"}};
 const std::vector<std::string> kCompile = {"kernels", "--pretend", "lavapipe", "--compile"};
 
+fs::path defaultCache(const fs::path& tmp) {
+  const char* shared = std::getenv("FOUNDRY_CACHE_DIR");
+  if (shared != nullptr && *shared != '\0' && std::string_view(shared) != "off") return shared;
+  return tmp / ".cache";
+}
+
+/// A directory that `kCompile` filled from empty: made by the first row that asks, once per process,
+/// and removed at exit. Rows copy it rather than compiling every lavapipe kernel again each.
+const fs::path& lavapipeCacheSeed(const CliContext& ctx) {
+  static const test::TempDir dir;
+  static bool filled = false;
+  if (!filled) {
+    fs::remove_all(dir.path() / "cache");
+    ctx.foundry(kCompile, {{"FOUNDRY_CACHE_DIR", (dir.path() / "cache").string()}});
+    filled = true;
+  }
+  static const fs::path seed = dir.path() / "cache";
+  return seed;
+}
+
 fs::path firstCacheEntry(const CliContext& ctx) {
-  ctx.foundry(kCompile, kCacheEnv);
+  // What `ctx.foundry(kCompile, kCacheEnv)` leaves in an empty {tmp}/cache, copied.
+  fs::copy(lavapipeCacheSeed(ctx), ctx.tmp / "cache", fs::copy_options::recursive);
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(ctx.tmp / "cache" / "spirv")) entries.push_back(e.path());
   std::sort(entries.begin(), entries.end());
