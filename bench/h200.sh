@@ -65,7 +65,8 @@
 #                                        # layer at 128K tokens on 1, 2 (4, 8) GPUs, causally balanced
 #                                        # and even splits, against one GPU; $OUT/ring.jsonl, ring.md
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
-# parts one at a time: bench/prefill_ablation.sh.
+# parts one at a time: bench/prefill_ablation.sh; int8 decode's arithmetic taken out part by part:
+# bench/int8_probe.sh.
 #
 # The device step also runs the device test suites there first (the cooperative-matrix path only
 # runs on such a GPU), so a timing is never reported for kernels that fail their checks.
@@ -73,10 +74,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # On the device: the packed binaries on PATH, results under $OUT, one kernel cache for all steps.
 on_device() {
-  source .device/env.sh
-  out=${OUT:-/tmp/foundry-out}
-  mkdir -p "$out"
-  export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+  source bench/on_device.sh
 }
 # On the device: the GPU's name and the whole attention suite (the cooperative-matrix variants run
 # only on such a GPU); fails when the suite does.

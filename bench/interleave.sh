@@ -7,10 +7,7 @@
 # them to $OUT/interleave.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source .device/env.sh
-out=${OUT:-/tmp/foundry-out}
-mkdir -p "$out"
-export FOUNDRY_CACHE_DIR=/tmp/foundry-cache
+source bench/on_device.sh
 shapes=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do shapes+=("$1"); shift; done
 shift || { echo "usage: bench/interleave.sh SHAPE... -- NAME=BINARY[:KERNEL_DIR] ..." >&2; exit 2; }
