@@ -14,6 +14,7 @@
 #include "foundry/ShaderCompiler.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/testing/ShapeCall.h"
+#include "support/AttentionHarness.h"
 
 namespace foundry {
 namespace {
@@ -101,15 +102,9 @@ TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
   EXPECT_EQ(splits, (std::set<bool>{false, true})) << "both split and unsplit plans were exercised";
 }
 
-std::string presetName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param;
-  for (char& c : s) {
-    if (c == '-') c = '_';
-  }
-  return s;
-}
 
-INSTANTIATE_TEST_SUITE_P(Presets, HeadDimPlan, ::testing::ValuesIn(devicePresetNames()), presetName);
+INSTANTIATE_TEST_SUITE_P(Presets, HeadDimPlan, ::testing::ValuesIn(devicePresetNames()),
+                         [](const auto& info) { return test::gtestSafe(info.param); });
 
 }  // namespace
 }  // namespace foundry

@@ -39,6 +39,7 @@
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/SdpaReferenceStep.h"
 #include "foundry/testing/ShapeCall.h"
+#include "support/AttentionHarness.h"
 
 namespace foundry {
 namespace {
@@ -157,9 +158,6 @@ class KernelCompile : public ::testing::TestWithParam<std::string> {
   int compiled = 0;
 };
 
-std::string presetName(const ::testing::TestParamInfo<std::string>& info) {
-  return info.param;
-}
 
 // ---- decode ---------------------------------------------------------------------------------------
 
@@ -518,7 +516,8 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"), presetName);
+INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"),
+                         [](const auto& info) { return test::gtestSafe(info.param); });
 
 }  // namespace
 }  // namespace foundry

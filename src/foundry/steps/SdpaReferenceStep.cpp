@@ -11,7 +11,7 @@
 namespace foundry {
 
 namespace {
-constexpr std::uint32_t kWorkgroup = 64;
+constexpr std::uint32_t kReferenceWorkgroup = 64;
 }
 
 SdpaReferenceStep::SdpaReferenceStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets)
@@ -44,7 +44,7 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
 }
 
 const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProblem& p) {
-  const ReferenceParams params{p.headDim, p.vDim(), p.dtype, p.qType(), p.oType(), std::max(kWorkgroup, device_.subgroupSize)};
+  const ReferenceParams params{p.headDim, p.vDim(), p.dtype, p.qType(), p.oType(), std::max(kReferenceWorkgroup, device_.subgroupSize)};
   const Modifiers mods = p.activeModifiers();
   std::set<std::string> hosted = ReferenceScoresStage::hookPoints();
   hosted.merge(ReferenceSoftmaxStage::hookPoints());
@@ -80,7 +80,7 @@ std::vector<KernelSource> SdpaReferenceStep::kernelsFor(const AttentionCall& cal
 StepRecord SdpaReferenceStep::run(StepContext& ctx, const AttentionCall& call) {
   const AttentionProblem p = validate(call);
   const auto& k = kernels(p);
-  const std::uint32_t wg = std::max(kWorkgroup, device_.subgroupSize);
+  const std::uint32_t wg = std::max(kReferenceWorkgroup, device_.subgroupSize);
   const Tensor scores = ctx.workspace.scratch("reference_scores", DType::F32, {p.batch, p.nHeads, p.qLen, p.kvLen});
   const ModifierCall mcall = p.modifierCall();
   Arguments base;
