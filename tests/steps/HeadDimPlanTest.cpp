@@ -104,7 +104,7 @@ TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
 
 
 INSTANTIATE_TEST_SUITE_P(Presets, HeadDimPlan, ::testing::ValuesIn(devicePresetNames()),
-                         [](const auto& info) { return test::gtestSafe(info.param); });
+                         [](const auto& param) { return test::gtestSafe(param.param); });
 
 }  // namespace
 }  // namespace foundry

@@ -517,7 +517,7 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, KernelCompile, ::testing::Values("lavapipe", "h200"),
-                         [](const auto& info) { return test::gtestSafe(info.param); });
+                         [](const auto& param) { return test::gtestSafe(param.param); });
 
 }  // namespace
 }  // namespace foundry
