@@ -80,13 +80,11 @@ fs::path defaultCache(const fs::path& tmp) {
 /// and removed at exit. Rows copy it rather than compiling every lavapipe kernel again each.
 const fs::path& lavapipeCacheSeed(const CliContext& ctx) {
   static const test::TempDir dir;
-  static bool filled = false;
-  if (!filled) {
-    fs::remove_all(dir.path() / "cache");
-    ctx.foundry(kCompile, {{"FOUNDRY_CACHE_DIR", (dir.path() / "cache").string()}});
-    filled = true;
-  }
-  static const fs::path seed = dir.path() / "cache";
+  static const fs::path seed = [&] {
+    const fs::path cache = dir.path() / "cache";
+    ctx.foundry(kCompile, {{"FOUNDRY_CACHE_DIR", cache.string()}});
+    return cache;
+  }();
   return seed;
 }
 

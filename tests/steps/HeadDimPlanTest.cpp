@@ -102,7 +102,6 @@ TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
   EXPECT_EQ(splits, (std::set<bool>{false, true})) << "both split and unsplit plans were exercised";
 }
 
-
 INSTANTIATE_TEST_SUITE_P(Presets, HeadDimPlan, ::testing::ValuesIn(devicePresetNames()),
                          [](const auto& param) { return test::gtestSafe(param.param); });
 

@@ -158,7 +158,6 @@ class KernelCompile : public ::testing::TestWithParam<std::string> {
   int compiled = 0;
 };
 
-
 // ---- decode ---------------------------------------------------------------------------------------
 
 TEST_P(KernelCompile, DecodeVariants) {
