@@ -51,6 +51,9 @@
 #                                        # cases, then causal prefill with the plan against coopmat2
 #                                        # tilings, interleaved (FOUNDRY_GLSLC from .device/compilers;
 #                                        # `prepare coopmat2` packs it)
+#   bash bench/h200.sh wide-rows [V...]  # on the device: wide-row prefill (D256 with Q staged in passes)
+#                                        # with the plan and other tilings; WIDE_DECODE=1: D80/D96 decode
+#                                        # with idle lanes against the plan
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -591,6 +594,33 @@ case "${1:-}" in
       foundry "${sets[@]}" bench --probe --json "$out/probe-$name.json" --shape "${shapes[@]}" |
         grep -v '^[-| ]*$' || status=1
     done
+    exit $status
+    ;;
+  wide-rows)
+    # Issue 15 (2026-11-26): 256- and 192-wide prefill rows, and decode rows that no power-of-two cluster
+    # divides. The prefill, decode and head-dim parity cases first; then causal prefill with the plan and
+    # each further argument as a variant (NAME:KNOB=VALUE,..., knobs without FOUNDRY_) over WIDE_SHAPES,
+    # D128 among them for the TFLOP/s ratio; with WIDE_DECODE=1 also D80 and D96 decode with lane
+    # clusters wider than the row (idle lanes) against the plan, twice.
+    on_device
+    status=0
+    suite_subset wide-tests '*PrefillVariants*:*DecodeVariants*:*HeadDim*:*KvFormat*'
+    read -r -a shapes <<<"${WIDE_SHAPES:-prefill:1:32:8:8192:256 prefill:1:32:8:2048:256 prefill:1:32:8:8192:192 prefill:1:32:8:8192:128 prefill:1:32:8:8192:96}"
+    shift
+    for v in plan "$@"; do
+      variant_sets "$v"
+      timeout 170 foundry "${sets[@]}" bench --shape "${shapes[@]}" --json "$out/wide-${v%%:*}.json" 2>&1 |
+        grep "causal:" | sed "s/^/${v%%:*}: /" || status=1
+    done
+    if [ "${WIDE_DECODE:-0}" = 1 ]; then
+      for round in 1 2; do
+        timeout 140 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:80 --variants "w8 k8 v4 u2 qs" \
+          "w8 k2 v8 u4 il" "w8 k2 v8 u8 il" "w8 k2 v8 u16 il qs" "w8 k4 v8 u4 il" "w8 k1 v8 u8 il" "w4 k2 v8 u8 il" \
+          --json "$out/d80-$round.json" 2>&1 | grep "us$" | sed "s/^/d80 round $round: /" || status=1
+      done
+      timeout 100 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:96 --variants "w8 k2 v8 u8 il" \
+        "w8 k4 v8 u4 il" --json "$out/d96.json" 2>&1 | grep "us$" | sed "s/^/d96: /" || status=1
+    fi
     exit $status
     ;;
   coopmat2)

@@ -490,9 +490,11 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
       if (group % h == 0) headChoices.push_back(h);
     }
     // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight, and
-    // int8 or q8_0 K through integer dot products ("idot").
-    for (const char* mode : {"", " qs", " idot"}) {
-      const bool qs = mode == std::string_view(" qs"), idot = mode == std::string_view(" idot");
+    // int8 or q8_0 K through integer dot products ("idot"), and lane clusters wider than the row with
+    // some lanes idle ("il": only where the row leaves lanes idle).
+    for (const char* mode : {"", " qs", " idot", " il", " il qs"}) {
+      const std::string_view m = mode;
+      const bool qs = m.ends_with(" qs"), idot = m == " idot", idle = m.starts_with(" il");
       if (idot && !(quantized(s.cacheType()) && device.int8Dot)) continue;
       for (std::uint32_t heads : headChoices) {
         for (std::uint32_t warps : {4u, 8u}) {
@@ -509,7 +511,9 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 v.unroll = unroll;
                 v.queryShared = qs;
                 v.int8Dot = idot;
+                v.idleLanes = idle;
                 if (!v.unusableReason(sg).empty()) continue;
+                if (idle && v.lanesPerKey(sg) * v.elemsPerLane(sg) == v.headDim) continue;
                 AttentionOptions o = base;
                 o.faDecodeWarps = warps;
                 o.faDecodeKeysPerWarp = keys;
@@ -517,6 +521,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 o.faDecodeUnroll = unroll;
                 o.faDecodeQueryShared = qs ? Force::On : Force::Off;
                 o.faDecodeInt8Dot = idot ? Force::On : Force::Off;
+                o.faDecodeIdleLanes = idle ? Force::On : Force::Off;
                 if (heads != groupHeads) o.faDecodeHeads = heads;
                 out.emplace_back(fmt::format("w{} k{} v{} u{}{}{}", warps, keys, vec, unroll,
                                              heads != groupHeads ? fmt::format(" h{}", heads) : "", mode),

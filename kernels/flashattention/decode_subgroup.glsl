@@ -33,6 +33,13 @@ uint decode_dim(uint c, uint lik) {
   return (c / DECODE_PAIR) * DECODE_LOAD_STRIDE + (lik * DECODE_PAIR + c % DECODE_PAIR) * DECODE_VEC;
 }
 
+// With idle lanes (DECODE_IDLE_LANES) a lane's chunk may lie past the row: it reads the row's last
+// chunk instead (sectors its neighbours read anyway), and its products are dropped.
+bool decode_live(uint c, uint lik, uint dim) { return DECODE_IDLE_LANES == 0 || decode_dim(c, lik) < dim; }
+uint decode_dim_in(uint c, uint lik, uint dim, uint width) {
+  return DECODE_IDLE_LANES == 0 ? decode_dim(c, lik) : min(decode_dim(c, lik), dim - width);
+}
+
 DVEC decode_q(uint i) {
 #if DECODE_VEC == 4
   return vec4(q_shared[i], q_shared[i + 1u], q_shared[i + 2u], q_shared[i + 3u]);
@@ -47,6 +54,7 @@ DVEC decode_q(uint i) {
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) {
+    if (!decode_live(c, lik, VALUE_DIM)) continue;
     const uint d = decode_dim(c, lik);
     const DVEC v = acc_o[c] * inv;
     [[unroll]] for (uint t = 0u; t < DECODE_VEC; ++t) {
@@ -70,8 +78,12 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
     const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
     const KV_ROW k_row = kv_k_row(b, kv_h, key), v_row = kv_v_row(b, kv_h, key);
-    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) kr[u][j] = kv_load_k(k_row, decode_dim(j * DECODE_PAIR, lik));
-    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) vr[u][j] = kv_load_v(v_row, decode_dim(j * DECODE_PAIR, lik));
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
+      kr[u][j] = kv_load_k(k_row, decode_dim_in(j * DECODE_PAIR, lik, HEAD_DIM, DECODE_VEC * DECODE_PAIR));
+    }
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
+      vr[u][j] = kv_load_v(v_row, decode_dim_in(j * DECODE_PAIR, lik, VALUE_DIM, DECODE_VEC * DECODE_PAIR));
+    }
   }
 }
 
@@ -86,7 +98,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   // q in registers, scaled once; or read from shared memory at each use (DECODE_Q_SHARED), its
   // registers left to loads in flight, and each score scaled instead.
 #if DECODE_Q_SHARED
-#define DECODE_QK(h, c) decode_q((h) * HEAD_DIM + decode_dim(c, lik))
+#define DECODE_QK(h, c) decode_q((h) * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC))
   const float score_scale = fa_logit_scale(qk_scale);
 #else
   DVEC q[DECODE_HEADS][DECODE_CHUNKS];
@@ -112,7 +124,8 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       vec4 x[DECODE_PAIR];
       float top = 0.0;
       [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
-        x[c] = decode_q(h * HEAD_DIM + decode_dim(j * DECODE_PAIR + c, lik)) * fa_logit_scale(qk_scale);
+        x[c] = decode_q(h * HEAD_DIM + decode_dim_in(j * DECODE_PAIR + c, lik, HEAD_DIM, DECODE_VEC)) *
+               fa_logit_scale(qk_scale);
         const vec4 a = abs(x[c]);
         top = max(top, max(max(a.x, a.y), max(a.z, a.w)));
       }
@@ -127,7 +140,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     }
 #elif !DECODE_Q_SHARED
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
-      q[h][c] = decode_q(h * HEAD_DIM + decode_dim(c, lik)) * fa_logit_scale(qk_scale);
+      q[h][c] = decode_q(h * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC)) * fa_logit_scale(qk_scale);
     }
 #endif
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] = DVEC(0.0);
@@ -162,11 +175,12 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
             dot_hi = i8x4_dot(q_hi[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_hi);
             dot_lo = i8x4_dot(q_lo[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_lo);
           }
-          acc += float(dot_hi * 256 + dot_lo) * (q_step[h][j] * KV_SCALE(kr[u][j]));
+          const float part = float(dot_hi * 256 + dot_lo) * (q_step[h][j] * KV_SCALE(kr[u][j]));
+          acc += decode_live(j * DECODE_PAIR, lik, HEAD_DIM) ? part : 0.0;
 #else
           float part = 0.0;
           [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) part += dot(DECODE_QK(h, j * DECODE_PAIR + c), KV_CODES(kr[u][j], c));
-          acc += part * KV_SCALE(kr[u][j]);
+          acc += decode_live(j * DECODE_PAIR, lik, HEAD_DIM) ? part * KV_SCALE(kr[u][j]) : 0.0;
 #endif
         }
         s[u][h] = acc * score_scale;

@@ -220,12 +220,23 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
 
 #endif  // CM_QUAD
 
-// Before the tile loop (prefill_loop.glsl): Q must be staged in kv_tile by cm_stage_q, and a barrier
-// passed.
-void pf_begin(inout CmState st) {
+// The query rows the staging area holds at once: with wide rows (256) it is shorter than the query tile
+// of 8 subgroups, and Q goes through it in passes.
+const uint CM_Q_PASS = min(PF_BR, 2u * PF_STAGES * PF_BC);
+
+// Before the tile loop (prefill_loop.glsl): Q through the staging area, each subgroup taking its A
+// fragments in the pass that holds its rows.
+void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
   const uint sg = gl_SubgroupID;
-  if (sg < PF_WARPS) {  // not the loader
-    [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(st.q[dd], kv_tile, sg * 16u * CM_ROW4 + dd * 2u, CM_ROW4, false);
+  for (uint r0 = 0u; r0 < PF_BR; r0 += CM_Q_PASS) {
+    if (r0 != 0u) barrier();  // every subgroup has its fragments of the last pass
+    cm_stage_q(q_base, q0, rows, r0, CM_Q_PASS);
+    barrier();
+    if (sg < PF_WARPS && sg * 16u - r0 < CM_Q_PASS) {  // not the loader; unsigned: rows before r0 wrap
+      [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
+        coopMatLoadNV(st.q[dd], kv_tile, (sg * 16u - r0) * CM_ROW4 + dd * 2u, CM_ROW4, false);
+      }
+    }
   }
   cm_init(st);
   barrier();  // everyone has its Q fragments before K tiles overwrite the staging area

@@ -85,9 +85,10 @@ struct CmState {
   CM2_S l;
 };
 
-// Before the tile loop (prefill_loop.glsl): Q must be staged in kv_tile by cm_stage_q, and a barrier
-// passed.
-void pf_begin(inout CmState st) {
+// Before the tile loop (prefill_loop.glsl): Q through the staging area into one matrix.
+void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
+  cm_stage_q(q_base, q0, rows, 0u, PF_BR);
+  barrier();
   coopMatLoad(st.q, kv_tile, 0u, CM_ROW4, gl_CooperativeMatrixLayoutRowMajor);
   st.o = CM2_O(0.0);
   st.m = CM2_S(NEG_BIG);

@@ -9,11 +9,12 @@ const uint CM_ROW4 = (HEAD_DIM + 8u) / 8u;          // a staged row in uvec4 (8 
 const uint CM_TILE4 = PF_BC * CM_ROW4;              // one staged K or V tile in uvec4
 const uint CM_LOADS = PF_BC * HEAD_DIM / 8u / WORKGROUP_SIZE;  // uvec4 of K (and of V) per invocation
 
-// Q rows [q0, q0 + rows) of this head into kv_tile (free before the K loop), zeros past the end.
-void cm_stage_q(uint q_base, uint q0, uint rows) {
-  for (uint i = gl_LocalInvocationIndex; i < PF_BR * (HEAD_DIM / 8u); i += WORKGROUP_SIZE) {
+// The workgroup's query rows r0 .. r0 + count - 1 (of rows [q0, q0 + rows) of this head) into kv_tile,
+// which is free before the K loop; zeros past the end.
+void cm_stage_q(uint q_base, uint q0, uint rows, uint r0, uint count) {
+  for (uint i = gl_LocalInvocationIndex; i < count * (HEAD_DIM / 8u); i += WORKGROUP_SIZE) {
     const uint r = i / (HEAD_DIM / 8u), c = i % (HEAD_DIM / 8u);
-    kv_tile[r * CM_ROW4 + c] = r < rows ? q[(q_base + (q0 + r) * pc.q_stride_s) / 8u + c] : uvec4(0u);
+    kv_tile[r * CM_ROW4 + c] = r0 + r < rows ? q[(q_base + (q0 + r0 + r) * pc.q_stride_s) / 8u + c] : uvec4(0u);
   }
 }
 

@@ -43,6 +43,7 @@ struct Knobs {
   Knobs& unroll(std::uint32_t u) { o.faDecodeUnroll = u; return *this; }
   Knobs& scalar() { o.faDecodeScalar = true; return *this; }
   Knobs& queryShared() { o.faDecodeQueryShared = Force::On; return *this; }
+  Knobs& idleLanes() { o.faDecodeIdleLanes = Force::On; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
@@ -118,8 +119,11 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     want.vecWidth = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth);
     want.unroll = o.faDecodeUnroll.value_or(tune.decodeUnroll);
     want.queryShared = o.faDecodeQueryShared == Force::On;
+    want.idleLanes = o.faDecodeIdleLanes == Force::On;
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
-    ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
+    // Idle lanes forced on a split that leaves none is refused too (e.g. D96 in 2 lanes of 48 on lavapipe).
+    const bool noIdleLane = want.idleLanes && want.lanesPerKey(sg) * want.elemsPerLane(sg) == want.headDim;
+    ASSERT_TRUE(!want.unusableReason(sg).empty() || noIdleLane) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
     return;
   }
@@ -139,6 +143,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     EXPECT_EQ(v.unroll, *o.faDecodeUnroll) << plan.describe();
   }
   EXPECT_EQ(v.scalar, o.faDecodeScalar) << plan.describe();
+  if (o.faDecodeIdleLanes != Force::Auto) {
+    EXPECT_EQ(v.idleLanes, o.faDecodeIdleLanes == Force::On) << plan.describe();
+  }
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
@@ -162,6 +169,10 @@ const AttentionCase C = shape(1, 8, 1, 1, 150, 128, DType::F16);
 const AttentionCase Long = shape(1, 8, 1, 1, 3001, 128, DType::F16);
 const AttentionCase Batch3 = shape(3, 8, 2, 1, 101, 64, DType::F32, TM, HM);
 const AttentionCase Narrow = shape(1, 2, 2, 1, 300, 32, DType::F16);  // rows narrow enough for 16 steps
+// Rows that no power-of-two cluster divides into whole loads: D80 (GQA 4) and D96, f16 and f32.
+const AttentionCase D80 = shape(1, 8, 2, 1, 203, 80, DType::F16);
+const AttentionCase D80f32 = shape(2, 4, 1, 1, 97, 80, DType::F32, TM, TM);
+const AttentionCase D96 = shape(1, 4, 1, 1, 1501, 96, DType::F16);
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, DecodeVariants,
@@ -187,6 +198,15 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{C, Knobs().queryShared().unroll(8)}, VariantCase{Narrow, Knobs().queryShared().unroll(16)},
         VariantCase{Narrow, Knobs().queryShared().unroll(16).keys(1).splitK(2), 2},
         VariantCase{Long, Knobs().queryShared().vec(8).unroll(16).splitK(4).merged(), 4},
+        // Lane clusters wider than the row: whole loads, lanes (or a lane's last load) past the row idle.
+        VariantCase{D80, Knobs().idleLanes()}, VariantCase{D80, Knobs().idleLanes().vec(8)},
+        VariantCase{D80, Knobs().idleLanes().vec(8).keys(1).unroll(4)},
+        VariantCase{D80, Knobs().idleLanes().vec(8).keys(2).queryShared()},
+        VariantCase{D80, Knobs().idleLanes().vec(8).splitK(3), 3},
+        VariantCase{D80f32, Knobs().idleLanes().vec(4).keys(4)}, VariantCase{D80f32, Knobs().idleLanes().half()},
+        VariantCase{D96, Knobs().idleLanes().vec(8).splitK(4).merged(), 4},
+        VariantCase{D96, Knobs().idleLanes().vec(8).keys(4).queryShared().splitK(2).reduceKernel(), 2},
+        VariantCase{D96, Knobs().idleLanes().vec(8).keys(1).queryShared().splitK(2).reduceKernel(), 2},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},
@@ -267,6 +287,7 @@ const AttentionCase P3 = shape(1, 2, 1, 128, 128, 128, DType::F16);
 const AttentionCase P4 = shape(1, 4, 4, 7, 85, 64, DType::F32, HM, TM);
 const AttentionCase P5 = shape(3, 8, 1, 32, 90, 64, DType::F16, TM, TM);
 const AttentionCase P6 = shape(2, 4, 2, 45, 300, 128, DType::F16, TM, TM);
+const AttentionCase P7 = shape(1, 4, 2, 100, 130, 256, DType::F16);
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, PrefillVariants,
@@ -312,6 +333,12 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P3, Knobs().coopMat().loader().prefillWarps(4).prefillSplitK(3), 3},
         VariantCase{P5, Knobs().coopMat().loader().prefillKeys(32).prefillWarps(2).prefillSplitK(2), 2},
         VariantCase{P3, Knobs().coopMat().stages(1).prefillKeys(32).prefillWarps(4).noPrefillSplitK(), 1},
+        // ... with Q staged in passes: query tiles taller than the staging area (4 passes, 2 with rows past
+        // the end, and the 256-wide rows' 2).
+        VariantCase{P3, Knobs().coopMat().stages(1).prefillKeys(16).prefillWarps(8).noPrefillSplitK(), 1},
+        VariantCase{P6, Knobs().coopMat().stages(1).prefillKeys(16).prefillWarps(4).prefillSplitK(2), 2},
+        VariantCase{P7, Knobs().coopMat().stages(1).prefillKeys(32).prefillWarps(8).noPrefillSplitK(), 1},
+        VariantCase{P7, Knobs().coopMat().loader().prefillKeys(16).prefillWarps(8).noPrefillSplitK(), 1},
         // ... with the softmax through shared memory, the route for devices whose layout is unknown.
         VariantCase{P1, Knobs().coopMat().sharedSoftmax().noPrefillSplitK(), 1},
         VariantCase{P3, Knobs().coopMat().sharedSoftmax().prefillSplitK(3), 3},

@@ -270,12 +270,38 @@ TEST(Selector, PrefillPutsHeadsFirstWhileOneSequencesKvStaysWithinTheBound) {
   EXPECT_EQ(first.grid, (Grid{32, ceilDiv(8192, first.prefillVariant.rowsPerWorkgroup()), 1}));
   EXPECT_THAT(first, HasDecision("grid order", HasSubstr("32768 KiB of K/V per sequence within 49152 KiB")));
   EXPECT_THAT(first.prefillVariant.key(), HasSubstr("_lf_hf"));
-  // At head_dim 256 the same call holds 64 MiB: each head's tiles in turn.
-  const CallShape wide = prefillShape(32, 8, 8192, 8192, 256);
-  const AttentionPlan turn = planFor(device, wide);
+  // Twice the keys hold 64 MiB: each head's tiles in turn.
+  const CallShape longer = prefillShape(32, 8, 16384, 16384, 128);
+  const AttentionPlan turn = planFor(device, longer);
   EXPECT_FALSE(turn.prefillVariant.headsFirst);
-  EXPECT_EQ(turn.grid, (Grid{ceilDiv(8192, turn.prefillVariant.rowsPerWorkgroup()), 32, 1}));
+  EXPECT_EQ(turn.grid, (Grid{ceilDiv(16384, turn.prefillVariant.rowsPerWorkgroup()), 32, 1}));
   EXPECT_THAT(turn, HasDecision("grid order", HasSubstr("beyond 49152 KiB")));
+  // Hopper's 16-key tiles of 256-wide rows keep heads first up to 64 MiB (the tuning table's D256 row).
+  const AttentionPlan wide = planFor(device, prefillShape(32, 8, 8192, 8192, 256));
+  EXPECT_TRUE(wide.prefillVariant.headsFirst);
+  EXPECT_THAT(wide, HasDecision("grid order", HasSubstr("65536 KiB of K/V per sequence within 65536 KiB")));
+  EXPECT_FALSE(planFor(device, prefillShape(32, 8, 16384, 16384, 256)).prefillVariant.headsFirst);
+}
+
+TEST(Selector, H200PrefillTilesRowsOf256WithEightSubgroupsAndQStagedInPasses) {
+  const DeviceInfo device = parseDevicePreset("h200");
+  // Two 16-key staging buffers of 256-wide rows (33 KiB) hold 64 query rows: the 128 rows of 8 subgroups
+  // go through them in two passes.
+  const PrefillVariant v = planFor(device, prefillShape(32, 8, 8192, 8192, 256)).prefillVariant;
+  EXPECT_TRUE(v.coopMat);
+  EXPECT_EQ(v.warps, 8u);
+  EXPECT_EQ(v.keysPerTile, 16u);
+  EXPECT_EQ(v.stages, 2u);
+  EXPECT_LE(v.sharedBytes(32), device.maxSharedMemoryBytes);
+  // Rows of 192: 4 subgroups, one 16-key buffer.
+  const PrefillVariant n = planFor(device, prefillShape(32, 8, 8192, 8192, 192)).prefillVariant;
+  EXPECT_EQ(n.warps, 4u);
+  EXPECT_EQ(n.keysPerTile, 16u);
+  EXPECT_EQ(n.stages, 1u);
+  // Workgroup-scope matrices load Q as one matrix: their query tile must fit the staging area at once.
+  PrefillVariant cm2 = v;
+  cm2.coopMat2 = true;
+  EXPECT_THAT(cm2.unusableReason(32), HasSubstr("does not fit the K/V staging area"));
 }
 
 TEST(Selector, H200PrefillWithoutF16CooperativeMatricesUsesSubgroups) {

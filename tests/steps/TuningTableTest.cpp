@@ -17,7 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr std::uint32_t kHeadDims[] = {32, 64, 80, 96, 128, 256, 576};
+constexpr std::uint32_t kHeadDims[] = {32, 64, 80, 96, 128, 192, 256, 576};
 
 TEST(TuningTable, EveryPresetResolvesEveryValueFromARow) {
   for (const std::string& preset : devicePresetNames()) {

@@ -18,6 +18,13 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   return bytes;
 }
 
+std::uint32_t DecodeVariant::laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const {
+  const std::uint32_t lanes = lanesPerKey(subgroupSize);
+  if (!idleLanes || lanes == 0 || vecWidth == 0) return lanes ? dim / lanes : 0;
+  const std::uint32_t each = (dim + lanes - 1) / lanes;
+  return (each + vecWidth - 1) / vecWidth * vecWidth;
+}
+
 std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8 && vecWidth != 16) {
     return fmt::format("vector width {} is not 1, 2, 4, 8 or 16", vecWidth);
@@ -37,8 +44,15 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
   }
   const std::uint32_t lanes = lanesPerKey(subgroupSize);
-  if (headDim % lanes != 0) return fmt::format("{} lanes per key do not divide head_dim {}", lanes, headDim);
-  if (vDim() % lanes != 0) return fmt::format("{} lanes per key do not divide value_dim {}", lanes, vDim());
+  if (idleLanes) {
+    if (headDim % vecWidth != 0 || vDim() % vecWidth != 0) {
+      return fmt::format("idle lanes take whole loads: head_dim {} and value_dim {} must be multiples of the vector "
+                         "width {}", headDim, vDim(), vecWidth);
+    }
+  } else {
+    if (headDim % lanes != 0) return fmt::format("{} lanes per key do not divide head_dim {}", lanes, headDim);
+    if (vDim() % lanes != 0) return fmt::format("{} lanes per key do not divide value_dim {}", lanes, vDim());
+  }
   const std::uint32_t elems = elemsPerLane(subgroupSize), valueElems = valueElemsPerLane(subgroupSize);
   if (elems % vecWidth != 0 || valueElems % vecWidth != 0) {
     return fmt::format("{} elements per lane are not a multiple of the vector width {}",
@@ -83,8 +97,9 @@ std::string DecodeVariant::key() const {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());
   }
-  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
-                     vecWidth, queryShared ? "_qs" : int8Dot ? "_idot" : "", partialStorageName(partial), splitSuffix());
+  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
+                     vecWidth, idleLanes ? "_il" : "", queryShared ? "_qs" : int8Dot ? "_idot" : "",
+                     partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

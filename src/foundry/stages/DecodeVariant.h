@@ -38,6 +38,9 @@ struct DecodeVariant {
   /// int8 and q8_0 K/V in loads of 4 or more codes: q quantized per load to two signed bytes per
   /// element, and K's codes taken through integer dot products (the device's int8Dot).
   bool int8Dot = false;
+  /// A lane cluster wider than head_dim needs: each lane takes whole loads, the elements per lane
+  /// rounded up to them, and lanes past the row hold nothing (D80 in 16-byte loads: 10 of 16 lanes).
+  bool idleLanes = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
@@ -49,8 +52,8 @@ struct DecodeVariant {
 
   /// Lanes that share one key (subgroup size / keys per warp) and elements each lane holds.
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
-  std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return headDim / lanesPerKey(subgroupSize); }
-  std::uint32_t valueElemsPerLane(std::uint32_t subgroupSize) const { return vDim() / lanesPerKey(subgroupSize); }
+  std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return laneShare(headDim, subgroupSize); }
+  std::uint32_t valueElemsPerLane(std::uint32_t subgroupSize) const { return laneShare(vDim(), subgroupSize); }
   std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }
@@ -68,6 +71,7 @@ struct DecodeVariant {
   std::string key() const;
 
  private:
+  std::uint32_t laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const;
   std::string splitSuffix() const;
 };
 

@@ -141,18 +141,15 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
 
 namespace {
 
-void emitTileLoop(GlslWriter& w) {
+// `begin` sets up the variant's state (pf_begin; the cooperative-matrix kernels stage Q in it too).
+void emitTileLoop(GlslWriter& w, std::string_view begin = "pf_begin(st)") {
   w.line("PF_STATE st;");
-  w.line("pf_begin(st);");
+  w.line("{};", begin);
   w.line("pf_tile_loop(st, kv_begin, kv_end, kv_head, batch, q_head0, pos0, pos_hi, keys, pc.qk_scale);");
 }
 
 // Both cooperative-matrix kernels: Q staged in shared memory, then the tile loop.
-void emitCoopMatLoop(GlslWriter& w) {
-  w.line("cm_stage_q(q_base, q0, rows);");
-  w.line("barrier();");
-  emitTileLoop(w);
-}
+void emitCoopMatLoop(GlslWriter& w) { emitTileLoop(w, "pf_begin(st, q_base, q0, rows)"); }
 
 // The workgroup-scope epilogue: O, m and l through the staging area, then one element per invocation.
 void emitCoopMat2(const PrefillVariant& v, GlslWriter& w) {

@@ -76,6 +76,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_Q_SHARED",
           "decode: read q from shared memory at each use (1), leaving its registers to K/V loads in flight, or hold it "
           "in registers (0)"),
+      knob::force<&O::faDecodeIdleLanes, O>(
+          "FOUNDRY_FA_DECODE_IDLE_LANES",
+          "decode: lane clusters wider than a K/V row needs, so that rows like D80's take whole 16-byte loads with "
+          "some lanes idle (1), or only clusters that divide the row (0)"),
       knob::force<&O::faDecodeInt8Dot, O>(
           "FOUNDRY_FA_DECODE_INT8_DOT",
           "int8 and q8_0 decode: K's codes meet q quantized to two bytes per element in integer dot products (1) "

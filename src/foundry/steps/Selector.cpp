@@ -100,16 +100,24 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
               (o.faDecodeInt8Dot == Force::Auto ? tune.decodeInt8Dot != 0 : o.faDecodeInt8Dot == Force::On);
 
   // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
-  // divide head_dim, preferring the widest loads, then the tuned elements per lane (few enough
-  // registers, few enough shuffles per key). A knob fixes its side of the choice.
+  // divide head_dim (or, with idle lanes, cover it in whole loads), preferring the widest loads, then
+  // the tuned elements per lane (few enough registers, few enough shuffles per key), then the fewest
+  // idle lanes. A knob fixes its side of the choice.
   v.vecWidth = o.faDecodeVectorWidth.value_or(v.scalar ? 1 : tune.decodeVecWidth);
   if (o.faDecodeKeysPerWarp) v.keysPerWarp = *o.faDecodeKeysPerWarp;
-  if (!v.scalar && !(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth)) {
+  const bool idleAllowed = !v.scalar && (o.faDecodeIdleLanes == Force::Auto ? tune.decodeIdleLanes != 0
+                                                                             : o.faDecodeIdleLanes == Force::On);
+  if (!v.scalar && (!(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth) || o.faDecodeIdleLanes == Force::On)) {
     std::optional<DecodeVariant> best;
     auto distance = [&](const DecodeVariant& x) {
       const std::uint32_t e = x.elemsPerLane(sg), aim = tune.decodeLaneElems;
       return e > aim ? e - aim : aim - e;
     };
+    // Elements of each key's cluster that hold no dimension of the row.
+    auto idle = [&](const DecodeVariant& x) { return x.lanesPerKey(sg) * x.elemsPerLane(sg) - x.headDim; };
+    std::vector<bool> idleModes;
+    if (o.faDecodeIdleLanes != Force::On) idleModes.push_back(false);
+    if (idleAllowed) idleModes.push_back(true);
     std::vector<std::uint32_t> widths;
     for (std::uint32_t w = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth); w >= 1; w /= 2) {
       widths.push_back(w);
@@ -123,15 +131,20 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
         for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
           if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
           for (std::uint32_t vec : widths) {
-            DecodeVariant c = v;
-            c.keysPerWarp = kpw;
-            c.vecWidth = vec;
-            c.unroll = unroll;
-            c.int8Dot = dot;
-            if (!c.unusableReason(sg).empty()) continue;
-            if (!best || c.vecWidth > best->vecWidth ||
-                (c.vecWidth == best->vecWidth && distance(c) < distance(*best))) {
-              best = c;
+            for (const bool idleLanes : idleModes) {
+              DecodeVariant c = v;
+              c.keysPerWarp = kpw;
+              c.vecWidth = vec;
+              c.unroll = unroll;
+              c.int8Dot = dot;
+              c.idleLanes = idleLanes;
+              // A cluster with no idle lane is the plain variant.
+              if (!c.unusableReason(sg).empty() || (idleLanes && idle(c) == 0)) continue;
+              if (!best || c.vecWidth > best->vecWidth ||
+                  (c.vecWidth == best->vecWidth &&
+                   (distance(c) < distance(*best) || (distance(c) == distance(*best) && idle(c) < idle(*best))))) {
+                best = c;
+              }
             }
           }
         }
@@ -141,6 +154,12 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     }
     if (best) {
       v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth, v.int8Dot = best->int8Dot;
+      v.idleLanes = best->idleLanes;
+    } else if (o.faDecodeIdleLanes == Force::On) {
+      rejectKnob(o, "FOUNDRY_FA_DECODE_IDLE_LANES", 1,
+                 fmt::format("no split of head_dim {} over a subgroup of {}{} leaves lanes idle", p.headDim, sg,
+                             o.faDecodeVectorWidth ? fmt::format(" in loads of {}", *o.faDecodeVectorWidth) : ""),
+                 "auto, 0");
     } else if (o.faDecodeInt8Dot == Force::On) {
       rejectKnob(o, "FOUNDRY_FA_DECODE_INT8_DOT", 1,
                  fmt::format("no split of head_dim {} over a subgroup of {} holds q's bytes and loads of 4 or more "
@@ -171,6 +190,11 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                  o.faDecodeKeysPerWarp ? std::string("FOUNDRY_FA_DECODE_KEYS_PER_WARP")
                                        : fmt::format("{} elements of each key per lane with subgroup size {}",
                                                      v.elemsPerLane(sg), sg)});
+  if (v.idleLanes) {
+    why.push_back({"idle lanes", fmt::format("{} lanes x {} elements for rows of {}", v.lanesPerKey(sg), v.elemsPerLane(sg), v.headDim),
+                   o.faDecodeIdleLanes == Force::On ? std::string("FOUNDRY_FA_DECODE_IDLE_LANES")
+                                                    : tune.sourceOf("decodeIdleLanes")});
+  }
 
   if (o.faDecodeUnroll) {
     v.unroll = *o.faDecodeUnroll;

@@ -25,7 +25,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeSplitKeys),     FOUNDRY_TUNING_FIELD(wideDecodeKeys),
     FOUNDRY_TUNING_FIELD(wideDecodeVec),       FOUNDRY_TUNING_FIELD(wideDecodeUnroll),
     FOUNDRY_TUNING_FIELD(decodeHeads),         FOUNDRY_TUNING_FIELD(decodeQueryShared),
-    FOUNDRY_TUNING_FIELD(decodeInt8Dot),
+    FOUNDRY_TUNING_FIELD(decodeInt8Dot),       FOUNDRY_TUNING_FIELD(decodeIdleLanes),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -45,7 +45,7 @@ const std::vector<TuningRow>& tuningTable() {
       {{},
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0, .decodeQueryShared = 0,
-        .decodeInt8Dot = 0, .coopWarps = 8,
+        .decodeInt8Dot = 0, .decodeIdleLanes = 0, .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
         .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0,
@@ -81,6 +81,17 @@ const std::vector<TuningRow>& tuningTable() {
        "in one buffer: S 8192 3287 against 3453 us in one call and 3409 against 3430 in another, S 2048 245 against "
        "257 and 255 against 257; the loads' share of a subgroup's cycles falls from 14.6% to 8.5%); a Split-K part "
        "keeps at least 256 keys as with 64-key tiles (S 512: 53.0 us with 2 splits against 60.7 with 3)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 256, .maxHeadDim = 256},
+       {.coopKeysPerTile = 16, .prefillHeadsFirstKiB = 64 * 1024},
+       "Hopper, head_dim 256: 8 subgroups (Q staged in two passes) and 16-key tiles in two staging buffers, heads "
+       "first up to 64 MiB of K/V (H200 causal prefill, 2026-11-26, S 8192: 7082 us in two calls, against 7434 "
+       "each head in turn, 9080 for 32-key tiles in one buffer and 11066 for the earlier 4 subgroups; S 2048 525 "
+       "against 635 and 775)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 192, .maxHeadDim = 192},
+       {.coopWarps = 4, .coopKeysPerTile = 16, .coopStages = 1, .coopOneStageGroups = 0},
+       "Hopper, head_dim 192: 4 subgroups and one 16-key staging buffer (H200 causal prefill S 8192, 2026-11-26: "
+       "5834 and 5848 us in two calls against 6430 and 6435 for 8 subgroups with 32-key tiles in one buffer, 6926 "
+       "for two 16-key buffers)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 64, .maxHeadDim = 64},
        {.coopWarps = 4, .coopKeysPerTile = 32, .coopStages = 1, .coopOneStageGroups = 6},
        "Hopper, head_dim 64: 4 subgroups and 32-key tiles; from 6 workgroups per SM one staging buffer (9 KiB), so "

@@ -34,6 +34,7 @@ struct TuningValues {
   std::optional<std::uint32_t> decodeHeads;       ///< query heads per workgroup where fewer than the default (0: default)
   std::optional<std::uint32_t> decodeQueryShared; ///< 1: decode reads q from shared memory at each use
   std::optional<std::uint32_t> decodeInt8Dot;     ///< 1: quantized K through integer dot products
+  std::optional<std::uint32_t> decodeIdleLanes;   ///< 1: lane clusters wider than the row (whole loads, idle lanes)
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
   std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
@@ -83,6 +84,7 @@ struct Tuning {
   std::uint32_t decodeHeads = 0;  ///< query heads per decode workgroup, below the group's default; 0: the default
   std::uint32_t decodeQueryShared = 0;  ///< 1: decode reads q from shared memory at each use
   std::uint32_t decodeInt8Dot = 0;      ///< 1: quantized K through integer dot products
+  std::uint32_t decodeIdleLanes = 0;    ///< 1: lane clusters wider than the row (whole loads, idle lanes)
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0;
