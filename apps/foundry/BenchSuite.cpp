@@ -491,7 +491,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     }
     // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight, and
     // int8 or q8_0 K through integer dot products ("idot"), and lane clusters wider than the row with
-    // some lanes idle ("il": only where the row leaves lanes idle).
+    // some lanes idle ("il": usable only where the row leaves lanes idle).
     for (const char* mode : {"", " qs", " idot", " il", " il qs"}) {
       const std::string_view m = mode;
       const bool qs = m.ends_with(" qs"), idot = m == " idot", idle = m.starts_with(" il");
@@ -513,7 +513,6 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 v.int8Dot = idot;
                 v.idleLanes = idle;
                 if (!v.unusableReason(sg).empty()) continue;
-                if (idle && v.lanesPerKey(sg) * v.elemsPerLane(sg) == v.headDim) continue;
                 AttentionOptions o = base;
                 o.faDecodeWarps = warps;
                 o.faDecodeKeysPerWarp = keys;

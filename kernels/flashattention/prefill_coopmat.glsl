@@ -220,12 +220,9 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
 
 #endif  // CM_QUAD
 
-// The query rows the staging area holds at once: with wide rows (256) it is shorter than the query tile
-// of 8 subgroups, and Q goes through it in passes.
-const uint CM_Q_PASS = min(PF_BR, 2u * PF_STAGES * PF_BC);
-
-// Before the tile loop (prefill_loop.glsl): Q through the staging area, each subgroup taking its A
-// fragments in the pass that holds its rows.
+// Before the tile loop (prefill_loop.glsl): Q through the staging area in passes of CM_Q_PASS rows
+// (PrefillVariant::queryRowsStaged: with 256-wide rows fewer than 8 subgroups' rows), each subgroup
+// taking its A fragments in the pass that holds its rows.
 void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
   const uint sg = gl_SubgroupID;
   for (uint r0 = 0u; r0 < PF_BR; r0 += CM_Q_PASS) {

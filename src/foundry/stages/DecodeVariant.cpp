@@ -20,7 +20,7 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
 
 std::uint32_t DecodeVariant::laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const {
   const std::uint32_t lanes = lanesPerKey(subgroupSize);
-  if (!idleLanes || lanes == 0 || vecWidth == 0) return lanes ? dim / lanes : 0;
+  if (!idleLanes) return dim / lanes;
   const std::uint32_t each = (dim + lanes - 1) / lanes;
   return (each + vecWidth - 1) / vecWidth * vecWidth;
 }
@@ -48,6 +48,11 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (headDim % vecWidth != 0 || vDim() % vecWidth != 0) {
       return fmt::format("idle lanes take whole loads: head_dim {} and value_dim {} must be multiples of the vector "
                          "width {}", headDim, vDim(), vecWidth);
+    }
+    // Such a cluster is the plain variant's.
+    if (idleElements(subgroupSize) == 0) {
+      return fmt::format("{} lanes of {} elements leave no lane idle in a row of {}", lanes, elemsPerLane(subgroupSize),
+                         headDim);
     }
   } else {
     if (headDim % lanes != 0) return fmt::format("{} lanes per key do not divide head_dim {}", lanes, headDim);

@@ -54,6 +54,10 @@ struct DecodeVariant {
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }
   std::uint32_t elemsPerLane(std::uint32_t subgroupSize) const { return laneShare(headDim, subgroupSize); }
   std::uint32_t valueElemsPerLane(std::uint32_t subgroupSize) const { return laneShare(vDim(), subgroupSize); }
+  /// Elements of each key's lane cluster that hold no dimension of the K row (0 without idle lanes).
+  std::uint32_t idleElements(std::uint32_t subgroupSize) const {
+    return lanesPerKey(subgroupSize) * elemsPerLane(subgroupSize) - headDim;
+  }
   std::uint32_t vDim() const { return valueDim ? valueDim : headDim; }
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }

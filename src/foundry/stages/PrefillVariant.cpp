@@ -45,7 +45,7 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (keysPerTile % 16 != 0 || headDim % 16 != 0) return "tiles must be multiples of 16";
     if (subgroupSize < 32) return "the cooperative-matrix variant needs subgroups of at least 32";
     // Workgroup-scope matrices load Q as one matrix from the staging area; subgroup-scope ones stage it in passes.
-    if (coopMat2 && stages && rowsPerWorkgroup() > 2 * stages * keysPerTile) {
+    if (coopMat2 && stages && queryRowsStaged() < rowsPerWorkgroup()) {
       return "the workgroup-scope query tile does not fit the K/V staging area";
     }
     if (coopMat2) {

@@ -1,5 +1,6 @@
 #pragma once
 // The parameters of a prefill kernel: everything that changes the emitted code.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct PrefillVariant {
   bool loader = false;
 
   std::uint32_t rowsPerWorkgroup() const { return warps * rowsPerWarp; }
+  /// Cooperative-matrix variants: the query rows the K/V staging area holds at once (Q goes through
+  /// it before the tile loop: in passes of this many rows on subgroup-scope matrices, all at once on
+  /// workgroup-scope ones).
+  std::uint32_t queryRowsStaged() const { return std::min(rowsPerWorkgroup(), 2 * stages * keysPerTile); }
   /// Subgroups per workgroup: the compute subgroups and the loader, if any.
   std::uint32_t subgroups() const { return warps + (loader ? 1 : 0); }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return subgroups() * subgroupSize; }

@@ -45,6 +45,7 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
   k.define("PF_STAGES", std::to_string(v.stages)).define("CM_QUAD", v.quadSoftmax ? "1" : "0");
   k.define("PF_LOADER", v.loader ? "1" : "0").constant("LD_CHUNK", PrefillVariant::kLoaderChunk);
   k.constant("PF_WARPS", v.warps).constant("PF_BR", v.rowsPerWorkgroup()).constant("PF_BC", v.keysPerTile);
+  k.constant("CM_Q_PASS", v.queryRowsStaged());
   k.shared("kv_tile", "uvec4", 2 * v.stages * v.keysPerTile * row4, 16);
   if (v.quadSoftmax) {
     // The rows and columns each lane's accumulator elements hold, from the device's probe.

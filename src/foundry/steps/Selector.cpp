@@ -113,8 +113,6 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       const std::uint32_t e = x.elemsPerLane(sg), aim = tune.decodeLaneElems;
       return e > aim ? e - aim : aim - e;
     };
-    // Elements of each key's cluster that hold no dimension of the row.
-    auto idle = [&](const DecodeVariant& x) { return x.lanesPerKey(sg) * x.elemsPerLane(sg) - x.headDim; };
     std::vector<bool> idleModes;
     if (o.faDecodeIdleLanes != Force::On) idleModes.push_back(false);
     if (idleAllowed) idleModes.push_back(true);
@@ -138,11 +136,11 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
               c.unroll = unroll;
               c.int8Dot = dot;
               c.idleLanes = idleLanes;
-              // A cluster with no idle lane is the plain variant.
-              if (!c.unusableReason(sg).empty() || (idleLanes && idle(c) == 0)) continue;
+              if (!c.unusableReason(sg).empty()) continue;
               if (!best || c.vecWidth > best->vecWidth ||
                   (c.vecWidth == best->vecWidth &&
-                   (distance(c) < distance(*best) || (distance(c) == distance(*best) && idle(c) < idle(*best))))) {
+                   (distance(c) < distance(*best) ||
+                    (distance(c) == distance(*best) && c.idleElements(sg) < best->idleElements(sg))))) {
                 best = c;
               }
             }

@@ -28,6 +28,11 @@ constexpr std::uint32_t kSetsPerPool = 256;
 constexpr unsigned kRead = 1, kWrite = 2;
 
 constexpr VkDeviceSize kParameterChunkBytes = 64 * 1024;
+}  // namespace
+
+// What a Recording::Frame (declared in the header) holds has a name of its own, not the anonymous
+// namespace's: GCC refuses such a field (-Wsubobject-linkage) where this file is part of a unity source.
+namespace dispatch_detail {
 
 /// A buffer range as a descriptor sees it: what a replayed dispatch must bind again.
 struct BoundRange {
@@ -51,6 +56,14 @@ struct Pending {
   std::vector<BoundRange> ranges;  ///< in binding order
   ParameterSlot parameters;
 };
+
+}  // namespace dispatch_detail
+
+using dispatch_detail::BoundRange;
+using dispatch_detail::ParameterSlot;
+using dispatch_detail::Pending;
+
+namespace {
 
 /// A tensor checked against the binding slot it is bound to.
 struct Bound {
