@@ -41,5 +41,7 @@ exec "\$here/lib/ld-linux-x86-64.so.2" --library-path "\$here/lib" "\$here/libex
 EOF
   chmod +x "$prefix/bin/$tool"
 done
-"$prefix/bin/glslc" --version | head -1 >&2
+# Not `| head -1`: under pipefail, glslc writing its later lines into a closed pipe fails the script.
+version=$("$prefix/bin/glslc" --version)
+echo "${version%%$'\n'*}" >&2
 echo "$prefix/bin/glslc"
