@@ -38,6 +38,8 @@
 #                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
 #                                        # one-knob variants, three rounds in alternation
+#   bash bench/h200.sh group-rows [V...] # on the device: decode as a prefill of each GQA group (its
+#                                        # parity cases, then the plan against NAME:KNOB=VALUE variants)
 #   bash bench/h200.sh mla-heads         # on the device: DeepSeek-V2-Lite decode, heads x unroll
 #   bash bench/h200.sh mla               # on the device: latent-decode parity, DeepSeek-V2-Lite with
 #                                        # its check, and its 27 layers after a 4096-token prompt
@@ -494,6 +496,32 @@ case "${1:-}" in
         variant_sets "$v"
         foundry "${sets[@]}" bench --shape "${shapes[@]}" 2>&1 | grep "us$" | grep -v ceilings |
           sed "s/^/$name (round $round): /" || status=1
+      done
+    done
+    exit $status
+    ;;
+  group-rows)
+    # Decode as a prefill of each KV head's GQA group (FOUNDRY_FA_DECODE_GROUP_ROWS: the group's query
+    # heads as the rows of one query, on the cooperative-matrix prefill) against the decode kernels: the
+    # group-rows parity cases first, then the plan and each variant NAME:KNOB=VALUE,... (further
+    # arguments replace the defaults) over GROUP_SHAPES, ROUNDS rounds in alternation.
+    on_device
+    status=0
+    suite_subset group-rows-tests '*GroupRows*'
+    read -r -a shapes <<<"${GROUP_SHAPES:-decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:80 decode:8:32:8:16384:128}"
+    shift
+    variants=("$@")
+    [ ${#variants[@]} -gt 0 ] ||
+      variants=(gr:FA_DECODE_GROUP_ROWS=1 gr-s64:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=64
+                gr-s128:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=128 gr-s256:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=256
+                gr-s128-bc64:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=128,FA_PREFILL_KEYS_PER_TILE=64
+                gr-s128-st1:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=128,FA_PREFILL_STAGES=1)
+    for round in $(seq "${ROUNDS:-1}"); do
+      for v in plan "${variants[@]}"; do
+        name=${v%%:*}
+        variant_sets "$v"
+        timeout 100 foundry "${sets[@]}" bench --runs 20 --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror" |
+          grep -v ceilings | sed "s/^/$name (round $round): /" | tee -a "$out/group-rows.txt" || status=1
       done
     done
     exit $status

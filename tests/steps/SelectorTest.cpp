@@ -601,7 +601,7 @@ TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValu
         Bad{"FOUNDRY_FA_DECODE_VEC", "32", "auto, 1, 2, 4, 8, 16"}, Bad{"FOUNDRY_FA_DECODE_SPLIT_K", "300", "auto or 1..256"},
         Bad{"FOUNDRY_FA_DECODE_TG_OUT", "double", "auto, float, half"},
         Bad{"FOUNDRY_FA_PREFILL_WARPS", "16", "auto, 1, 2, 4, 8"},
-        Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..64"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
+        Bad{"FOUNDRY_FA_PREFILL_SPLIT_K", "-1", "auto or 1..256"}, Bad{"FOUNDRY_FA_PREFILL_COOPMAT", "maybe", "0, 1"},
         Bad{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "48", "auto, 4, 8, 16, 32, 64, 128"},
         Bad{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "sometimes", "0, 1"},
         Bad{"FOUNDRY_DISABLE_FA", "2", "0, 1, true, false"}}) {

@@ -237,7 +237,9 @@ AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const
   call.scale = static_cast<float>(c_.softmaxScale);
   call.modifiers = modifiers_[layer];
   call.pages = pages_;
-  if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash) {
+  // Not on the reference path, nor where the flash step takes the decode call as a prefill of its GQA
+  // groups: attention() rotates q apart there.
+  if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash && !flash_.takesGroupRows(call)) {
     call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
   }
   return call;
@@ -322,11 +324,12 @@ void Session::prefillRanked(Dispatcher& d, const LayerInputs& in, std::uint32_t 
 
 void Session::attention(Dispatcher& d, const Tensor& q, std::uint32_t layer, const Tensor& o, std::uint32_t kvLen,
                         std::optional<std::uint32_t> fusedRopePosition) {
-  if (req_.path == AttentionPath::Reference && fusedRopePosition && c_.rope) {
+  const AttentionCall call = attentionCall(q, layer, o, kvLen, fusedRopePosition);
+  if (fusedRopePosition && c_.rope && !call.rope) {
     StepContext ctx{d, workspace_, &rt_};
     rope_.run(ctx, q, ropeTable_, *c_.rope, *fusedRopePosition);
   }
-  attention(d, attentionCall(q, layer, o, kvLen, fusedRopePosition), fusedRopePosition ? "decode" : "prefill");
+  attention(d, call, fusedRopePosition ? "decode" : "prefill");
 }
 
 void Session::attention(Dispatcher& d, const AttentionCall& call, const std::string& phase) {

@@ -267,6 +267,33 @@ void bindPages(Arguments& args, const PagedKv* pages) {
 
 }  // namespace
 
+namespace {
+
+// [B, Hq, 1, D] head-major or [B, 1, Hq, D] token-major as [B, Hq / group, group, D] head-major.
+Tensor groupRowsView(const Tensor& t, std::uint32_t group) {
+  const bool tokenMajor = t.layout == Layout::TokenMajor;
+  const std::int64_t heads = t.dim(tokenMajor ? 2 : 1), headStride = t.stride(tokenMajor ? 2 : 1);
+  Tensor g = t;
+  g.dims = {t.dim(0), heads / group, group, t.dim(3)};
+  g.strides = {t.stride(0), headStride * group, headStride, 1};
+  g.layout = Layout::HeadMajor;
+  return g;
+}
+
+}  // namespace
+
+AttentionCall groupRowsCall(const AttentionCall& call, std::uint32_t group) {
+  AttentionCall g = call;
+  g.q = groupRowsView(call.q, group);
+  g.o = groupRowsView(call.o, group);
+  if (call.lse) {
+    g.lse->dims = {call.lse->dim(0), call.lse->dim(1) / group, group};
+    g.lse->strides = Tensor::packedStrides(g.lse->dims);
+  }
+  g.causal = false;
+  return g;
+}
+
 Tensor latentValueView(const Tensor& keys, std::uint32_t valueDim) {
   Tensor v = keys;
   v.name = "v_of_" + keys.name;

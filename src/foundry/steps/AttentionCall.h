@@ -62,6 +62,11 @@ void requireRank4(const Tensor& t, const std::string& role, const char* lastDim 
 /// support is checked by the step).
 AttentionProblem describeCall(const AttentionCall& call);
 
+/// A decode call (q_len 1) seen as a prefill of its GQA groups (Selector::groupRowsProblem): q, o and
+/// the LSE as head-major [B, n_kv_heads, group, D] views of the same memory, with no causal mask (one
+/// query position sees every key).
+AttentionCall groupRowsCall(const AttentionCall& call, std::uint32_t group);
+
 /// The values of a latent cache (absorbed MLA): a view of the last `valueDim` columns of each row of
 /// `keys`, with its strides, read in place (docs/attention.md, "Value rows narrower than key rows").
 Tensor latentValueView(const Tensor& keys, std::uint32_t valueDim);

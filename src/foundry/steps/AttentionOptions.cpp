@@ -17,7 +17,7 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_SDPA_DEBUG_ONLINE_COMPARE", "run flash and reference once per shape; log max-abs and relative error"),
       knob::unsignedOrAuto<&O::faPrefillWarps, O>("FOUNDRY_FA_PREFILL_WARPS", "auto, 1, 2, 4, 8", 1, 8, true,
                                                   "subgroups per prefill workgroup"),
-      knob::unsignedOrAuto<&O::faPrefillSplitK, O>("FOUNDRY_FA_PREFILL_SPLIT_K", "auto or 1..64", 1, 64, false,
+      knob::unsignedOrAuto<&O::faPrefillSplitK, O>("FOUNDRY_FA_PREFILL_SPLIT_K", "auto or 1..256", 1, 256, false,
                                                    "prefill Split-K factor (1 = off)"),
       knob::boolean<&O::disableFaPrefillSplitK, O>("FOUNDRY_DISABLE_FA_PREFILL_SPLITK",
                                                    "never split prefill over the KV length"),
@@ -80,6 +80,11 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_IDLE_LANES",
           "decode: lane clusters wider than a K/V row needs, so that rows like D80's take whole 16-byte loads with "
           "some lanes idle (1), or only clusters that divide the row (0)"),
+      knob::force<&O::faDecodeGroupRows, O>(
+          "FOUNDRY_FA_DECODE_GROUP_ROWS",
+          "decode: the query heads of each KV head's GQA group taken as the rows of one prefill query, so the "
+          "prefill kernels (cooperative matrices where the device has them) serve the call (1), or the decode "
+          "kernels (0)"),
       knob::force<&O::faDecodeInt8Dot, O>(
           "FOUNDRY_FA_DECODE_INT8_DOT",
           "int8 and q8_0 decode: K's codes meet q quantized to two bytes per element in integer dot products (1) "

@@ -27,6 +27,7 @@
 #include "foundry/stages/SplitKReduceCommon.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/SdpaReferenceStep.h"
+#include "foundry/steps/TuningTable.h"
 
 namespace foundry {
 
@@ -59,8 +60,32 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
   return p;
 }
 
+std::optional<AttentionCall> FlashAttentionStep::groupRows(const AttentionCall& call) const {
+  const AttentionProblem p = validate(call);
+  if (!Selector::decodeAsGroupRows(p, call.rope.has_value(), device_, options_)) return std::nullopt;
+  AttentionCall grouped = groupRowsCall(call, p.group());
+  const AttentionProblem g = validate(grouped);
+  const AttentionProblem want = Selector::groupRowsProblem(p);
+  FOUNDRY_CHECK_INTERNAL(g.nHeads == want.nHeads && g.qLen == want.qLen && !g.causal,
+                         "the grouped call's tensors disagree with Selector::groupRowsProblem");
+  return grouped;
+}
+
+void FlashAttentionStep::noteGroupRows(AttentionPlan& plan, const AttentionProblem& grouped) const {
+  plan.decisions.insert(
+      plan.decisions.begin(),
+      {"decode", fmt::format("as a prefill of {} rows (the GQA group) per KV head", grouped.qLen),
+       options_.faDecodeGroupRows == Force::On
+           ? std::string("FOUNDRY_FA_DECODE_GROUP_ROWS")
+           : tuningFor(device_, grouped.headDim, grouped.dtype).sourceOf("decodeGroupRows")});
+}
+
 AttentionPlan FlashAttentionStep::plan(const AttentionCall& call) const {
-  return Selector::plan(validate(call), device_, options_);
+  const auto grouped = groupRows(call);
+  const AttentionProblem p = validate(grouped ? *grouped : call);
+  AttentionPlan plan = Selector::plan(p, device_, options_);
+  if (grouped) noteGroupRows(plan, p);
+  return plan;
 }
 
 std::shared_ptr<const KernelSource> FlashAttentionStep::kernel(const std::string& key,
@@ -146,9 +171,11 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
   return out;
 }
 
-std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& call) {
+std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& original) {
+  const auto grouped = groupRows(original);
+  const AttentionCall& call = grouped ? *grouped : original;
   const AttentionProblem p = validate(call);
-  const AttentionPlan plan = Selector::plan(p, device_, options_);
+  const AttentionPlan plan = this->plan(original);
   std::vector<KernelSource> out;
   for (const auto& k : buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr)) {
     out.push_back(*k.source);
@@ -193,10 +220,13 @@ std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::st
   return key;
 }
 
-std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const AttentionCall& call) {
+std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const AttentionCall& original) {
+  const auto grouped = groupRows(original);
+  const AttentionCall& call = grouped ? *grouped : original;
   auto prepared = std::make_shared<PreparedAttention>();
   prepared->problem = validate(call);
   prepared->variant = Selector::variant(prepared->problem, device_, options_);
+  if (grouped) noteGroupRows(prepared->variant, prepared->problem);
   prepared->plan = Selector::fit(prepared->variant, prepared->problem, device_, options_);
   prepared->rope = PreparedAttention::ropeKey(call, prepared->problem.headDim);
   prepared->kernels = buildKernels(prepared->problem, prepared->plan, call.rope.has_value(),
@@ -206,7 +236,9 @@ std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const Atten
 
 StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) { return run(ctx, *prepare(call), call); }
 
-StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& prepared, const AttentionCall& call) {
+StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& prepared, const AttentionCall& original) {
+  const auto grouped = groupRows(original);
+  const AttentionCall& call = grouped ? *grouped : original;
   const AttentionProblem p = validate(call);
   const std::string want = PreparedAttention::shapeKey(prepared.problem, prepared.rope);
   const std::string got = PreparedAttention::shapeKey(p, PreparedAttention::ropeKey(call, p.headDim));
@@ -281,7 +313,7 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
     ctx.dispatcher.dispatch(*kernels[1].source, reduce, plan.reduceGrid);
     record.kernels.push_back(kernels[1].source->name);
   }
-  if (options_.sdpaDebugOnlineCompare) compareOnline(ctx, call, p);
+  if (options_.sdpaDebugOnlineCompare) compareOnline(ctx, original, validate(original));
   return record;
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -81,7 +82,15 @@ class FlashAttentionStep {
   /// (stages/PrefillProbe.h): one per subgroup of its grid. The same tensor run() binds.
   static Tensor probeRecords(Workspace& workspace, const AttentionPlan& plan);
 
+  /// Whether the call runs as a prefill of its GQA groups (Selector::decodeAsGroupRows), whose kernels
+  /// take no fused RoPE: a caller with RoPE to fuse rotates q apart instead.
+  bool takesGroupRows(const AttentionCall& call) const { return groupRows(call).has_value(); }
+
  private:
+  /// The call as a prefill of its GQA groups where the Selector takes it so (decodeAsGroupRows), else none.
+  std::optional<AttentionCall> groupRows(const AttentionCall& call) const;
+  /// The first decision of such a call's plan: why it runs as a prefill.
+  void noteGroupRows(AttentionPlan& plan, const AttentionProblem& grouped) const;
   std::shared_ptr<const KernelSource> kernel(const std::string& key, const std::function<KernelSource()>& build);
   std::vector<PreparedKernel> buildKernels(const AttentionProblem& p, const AttentionPlan& plan, bool fusedRope,
                                   const RopeSpec* rope);

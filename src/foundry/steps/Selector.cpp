@@ -670,6 +670,44 @@ std::string AttentionPlan::describe() const {
   return s;
 }
 
+std::string Selector::groupRowsRefusal(const AttentionProblem& p, bool fusedRope) {
+  if (p.qLen != 1) return fmt::format("the call has q_len {}, not a decode call's 1", p.qLen);
+  if (p.group() < 2) return fmt::format("the GQA group has {} query head: no rows to share a K/V read", p.group());
+  if (fusedRope) return "RoPE is fused into the decode kernel, which the prefill kernels do not take";
+  if (!p.plainValues()) return fmt::format("V rows (value_dim {}) are not like K's (head_dim {})", p.vDim(), p.headDim);
+  // A modifier may tell the group's rows apart (a head's ALiBi slope or sink) or place them (a window
+  // from the query's position); the rows here are heads at one position.
+  const Modifiers mods = p.activeModifiers();
+  if (!mods.empty()) {
+    std::vector<std::string> names;
+    for (const auto& m : mods) names.push_back(m->name());
+    return fmt::format("the call has modifiers ({}), which would see the group's heads as positions",
+                       fmt::join(names, ", "));
+  }
+  return {};
+}
+
+bool Selector::decodeAsGroupRows(const AttentionProblem& p, bool fusedRope, const DeviceInfo& device,
+                                 const AttentionOptions& o) {
+  if (o.faDecodeGroupRows == Force::Off) return false;
+  const std::string refusal = groupRowsRefusal(p, fusedRope);
+  if (o.faDecodeGroupRows == Force::On) {
+    if (!refusal.empty() && p.qLen == 1) rejectKnob(o, "FOUNDRY_FA_DECODE_GROUP_ROWS", 1, refusal, "auto, 0");
+    return refusal.empty();
+  }
+  return refusal.empty() && device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) &&
+         tuningFor(device, p.headDim, p.dtype).decodeGroupRows != 0;
+}
+
+AttentionProblem Selector::groupRowsProblem(const AttentionProblem& p) {
+  AttentionProblem g = p;
+  g.nHeads = p.nKvHeads;
+  g.qLen = p.group();
+  g.causal = false;
+  g.qLayout = g.oLayout = Layout::HeadMajor;
+  return g;
+}
+
 std::uint32_t Selector::decodeHeadsPerWorkgroup(std::uint32_t group) {
   for (std::uint32_t h = std::min<std::uint32_t>(group, 8); h > 1; --h) {
     if (group % h == 0) return h;

@@ -57,6 +57,18 @@ class Selector {
   static AttentionPlan fit(const AttentionPlan& variant, const AttentionProblem& problem, const DeviceInfo& device,
                            const AttentionOptions& options);
 
+  /// Why a decode call cannot run as a prefill of its GQA groups (the query heads sharing a KV head taken
+  /// as the rows of one query, at one position), or empty: it must be a decode call of a group of two or
+  /// more, without RoPE fused, with V rows like K's, and with no modifier that tells its rows apart.
+  static std::string groupRowsRefusal(const AttentionProblem& problem, bool fusedRope);
+  /// Whether a decode call runs so: FOUNDRY_FA_DECODE_GROUP_ROWS, else the tuning table's decodeGroupRows
+  /// where the device has cooperative matrices for the prefill. UserError where the knob asks for it and
+  /// groupRowsRefusal() refuses.
+  static bool decodeAsGroupRows(const AttentionProblem& problem, bool fusedRope, const DeviceInfo& device,
+                                const AttentionOptions& options);
+  /// The prefill problem of decodeAsGroupRows(): n_kv_heads heads of q_len = the group, no causal mask.
+  static AttentionProblem groupRowsProblem(const AttentionProblem& problem);
+
   /// Query heads one decode workgroup serves: the largest divisor of the GQA group up to 8.
   static std::uint32_t decodeHeadsPerWorkgroup(std::uint32_t group);
   /// The most keys the query rows of one workgroup (`rows` consecutive queries) can see under the

@@ -35,6 +35,7 @@ struct TuningValues {
   std::optional<std::uint32_t> decodeQueryShared; ///< 1: decode reads q from shared memory at each use
   std::optional<std::uint32_t> decodeInt8Dot;     ///< 1: quantized K through integer dot products
   std::optional<std::uint32_t> decodeIdleLanes;   ///< 1: lane clusters wider than the row (whole loads, idle lanes)
+  std::optional<std::uint32_t> decodeGroupRows;   ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
   std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
@@ -85,6 +86,7 @@ struct Tuning {
   std::uint32_t decodeQueryShared = 0;  ///< 1: decode reads q from shared memory at each use
   std::uint32_t decodeInt8Dot = 0;      ///< 1: quantized K through integer dot products
   std::uint32_t decodeIdleLanes = 0;    ///< 1: lane clusters wider than the row (whole loads, idle lanes)
+  std::uint32_t decodeGroupRows = 0;    ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0;
