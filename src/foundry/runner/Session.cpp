@@ -238,8 +238,10 @@ AttentionCall Session::attentionCall(const Tensor& q, std::uint32_t layer, const
   call.modifiers = modifiers_[layer];
   call.pages = pages_;
   // Not on the reference path, nor where the flash step takes the decode call as a prefill of its GQA
-  // groups: attention() rotates q apart there.
-  if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash && !flash_.takesGroupRows(call)) {
+  // groups: attention() rotates q apart there. A rank's call is its shard's (ContextParallelDecode
+  // sets its length), not one this step plans.
+  if (fusedRopePosition && c_.rope && req_.path == AttentionPath::Flash &&
+      (ranked_ || !flash_.takesGroupRows(call))) {
     call.rope = FusedRope{*c_.rope, ropeTable_, *fusedRopePosition};
   }
   return call;
