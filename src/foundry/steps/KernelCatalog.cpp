@@ -63,7 +63,8 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
     add("decode" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 1, 256)));
     add("decode split-k" + of,
         FlashAttentionStep(device, snippets, split).kernelsFor(shapeCall(layout, mods, 1, 1, longKv)));
-    if (layout.rope) {
+    // A decode call taken as a prefill of its GQA groups rotates q apart (RopeStep, below).
+    if (layout.rope && !flash.takesGroupRows(shapeCall(layout, mods, 1, 1, 256))) {
       AttentionCall fused = shapeCall(layout, mods, 1, 1, 256);
       const std::uint32_t rotary = layout.rope->dims(layout.headDim);
       fused.rope = FusedRope{*layout.rope, Tensor::describe("rope_inv_freq", DType::F32, {rotary / 2}), 255};
