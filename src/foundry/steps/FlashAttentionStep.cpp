@@ -60,15 +60,15 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
   return p;
 }
 
-std::optional<AttentionCall> FlashAttentionStep::groupRows(const AttentionCall& call) const {
+FlashAttentionStep::Routed FlashAttentionStep::route(const AttentionCall& call) const {
   const AttentionProblem p = validate(call);
-  if (!Selector::decodeAsGroupRows(p, call.rope.has_value(), device_, options_)) return std::nullopt;
+  if (!Selector::decodeAsGroupRows(p, call.rope.has_value(), device_, options_)) return {std::nullopt, p};
   AttentionCall grouped = groupRowsCall(call, p.group());
   const AttentionProblem g = validate(grouped);
   const AttentionProblem want = Selector::groupRowsProblem(p);
   FOUNDRY_CHECK_INTERNAL(g.nHeads == want.nHeads && g.qLen == want.qLen && !g.causal,
                          "the grouped call's tensors disagree with Selector::groupRowsProblem");
-  return grouped;
+  return {std::move(grouped), g};
 }
 
 void FlashAttentionStep::noteGroupRows(AttentionPlan& plan, const AttentionProblem& grouped) const {
@@ -80,13 +80,13 @@ void FlashAttentionStep::noteGroupRows(AttentionPlan& plan, const AttentionProbl
            : tuningFor(device_, grouped.headDim, grouped.dtype).sourceOf("decodeGroupRows")});
 }
 
-AttentionPlan FlashAttentionStep::plan(const AttentionCall& call) const {
-  const auto grouped = groupRows(call);
-  const AttentionProblem p = validate(grouped ? *grouped : call);
-  AttentionPlan plan = Selector::plan(p, device_, options_);
-  if (grouped) noteGroupRows(plan, p);
+AttentionPlan FlashAttentionStep::planRouted(const Routed& r) const {
+  AttentionPlan plan = Selector::plan(r.problem, device_, options_);
+  if (r.grouped) noteGroupRows(plan, r.problem);
   return plan;
 }
+
+AttentionPlan FlashAttentionStep::plan(const AttentionCall& call) const { return planRouted(route(call)); }
 
 std::shared_ptr<const KernelSource> FlashAttentionStep::kernel(const std::string& key,
                                                                const std::function<KernelSource()>& build) {
@@ -172,10 +172,10 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
 }
 
 std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& original) {
-  const auto grouped = groupRows(original);
-  const AttentionCall& call = grouped ? *grouped : original;
-  const AttentionProblem p = validate(call);
-  const AttentionPlan plan = this->plan(original);
+  const Routed routed = route(original);
+  const AttentionCall& call = routed.call(original);
+  const AttentionProblem& p = routed.problem;
+  const AttentionPlan plan = planRouted(routed);
   std::vector<KernelSource> out;
   for (const auto& k : buildKernels(p, plan, call.rope.has_value(), call.rope ? &call.rope->spec : nullptr)) {
     out.push_back(*k.source);
@@ -221,12 +221,12 @@ std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::st
 }
 
 std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const AttentionCall& original) {
-  const auto grouped = groupRows(original);
-  const AttentionCall& call = grouped ? *grouped : original;
+  const Routed routed = route(original);
+  const AttentionCall& call = routed.call(original);
   auto prepared = std::make_shared<PreparedAttention>();
-  prepared->problem = validate(call);
+  prepared->problem = routed.problem;
   prepared->variant = Selector::variant(prepared->problem, device_, options_);
-  if (grouped) noteGroupRows(prepared->variant, prepared->problem);
+  if (routed.grouped) noteGroupRows(prepared->variant, prepared->problem);
   prepared->plan = Selector::fit(prepared->variant, prepared->problem, device_, options_);
   prepared->rope = PreparedAttention::ropeKey(call, prepared->problem.headDim);
   prepared->kernels = buildKernels(prepared->problem, prepared->plan, call.rope.has_value(),
@@ -237,9 +237,9 @@ std::shared_ptr<const PreparedAttention> FlashAttentionStep::prepare(const Atten
 StepRecord FlashAttentionStep::run(StepContext& ctx, const AttentionCall& call) { return run(ctx, *prepare(call), call); }
 
 StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& prepared, const AttentionCall& original) {
-  const auto grouped = groupRows(original);
-  const AttentionCall& call = grouped ? *grouped : original;
-  const AttentionProblem p = validate(call);
+  const Routed routed = route(original);
+  const AttentionCall& call = routed.call(original);
+  const AttentionProblem& p = routed.problem;
   const std::string want = PreparedAttention::shapeKey(prepared.problem, prepared.rope);
   const std::string got = PreparedAttention::shapeKey(p, PreparedAttention::ropeKey(call, p.headDim));
   if (got != want) {

@@ -84,12 +84,20 @@ class FlashAttentionStep {
 
   /// Whether the call runs as a prefill of its GQA groups (Selector::decodeAsGroupRows), whose kernels
   /// take no fused RoPE: a caller with RoPE to fuse rotates q apart instead.
-  bool takesGroupRows(const AttentionCall& call) const { return groupRows(call).has_value(); }
+  bool takesGroupRows(const AttentionCall& call) const { return route(call).grouped.has_value(); }
 
  private:
-  /// The call as a prefill of its GQA groups where the Selector takes it so (decodeAsGroupRows), else none.
-  std::optional<AttentionCall> groupRows(const AttentionCall& call) const;
-  /// The first decision of such a call's plan: why it runs as a prefill.
+  /// A call as the kernels take it, validated once: the call as a prefill of its GQA groups where the
+  /// Selector takes it so (decodeAsGroupRows), and the problem of what runs.
+  struct Routed {
+    std::optional<AttentionCall> grouped;
+    AttentionProblem problem;
+    const AttentionCall& call(const AttentionCall& original) const { return grouped ? *grouped : original; }
+  };
+  Routed route(const AttentionCall& call) const;
+  /// The plan of a routed call; a grouped one's first decision says why it runs as a prefill.
+  AttentionPlan planRouted(const Routed& r) const;
+  /// That first decision, for a plan made from a grouped call's problem.
   void noteGroupRows(AttentionPlan& plan, const AttentionProblem& grouped) const;
   std::shared_ptr<const KernelSource> kernel(const std::string& key, const std::function<KernelSource()>& build);
   std::vector<PreparedKernel> buildKernels(const AttentionProblem& p, const AttentionPlan& plan, bool fusedRope,
