@@ -38,6 +38,10 @@
 #                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
 #                                        # one-knob variants, three rounds in alternation
+#   bash bench/h200.sh against-base      # on the device: the attention cases (TESTS), then SHAPES with
+#                                        # .device/bin/foundry-base against .device/bin/foundry
+#   bash bench/h200.sh prefill-candidates # on the device: prefill kernel-source candidates against
+#                                        # the committed kernel (bench/prefill_ablation.sh), D80 idle lanes
 #   bash bench/h200.sh group-rows [V...] # on the device: decode as a prefill of each GQA group (its
 #                                        # parity cases, then the plan against NAME:KNOB=VALUE variants)
 #   bash bench/h200.sh mla-heads         # on the device: DeepSeek-V2-Lite decode, heads x unroll
@@ -81,10 +85,14 @@ cd "$(dirname "$0")/.."
 on_device() {
   source bench/on_device.sh
 }
+# On the device: the GPU's name, driver and clock, printed and kept in $out/gpu.txt.
+gpu_name() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+}
 # On the device: the GPU's name and the whole attention suite (the cooperative-matrix variants run
 # only on such a GPU); fails when the suite does.
 attention_suite() {
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+  gpu_name
   .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-tests.log" 2>&1 ||
     { echo "FAILED: attention suites"; tail -40 "$out/attention-tests.log"; tail -3 "$out/attention-tests.log"; return 1; }
   tail -3 "$out/attention-tests.log"
@@ -92,7 +100,7 @@ attention_suite() {
 # On the device: the GPU's name, then the attention cases matching FILTER, their log in $out/NAME.log
 # and its last lines (with any failure) printed; sets status=1 when a case fails.
 suite_subset() {
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+  gpu_name
   .device/bin/foundry_attention_tests --gtest_filter="$2" --gtest_brief=1 >"$out/$1.log" 2>&1 || status=1
   tail -3 "$out/$1.log"
   grep -A8 "FAILED\|Failure" "$out/$1.log" | head -40 || true
@@ -151,7 +159,7 @@ case "${1:-}" in
     ;;
   device)
     on_device
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     foundry devices | tee -a "$out/tests.log"
     status=0
     # The suites that run kernels; the unit, runner and error suites read the source tree by its path
@@ -189,7 +197,7 @@ case "${1:-}" in
     # checks its output against a float64 reference before timing; fails when a check does.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     foundry bench --suite all --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=1
     bash bench/ggml/fetch.sh unpack
     /tmp/ggml/ggml_fa_bench --shapes-from "$out/bench.json" >"$out/ggml.jsonl" 2>"$out/ggml.txt" || status=1
@@ -252,7 +260,7 @@ case "${1:-}" in
     # (--check); torch replays run through pages. Each step has its own time limit.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     timeout 150 .device/bin/foundry_attention_tests --gtest_brief=1 --gtest_filter='*KvPaged*:*KvFormat*:*KvAppend*' \
       >"$out/attention-tests.log" 2>&1 || status=1
     tail -3 "$out/attention-tests.log"
@@ -291,7 +299,7 @@ case "${1:-}" in
   int8-auto)
     # The Selector's own int8 and q8_0 decode plans against f16, one call.
     on_device
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     timeout 150 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+q8_0 \
       decode:8:32:8:16384:128 decode:8:32:8:16384:128+int8 decode:8:32:8:16384:128+int8+pg64 \
       --json "$out/int8-auto.json" >"$out/int8-auto.txt" 2>&1
@@ -305,7 +313,7 @@ case "${1:-}" in
     # Selector's own int8 choice; then the paged shapes `paged` had no time left for.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     timeout 60 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+q8_0 \
       --json "$out/int8-auto.json" 2>&1 | grep "^decode.*us$" | sed "s/^/auto: /" || status=1
     for v in "2 8 8" "2 8 4" "4 16 4" "4 16 2" "4 16 8" "2 4 8" "4 8 4" "2 8 2" "4 8 8"; do
@@ -404,7 +412,7 @@ case "${1:-}" in
     # The int8 decode plans worth choosing between, against f16 and PyTorch's f16, in one call.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     for round in 1 2; do
       timeout 90 foundry bench --shape decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128 \
         decode:8:32:8:16384:128+int8 --json "$out/tune-auto-$round.json" 2>&1 | grep "^decode.*us$" | sed "s/^/auto: /" \
@@ -482,7 +490,7 @@ case "${1:-}" in
     # variants (NAME:KNOB=VALUE,...); PREFILL_SHAPES the shapes.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     read -r -a shapes <<<"${PREFILL_SHAPES:-prefill:1:32:8:2048:128 prefill:1:32:8:2048:64}"
     shift
     variants=("$@")
@@ -498,6 +506,35 @@ case "${1:-}" in
           sed "s/^/$name (round $round): /" || status=1
       done
     done
+    exit $status
+    ;;
+  against-base)
+    # A change against the build before it: the attention cases matching TESTS (all by default), then
+    # SHAPES timed with .device/bin/foundry-base and .device/bin/foundry, interleaved, twice. Here: pack
+    # the new build, then cp <the base build's foundry> .device/bin/foundry-base.
+    on_device
+    status=0
+    suite_subset against-base-tests "${TESTS:-*}"
+    read -r -a shapes <<<"${SHAPES:?SHAPES names the shapes to time}"
+    bash bench/interleave.sh "${shapes[@]}" -- base=.device/bin/foundry-base new=.device/bin/foundry || status=1
+    exit $status
+    ;;
+  prefill-candidates)
+    # D80 decode with idle lanes in 8-byte loads over 8 lanes (the row laid out as D96's, 4 of 24
+    # loads idle) against the plan, twice; then kernel-source candidates for the cooperative-matrix
+    # prefill (bench/prefill_ablation.sh: Q scaled as staged, -inf masks, both, a tile's accumulators
+    # built together; EDITS picks) against the committed kernel, interleaved, twice.
+    on_device
+    status=0
+    gpu_name
+    read -r -a shapes <<<"${PREFILL_SHAPES:-prefill:1:32:8:8192:128 prefill:1:32:8:8192:64 prefill:1:32:8:2048:128}"
+    for round in 1 2; do
+      timeout 120 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:80 --variants "w8 k4 v4 u2 il qs" \
+        "w8 k4 v4 u4 il qs" "w8 k4 v4 u8 il qs" "w8 k4 v4 u4 il" "w8 k4 v4 u2 il" 2>&1 | grep -E "us|rror" |
+        grep -v ceilings | sed "s/^/round $round: /" | tee -a "$out/d80-idle.txt" || status=1
+    done
+    EDITS="${EDITS:-q_scaled neg_inf less_math n_inner}" \
+      bash bench/prefill_ablation.sh "${shapes[@]}" || status=1
     exit $status
     ;;
   group-rows)
@@ -604,7 +641,7 @@ case "${1:-}" in
     # (35 KiB), and 8 subgroups with two of 32 keys. PROBE_SHAPES overrides the shapes.
     on_device
     status=0
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     .device/bin/foundry_attention_tests --gtest_brief=1 --gtest_filter='*PrefillProbe*:*PrefillVariants*' \
       >"$out/probe-tests.log" 2>&1 || { echo "FAILED: probe tests"; status=1; }
     tail -3 "$out/probe-tests.log"
@@ -660,7 +697,7 @@ case "${1:-}" in
     on_device
     status=0
     export FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc
-    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+    gpu_name
     foundry devices | tee "$out/devices.txt"
     .device/bin/foundry_attention_tests --gtest_brief=1 --gtest_filter='*PrefillVariants*:*LseOutput*' \
       >"$out/coopmat2-tests.log" 2>&1 || { echo "FAILED: prefill variant tests"; status=1; }

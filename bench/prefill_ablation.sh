@@ -12,36 +12,47 @@
 #   no_exp      ablation: p = s - m instead of exp2(s - m)
 #   k_ahead     candidate: a slice's eight K^T fragments loaded before its first product
 #   k_two       candidate: a slice's products in two chains of four (even and odd dims), added
+#   q_scaled    candidate: Q scaled by qk_scale as it is staged, so plain scores need no multiply
+#   neg_inf     candidate: masked scores as -inf, so p = exp2(s - m) needs no test
+#   n_inner     candidate: a tile's 16-key accumulators built together, head_dim slices outermost
+#   less_math   candidate: q_scaled and neg_inf together
+# EDITS="name ..." picks edits (default: the seven ablations and candidates of 2026-11-23).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(prefill:1:32:8:8192:128 prefill:1:32:8:8192:64)
 file=flashattention/prefill_coopmat.glsl
+# edit NAME EXPR|FILE:EXPR ...: a copy of kernels/ with each EXPR applied to its FILE (under kernels/;
+# prefill_coopmat.glsl where none is named); every one must change its file.
 edit() {
-  local name=$1 expr=$2 dir=/tmp/ablate-$1
+  local name=$1 dir=/tmp/ablate-$1 spec f
   rm -rf "$dir" && cp -r kernels "$dir"
-  perl -0pi -e "$expr" "$dir/$file"
-  cmp -s "kernels/$file" "$dir/$file" && { echo "edit $name changed nothing" >&2; exit 2; }
+  shift
+  for spec in "$@"; do
+    [[ $spec == flashattention/*:* ]] || spec="$file:$spec"
+    f=${spec%%:*}
+    perl -0pi -e "${spec#*:}" "$dir/$f"
+    cmp -s "kernels/$f" "$dir/$f" && { echo "edit $name changed nothing in $f" >&2; exit 2; }
+  done
   echo "$dir"
 }
-declare -A dirs
 vload='coopMatLoadNV\(vb, kv_tile, PF_STAGES \* CM_TILE4 \+ stage'
 kload='coopMatLoadNV\(kb, kv_tile, stage \* CM_TILE4'
-dirs[v_colmajor]=$(edit v_colmajor "s/($vload[^;]*CM_ROW4, )false\)/\${1}true)/g")
-dirs[k_rowmajor]=$(edit k_rowmajor "s/($kload[^;]*CM_ROW4, )true\)/\${1}false)/g")
-dirs[v_once]=$(edit v_once "s/$vload[^;]*;/coopMatLoadNV(vb, kv_tile, PF_STAGES * CM_TILE4 + stage * CM_TILE4, CM_ROW4, false);/g")
-dirs[k_once]=$(edit k_once "s/$kload[^;]*;/coopMatLoadNV(kb, kv_tile, stage * CM_TILE4, CM_ROW4, true);/g")
-dirs[no_exp]=$(edit no_exp 's/exp2\(s\[n\]\[e\] - st\.m\[CM_SLOT_OF\[e\]\]\)/(s[n][e] - st.m[CM_SLOT_OF[e]])/')
+mk_v_colmajor() { edit v_colmajor "s/($vload[^;]*CM_ROW4, )false\)/\${1}true)/g"; }
+mk_k_rowmajor() { edit k_rowmajor "s/($kload[^;]*CM_ROW4, )true\)/\${1}false)/g"; }
+mk_v_once() { edit v_once "s/$vload[^;]*;/coopMatLoadNV(vb, kv_tile, PF_STAGES * CM_TILE4 + stage * CM_TILE4, CM_ROW4, false);/g"; }
+mk_k_once() { edit k_once "s/$kload[^;]*;/coopMatLoadNV(kb, kv_tile, stage * CM_TILE4, CM_ROW4, true);/g"; }
+mk_no_exp() { edit no_exp 's/exp2\(s\[n\]\[e\] - st\.m\[CM_SLOT_OF\[e\]\]\)/(s[n][e] - st.m[CM_SLOT_OF[e]])/'; }
 body='F32MAT cm_scores\(in F16MAT q\[CM_D\], uint stage, uint n\) \{.*?return s;\n\}'
 at='stage * CM_TILE4 + n * 16u * CM_ROW4'
-dirs[k_ahead]=$(edit k_ahead "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint stage, uint n) {
+mk_k_ahead() { edit k_ahead "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint stage, uint n) {
   F32MAT s = F32MAT(0.0);
   F16MAT kb[CM_D];
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(kb[dd], kv_tile, $at + dd * 2u, CM_ROW4, true);
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) s = coopMatMulAddNV(q[dd], kb[dd], s);
   return s;
-}/s")
-dirs[k_two]=$(edit k_two "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint stage, uint n) {
+}/s"; }
+mk_k_two() { edit k_two "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint stage, uint n) {
   F32MAT s0 = F32MAT(0.0), s1 = F32MAT(0.0);
   [[unroll]] for (uint dd = 0u; dd < CM_D; dd += 2u) {
     F16MAT k0, k1;
@@ -51,7 +62,33 @@ dirs[k_two]=$(edit k_two "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint stage
     s1 = coopMatMulAddNV(q[dd + 1u], k1, s1);
   }
   return s0 + s1;
-}/s")
+}/s"; }
+# Q scaled in f32 before it is rounded to f16 (one rounding, as the unscaled Q had).
+scale_q='s/(kv_tile\[r \* CM_ROW4 \+ c\] = )r0 \+ r < rows \? (q\[[^\]]*\]) : uvec4\(0u\);/${1}r0 + r < rows ? cm_scaled8($2) : uvec4(0u);/;
+s/(void cm_stage_q)/uvec4 cm_scaled8(uvec4 x) {
+  return uvec4(packHalf2x16(unpackHalf2x16(x.x) * pc.qk_scale), packHalf2x16(unpackHalf2x16(x.y) * pc.qk_scale),
+               packHalf2x16(unpackHalf2x16(x.z) * pc.qk_scale), packHalf2x16(unpackHalf2x16(x.w) * pc.qk_scale));
+}
+$1/'
+q_scaled=('s/: s\[n\]\[e\] \* qk_scale;/: s[n][e];/' "flashattention/prefill_coopmat_staging.glsl:$scale_q")
+neg_inf='s/s\[n\]\[e\] = valid \? x : NEG_BIG;/s[n][e] = valid ? x : uintBitsToFloat(0xff800000u);/;
+s/const float p = s\[n\]\[e\] > 0\.5 \* NEG_BIG \? (exp2\(s\[n\]\[e\] - st\.m\[CM_SLOT_OF\[e\]\]\)) : 0\.0;/const float p = $1;/'
+n_inner='s/(  \[\[unroll\]\] for \(uint n = 0u; n < CM_N; \+\+n\) \{\n)    s\[n\] = cm_scores\(st\.q, stage, n\);\n/  [[unroll]] for (uint n = 0u; n < CM_N; ++n) s[n] = F32MAT(0.0);
+  [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) {
+    [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
+      F16MAT kb;
+      coopMatLoadNV(kb, kv_tile, stage * CM_TILE4 + n * 16u * CM_ROW4 + dd * 2u, CM_ROW4, true);
+      s[n] = coopMatMulAddNV(st.q[dd], kb, s[n]);
+    }
+  }
+$1/'
+mk_q_scaled() { edit q_scaled "${q_scaled[@]}"; }
+mk_neg_inf() { edit neg_inf "$neg_inf"; }
+mk_n_inner() { edit n_inner "$n_inner"; }
+mk_less_math() { edit less_math "${q_scaled[0]}; $neg_inf" "${q_scaled[1]}"; }
 runs=(base=.device/bin/foundry)
-for name in v_colmajor k_rowmajor v_once k_once no_exp k_ahead k_two; do runs+=("$name=.device/bin/foundry:${dirs[$name]}"); done
+for name in ${EDITS:-v_colmajor k_rowmajor v_once k_once no_exp k_ahead k_two}; do
+  dir=$("mk_$name")
+  runs+=("$name=.device/bin/foundry:$dir")
+done
 exec bash bench/interleave.sh "${shapes[@]}" -- "${runs[@]}"

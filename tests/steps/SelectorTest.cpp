@@ -416,6 +416,29 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   EXPECT_FALSE(one.decodeVariant.split);
 }
 
+TEST(Selector, HopperD80DecodeLaysRowsOutAsNinetySixWithIdleLanes) {
+  // The tuning table's Hopper row for 16-bit rows of 80: 8 lanes of 12 elements in 8-byte loads
+  // (4 of 24 loads idle), q in registers, 4 steps in flight; elsewhere no lane idles.
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const DecodeVariant d80 = planFor(h200, decodeShape(1, 32, 8, 65536, 80)).decodeVariant;
+  EXPECT_TRUE(d80.idleLanes) << d80.key();
+  EXPECT_EQ(d80.lanesPerKey(h200.subgroupSize), 8u);
+  EXPECT_EQ(d80.elemsPerLane(h200.subgroupSize), 12u);
+  EXPECT_EQ(d80.vecWidth, 4u);
+  EXPECT_EQ(d80.unroll, 4u);
+  EXPECT_FALSE(d80.queryShared);
+  CallShape bf16 = decodeShape(1, 32, 8, 65536, 80);
+  bf16.dtype = DType::BF16;
+  EXPECT_TRUE(planFor(h200, bf16).decodeVariant.idleLanes);
+  for (const std::uint32_t d : {64u, 96u, 128u}) {
+    EXPECT_FALSE(planFor(h200, decodeShape(1, 32, 8, 65536, d)).decodeVariant.idleLanes) << d;
+  }
+  CallShape f32 = decodeShape(1, 32, 8, 65536, 80);
+  f32.dtype = DType::F32;
+  EXPECT_FALSE(planFor(h200, f32).decodeVariant.idleLanes);
+  EXPECT_FALSE(planFor(parseDevicePreset("lavapipe"), decodeShape(1, 32, 8, 65536, 80)).decodeVariant.idleLanes);
+}
+
 TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   // Batch 8, kv 16384: 2 splits of 8192 keys per workgroup.

@@ -71,6 +71,11 @@ const std::vector<TuningRow>& tuningTable() {
        "16-bit rows of 80 and 96 (loads of 8 bytes, many registers of q per lane): decode reads q from shared memory "
        "at each use (H200, batch 1 kv 65536, 2026-11-26: D96 58.4 us against 64.5, D80 62.0 against 68.4; at D128 "
        "74.1 against 71.7, D256 155.4 against 151.3 and int8 D128 107.0 against 85.5, so not there)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 80, .maxHeadDim = 80, .elementBytes = 2},
+       {.decodeLaneElems = 12, .decodeQueryShared = 0, .decodeIdleLanes = 1},
+       "Hopper, 16-bit rows of 80: decode lays a row out as one of 96 (8 lanes of 12 elements in 8-byte loads, 4 of "
+       "the 24 loads idle) with q in registers (H200, batch 1 kv 65536, 2026-11-27: 55.9 us in two rounds against "
+       "63.0 for 4 lanes of 20 with q shared; q shared with idle lanes 57.6, 2 steps in flight 63.1)"},
       {{.minHeadDim = 320},
        {.decodeHeads = 2},
        "rows of 320 and more (MLA's latent 576): 2 query heads per decode workgroup, so that a lane's q and output "
