@@ -416,22 +416,39 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   EXPECT_FALSE(one.decodeVariant.split);
 }
 
-TEST(Selector, HopperD80DecodeLaysRowsOutAsNinetySixWithIdleLanes) {
-  // The tuning table's Hopper row for 16-bit rows of 80: 8 lanes of 12 elements in 8-byte loads
-  // (4 of 24 loads idle), q in registers, 4 steps in flight; elsewhere no lane idles.
+TEST(Selector, HopperD80DecodeLaysLongRangesOutAsNinetySixWithIdleLanes) {
+  // The tuning table's Hopper row for 16-bit rows of 80: from 4096 keys per workgroup (batch 1 kv
+  // 65536: 16 splits), 8 lanes of 12 elements in 8-byte loads (4 of 24 loads idle), q in registers,
+  // 4 steps in flight; shorter ranges keep 4 lanes of 20 with q shared.
   const DeviceInfo h200 = parseDevicePreset("h200");
-  const DecodeVariant d80 = planFor(h200, decodeShape(1, 32, 8, 65536, 80)).decodeVariant;
+  const AttentionPlan longPlan = planFor(h200, decodeShape(1, 32, 8, 65536, 80));
+  const DecodeVariant& d80 = longPlan.decodeVariant;
+  EXPECT_EQ(longPlan.kvChunk, 4096u);
   EXPECT_TRUE(d80.idleLanes) << d80.key();
   EXPECT_EQ(d80.lanesPerKey(h200.subgroupSize), 8u);
   EXPECT_EQ(d80.elemsPerLane(h200.subgroupSize), 12u);
   EXPECT_EQ(d80.vecWidth, 4u);
   EXPECT_EQ(d80.unroll, 4u);
   EXPECT_FALSE(d80.queryShared);
+  EXPECT_THAT(longPlan, HasDecision("idle lanes", HasSubstr("tuning table")));
+  EXPECT_THAT(longPlan, HasDecision("q", HasSubstr("tuning table")));
+  const DecodeVariant shortRange = planFor(h200, decodeShape(1, 32, 8, 16384, 80)).decodeVariant;
+  EXPECT_FALSE(shortRange.idleLanes) << shortRange.key();
+  EXPECT_EQ(shortRange.lanesPerKey(h200.subgroupSize), 4u);
+  EXPECT_TRUE(shortRange.queryShared);
+  EXPECT_TRUE(planFor(h200, decodeShape(8, 32, 8, 16384, 80)).decodeVariant.idleLanes);
   CallShape bf16 = decodeShape(1, 32, 8, 65536, 80);
   bf16.dtype = DType::BF16;
   EXPECT_TRUE(planFor(h200, bf16).decodeVariant.idleLanes);
+  // Knobs keep their side: q forced into shared memory stays there.
+  const DecodeVariant qs =
+      planFor(h200, decodeShape(1, 32, 8, 65536, 80), AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_Q_SHARED", "1"}}))
+          .decodeVariant;
+  EXPECT_TRUE(qs.queryShared);
   for (const std::uint32_t d : {64u, 96u, 128u}) {
-    EXPECT_FALSE(planFor(h200, decodeShape(1, 32, 8, 65536, d)).decodeVariant.idleLanes) << d;
+    const DecodeVariant other = planFor(h200, decodeShape(1, 32, 8, 65536, d)).decodeVariant;
+    EXPECT_FALSE(other.idleLanes) << d;
+    EXPECT_EQ(other.queryShared, d == 96u) << d;
   }
   CallShape f32 = decodeShape(1, 32, 8, 65536, 80);
   f32.dtype = DType::F32;

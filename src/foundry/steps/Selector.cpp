@@ -332,17 +332,38 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
   // Long ranges per workgroup: wider loads and more steps in flight (a longer pipeline, slower to
-  // fill on short ranges). The register check is the variant's own.
+  // fill on short ranges), and where the tuning table says so another lane layout: keys per step,
+  // idle lanes, and q in registers or shared memory, each unless a knob fixes it. The register check
+  // is the variant's own.
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
+  if (tune.wideDecodeKeysPerWarp && !o.faDecodeKeysPerWarp) wide.keysPerWarp = tune.wideDecodeKeysPerWarp;
+  if (o.faDecodeIdleLanes == Force::Auto) wide.idleLanes = tune.wideDecodeIdleLanes != 0;
+  if (o.faDecodeQueryShared == Force::Auto && !v.int8Dot) wide.queryShared = tune.wideDecodeQueryShared != 0;
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
       !v.scalar && wide.unusableReason(sg).empty()) {
+    const DecodeVariant narrow = v;
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
     const std::string reasonWide =
         fmt::format("at least {} keys per workgroup; {}", tune.wideDecodeKeys, tune.sourceOf("wideDecodeKeys"));
     revise(why, "vector width", std::to_string(wide.vecWidth), reasonWide);
     revise(why, "unroll", std::to_string(wide.unroll), reasonWide);
+    if (wide.keysPerWarp != narrow.keysPerWarp) {
+      revise(why, "keys per warp", std::to_string(wide.keysPerWarp), tune.sourceOf("wideDecodeKeysPerWarp"));
+    }
+    if (wide.queryShared != narrow.queryShared) {
+      revise(why, "q", wide.queryShared ? "shared memory" : "registers", tune.sourceOf("wideDecodeQueryShared"));
+    }
+    if (wide.idleLanes != narrow.idleLanes) {
+      std::erase_if(why, [](const Decision& d) { return d.what == "idle lanes"; });
+      if (wide.idleLanes) {
+        why.push_back({"idle lanes",
+                       fmt::format("{} lanes x {} elements for rows of {}", wide.lanesPerKey(sg), wide.elemsPerLane(sg),
+                                   wide.headDim),
+                       tune.sourceOf("wideDecodeIdleLanes")});
+      }
+    }
   }
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});

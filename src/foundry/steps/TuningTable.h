@@ -31,6 +31,9 @@ struct TuningValues {
   std::optional<std::uint32_t> wideDecodeKeys;    ///< keys per workgroup from which the wide loads go (0: never)
   std::optional<std::uint32_t> wideDecodeVec;     ///< the wide variant's load width
   std::optional<std::uint32_t> wideDecodeUnroll;  ///< the wide variant's steps in flight
+  std::optional<std::uint32_t> wideDecodeKeysPerWarp;  ///< the wide variant's keys per subgroup step (0: the variant's)
+  std::optional<std::uint32_t> wideDecodeIdleLanes;    ///< 1: the wide variant's clusters may be wider than the row
+  std::optional<std::uint32_t> wideDecodeQueryShared;  ///< 1: the wide variant reads q from shared memory; 0: registers
   std::optional<std::uint32_t> decodeHeads;       ///< query heads per workgroup where fewer than the default (0: default)
   std::optional<std::uint32_t> decodeQueryShared; ///< 1: decode reads q from shared memory at each use
   std::optional<std::uint32_t> decodeInt8Dot;     ///< 1: quantized K through integer dot products
@@ -81,7 +84,8 @@ struct TuningRow {
 /// Every value resolved for one (device, head dim, dtype), and the row that gave each.
 struct Tuning {
   std::uint32_t decodeWarps = 0, decodeUnroll = 0, decodeVecWidth = 0, decodeLaneElems = 0, decodeSplitKeys = 0,
-                wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
+                wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0, wideDecodeKeysPerWarp = 0,
+                wideDecodeIdleLanes = 0, wideDecodeQueryShared = 0;
   std::uint32_t decodeHeads = 0;  ///< query heads per decode workgroup, below the group's default; 0: the default
   std::uint32_t decodeQueryShared = 0;  ///< 1: decode reads q from shared memory at each use
   std::uint32_t decodeInt8Dot = 0;      ///< 1: quantized K through integer dot products
