@@ -114,6 +114,21 @@ variant_sets() {
   IFS=, read -r -a knobs <<<"${1#*:}"
   for k in "${knobs[@]}"; do sets+=(--set "$k"); done
 }
+# On the device: the plan and each of "${variants[@]}" (NAME:KNOB=VALUE,...) timed over "${shapes[@]}",
+# ROUNDS rounds in alternation, each run under TIMEOUT seconds with any further bench arguments; the
+# lines "NAME (round R): ..." printed and added to $out/FILE; sets status=1 where a run fails.
+time_variants() {
+  local rounds=$1 limit=$2 file=$3 round v name
+  shift 3
+  for round in $(seq "$rounds"); do
+    for v in plan "${variants[@]}"; do
+      name=${v%%:*}
+      variant_sets "$v"
+      timeout "$limit" foundry "${sets[@]}" bench "$@" --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror" |
+        grep -v ceilings | sed "s/^/$name (round $round): /" | tee -a "$out/$file" || status=1
+    done
+  done
+}
 # On the device, for the runs over several GPUs: Open MPI's runtime, the GPUs listed into
 # $out/gpu.txt, $gpus their number, $status 0.
 several_gpus() {
@@ -498,14 +513,7 @@ case "${1:-}" in
       variants=(split2:FA_PREFILL_SPLIT_K=2 split4:FA_PREFILL_SPLIT_K=4 bc64:FA_PREFILL_KEYS_PER_TILE=64
                 stages1:FA_PREFILL_STAGES=1 tiles-in-turn:FA_PREFILL_HEADS_FIRST=0 loader:FA_PREFILL_LOADER=1
                 w4:FA_PREFILL_WARPS=4)
-    for round in 1 2 3; do
-      for v in plan "${variants[@]}"; do
-        name=${v%%:*}
-        variant_sets "$v"
-        foundry "${sets[@]}" bench --shape "${shapes[@]}" 2>&1 | grep "us$" | grep -v ceilings |
-          sed "s/^/$name (round $round): /" || status=1
-      done
-    done
+    time_variants 3 170 prefill-tune.txt
     exit $status
     ;;
   against-base)
@@ -553,14 +561,7 @@ case "${1:-}" in
                 gr-s128:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=128 gr-s256:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=256
                 gr-s128-bc64:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=128,FA_PREFILL_KEYS_PER_TILE=64
                 gr-s128-st1:FA_DECODE_GROUP_ROWS=1,FA_PREFILL_SPLIT_K=128,FA_PREFILL_STAGES=1)
-    for round in $(seq "${ROUNDS:-1}"); do
-      for v in plan "${variants[@]}"; do
-        name=${v%%:*}
-        variant_sets "$v"
-        timeout 100 foundry "${sets[@]}" bench --runs 20 --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror" |
-          grep -v ceilings | sed "s/^/$name (round $round): /" | tee -a "$out/group-rows.txt" || status=1
-      done
-    done
+    time_variants "${ROUNDS:-1}" 100 group-rows.txt --runs 20
     exit $status
     ;;
   mla-heads)

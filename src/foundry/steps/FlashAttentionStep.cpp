@@ -60,6 +60,10 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
   return p;
 }
 
+bool FlashAttentionStep::takesGroupRows(const AttentionCall& call) const {
+  return Selector::decodeAsGroupRows(validate(call), call.rope.has_value(), device_, options_);
+}
+
 FlashAttentionStep::Routed FlashAttentionStep::route(const AttentionCall& call) const {
   const AttentionProblem p = validate(call);
   if (!Selector::decodeAsGroupRows(p, call.rope.has_value(), device_, options_)) return {std::nullopt, p};

@@ -84,7 +84,8 @@ class FlashAttentionStep {
 
   /// Whether the call runs as a prefill of its GQA groups (Selector::decodeAsGroupRows), whose kernels
   /// take no fused RoPE: a caller with RoPE to fuse rotates q apart instead.
-  bool takesGroupRows(const AttentionCall& call) const { return route(call).grouped.has_value(); }
+  /// (The decision alone: the grouped call is not built.)
+  bool takesGroupRows(const AttentionCall& call) const;
 
  private:
   /// A call as the kernels take it, validated once: the call as a prefill of its GQA groups where the
