@@ -689,6 +689,74 @@ case "${1:-}" in
     fi
     exit $status
     ;;
+  tail-words)
+    # Issue 15 (2026-11-27): decode rows whose lanes take whole loads and then single 4-byte words
+    # (FOUNDRY_FA_DECODE_TAIL_WORDS; D80 over 8 lanes: one 16-byte load and one word each, no lane idle)
+    # against the plan. The decode parity cases first, then two rounds of each sweep.
+    on_device
+    status=0
+    suite_subset tail-tests '*DecodeVariants*:*Decode*KvFormat*:*HeadDim*'
+    tail_sweep() {  # NAME SHAPE VARIANT...
+      local name=$1 shape=$2 round
+      shift 2
+      for round in 1 2; do
+        timeout 150 foundry bench --sweep --runs 30 --shape "$shape" --variants "$@" --json "$out/tail-$name-$round.json" \
+          2>&1 | grep "us$" | sed "s/^/$name round $round: /" || status=1
+      done
+    }
+    tail_sweep d80 decode:1:32:8:65536:80 "w8 k4 v4 u4 il" "w8 k4 v8 u2 tw" "w8 k4 v8 u4 tw" "w8 k4 v8 u8 tw" \
+      "w8 k4 v8 u4 tw qs" "w8 k4 v8 u8 tw qs" "w8 k4 v4 u4 tw" "w8 k4 v4 u8 tw qs" "w8 k8 v8 u2 tw" "w8 k8 v8 u4 tw qs" \
+      "w4 k4 v8 u8 tw"
+    tail_sweep d80b8 decode:8:32:8:16384:80 "w8 k4 v4 u4 il" "w8 k4 v8 u4 tw" "w8 k4 v8 u8 tw" "w8 k4 v8 u8 tw qs"
+    tail_sweep d96 decode:1:32:8:65536:96 "w8 k4 v4 u4 qs" "w8 k4 v8 u4 tw" "w8 k4 v8 u8 tw qs" "w8 k4 v8 u4 tw qs"
+    exit $status
+    ;;
+  tail-words-tune)
+    # The best tail-word split of the first call (8 lanes of 10 elements: two 8-byte loads and a word,
+    # 4 steps, q in registers) with other split counts, subgroups and heads per workgroup, and at batch 8
+    # and shorter ranges, against the idle-lane plan; two rounds each.
+    on_device
+    status=0
+    gpu_name
+    tune_sweep() {  # NAME SETS SHAPE VARIANT...
+      local name=$1 sets=$2 shape=$3 round
+      shift 3
+      for round in 1 2; do
+        timeout 100 foundry $sets bench --sweep --runs 30 --shape "$shape" --variants "$@" \
+          --json "$out/tune-$name-$round.json" 2>&1 | grep "us$" | sed "s/^/$name round $round: /" || status=1
+      done
+    }
+    tune_sweep d80 "" decode:1:32:8:65536:80 "w8 k4 v4 u4 il" "w8 k4 v4 u4 tw" "w8 k4 v4 u2 tw" "w8 k4 v4 u4 h2 tw" \
+      "w8 k4 v4 u4 h2 tw qs" "w4 k4 v4 u4 tw" "w4 k4 v4 u8 tw qs"
+    for splits in 8 24 32; do
+      tune_sweep "d80-s$splits" "--set FA_DECODE_SPLIT_K=$splits" decode:1:32:8:65536:80 "w8 k4 v4 u4 il" \
+        "w8 k4 v4 u4 tw" "w4 k4 v4 u4 tw" "w8 k4 v4 u4 h2 tw"
+    done
+    tune_sweep d80-half "--set FA_DECODE_TG_OUT=half" decode:1:32:8:65536:80 "w8 k4 v4 u4 tw"
+    tune_sweep d80b8 "" decode:8:32:8:16384:80 "w8 k4 v4 u4 il" "w8 k4 v4 u4 tw" "w8 k4 v4 u4 tw qs"
+    tune_sweep d80bf16 "" decode:1:32:8:65536:80+bf16 "w8 k4 v4 u4 il" "w8 k4 v4 u4 tw"
+    tune_sweep d80short "" "decode:1:32:8:16384:80" "w8 k8 v4 u2 qs" "w8 k4 v4 u4 tw" "w8 k4 v4 u2 tw" "w8 k4 v4 u2 tw qs"
+    exit $status
+    ;;
+  tail-words-probe)
+    # The tail-word D80 plan's registers (the driver's statistics) and time against variants with more
+    # K/V in flight per compute unit: q shared with 8 steps, 16 subgroups, 2 heads per workgroup.
+    on_device
+    status=0
+    gpu_name
+    variants=(qs:FA_DECODE_Q_SHARED=1 qs-u8:FA_DECODE_Q_SHARED=1,FA_DECODE_UNROLL=8 w16:FA_DECODE_WARPS=16
+              w16-qs:FA_DECODE_WARPS=16,FA_DECODE_Q_SHARED=1
+              w16-h2-qs:FA_DECODE_WARPS=16,FA_DECODE_HEADS=2,FA_DECODE_Q_SHARED=1
+              h2:FA_DECODE_HEADS=2 h2-s32:FA_DECODE_HEADS=2,FA_DECODE_SPLIT_K=32)
+    for v in plan "${variants[@]}"; do
+      variant_sets "$v"
+      timeout 60 foundry "${sets[@]}" kernels --heads 32 --kv-heads 8 --head-dim 80 --stats 2>&1 |
+        grep -E "^decode " | sed "s/^/${v%%:*} stats: /" | cut -c1-400 || status=1
+    done
+    shapes=(decode:1:32:8:65536:80 decode:8:32:8:16384:80)
+    time_variants 2 60 tail-probe.txt --runs 30
+    exit $status
+    ;;
   coopmat2)
     # Issue 18, item 6: prefill on workgroup-scope cooperative matrices (GL_NV_cooperative_matrix2),
     # compiled by Debian 13's glslc (scripts/newer-compilers.sh; `prepare` packs it as .device/compilers).

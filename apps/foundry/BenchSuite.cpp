@@ -490,11 +490,12 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
       if (group % h == 0) headChoices.push_back(h);
     }
     // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight, and
-    // int8 or q8_0 K through integer dot products ("idot"), and lane clusters wider than the row with
-    // some lanes idle ("il": usable only where the row leaves lanes idle).
-    for (const char* mode : {"", " qs", " idot", " il", " il qs"}) {
+    // int8 or q8_0 K through integer dot products ("idot"), lane clusters wider than the row with
+    // some lanes idle ("il": usable only where the row leaves lanes idle), and whole loads then words
+    // ("tw": 16-bit rows whose lanes' shares are not whole loads).
+    for (const char* mode : {"", " qs", " idot", " il", " il qs", " tw", " tw qs"}) {
       const std::string_view m = mode;
-      const bool qs = m.ends_with(" qs"), idot = m == " idot", idle = m.starts_with(" il");
+      const bool qs = m.ends_with(" qs"), idot = m == " idot", idle = m.starts_with(" il"), tail = m.starts_with(" tw");
       if (idot && !(quantized(s.cacheType()) && device.int8Dot)) continue;
       for (std::uint32_t heads : headChoices) {
         for (std::uint32_t warps : {4u, 8u}) {
@@ -512,6 +513,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 v.queryShared = qs;
                 v.int8Dot = idot;
                 v.idleLanes = idle;
+                v.tailWords = tail;
                 if (!v.unusableReason(sg).empty()) continue;
                 AttentionOptions o = base;
                 o.faDecodeWarps = warps;
@@ -521,6 +523,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 o.faDecodeQueryShared = qs ? Force::On : Force::Off;
                 o.faDecodeInt8Dot = idot ? Force::On : Force::Off;
                 o.faDecodeIdleLanes = idle ? Force::On : Force::Off;
+                o.faDecodeTailWords = tail ? Force::On : Force::Off;
                 if (heads != groupHeads) o.faDecodeHeads = heads;
                 out.emplace_back(fmt::format("w{} k{} v{} u{}{}{}", warps, keys, vec, unroll,
                                              heads != groupHeads ? fmt::format(" h{}", heads) : "", mode),

@@ -5,7 +5,10 @@
 // key, and DECODE_ELEMS_V of each value row and of o (VALUE_DIM may differ from HEAD_DIM), in
 // DECODE_VEC-wide chunks; one load brings DECODE_PAIR adjacent chunks, and loads are interleaved across
 // the cluster, so each load instruction of a cluster reads one contiguous segment of the row, and
-// consecutive clusters read consecutive rows. Scores are reduced across the cluster with xor
+// consecutive clusters read consecutive rows. With tail words (DECODE_TAIL_WORDS; chunks are then
+// single words) a lane's share of the row is whole loads and then DECODE_TAIL words, each a load of
+// its own, the cluster's words side by side after its whole loads (D80 over 8 lanes: two 8-byte loads,
+// or one 16-byte load, and one 4-byte word per lane, no lane idle). Scores are reduced across the cluster with xor
 // shuffles; the online softmax runs per cluster; clusters merge at the end, then subgroups merge
 // through shared memory.
 
@@ -18,9 +21,12 @@
 #endif
 
 const uint DECODE_CHUNKS = DECODE_ELEMS / DECODE_VEC;
-const uint DECODE_LOADS = DECODE_CHUNKS / DECODE_PAIR;  // K loads per key and lane
+const uint DECODE_LOADS = DECODE_CHUNKS / DECODE_PAIR;  // whole K loads per key and lane
+const uint DECODE_TAIL = DECODE_CHUNKS % DECODE_PAIR;   // K words after them (tail words only)
 const uint DECODE_CHUNKS_V = DECODE_ELEMS_V / DECODE_VEC;
 const uint DECODE_LOADS_V = DECODE_CHUNKS_V / DECODE_PAIR;
+const uint DECODE_TAIL_V = DECODE_CHUNKS_V % DECODE_PAIR;
+const uint DECODE_TAIL_SLOTS = max(max(DECODE_TAIL, DECODE_TAIL_V), 1u);  // no array is empty
 const uint DECODE_LOAD_STRIDE = DECODE_LANES_PER_KEY * DECODE_VEC * DECODE_PAIR;
 const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgroup takes per iteration
 
@@ -28,16 +34,20 @@ const uint DECODE_STEP = DECODE_KEYS_PER_WARP * DECODE_UNROLL;  // keys a subgro
 // a vec4) until used; KV_CODES(r, p) widens chunk p of a load to f32 and KV_SCALE(r) is the scale
 // every chunk of a quantized load shares, applied once per load (stages/KvAccessStage.h).
 
-// The first of the DECODE_VEC dimensions chunk c of lane `lik` holds.
-uint decode_dim(uint c, uint lik) {
-  return (c / DECODE_PAIR) * DECODE_LOAD_STRIDE + (lik * DECODE_PAIR + c % DECODE_PAIR) * DECODE_VEC;
+// The first of the DECODE_VEC dimensions chunk c of lane `lik` holds in a row of `dim`: a segment of
+// the row the cluster's lanes take whole loads of, or the segment of tail words where the row ends
+// before a whole segment (never with idle lanes, whose last segment is whole loads too).
+uint decode_dim(uint c, uint lik, uint dim) {
+  const uint segment = c / DECODE_PAIR, part = c % DECODE_PAIR;
+  const bool tail = DECODE_IDLE_LANES == 0 && (segment + 1u) * DECODE_LOAD_STRIDE > dim;
+  return segment * DECODE_LOAD_STRIDE + (tail ? part * DECODE_LANES_PER_KEY + lik : lik * DECODE_PAIR + part) * DECODE_VEC;
 }
 
 // With idle lanes (DECODE_IDLE_LANES) a lane's chunk may lie past the row: it reads the row's last
 // chunk instead (sectors its neighbours read anyway), and its products are dropped.
-bool decode_live(uint c, uint lik, uint dim) { return DECODE_IDLE_LANES == 0 || decode_dim(c, lik) < dim; }
+bool decode_live(uint c, uint lik, uint dim) { return DECODE_IDLE_LANES == 0 || decode_dim(c, lik, dim) < dim; }
 uint decode_dim_in(uint c, uint lik, uint dim, uint width) {
-  return DECODE_IDLE_LANES == 0 ? decode_dim(c, lik) : min(decode_dim(c, lik), dim - width);
+  return DECODE_IDLE_LANES == 0 ? decode_dim(c, lik, dim) : min(decode_dim(c, lik, dim), dim - width);
 }
 
 DVEC decode_q(uint i) {
@@ -55,7 +65,7 @@ void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V]
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) {
     if (!decode_live(c, lik, VALUE_DIM)) continue;
-    const uint d = decode_dim(c, lik);
+    const uint d = decode_dim(c, lik, VALUE_DIM);
     const DVEC v = acc_o[c] * inv;
     [[unroll]] for (uint t = 0u; t < DECODE_VEC; ++t) {
 #if DECODE_VEC == 1
@@ -72,9 +82,10 @@ void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V]
 }
 
 // The K/V rows of one iteration: keys base + u * DECODE_KEYS_PER_WARP + cluster (past the end: the
-// last valid row, masked later).
+// last valid row, masked later); whole loads in kr/vr, tail words in kt/vt.
 void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint kv_h,
-                      out KV_RAW kr[DECODE_UNROLL][DECODE_LOADS], out KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V]) {
+                      out KV_RAW kr[DECODE_UNROLL][DECODE_LOADS], out KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V],
+                      out uint kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], out uint vt[DECODE_UNROLL][DECODE_TAIL_SLOTS]) {
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
     const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
     const KV_ROW k_row = kv_k_row(b, kv_h, key), v_row = kv_v_row(b, kv_h, key);
@@ -84,6 +95,14 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
     [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
       vr[u][j] = kv_load_v(v_row, decode_dim_in(j * DECODE_PAIR, lik, VALUE_DIM, DECODE_VEC * DECODE_PAIR));
     }
+#if DECODE_TAIL_WORDS
+    [[unroll]] for (uint t = 0u; t < DECODE_TAIL; ++t) {
+      kt[u][t] = kv_load_k_word(k_row, decode_dim(DECODE_LOADS * DECODE_PAIR + t, lik, HEAD_DIM));
+    }
+    [[unroll]] for (uint t = 0u; t < DECODE_TAIL_V; ++t) {
+      vt[u][t] = kv_load_v_word(v_row, decode_dim(DECODE_LOADS_V * DECODE_PAIR + t, lik, VALUE_DIM));
+    }
+#endif
   }
 }
 
@@ -156,12 +175,16 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
   KV_RAW kr[DECODE_UNROLL][DECODE_LOADS];
   KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V];
+  uint kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], vt[DECODE_UNROLL][DECODE_TAIL_SLOTS];
   uint base = kv_begin + sg * DECODE_STEP;
-  if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr);
+  if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr, kt, vt);
   for (; base < kv_end; base += stride) {
     KV_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
     KV_RAW next_v[DECODE_UNROLL][DECODE_LOADS_V];
-    if (base + stride < kv_end) decode_load_step(base + stride, cluster, lik, last, b, kv_h, next_k, next_v);
+    uint next_kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], next_vt[DECODE_UNROLL][DECODE_TAIL_SLOTS];
+    if (base + stride < kv_end) {
+      decode_load_step(base + stride, cluster, lik, last, b, kv_h, next_k, next_v, next_kt, next_vt);
+    }
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
     [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
@@ -183,6 +206,11 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
           acc += decode_live(j * DECODE_PAIR, lik, HEAD_DIM) ? part * KV_SCALE(kr[u][j]) : 0.0;
 #endif
         }
+#if DECODE_TAIL_WORDS
+        [[unroll]] for (uint t = 0u; t < DECODE_TAIL; ++t) {
+          acc += dot(DECODE_QK(h, DECODE_LOADS * DECODE_PAIR + t), KV_WORD_UNPACK(kt[u][t]));
+        }
+#endif
         s[u][h] = acc * score_scale;
       }
     }
@@ -223,12 +251,19 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
             acc_o[h][j * DECODE_PAIR + c] += ps * KV_CODES(vr[u][j], c);
           }
         }
+#if DECODE_TAIL_WORDS
+        [[unroll]] for (uint t = 0u; t < DECODE_TAIL_V; ++t) {
+          acc_o[h][DECODE_LOADS_V * DECODE_PAIR + t] += p * KV_WORD_UNPACK(vt[u][t]);
+        }
+#endif
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;
     }
     kr = next_k;
     vr = next_v;
+    kt = next_kt;
+    vt = next_vt;
   }
 
   // Clusters of one subgroup hold the same dimensions for different keys: merge them.

@@ -72,11 +72,14 @@ std::string view(DType dtype, std::uint32_t width) {
   return width == 2 ? "vec2" : "vec4";
 }
 
-std::string unpack(DType dtype, std::uint32_t width) {
+std::string unpack(DType dtype, std::uint32_t width, std::uint32_t chunk) {
   FOUNDRY_CHECK_INTERNAL(!quantized(dtype), "{} loads are unpacked by KvAccessStage, with their scales", dtypeName(dtype));
   FOUNDRY_CHECK_INTERNAL(width >= 2, "a single {} element is widened as it is loaded, not unpacked", dtypeName(dtype));
+  FOUNDRY_CHECK_INTERNAL(chunk == 0 || (chunk == 2 && storageFormat(dtype).bytes == 2),
+                         "{}-element chunks of {} loads", chunk, dtypeName(dtype));
   if (dtype == DType::F32) return "(r)";
   const char* pair = dtype == DType::F16 ? "unpackHalf2x16" : "bf16x2_to_f32";
+  if (chunk == 2) return width == 2 ? fmt::format("{}(r)", pair) : fmt::format("{}((r)[p])", pair);
   switch (width) {
     case 8:
       return fmt::format("((p) == 0u ? vec4({0}((r).x), {0}((r).y)) : vec4({0}((r).z), {0}((r).w)))", pair);

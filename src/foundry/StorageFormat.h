@@ -54,9 +54,10 @@ namespace glsl {
 /// or "vec2" for 2, "uvec2" or "vec4" for 4, "uvec4" for 8 (16-bit formats only). int8: "uint" up to
 /// 4, "uvec2" for 8, "uvec4" for 16; q8_0: "uint16_t" (its loads are assembled by KvAccessStage).
 std::string view(DType dtype, std::uint32_t width);
-/// A GLSL expression widening chunk `p` (of min(width, 4) elements) of a register `r` in view(dtype,
-/// width) to f32: vec2 or vec4. Width 2 or more: a single element is widened by read() as it is loaded.
-std::string unpack(DType dtype, std::uint32_t width);
+/// A GLSL expression widening chunk `p` (of min(width, 4) elements, or of `chunk` where given: 2, one
+/// word of a 16-bit load) of a register `r` in view(dtype, width) to f32: vec2 or vec4. Width 2 or
+/// more: a single element is widened by read() as it is loaded.
+std::string unpack(DType dtype, std::uint32_t width, std::uint32_t chunk = 0);
 /// A GLSL expression: the f32 value of one element `element` (an expression in glslScalar).
 std::string read(DType dtype, std::string_view element);
 /// A GLSL expression converting the f32 `value` to a storable output element: f16 clamped to its

@@ -205,6 +205,10 @@ const std::map<std::string, KnobRun>& knobRuns() {
       {"FOUNDRY_FA_DECODE_IDLE_LANES",
        {.value = "1", .shows = "idle lanes asked where every split divides the row", .exitCode = 2,
         .fragment = "FOUNDRY_FA_DECODE_IDLE_LANES: 1 cannot be used here: no split of head_dim 64 over a subgroup of 8"}},
+      {"FOUNDRY_FA_DECODE_TAIL_WORDS",
+       {.value = "1", .shows = "tail words asked where every split is whole loads", .exitCode = 2,
+        .fragment = "FOUNDRY_FA_DECODE_TAIL_WORDS: 1 cannot be used here: no split of head_dim 64 over a subgroup of 8 "
+                    "leaves whole loads and then words"}},
       {"FOUNDRY_FA_DECODE_GROUP_ROWS",
        {.value = "1", .shows = "decode through the prefill kernels, each GQA group's heads as its rows",
         .fragment = kPassed, .check = ranKernel("Rope__inplace", "FlashDecode")}},

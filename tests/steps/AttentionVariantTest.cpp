@@ -44,6 +44,7 @@ struct Knobs {
   Knobs& scalar() { o.faDecodeScalar = true; return *this; }
   Knobs& queryShared() { o.faDecodeQueryShared = Force::On; return *this; }
   Knobs& idleLanes() { o.faDecodeIdleLanes = Force::On; return *this; }
+  Knobs& tailWords() { o.faDecodeTailWords = Force::On; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
@@ -120,6 +121,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     want.unroll = o.faDecodeUnroll.value_or(tune.decodeUnroll);
     want.queryShared = o.faDecodeQueryShared == Force::On;
     want.idleLanes = o.faDecodeIdleLanes == Force::On;
+    want.tailWords = o.faDecodeTailWords == Force::On;
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
     ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
@@ -143,6 +145,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   EXPECT_EQ(v.scalar, o.faDecodeScalar) << plan.describe();
   if (o.faDecodeIdleLanes != Force::Auto) {
     EXPECT_EQ(v.idleLanes, o.faDecodeIdleLanes == Force::On) << plan.describe();
+  }
+  if (o.faDecodeTailWords != Force::Auto) {
+    EXPECT_EQ(v.tailWords, o.faDecodeTailWords == Force::On) << plan.describe();
   }
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
@@ -171,6 +176,8 @@ const AttentionCase Narrow = shape(1, 2, 2, 1, 300, 32, DType::F16);  // rows na
 const AttentionCase D80 = shape(1, 8, 2, 1, 203, 80, DType::F16);
 const AttentionCase D80f32 = shape(2, 4, 1, 1, 97, 80, DType::F32, TM, TM);
 const AttentionCase D96 = shape(1, 4, 1, 1, 1501, 96, DType::F16);
+const AttentionCase D80bf16 = shape(1, 8, 2, 1, 203, 80, DType::BF16);
+const AttentionCase D40 = shape(2, 4, 1, 1, 300, 40, DType::F16, TM, HM);
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, DecodeVariants,
@@ -205,6 +212,14 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{D96, Knobs().idleLanes().vec(8).splitK(4).merged(), 4},
         VariantCase{D96, Knobs().idleLanes().vec(8).keys(4).queryShared().splitK(2).reduceKernel(), 2},
         VariantCase{D96, Knobs().idleLanes().vec(8).keys(1).queryShared().splitK(2).reduceKernel(), 2},
+        // Whole loads, then words: D80 over 8 lanes as 2 loads of 4 (or 1 of 8) and a word; D96 over 8
+        // lanes as a load of 8 and two words; D40 over 4 lanes as a load of 8 and a word.
+        VariantCase{D80, Knobs().tailWords()}, VariantCase{D80, Knobs().tailWords().vec(8).unroll(4)},
+        VariantCase{D80, Knobs().tailWords().vec(8).queryShared().splitK(3), 3},
+        VariantCase{D80bf16, Knobs().tailWords().vec(8).keys(1)},
+        VariantCase{D96, Knobs().tailWords().vec(8).keys(1).splitK(2).merged(), 2},
+        VariantCase{D40, Knobs().tailWords().vec(8).keys(2).queryShared()},
+        VariantCase{D40, Knobs().tailWords().vec(8).keys(2).splitK(2).reduceKernel(), 2},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},

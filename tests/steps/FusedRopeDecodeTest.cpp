@@ -59,6 +59,13 @@ AttentionOptions keys2vec2Half() {
   return o;
 }
 
+// D80 rows as whole loads and a word per lane (the Hopper D80 plan).
+AttentionOptions tailWords() {
+  AttentionOptions o;
+  o.faDecodeTailWords = Force::On;
+  return o;
+}
+
 std::string caseName(const ::testing::TestParamInfo<RopeCase>& param) { return param.param.name(); }
 
 class FusedRopeDecode : public ::testing::TestWithParam<RopeCase> {};
@@ -94,6 +101,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RopeCase{decode(3, 4, 1, 50, 64, DType::F16, TM), rope(RopePairing::Interleaved, 16), {}},
                       RopeCase{decode(2, 8, 2, 90, 64, DType::F32), rope(RopePairing::RotateHalf), scalarSplit()},
                       RopeCase{decode(1, 4, 1, 70, 128, DType::F16), rope(RopePairing::RotateHalf, 32), keys2vec2Half()},
+                      RopeCase{decode(1, 8, 2, 140, 80, DType::F16), rope(RopePairing::RotateHalf, 32), tailWords()},
                       // Long decode: llama3-scaled frequencies at position 2499, Split-K by the Selector.
                       RopeCase{decode(1, 8, 1, 2500, 128, DType::F16), llama3(), {}, 2}),
     caseName);

@@ -416,44 +416,74 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
   EXPECT_FALSE(one.decodeVariant.split);
 }
 
-TEST(Selector, HopperD80DecodeLaysLongRangesOutAsNinetySixWithIdleLanes) {
-  // The tuning table's Hopper row for 16-bit rows of 80: from 4096 keys per workgroup (batch 1 kv
-  // 65536: 16 splits), 8 lanes of 12 elements in 8-byte loads (4 of 24 loads idle), q in registers,
-  // 4 steps in flight; shorter ranges keep 4 lanes of 20 with q shared.
+TEST(Selector, HopperD80DecodeTakesWholeLoadsThenAWordPerLane) {
+  // The tuning table's Hopper row for 16-bit rows of 80: 8 lanes of 10 elements, each two 8-byte loads
+  // and one 4-byte word, q in registers, 4 steps in flight, at every length.
   const DeviceInfo h200 = parseDevicePreset("h200");
-  const AttentionPlan longPlan = planFor(h200, decodeShape(1, 32, 8, 65536, 80));
-  const DecodeVariant& d80 = longPlan.decodeVariant;
-  EXPECT_EQ(longPlan.kvChunk, 4096u);
-  EXPECT_TRUE(d80.idleLanes) << d80.key();
-  EXPECT_EQ(d80.lanesPerKey(h200.subgroupSize), 8u);
-  EXPECT_EQ(d80.elemsPerLane(h200.subgroupSize), 12u);
-  EXPECT_EQ(d80.vecWidth, 4u);
-  EXPECT_EQ(d80.unroll, 4u);
-  EXPECT_FALSE(d80.queryShared);
-  EXPECT_THAT(longPlan, HasDecision("idle lanes", HasSubstr("tuning table")));
-  EXPECT_THAT(longPlan, HasDecision("q", HasSubstr("tuning table")));
-  const DecodeVariant shortRange = planFor(h200, decodeShape(1, 32, 8, 16384, 80)).decodeVariant;
-  EXPECT_FALSE(shortRange.idleLanes) << shortRange.key();
-  EXPECT_EQ(shortRange.lanesPerKey(h200.subgroupSize), 4u);
-  EXPECT_TRUE(shortRange.queryShared);
-  EXPECT_TRUE(planFor(h200, decodeShape(8, 32, 8, 16384, 80)).decodeVariant.idleLanes);
+  for (const std::uint32_t kv : {65536u, 16384u, 4096u}) {
+    const AttentionPlan plan = planFor(h200, decodeShape(1, 32, 8, kv, 80));
+    const DecodeVariant& d80 = plan.decodeVariant;
+    EXPECT_TRUE(d80.tailWords) << d80.key();
+    EXPECT_FALSE(d80.idleLanes) << d80.key();
+    EXPECT_EQ(d80.lanesPerKey(h200.subgroupSize), 8u) << kv;
+    EXPECT_EQ(d80.elemsPerLane(h200.subgroupSize), 10u) << kv;
+    EXPECT_EQ(d80.vecWidth, 4u) << kv;
+    EXPECT_EQ(d80.unroll, 4u) << kv;
+    EXPECT_FALSE(d80.queryShared) << kv;
+    EXPECT_THAT(d80.key(), HasSubstr("_v4_tw_")) << kv;
+    EXPECT_EQ(d80.kvAccess().key(), "f16_w4_words");
+    EXPECT_THAT(plan, HasDecision("tail words", HasSubstr("tuning table")));
+  }
+  EXPECT_TRUE(planFor(h200, decodeShape(8, 32, 8, 16384, 80)).decodeVariant.tailWords);
   CallShape bf16 = decodeShape(1, 32, 8, 65536, 80);
   bf16.dtype = DType::BF16;
-  EXPECT_TRUE(planFor(h200, bf16).decodeVariant.idleLanes);
-  // Knobs keep their side: q forced into shared memory stays there.
-  const DecodeVariant qs =
-      planFor(h200, decodeShape(1, 32, 8, 65536, 80), AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_Q_SHARED", "1"}}))
-          .decodeVariant;
-  EXPECT_TRUE(qs.queryShared);
+  EXPECT_TRUE(planFor(h200, bf16).decodeVariant.tailWords);
+  // Knobs keep their side: q forced into shared memory stays there; tail words turned off, or idle
+  // lanes asked for, leave a layout of whole loads.
+  auto with = [&](const char* knob, const char* value) {
+    return planFor(h200, decodeShape(1, 32, 8, 65536, 80), AttentionOptions::fromEnvironment({{knob, value}}))
+        .decodeVariant;
+  };
+  EXPECT_TRUE(with("FOUNDRY_FA_DECODE_Q_SHARED", "1").queryShared);
+  EXPECT_TRUE(with("FOUNDRY_FA_DECODE_Q_SHARED", "1").tailWords);
+  const DecodeVariant off = with("FOUNDRY_FA_DECODE_TAIL_WORDS", "0");
+  EXPECT_FALSE(off.tailWords) << off.key();
+  EXPECT_EQ(off.elemsPerLane(h200.subgroupSize) % off.vecWidth, 0u) << off.key();
+  const DecodeVariant idle = with("FOUNDRY_FA_DECODE_IDLE_LANES", "1");
+  EXPECT_TRUE(idle.idleLanes) << idle.key();
+  EXPECT_FALSE(idle.tailWords) << idle.key();
   for (const std::uint32_t d : {64u, 96u, 128u}) {
     const DecodeVariant other = planFor(h200, decodeShape(1, 32, 8, 65536, d)).decodeVariant;
+    EXPECT_FALSE(other.tailWords) << d;
     EXPECT_FALSE(other.idleLanes) << d;
     EXPECT_EQ(other.queryShared, d == 96u) << d;
   }
   CallShape f32 = decodeShape(1, 32, 8, 65536, 80);
   f32.dtype = DType::F32;
-  EXPECT_FALSE(planFor(h200, f32).decodeVariant.idleLanes);
-  EXPECT_FALSE(planFor(parseDevicePreset("lavapipe"), decodeShape(1, 32, 8, 65536, 80)).decodeVariant.idleLanes);
+  EXPECT_FALSE(planFor(h200, f32).decodeVariant.tailWords);
+  EXPECT_FALSE(planFor(parseDevicePreset("lavapipe"), decodeShape(1, 32, 8, 65536, 80)).decodeVariant.tailWords);
+}
+
+TEST(Selector, TailWordsKnobIsRefusedWhereNoSplitLeavesWholeLoadsAndWords) {
+  // f32 rows, and two layouts asked for at once, are refused by name.
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  CallShape f32 = decodeShape(1, 32, 8, 4096, 80);
+  f32.dtype = DType::F32;
+  EXPECT_THROW(
+      {
+        try {
+          planFor(h200, f32, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TAIL_WORDS", "1"}}));
+        } catch (const UserError& e) {
+          EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_TAIL_WORDS"));
+          EXPECT_THAT(e.what(), HasSubstr("f32 K/V"));
+          throw;
+        }
+      },
+      UserError);
+  EXPECT_THROW(planFor(h200, decodeShape(1, 32, 8, 4096, 80),
+                       AttentionOptions::fromEnvironment(
+                           {{"FOUNDRY_FA_DECODE_TAIL_WORDS", "1"}, {"FOUNDRY_FA_DECODE_IDLE_LANES", "1"}})),
+               UserError);
 }
 
 TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {

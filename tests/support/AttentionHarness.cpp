@@ -488,6 +488,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faDecodeScalar) parts.push_back("scalar");
   if (o.faDecodeQueryShared != Force::Auto) parts.push_back(o.faDecodeQueryShared == Force::On ? "qshared" : "qregs");
   if (o.faDecodeIdleLanes != Force::Auto) parts.push_back(o.faDecodeIdleLanes == Force::On ? "idle" : "noidle");
+  if (o.faDecodeTailWords != Force::Auto) parts.push_back(o.faDecodeTailWords == Force::On ? "tail" : "notail");
   if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
   if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
   if (o.faDecodeFusedReduce != Force::Auto) parts.push_back(o.faDecodeFusedReduce == Force::On ? "merged" : "reducekernel");

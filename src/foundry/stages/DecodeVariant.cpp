@@ -44,6 +44,13 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
   }
   const std::uint32_t lanes = lanesPerKey(subgroupSize);
+  if (tailWords) {
+    const StorageFormat& f = storageFormat(dtype);
+    if (quantized(dtype) || f.bytes != 2 || vecWidth < 4 || idleLanes || int8Dot) {
+      return fmt::format("tail words take 16-bit float K/V (f16, bf16) in loads of 4 or 8 without idle lanes, not {} "
+                         "in loads of {}{}", dtypeName(dtype), vecWidth, idleLanes ? " with idle lanes" : "");
+    }
+  }
   if (idleLanes) {
     if (headDim % vecWidth != 0 || vDim() % vecWidth != 0) {
       return fmt::format("idle lanes take whole loads: head_dim {} and value_dim {} must be multiples of the vector "
@@ -59,7 +66,17 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (vDim() % lanes != 0) return fmt::format("{} lanes per key do not divide value_dim {}", lanes, vDim());
   }
   const std::uint32_t elems = elemsPerLane(subgroupSize), valueElems = valueElemsPerLane(subgroupSize);
-  if (elems % vecWidth != 0 || valueElems % vecWidth != 0) {
+  if (tailWords) {
+    // Whole loads first, then words: a lane needs one whole load, and a row of whole loads only is
+    // the plain variant's.
+    if (elems % 2 != 0 || valueElems % 2 != 0 || elems < vecWidth || valueElems < vecWidth) {
+      return fmt::format("tail words need at least {} elements per lane, in whole words; {} lanes per key give {}",
+                         vecWidth, lanes, elems % 2 != 0 || elems < vecWidth ? elems : valueElems);
+    }
+    if (elems % vecWidth == 0 && valueElems % vecWidth == 0) {
+      return fmt::format("{} lanes of {} elements take whole loads of {}: no tail words", lanes, elems, vecWidth);
+    }
+  } else if (elems % vecWidth != 0 || valueElems % vecWidth != 0) {
     return fmt::format("{} elements per lane are not a multiple of the vector width {}",
                        elems % vecWidth != 0 ? elems : valueElems, vecWidth);
   }
@@ -103,7 +120,7 @@ std::string DecodeVariant::key() const {
                        splitSuffix());
   }
   return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
-                     vecWidth, idleLanes ? "_il" : "", queryShared ? "_qs" : int8Dot ? "_idot" : "",
+                     vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "", queryShared ? "_qs" : int8Dot ? "_idot" : "",
                      partialStorageName(partial), splitSuffix());
 }
 

@@ -41,6 +41,9 @@ struct DecodeVariant {
   /// A lane cluster wider than head_dim needs: each lane takes whole loads, the elements per lane
   /// rounded up to them, and lanes past the row hold nothing (D80 in 16-byte loads: 10 of 16 lanes).
   bool idleLanes = false;
+  /// 16-bit float rows that lanes split evenly but not into whole loads: each lane takes whole loads
+  /// and then single 4-byte words (D80 over 8 lanes: two 8-byte loads and one word each, no lane idle).
+  bool tailWords = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
@@ -62,7 +65,9 @@ struct DecodeVariant {
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }
   /// The KvAccessStage the kernel's chain needs.
-  KvAccess kvAccess() const { return {dtype, scalar ? 1u : vecWidth, false, pageSize}; }
+  KvAccess kvAccess() const {
+    return {.format = dtype, .width = scalar ? 1u : vecWidth, .pageSize = pageSize, .words = tailWords && !scalar};
+  }
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
   /// Keys a workgroup takes per iteration: Split-K chunks are multiples of this.
   std::uint32_t keyGranule(std::uint32_t subgroupSize) const {

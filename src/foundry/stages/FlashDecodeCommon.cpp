@@ -63,11 +63,13 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize));
     k.constant("DECODE_ELEMS", v.elemsPerLane(device.subgroupSize));
     k.constant("DECODE_ELEMS_V", v.valueElemsPerLane(device.subgroupSize));
-    // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks.
-    const std::uint32_t arith = std::min<std::uint32_t>(v.vecWidth, 4);
+    // Arithmetic runs on vec4 at most; an 8-wide load holds two such chunks. Tail words are chunks of
+    // their own, so every chunk is a word then.
+    const std::uint32_t arith = v.tailWords ? 2 : std::min<std::uint32_t>(v.vecWidth, 4);
     k.define("DECODE_VEC", std::to_string(arith)).define("DECODE_PAIR", std::to_string(v.vecWidth / arith));
     k.define("DECODE_Q_SHARED", v.queryShared ? "1" : "0");
     k.define("DECODE_IDLE_LANES", v.idleLanes ? "1" : "0");
+    k.define("DECODE_TAIL_WORDS", v.tailWords ? "1" : "0");
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");

@@ -11,8 +11,9 @@ namespace foundry {
 
 std::string KvAccess::key() const {
   const QuantBlocks& q = storageFormat(format).blocks;
-  return fmt::format("{}{}_w{}{}{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
-                     write ? "_store" : "", pageSize ? fmt::format("_pg{}", pageSize) : "", keysOnly ? "_konly" : "");
+  return fmt::format("{}{}_w{}{}{}{}{}", dtypeName(format), q.version ? fmt::format("v{}", q.version) : "", width,
+                     write ? "_store" : "", pageSize ? fmt::format("_pg{}", pageSize) : "", keysOnly ? "_konly" : "",
+                     words ? "_words" : "");
 }
 
 namespace {
@@ -39,6 +40,11 @@ std::string floatAccess(const KvAccess& a, char kv) {
                               glsl::convert(a.format, "x"));
   }
   const std::string element = fmt::format("{}_cache[(row + d) / KV_WIDTH]", kv);
+  if (a.words) {
+    // One component of the view: a 4-byte load of its own, not the whole element.
+    text += fmt::format("uint kv_load_{0}_word(uint row, uint d) {{ const uint at = row + d; return "
+                        "{0}_cache[at / KV_WIDTH][(at % KV_WIDTH) / 2u]; }}\n", kv);
+  }
   return text + fmt::format("KV_RAW kv_load_{}(uint row, uint d) {{ return {}; }}\n", kv,
                             a.width == 1 ? glsl::read(a.format, element) : element);
 }
@@ -112,6 +118,8 @@ std::string quantRaw(std::uint32_t width) {
 void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   FOUNDRY_CHECK_INTERNAL(!a_.write || a_.width == 1, "KV stores go one element at a time, not {}", a_.width);
   const StorageFormat& f = storageFormat(a_.format);
+  FOUNDRY_CHECK_INTERNAL(!a_.words || (!f.blocks.version && f.bytes == 2 && a_.width >= 4),
+                         "single-word loads of {} in loads of {}", dtypeName(a_.format), a_.width);
   const QuantBlocks& q = f.blocks;
   const bool single = a_.width == 1;
   const std::string view = glsl::view(a_.format, a_.width);
@@ -134,7 +142,8 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
     // A single element is widened as it is loaded: 16-bit registers would need 16-bit arithmetic types.
     k.define("KV_ROW", "uint");
     k.define("KV_RAW", single ? "float" : view);
-    k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width));
+    k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width, a_.words ? 2 : 0));
+    if (a_.words) k.define("KV_WORD_UNPACK(r)", glsl::unpack(a_.format, 2));
     k.define("KV_SCALE(r)", "1.0").define("KV_CODES(r, p)", "KV_UNPACK(r, p)");
     // Eight f16 values as the cooperative-matrix kernel stages them: f16 loads as they are.
     if (a_.format == DType::F16 && a_.width == 8) k.define("KV_F16X8(r)", "(r)");

@@ -17,6 +17,11 @@
 //   KV_CODE_WORD(r, p)                         quantized loads of 4 or more codes: word p of the
 //                                              codes as stored (signed bytes, the lowest first)
 //
+// With words (16-bit float formats, loads of 4 or 8): chunks are single words of 2 elements, and
+//   uint kv_load_k_word(KV_ROW row, uint d)    one word (elements d, d + 1) on its own, for rows whose
+//   uint kv_load_v_word(KV_ROW row, uint d)    lanes take whole loads and then a word each
+//   KV_WORD_UNPACK(w)                          such a word as f32 (vec2)
+//
 // With write access (width 1), for KvAppendStep:
 //   void kv_store_k(KV_ROW row, uint d, float x)         float formats: one element, converted
 //   float kv_k_scale(KV_ROW row, uint d)                 quantized formats: the scale of d's block,
@@ -39,6 +44,9 @@ struct KvAccess {
   /// k_cache alone (no v_cache, no kv_*_v functions): appends to latent rows, whose values are a view
   /// of the keys and so may not be bound as a second, overlapping cache.
   bool keysOnly = false;
+  /// 16-bit float formats in loads of 4 or 8: chunks of one word (2 elements), and single words
+  /// loadable beside whole loads (kv_load_k_word).
+  bool words = false;
   std::string key() const;
 };
 

@@ -100,22 +100,28 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
               (o.faDecodeInt8Dot == Force::Auto ? tune.decodeInt8Dot != 0 : o.faDecodeInt8Dot == Force::On);
 
   // Lanes per key and the width of their loads: every power-of-two split of the subgroup whose lanes
-  // divide head_dim (or, with idle lanes, cover it in whole loads), preferring the widest loads, then
-  // the tuned elements per lane (few enough registers, few enough shuffles per key), then the fewest
-  // idle lanes. A knob fixes its side of the choice.
+  // divide head_dim (or, with idle lanes, cover it in whole loads; or, with tail words, divide it into
+  // whole loads and words), preferring the widest loads, then the tuned elements per lane (few enough
+  // registers, few enough shuffles per key), then the fewest idle lanes. A knob fixes its side of the
+  // choice.
   v.vecWidth = o.faDecodeVectorWidth.value_or(v.scalar ? 1 : tune.decodeVecWidth);
   if (o.faDecodeKeysPerWarp) v.keysPerWarp = *o.faDecodeKeysPerWarp;
   const bool idleAllowed = !v.scalar && (o.faDecodeIdleLanes == Force::Auto ? tune.decodeIdleLanes != 0
                                                                              : o.faDecodeIdleLanes == Force::On);
-  if (!v.scalar && (!(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth) || o.faDecodeIdleLanes == Force::On)) {
+  const bool tailAllowed = !v.scalar && (o.faDecodeTailWords == Force::Auto ? tune.decodeTailWords != 0
+                                                                             : o.faDecodeTailWords == Force::On);
+  const bool layoutForced = o.faDecodeIdleLanes == Force::On || o.faDecodeTailWords == Force::On;
+  if (!v.scalar && (!(o.faDecodeKeysPerWarp && o.faDecodeVectorWidth) || layoutForced)) {
     std::optional<DecodeVariant> best;
     auto distance = [&](const DecodeVariant& x) {
       const std::uint32_t e = x.elemsPerLane(sg), aim = tune.decodeLaneElems;
       return e > aim ? e - aim : aim - e;
     };
-    std::vector<bool> idleModes;
-    if (o.faDecodeIdleLanes != Force::On) idleModes.push_back(false);
-    if (idleAllowed) idleModes.push_back(true);
+    // Row layouts as (idle lanes, tail words): a knob that asks for one leaves only that one.
+    std::vector<std::pair<bool, bool>> layouts;
+    if (!layoutForced) layouts.emplace_back(false, false);
+    if (idleAllowed && o.faDecodeTailWords != Force::On) layouts.emplace_back(true, false);
+    if (tailAllowed && o.faDecodeIdleLanes != Force::On) layouts.emplace_back(false, true);
     std::vector<std::uint32_t> widths;
     for (std::uint32_t w = o.faDecodeVectorWidth.value_or(tune.decodeVecWidth); w >= 1; w /= 2) {
       widths.push_back(w);
@@ -129,13 +135,14 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
         for (std::uint32_t kpw = 1; kpw <= sg; kpw *= 2) {
           if (o.faDecodeKeysPerWarp && kpw != *o.faDecodeKeysPerWarp) continue;
           for (std::uint32_t vec : widths) {
-            for (const bool idleLanes : idleModes) {
+            for (const auto& [idleLanes, tailWords] : layouts) {
               DecodeVariant c = v;
               c.keysPerWarp = kpw;
               c.vecWidth = vec;
               c.unroll = unroll;
               c.int8Dot = dot;
               c.idleLanes = idleLanes;
+              c.tailWords = tailWords;
               if (!c.unusableReason(sg).empty()) continue;
               if (!best || c.vecWidth > best->vecWidth ||
                   (c.vecWidth == best->vecWidth &&
@@ -152,7 +159,17 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     }
     if (best) {
       v.keysPerWarp = best->keysPerWarp, v.vecWidth = best->vecWidth, v.int8Dot = best->int8Dot;
-      v.idleLanes = best->idleLanes;
+      v.idleLanes = best->idleLanes, v.tailWords = best->tailWords;
+    } else if (o.faDecodeTailWords == Force::On) {
+      rejectKnob(o, "FOUNDRY_FA_DECODE_TAIL_WORDS", 1,
+                 o.faDecodeIdleLanes == Force::On
+                     ? std::string("FOUNDRY_FA_DECODE_IDLE_LANES=1 asks for another layout of the same rows")
+                     : fmt::format("no split of head_dim {} over a subgroup of {}{} leaves whole loads and then words "
+                                   "({} K/V; tail words take f16 or bf16 in loads of 4 or 8)",
+                                   p.headDim, sg,
+                                   o.faDecodeVectorWidth ? fmt::format(" in loads of {}", *o.faDecodeVectorWidth) : "",
+                                   dtypeName(p.dtype)),
+                 "auto, 0");
     } else if (o.faDecodeIdleLanes == Force::On) {
       rejectKnob(o, "FOUNDRY_FA_DECODE_IDLE_LANES", 1,
                  fmt::format("no split of head_dim {} over a subgroup of {}{} leaves lanes idle", p.headDim, sg,
@@ -192,6 +209,13 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     why.push_back({"idle lanes", fmt::format("{} lanes x {} elements for rows of {}", v.lanesPerKey(sg), v.elemsPerLane(sg), v.headDim),
                    o.faDecodeIdleLanes == Force::On ? std::string("FOUNDRY_FA_DECODE_IDLE_LANES")
                                                     : tune.sourceOf("decodeIdleLanes")});
+  }
+  if (v.tailWords) {
+    why.push_back({"tail words",
+                   fmt::format("{} lanes x {} elements for rows of {}: whole loads of {}, then words",
+                               v.lanesPerKey(sg), v.elemsPerLane(sg), v.headDim, v.vecWidth),
+                   o.faDecodeTailWords == Force::On ? std::string("FOUNDRY_FA_DECODE_TAIL_WORDS")
+                                                    : tune.sourceOf("decodeTailWords")});
   }
 
   if (o.faDecodeUnroll) {
@@ -332,38 +356,17 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
   // Long ranges per workgroup: wider loads and more steps in flight (a longer pipeline, slower to
-  // fill on short ranges), and where the tuning table says so another lane layout: keys per step,
-  // idle lanes, and q in registers or shared memory, each unless a knob fixes it. The register check
-  // is the variant's own.
+  // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
-  if (tune.wideDecodeKeysPerWarp && !o.faDecodeKeysPerWarp) wide.keysPerWarp = tune.wideDecodeKeysPerWarp;
-  if (o.faDecodeIdleLanes == Force::Auto) wide.idleLanes = tune.wideDecodeIdleLanes != 0;
-  if (o.faDecodeQueryShared == Force::Auto && !v.int8Dot) wide.queryShared = tune.wideDecodeQueryShared != 0;
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
       !v.scalar && wide.unusableReason(sg).empty()) {
-    const DecodeVariant narrow = v;
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
     const std::string reasonWide =
         fmt::format("at least {} keys per workgroup; {}", tune.wideDecodeKeys, tune.sourceOf("wideDecodeKeys"));
     revise(why, "vector width", std::to_string(wide.vecWidth), reasonWide);
     revise(why, "unroll", std::to_string(wide.unroll), reasonWide);
-    if (wide.keysPerWarp != narrow.keysPerWarp) {
-      revise(why, "keys per warp", std::to_string(wide.keysPerWarp), tune.sourceOf("wideDecodeKeysPerWarp"));
-    }
-    if (wide.queryShared != narrow.queryShared) {
-      revise(why, "q", wide.queryShared ? "shared memory" : "registers", tune.sourceOf("wideDecodeQueryShared"));
-    }
-    if (wide.idleLanes != narrow.idleLanes) {
-      std::erase_if(why, [](const Decision& d) { return d.what == "idle lanes"; });
-      if (wide.idleLanes) {
-        why.push_back({"idle lanes",
-                       fmt::format("{} lanes x {} elements for rows of {}", wide.lanesPerKey(sg), wide.elemsPerLane(sg),
-                                   wide.headDim),
-                       tune.sourceOf("wideDecodeIdleLanes")});
-      }
-    }
   }
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});

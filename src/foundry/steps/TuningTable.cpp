@@ -24,11 +24,9 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeVecWidth),      FOUNDRY_TUNING_FIELD(decodeLaneElems),
     FOUNDRY_TUNING_FIELD(decodeSplitKeys),     FOUNDRY_TUNING_FIELD(wideDecodeKeys),
     FOUNDRY_TUNING_FIELD(wideDecodeVec),       FOUNDRY_TUNING_FIELD(wideDecodeUnroll),
-    FOUNDRY_TUNING_FIELD(wideDecodeKeysPerWarp), FOUNDRY_TUNING_FIELD(wideDecodeIdleLanes),
-    FOUNDRY_TUNING_FIELD(wideDecodeQueryShared),
     FOUNDRY_TUNING_FIELD(decodeHeads),         FOUNDRY_TUNING_FIELD(decodeQueryShared),
     FOUNDRY_TUNING_FIELD(decodeInt8Dot),       FOUNDRY_TUNING_FIELD(decodeIdleLanes),
-    FOUNDRY_TUNING_FIELD(decodeGroupRows),
+    FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeGroupRows),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -47,9 +45,9 @@ const std::vector<TuningRow>& tuningTable() {
   static const std::vector<TuningRow> table = {
       {{},
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
-        .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .wideDecodeKeysPerWarp = 0,
-        .wideDecodeIdleLanes = 0, .wideDecodeQueryShared = 0, .decodeHeads = 0, .decodeQueryShared = 0,
-        .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeGroupRows = 0, .coopWarps = 8,
+        .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
+        .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeGroupRows = 0,
+        .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
         .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0,
@@ -75,11 +73,11 @@ const std::vector<TuningRow>& tuningTable() {
        "at each use (H200, batch 1 kv 65536, 2026-11-26: D96 58.4 us against 64.5, D80 62.0 against 68.4; at D128 "
        "74.1 against 71.7, D256 155.4 against 151.3 and int8 D128 107.0 against 85.5, so not there)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 80, .maxHeadDim = 80, .elementBytes = 2},
-       {.wideDecodeVec = 4, .wideDecodeUnroll = 4, .wideDecodeKeysPerWarp = 4, .wideDecodeIdleLanes = 1},
-       "Hopper, 16-bit rows of 80, from 4096 keys per workgroup: a row laid out as one of 96 (8 lanes of 12 elements "
-       "in 8-byte loads, 4 of the 24 loads idle), q in registers, 4 steps in flight (H200, 2026-11-27: batch 1 kv "
-       "65536 55.9 us against 63.0 for 4 lanes of 20 with q shared, batch 8 kv 16384 98.6 against 110.0; over 256 "
-       "to 1024 keys per workgroup 3-11% slower, so not there)"},
+       {.wideDecodeKeys = 0, .decodeQueryShared = 0, .decodeTailWords = 1},
+       "Hopper, 16-bit rows of 80: 8 lanes of 10 elements, each two 8-byte loads and one 4-byte word, q in "
+       "registers, 4 steps in flight, at every length (H200, 2026-11-27: batch 1 kv 65536 51.8-52.4 us against "
+       "55.8-56.1 for the same split as a row of 96 with idle lanes, batch 8 kv 16384 91.9-92.3 against 98.8-98.9, "
+       "bf16 52.6 against 56.4, kv 16384 21.2-21.7 against 24.4-25.1 for 4 lanes of 20 with q shared)"},
       {{.minHeadDim = 320},
        {.decodeHeads = 2},
        "rows of 320 and more (MLA's latent 576): 2 query heads per decode workgroup, so that a lane's q and output "

@@ -31,13 +31,11 @@ struct TuningValues {
   std::optional<std::uint32_t> wideDecodeKeys;    ///< keys per workgroup from which the wide loads go (0: never)
   std::optional<std::uint32_t> wideDecodeVec;     ///< the wide variant's load width
   std::optional<std::uint32_t> wideDecodeUnroll;  ///< the wide variant's steps in flight
-  std::optional<std::uint32_t> wideDecodeKeysPerWarp;  ///< the wide variant's keys per subgroup step (0: the variant's)
-  std::optional<std::uint32_t> wideDecodeIdleLanes;    ///< 1: the wide variant's clusters may be wider than the row
-  std::optional<std::uint32_t> wideDecodeQueryShared;  ///< 1: the wide variant reads q from shared memory; 0: registers
   std::optional<std::uint32_t> decodeHeads;       ///< query heads per workgroup where fewer than the default (0: default)
   std::optional<std::uint32_t> decodeQueryShared; ///< 1: decode reads q from shared memory at each use
   std::optional<std::uint32_t> decodeInt8Dot;     ///< 1: quantized K through integer dot products
   std::optional<std::uint32_t> decodeIdleLanes;   ///< 1: lane clusters wider than the row (whole loads, idle lanes)
+  std::optional<std::uint32_t> decodeTailWords;   ///< 1: 16-bit rows in whole loads per lane, then single words
   std::optional<std::uint32_t> decodeGroupRows;   ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
@@ -84,12 +82,12 @@ struct TuningRow {
 /// Every value resolved for one (device, head dim, dtype), and the row that gave each.
 struct Tuning {
   std::uint32_t decodeWarps = 0, decodeUnroll = 0, decodeVecWidth = 0, decodeLaneElems = 0, decodeSplitKeys = 0,
-                wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0, wideDecodeKeysPerWarp = 0,
-                wideDecodeIdleLanes = 0, wideDecodeQueryShared = 0;
+                wideDecodeKeys = 0, wideDecodeVec = 0, wideDecodeUnroll = 0;
   std::uint32_t decodeHeads = 0;  ///< query heads per decode workgroup, below the group's default; 0: the default
   std::uint32_t decodeQueryShared = 0;  ///< 1: decode reads q from shared memory at each use
   std::uint32_t decodeInt8Dot = 0;      ///< 1: quantized K through integer dot products
   std::uint32_t decodeIdleLanes = 0;    ///< 1: lane clusters wider than the row (whole loads, idle lanes)
+  std::uint32_t decodeTailWords = 0;    ///< 1: 16-bit rows in whole loads per lane, then single words
   std::uint32_t decodeGroupRows = 0;    ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
