@@ -55,6 +55,11 @@ PagedCase ragged(PagedCase f) {
   return f;
 }
 
+PagedCase withHeadDim(PagedCase f, std::uint32_t headDim) {
+  f.c.headDim = headDim;
+  return f;
+}
+
 PagedCase withLse(PagedCase f) {
   f.c.lse = true;
   f.label += "_lse";
@@ -104,6 +109,12 @@ INSTANTIATE_TEST_SUITE_P(
                             Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}}),
                       paged("bf16", 16, 1, 300, BF16), paged("f32", 32, 1, 300, F32),
                       paged("f16_kvtok", 16, 1, 300, F16, {}, true), paged("bf16_kvtok", 64, 1, 300, BF16, {}, true),
+                      // D80 rows over 8 lanes as whole loads and then a word each (the Hopper D80 plan).
+                      withHeadDim(paged("f16_tail", 16, 1, 300, F16, Knobs{{"FOUNDRY_FA_DECODE_TAIL_WORDS", "1"}}), 80),
+                      withHeadDim(paged("bf16_kvtok_tail", 64, 1, 300, BF16,
+                                        Knobs{{"FOUNDRY_FA_DECODE_TAIL_WORDS", "1"}, {"FOUNDRY_FA_DECODE_VEC", "8"}},
+                                        true),
+                                  80),
                       paged("int8", 32, 1, 300, I8), paged("int8", 64, 1, 300, I8),
                       paged("int8_vec16", 64, 1, 300, I8, Knobs{{"FOUNDRY_FA_DECODE_VEC", "16"}}),
                       paged("int8_scalar", 32, 1, 300, I8, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
