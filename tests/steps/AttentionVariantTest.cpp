@@ -178,6 +178,12 @@ const AttentionCase D80f32 = shape(2, 4, 1, 1, 97, 80, DType::F32, TM, TM);
 const AttentionCase D96 = shape(1, 4, 1, 1, 1501, 96, DType::F16);
 const AttentionCase D80bf16 = shape(1, 8, 2, 1, 203, 80, DType::BF16);
 const AttentionCase D40 = shape(2, 4, 1, 1, 300, 40, DType::F16, TM, HM);
+// MHA (Phi-2's D80 layout), the LSE returned too.
+AttentionCase withLse(AttentionCase c) {
+  c.lse = true;
+  return c;
+}
+const AttentionCase D80mha = withLse(shape(1, 4, 4, 1, 257, 80, DType::F16));
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, DecodeVariants,
@@ -220,6 +226,7 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{D96, Knobs().tailWords().vec(8).keys(1).splitK(2).merged(), 2},
         VariantCase{D40, Knobs().tailWords().vec(8).keys(2).queryShared()},
         VariantCase{D40, Knobs().tailWords().vec(8).keys(2).splitK(2).reduceKernel(), 2},
+        VariantCase{D80mha, Knobs().tailWords()}, VariantCase{D80mha, Knobs().tailWords().splitK(3).reduceKernel(), 3},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},
