@@ -60,6 +60,12 @@
 #   bash bench/h200.sh wide-rows [V...]  # on the device: wide-row prefill (D256 with Q staged in passes)
 #                                        # with the plan and other tilings; WIDE_DECODE=1: D80/D96 decode
 #                                        # with idle lanes against the plan
+#   bash bench/h200.sh tail-words        # on the device: decode parity, then D80/D96 decode in whole
+#                                        # loads and words per lane (tail words) against the plan
+#   bash bench/h200.sh tail-words-tune   # on the device: the best tail-word split with other split
+#                                        # counts, subgroups, heads, batch 8, bf16 and shorter caches
+#   bash bench/h200.sh tail-words-probe  # on the device: the D80 plan's registers and variants with more
+#                                        # K/V in flight per compute unit
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -127,6 +133,18 @@ time_variants() {
       timeout "$limit" foundry "${sets[@]}" bench "$@" --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror" |
         grep -v ceilings | sed "s/^/$name (round $round): /" | tee -a "$out/$file" || status=1
     done
+  done
+}
+# On the device: two rounds of `foundry SETS bench --sweep --runs 30` over SHAPE and the named
+# variants (`foundry bench --sweep` names them), each under TIMEOUT seconds, the JSON in
+# $out/NAME-ROUND.json and the lines "NAME round R: ..." printed; sets status=1 where a round fails.
+sweep_rounds() {  # TIMEOUT NAME SETS SHAPE VARIANT...
+  local limit=$1 name=$2 sets=$3 shape=$4 round
+  shift 4
+  for round in 1 2; do
+    # shellcheck disable=SC2086  # SETS is words: --set NAME=VALUE ...
+    timeout "$limit" foundry $sets bench --sweep --runs 30 --shape "$shape" --variants "$@" \
+      --json "$out/$name-$round.json" 2>&1 | grep "us$" | sed "s/^/$name round $round: /" || status=1
   done
 }
 # On the device, for the runs over several GPUs: Open MPI's runtime, the GPUs listed into
@@ -696,14 +714,7 @@ case "${1:-}" in
     on_device
     status=0
     suite_subset tail-tests '*DecodeVariants*:*Decode*KvFormat*:*HeadDim*'
-    tail_sweep() {  # NAME SHAPE VARIANT...
-      local name=$1 shape=$2 round
-      shift 2
-      for round in 1 2; do
-        timeout 150 foundry bench --sweep --runs 30 --shape "$shape" --variants "$@" --json "$out/tail-$name-$round.json" \
-          2>&1 | grep "us$" | sed "s/^/$name round $round: /" || status=1
-      done
-    }
+    tail_sweep() { sweep_rounds 150 "tail-$1" "" "${@:2}"; }
     tail_sweep d80 decode:1:32:8:65536:80 "w8 k4 v4 u4 il" "w8 k4 v8 u2 tw" "w8 k4 v8 u4 tw" "w8 k4 v8 u8 tw" \
       "w8 k4 v8 u4 tw qs" "w8 k4 v8 u8 tw qs" "w8 k4 v4 u4 tw" "w8 k4 v4 u8 tw qs" "w8 k8 v8 u2 tw" "w8 k8 v8 u4 tw qs" \
       "w4 k4 v8 u8 tw"
@@ -718,14 +729,7 @@ case "${1:-}" in
     on_device
     status=0
     gpu_name
-    tune_sweep() {  # NAME SETS SHAPE VARIANT...
-      local name=$1 sets=$2 shape=$3 round
-      shift 3
-      for round in 1 2; do
-        timeout 100 foundry $sets bench --sweep --runs 30 --shape "$shape" --variants "$@" \
-          --json "$out/tune-$name-$round.json" 2>&1 | grep "us$" | sed "s/^/$name round $round: /" || status=1
-      done
-    }
+    tune_sweep() { sweep_rounds 100 "tune-$1" "${@:2}"; }
     tune_sweep d80 "" decode:1:32:8:65536:80 "w8 k4 v4 u4 il" "w8 k4 v4 u4 tw" "w8 k4 v4 u2 tw" "w8 k4 v4 u4 h2 tw" \
       "w8 k4 v4 u4 h2 tw qs" "w4 k4 v4 u4 tw" "w4 k4 v4 u8 tw qs"
     for splits in 8 24 32; do
