@@ -137,14 +137,15 @@ time_variants() {
 }
 # On the device: two rounds of `foundry SETS bench --sweep --runs 30` over SHAPE and the named
 # variants (`foundry bench --sweep` names them), each under TIMEOUT seconds, the JSON in
-# $out/NAME-ROUND.json and the lines "NAME round R: ..." printed; sets status=1 where a round fails.
+# $out/NAME-ROUND.json and the lines "NAME round R: ..." (times and errors) printed; sets status=1
+# where a round fails.
 sweep_rounds() {  # TIMEOUT NAME SETS SHAPE VARIANT...
   local limit=$1 name=$2 sets=$3 shape=$4 round
   shift 4
   for round in 1 2; do
     # shellcheck disable=SC2086  # SETS is words: --set NAME=VALUE ...
     timeout "$limit" foundry $sets bench --sweep --runs 30 --shape "$shape" --variants "$@" \
-      --json "$out/$name-$round.json" 2>&1 | grep "us$" | sed "s/^/$name round $round: /" || status=1
+      --json "$out/$name-$round.json" 2>&1 | grep -E "us$|rror" | sed "s/^/$name round $round: /" || status=1
   done
 }
 # On the device, for the runs over several GPUs: Open MPI's runtime, the GPUs listed into
@@ -554,11 +555,8 @@ case "${1:-}" in
     status=0
     gpu_name
     read -r -a shapes <<<"${PREFILL_SHAPES:-prefill:1:32:8:8192:128 prefill:1:32:8:8192:64 prefill:1:32:8:2048:128}"
-    for round in 1 2; do
-      timeout 120 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:80 --variants "w8 k4 v4 u2 il qs" \
-        "w8 k4 v4 u4 il qs" "w8 k4 v4 u8 il qs" "w8 k4 v4 u4 il" "w8 k4 v4 u2 il" 2>&1 | grep -E "us|rror" |
-        grep -v ceilings | sed "s/^/round $round: /" | tee -a "$out/d80-idle.txt" || status=1
-    done
+    sweep_rounds 120 d80-idle "" decode:1:32:8:65536:80 "w8 k4 v4 u2 il qs" "w8 k4 v4 u4 il qs" "w8 k4 v4 u8 il qs" \
+      "w8 k4 v4 u4 il" "w8 k4 v4 u2 il"
     EDITS="${EDITS:-q_scaled neg_inf less_math n_inner}" \
       bash bench/prefill_ablation.sh "${shapes[@]}" || status=1
     exit $status
