@@ -66,6 +66,8 @@
 #                                        # counts, subgroups, heads, batch 8, bf16 and shorter caches
 #   bash bench/h200.sh tail-words-probe  # on the device: the D80 plan's registers and variants with more
 #                                        # K/V in flight per compute unit
+#   bash bench/h200.sh scatter           # on the device: decode parity, registers, then decode with scores
+#                                        # summed once per key and weighed by one lane group, against the plan
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -757,6 +759,35 @@ case "${1:-}" in
     done
     shapes=(decode:1:32:8:65536:80 decode:8:32:8:16384:80)
     time_variants 2 60 tail-probe.txt --runs 30
+    exit $status
+    ;;
+  scatter)
+    # Issue 15 (2026-11-27): decode scores summed once per key and each weighed by one lane group
+    # (FOUNDRY_FA_DECODE_SCATTER) against the plan: the registers of each plan with and without it
+    # (the driver's statistics), two rounds of each sweep (a name runs every variant it is part of:
+    # "w8 k4 v4 u4 tw" runs "... tw sc" too), then the decode parity cases. SWEEPS: which sweeps.
+    on_device
+    status=0
+    gpu_name
+    for d in 80 128; do
+      for v in plan sc:FA_DECODE_SCATTER=1; do
+        variant_sets "$v"
+        timeout 60 foundry "${sets[@]}" kernels --heads 32 --kv-heads 8 --head-dim $d --stats 2>&1 |
+          grep -E "^decode " | sed "s/^/D$d ${v%%:*} stats: /" | cut -c1-300 || status=1
+      done
+    done
+    sc_sweep() {
+      if [[ " ${SWEEPS:-d80 d80b8 d80bf16 d96 d128 int8} " == *" $1 "* ]]; then sweep_rounds 150 "sc-$1" "" "${@:2}"; fi
+    }
+    sc_sweep d80 decode:1:32:8:65536:80 "w8 k4 v4 u4 tw" "w8 k4 v4 u8 tw qs sc" "w8 k4 v8 u4 tw sc"
+    sc_sweep d80b8 decode:8:32:8:16384:80 "w8 k4 v4 u4 tw sc"
+    sc_sweep d80bf16 decode:1:32:8:65536:80+bf16 "w8 k4 v4 u4 tw sc"
+    sc_sweep d96 decode:1:32:8:65536:96 "w8 k4 v4 u4 qs" "w8 k4 v4 u4 sc" "w8 k4 v8 u8 qs sc"
+    sc_sweep d128 decode:1:32:8:65536:128 "w8 k2 v4 u4 sc" "w8 k2 v8 u4 sc" "w8 k2 v8 u8 sc"
+    sc_sweep int8 decode:1:32:8:65536:128+int8 "w8 k4 v16 u4 sc" "w8 k2 v8 u4 sc" "w8 k2 v8 u8 sc" "w8 k8 v16 u4 sc" \
+      "w8 k8 v16 u2 sc"
+    sc_sweep d64 decode:1:32:8:65536:64 "w8 k4 v4 u4 sc" "w8 k4 v8 u4 sc" "w8 k2 v4 u4 sc"
+    [ -n "${SKIP_TESTS:-}" ] || suite_subset scatter-tests '*DecodeVariants*:*ModifierVariants*decode_*'
     exit $status
     ;;
   coopmat2)

@@ -492,10 +492,12 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     // And q read from shared memory ("qs"), which leaves registers to up to 16 steps in flight, and
     // int8 or q8_0 K through integer dot products ("idot"), lane clusters wider than the row with
     // some lanes idle ("il": usable only where the row leaves lanes idle), and whole loads then words
-    // ("tw": 16-bit rows whose lanes' shares are not whole loads).
-    for (const char* mode : {"", " qs", " idot", " il", " il qs", " tw", " tw qs"}) {
+    // ("tw": 16-bit rows whose lanes' shares are not whole loads), and scores summed once per key
+    // and weighed by one lane group each ("sc").
+    for (const char* mode : {"", " qs", " idot", " il", " il qs", " tw", " tw qs", " sc", " qs sc", " idot sc", " tw sc", " tw qs sc"}) {
       const std::string_view m = mode;
-      const bool qs = m.ends_with(" qs"), idot = m == " idot", idle = m.starts_with(" il"), tail = m.starts_with(" tw");
+      const bool qs = m.find(" qs") != std::string_view::npos, idot = m.starts_with(" idot"), idle = m.starts_with(" il"), tail = m.starts_with(" tw");
+      const bool scatter = m.ends_with(" sc");
       if (idot && !(quantized(s.cacheType()) && device.int8Dot)) continue;
       for (std::uint32_t heads : headChoices) {
         for (std::uint32_t warps : {4u, 8u}) {
@@ -514,6 +516,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 v.int8Dot = idot;
                 v.idleLanes = idle;
                 v.tailWords = tail;
+                v.scatter = scatter;
                 if (!v.unusableReason(sg).empty()) continue;
                 AttentionOptions o = base;
                 o.faDecodeWarps = warps;
@@ -524,6 +527,7 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
                 o.faDecodeInt8Dot = idot ? Force::On : Force::Off;
                 o.faDecodeIdleLanes = idle ? Force::On : Force::Off;
                 o.faDecodeTailWords = tail ? Force::On : Force::Off;
+                o.faDecodeScatter = scatter ? Force::On : Force::Off;
                 if (heads != groupHeads) o.faDecodeHeads = heads;
                 out.emplace_back(fmt::format("w{} k{} v{} u{}{}{}", warps, keys, vec, unroll,
                                              heads != groupHeads ? fmt::format(" h{}", heads) : "", mode),

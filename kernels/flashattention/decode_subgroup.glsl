@@ -50,6 +50,30 @@ uint decode_dim_in(uint c, uint lik, uint dim, uint width) {
   return DECODE_IDLE_LANES == 0 ? decode_dim(c, lik, dim) : min(decode_dim(c, lik, dim), dim - width);
 }
 
+#if DECODE_SCATTER
+// Scores spread over a key's cluster (DECODE_SCATTER): every (head, step) score is summed over the
+// cluster once, by one lane pair or group, instead of by every lane; each lane then weighs its own.
+const uint DECODE_SC_SCORES = DECODE_UNROLL * DECODE_HEADS;                  // per key step
+const uint DECODE_SC_HELD = DECODE_SC_SCORES / DECODE_LANES_PER_KEY;         // a lane's own
+const uint DECODE_SC_LANES_PER_HEAD = DECODE_LANES_PER_KEY / DECODE_HEADS;   // lanes that share a head
+
+// The reverse of a reduce-scatter: lane `lik` holds values [held * (lik / first) ..) of x in
+// x[0 .. held); after it every lane holds all of them, in order. Every bound is a constant, so the
+// arrays stay in registers.
+#define DECODE_ALL_GATHER(x, held, first)                                          \
+  [[unroll]] for (uint r = 0u; r < DECODE_SC_ROUNDS; ++r) {                        \
+    const uint off = 1u << r, n = (held) * (off / (first));                        \
+    const bool upper = (lik & off) != 0u;                                          \
+    [[unroll]] for (uint i = 0u; i < DECODE_SC_SCORES / 2u; ++i) {                 \
+      if (off >= (first) && i < n) {                                               \
+        const float mine = x[i], theirs = subgroupShuffleXor(mine, off);          \
+        x[i] = upper ? theirs : mine;                                              \
+        x[i + n] = upper ? mine : theirs;                                          \
+      }                                                                            \
+    }                                                                              \
+  }
+#endif
+
 DVEC decode_q(uint i) {
 #if DECODE_VEC == 4
   return vec4(q_shared[i], q_shared[i + 1u], q_shared[i + 2u], q_shared[i + 3u]);
@@ -105,6 +129,26 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
 #endif
   }
 }
+
+// acc_o[h] += weight * the V row of step u (its whole loads, then its words).
+#if DECODE_TAIL_WORDS
+#define DECODE_ADD_V_WORDS(h, u, weight)                                                  \
+  [[unroll]] for (uint t = 0u; t < DECODE_TAIL_V; ++t) {                                  \
+    acc_o[h][DECODE_LOADS_V * DECODE_PAIR + t] += (weight) * KV_WORD_UNPACK(vt[u][t]);     \
+  }
+#else
+#define DECODE_ADD_V_WORDS(h, u, weight)
+#endif
+#define DECODE_ADD_V(h, u, weight)                                                        \
+  {                                                                                       \
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {                               \
+      const float ps = (weight) * KV_SCALE(vr[u][j]);                                     \
+      [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {                                \
+        acc_o[h][j * DECODE_PAIR + c] += ps * KV_CODES(vr[u][j], c);                      \
+      }                                                                                   \
+    }                                                                                     \
+    DECODE_ADD_V_WORDS(h, u, weight)                                                      \
+  }
 
 // Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
 void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0,
@@ -176,6 +220,13 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   KV_RAW kr[DECODE_UNROLL][DECODE_LOADS];
   KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V];
   uint kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], vt[DECODE_UNROLL][DECODE_TAIL_SLOTS];
+#if DECODE_SCATTER
+  // The lane's own head and first step of the scattered scores, and that head's running softmax (the
+  // sum: of the lane's own weights).
+  const uint sc_h = lik / DECODE_SC_LANES_PER_HEAD;
+  const uint sc_u = (lik % DECODE_SC_LANES_PER_HEAD) * DECODE_SC_HELD;
+  float sc_m = NEG_BIG, sc_l = 0.0;
+#endif
   uint base = kv_begin + sg * DECODE_STEP;
   if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr, kt, vt);
   for (; base < kv_end; base += stride) {
@@ -214,6 +265,55 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
         s[u][h] = acc * score_scale;
       }
     }
+#if DECODE_SCATTER
+    // Reduce-scatter: each round a lane sends the half of its scores its partner keeps and adds the
+    // half it keeps, so after log2(lanes) rounds lane `lik` holds the sums of scores DECODE_SC_HELD *
+    // lik .. + DECODE_SC_HELD - 1 of the step, ordered head-major: head sc_h, steps sc_u ...
+    float sc[DECODE_SC_SCORES];
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) sc[h * DECODE_UNROLL + u] = s[u][h];
+    }
+    [[unroll]] for (uint r = 0u; r < DECODE_SC_ROUNDS; ++r) {
+      const uint off = DECODE_LANES_PER_KEY >> (r + 1u), half_n = DECODE_SC_SCORES >> (r + 1u);
+      const bool upper = (lik & off) != 0u;
+      [[unroll]] for (uint i = 0u; i < DECODE_SC_SCORES / 2u; ++i) {
+        if (i < half_n) {
+          const float send = upper ? sc[i] : sc[i + half_n];
+          sc[i] = (upper ? sc[i + half_n] : sc[i]) + subgroupShuffleXor(send, off);
+        }
+      }
+    }
+    // The softmax of the lane's own scores; the maximum over the lanes that share its head.
+    float sc_max = sc_m;
+    bool sc_valid[DECODE_SC_HELD];
+    [[unroll]] for (uint r = 0u; r < DECODE_SC_HELD; ++r) {
+      const uint at = base + (sc_u + r) * DECODE_KEYS_PER_WARP + cluster;
+      sc_valid[r] = at < kv_end;
+      if (FA_SCORE_CHANGED) sc[r] = fa_score_log2(sc[r], b, h0 + sc_h, q_pos, min(at, last));
+      if (!exact && !fa_visible(b, h0 + sc_h, q_pos, min(at, last))) sc[r] = NEG_BIG;
+      sc_max = sc_valid[r] ? max(sc_max, sc[r]) : sc_max;
+    }
+    [[unroll]] for (uint off = 1u; off < DECODE_SC_LANES_PER_HEAD; off <<= 1u) {
+      sc_max = max(sc_max, subgroupShuffleXor(sc_max, off));
+    }
+    float alpha[DECODE_SC_SCORES];
+    float p[DECODE_SC_SCORES];
+    alpha[0] = exp2(sc_m - sc_max);
+    float p_sum = 0.0;
+    [[unroll]] for (uint r = 0u; r < DECODE_SC_HELD; ++r) {
+      p[r] = sc_valid[r] ? exp2(sc[r] - sc_max) : 0.0;
+      p_sum += p[r];
+    }
+    sc_l = sc_l * alpha[0] + p_sum;
+    sc_m = sc_max;
+    // Every lane needs every weight and every head's rescale for its share of the V rows.
+    DECODE_ALL_GATHER(p, DECODE_SC_HELD, 1u)
+    DECODE_ALL_GATHER(alpha, 1u, DECODE_SC_LANES_PER_HEAD)
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+      [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] *= alpha[h];
+      [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) DECODE_ADD_V(h, u, p[h * DECODE_UNROLL + u])
+    }
+#else
     [[unroll]] for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] += subgroupShuffleXor(s[u][h], off);
@@ -245,27 +345,30 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
-        [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
-          const float ps = p * KV_SCALE(vr[u][j]);
-          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
-            acc_o[h][j * DECODE_PAIR + c] += ps * KV_CODES(vr[u][j], c);
-          }
-        }
-#if DECODE_TAIL_WORDS
-        [[unroll]] for (uint t = 0u; t < DECODE_TAIL_V; ++t) {
-          acc_o[h][DECODE_LOADS_V * DECODE_PAIR + t] += p * KV_WORD_UNPACK(vt[u][t]);
-        }
-#endif
+        DECODE_ADD_V(h, u, p)
       }
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;
     }
+#endif
     kr = next_k;
     vr = next_v;
     kt = next_kt;
     vt = next_vt;
   }
 
+#if DECODE_SCATTER
+  [[unroll]] for (uint off = 1u; off < DECODE_SC_LANES_PER_HEAD; off <<= 1u) sc_l += subgroupShuffleXor(sc_l, off);
+  float sc_ms[DECODE_SC_SCORES], sc_ls[DECODE_SC_SCORES];
+  sc_ms[0] = sc_m;
+  sc_ls[0] = sc_l;
+  DECODE_ALL_GATHER(sc_ms, 1u, DECODE_SC_LANES_PER_HEAD)
+  DECODE_ALL_GATHER(sc_ls, 1u, DECODE_SC_LANES_PER_HEAD)
+  [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+    m[h] = sc_ms[h];
+    l[h] = sc_ls[h];
+  }
+#endif
   // Clusters of one subgroup hold the same dimensions for different keys: merge them.
   [[unroll]] for (uint off = DECODE_LANES_PER_KEY; off < SUBGROUP_SIZE; off <<= 1u) {
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {

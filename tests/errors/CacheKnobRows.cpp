@@ -209,6 +209,9 @@ const std::map<std::string, KnobRun>& knobRuns() {
        {.value = "1", .shows = "tail words asked where every split is whole loads", .exitCode = 2,
         .fragment = "FOUNDRY_FA_DECODE_TAIL_WORDS: 1 cannot be used here: no split of head_dim 64 over a subgroup of 8 "
                     "leaves whole loads and then words"}},
+      {"FOUNDRY_FA_DECODE_SCATTER",
+       {.value = "1", .shows = "decode sums each score once per key, one lane group weighing each head's",
+        .fragment = kPassed, .check = ranKernel("_sc_")}},
       {"FOUNDRY_FA_DECODE_GROUP_ROWS",
        {.value = "1", .shows = "decode through the prefill kernels, each GQA group's heads as its rows",
         .fragment = kPassed, .check = ranKernel("Rope__inplace", "FlashDecode")}},

@@ -45,6 +45,7 @@ struct Knobs {
   Knobs& queryShared() { o.faDecodeQueryShared = Force::On; return *this; }
   Knobs& idleLanes() { o.faDecodeIdleLanes = Force::On; return *this; }
   Knobs& tailWords() { o.faDecodeTailWords = Force::On; return *this; }
+  Knobs& scatter() { o.faDecodeScatter = Force::On; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
@@ -122,6 +123,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     want.queryShared = o.faDecodeQueryShared == Force::On;
     want.idleLanes = o.faDecodeIdleLanes == Force::On;
     want.tailWords = o.faDecodeTailWords == Force::On;
+    want.scatter = o.faDecodeScatter == Force::On;
     ASSERT_FALSE(o.faDecodeScalar) << e.what();
     ASSERT_FALSE(want.unusableReason(sg).empty()) << "refused a usable variant: " << e.what();
     EXPECT_TRUE(contains(e.field(), "FOUNDRY_FA_DECODE_")) << e.what();
@@ -148,6 +150,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   }
   if (o.faDecodeTailWords != Force::Auto) {
     EXPECT_EQ(v.tailWords, o.faDecodeTailWords == Force::On) << plan.describe();
+  }
+  if (o.faDecodeScatter != Force::Auto) {
+    EXPECT_EQ(v.scatter, o.faDecodeScatter == Force::On) << plan.describe();
   }
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
@@ -227,6 +232,18 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{D40, Knobs().tailWords().vec(8).keys(2).queryShared()},
         VariantCase{D40, Knobs().tailWords().vec(8).keys(2).splitK(2).reduceKernel(), 2},
         VariantCase{D80mha, Knobs().tailWords()}, VariantCase{D80mha, Knobs().tailWords().splitK(3).reduceKernel(), 3},
+        // Scores summed once per key and weighed by one lane group each: 2 lanes per head and 2 steps
+        // per lane (D80, 4 heads, 8 lanes, 4 steps); 1 step per lane; 1 lane per head (8 heads, and 4
+        // heads on 4 lanes); 8 lanes of one head; and lanes outnumbering the heads x steps (refused).
+        VariantCase{D80, Knobs().tailWords().unroll(4).scatter()},
+        VariantCase{D80bf16, Knobs().tailWords().vec(8).keys(1).unroll(4).scatter()},
+        VariantCase{D80, Knobs().tailWords().vec(8).keys(1).unroll(2).scatter().splitK(3), 3},
+        VariantCase{C, Knobs().keys(1).scatter().splitK(3).reduceKernel(), 3},
+        VariantCase{A, Knobs().keys(2).unroll(2).scatter().queryShared()},
+        VariantCase{Batch3, Knobs().keys(2).unroll(2).scatter()}, VariantCase{Narrow, Knobs().keys(1).unroll(16).scatter()},
+        VariantCase{D80mha, Knobs().tailWords().keys(1).unroll(8).scatter()},
+        VariantCase{D80mha, Knobs().tailWords().keys(1).unroll(4).scatter()},
+        VariantCase{Long, Knobs().vec(8).keys(1).unroll(2).scatter().splitK(4).merged(), 4},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},

@@ -66,6 +66,16 @@ AttentionOptions tailWords() {
   return o;
 }
 
+// And scores summed once per key, a lane pair weighing each head's (the Hopper D80 plan): 8 lanes of
+// 10 elements with 4 steps.
+AttentionOptions tailWordsScattered() {
+  AttentionOptions o = tailWords();
+  o.faDecodeScatter = Force::On;
+  o.faDecodeKeysPerWarp = 1;
+  o.faDecodeUnroll = 4;
+  return o;
+}
+
 std::string caseName(const ::testing::TestParamInfo<RopeCase>& param) { return param.param.name(); }
 
 class FusedRopeDecode : public ::testing::TestWithParam<RopeCase> {};
@@ -102,6 +112,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RopeCase{decode(2, 8, 2, 90, 64, DType::F32), rope(RopePairing::RotateHalf), scalarSplit()},
                       RopeCase{decode(1, 4, 1, 70, 128, DType::F16), rope(RopePairing::RotateHalf, 32), keys2vec2Half()},
                       RopeCase{decode(1, 8, 2, 140, 80, DType::F16), rope(RopePairing::RotateHalf, 32), tailWords()},
+                      RopeCase{decode(1, 8, 2, 140, 80, DType::F16), rope(RopePairing::RotateHalf, 32),
+                               tailWordsScattered()},
                       // Long decode: llama3-scaled frequencies at position 2499, Split-K by the Selector.
                       RopeCase{decode(1, 8, 1, 2500, 128, DType::F16), llama3(), {}, 2}),
     caseName);

@@ -75,6 +75,12 @@ std::vector<ModCase> everyVariant() {
       {"splitk3_reduce", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}})},
       {"splitk4_merged", knobs({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}})},
       {"vec8_u8", knobs({{"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_UNROLL", "8"}})},
+      // Scores scattered: masks and score changes on the lane that weighs each score (steps enough
+      // for the lanes of a key on subgroups of 8 to 32).
+      {"scatter_k1_u8", knobs({{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "1"},
+                               {"FOUNDRY_FA_DECODE_UNROLL", "8"}})},
+      {"scatter_k2_u4_splitk3", knobs({{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "2"},
+                                       {"FOUNDRY_FA_DECODE_UNROLL", "4"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})},
   };
   for (const auto& set : modifierSets(decodeShape(), true)) {
     for (const auto& [name, o] : decodeKnobs) out.push_back({set, o, "decode_" + name});

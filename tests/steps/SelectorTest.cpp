@@ -418,7 +418,7 @@ TEST(Selector, DecodeKnobsBeatTheHeuristics) {
 
 TEST(Selector, HopperD80DecodeTakesWholeLoadsThenAWordPerLane) {
   // The tuning table's Hopper row for 16-bit rows of 80: 8 lanes of 10 elements, each two 8-byte loads
-  // and one 4-byte word, q in registers, 4 steps in flight, at every length.
+  // and one 4-byte word, q in registers, 4 steps in flight, scores scattered, at every length.
   const DeviceInfo h200 = parseDevicePreset("h200");
   for (const std::uint32_t kv : {65536u, 16384u, 4096u}) {
     const AttentionPlan plan = planFor(h200, decodeShape(1, 32, 8, kv, 80));
@@ -430,9 +430,12 @@ TEST(Selector, HopperD80DecodeTakesWholeLoadsThenAWordPerLane) {
     EXPECT_EQ(d80.vecWidth, 4u) << kv;
     EXPECT_EQ(d80.unroll, 4u) << kv;
     EXPECT_FALSE(d80.queryShared) << kv;
-    EXPECT_THAT(d80.key(), HasSubstr("_v4_tw_")) << kv;
+    EXPECT_THAT(d80.key(), HasSubstr("_v4_tw_sc_")) << kv;
     EXPECT_EQ(d80.kvAccess().key(), "f16_w4_words");
     EXPECT_THAT(plan, HasDecision("tail words", HasSubstr("tuning table")));
+    // Each score of a step summed once per key, a lane pair weighing each head's.
+    EXPECT_TRUE(d80.scatter) << kv;
+    EXPECT_THAT(plan, HasDecision("scores", HasSubstr("tuning table")));
   }
   EXPECT_TRUE(planFor(h200, decodeShape(8, 32, 8, 16384, 80)).decodeVariant.tailWords);
   CallShape bf16 = decodeShape(1, 32, 8, 65536, 80);
@@ -484,6 +487,42 @@ TEST(Selector, TailWordsKnobIsRefusedWhereNoSplitLeavesWholeLoadsAndWords) {
                        AttentionOptions::fromEnvironment(
                            {{"FOUNDRY_FA_DECODE_TAIL_WORDS", "1"}, {"FOUNDRY_FA_DECODE_IDLE_LANES", "1"}})),
                UserError);
+}
+
+TEST(Selector, ScoresAreScatteredOnlyWhereTheTuningTableOrTheKnobAsks) {
+  // The Hopper rows for 16-bit rows of 80 (above) and 8-bit rows of 128 (SelectorFormats) sum each
+  // score of a step once per key; other rows and other devices keep every lane summing every score.
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  for (const std::uint32_t d : {64u, 96u, 128u}) {
+    EXPECT_FALSE(planFor(h200, decodeShape(1, 32, 8, 65536, d)).decodeVariant.scatter) << d;
+  }
+  EXPECT_FALSE(planFor(parseDevicePreset("lavapipe"), decodeShape(1, 32, 8, 65536, 80)).decodeVariant.scatter);
+  // The knob turns it off, or on where the tuning table does not.
+  const auto with = [&](std::uint32_t d, const char* value) {
+    return planFor(h200, decodeShape(1, 32, 8, 65536, d), AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCATTER", value}}))
+        .decodeVariant;
+  };
+  EXPECT_FALSE(with(80, "0").scatter);
+  EXPECT_TRUE(with(80, "0").tailWords);
+  EXPECT_TRUE(with(64, "1").scatter);
+}
+
+TEST(Selector, ScatterKnobIsRefusedWhereALaneCannotKeepScoresOfOneHead) {
+  // MHA (one head per workgroup) over 16 lanes with 4 steps: more lanes than scores per step; and the
+  // scalar variant, whose lanes share no scores.
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const auto refused = [&](const CallShape& shape, std::map<std::string, std::string> env, const char* why) {
+    env["FOUNDRY_FA_DECODE_SCATTER"] = "1";
+    try {
+      planFor(h200, shape, AttentionOptions::fromEnvironment(env));
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_SCATTER"));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  refused(decodeShape(1, 32, 32, 4096, 128), {{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "2"}}, "16 lanes for 1 heads x 4 steps");
+  refused(decodeShape(1, 32, 8, 4096, 128), {{"FOUNDRY_FA_DECODE_SCALAR", "1"}}, "scalar");
 }
 
 TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
@@ -967,6 +1006,18 @@ TEST(SelectorFormats, Bf16DecodeLoadsLikeF16AndKeepsItsTypesInTheKernelKey) {
   EXPECT_THAT(f32out.decodeVariant.key(), HasSubstr("_of32"));
   // Half partials only for f16 K/V: bf16 values beyond 65504 would overflow them.
   EXPECT_EQ(bf16.decodeVariant.partial, PartialStorage::Float);
+}
+
+TEST(SelectorFormats, HopperInt8AndQ8D128DecodeScattersItsScores) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
+  for (const DType kv : {DType::I8, DType::Q8_0}) {
+    const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
+    EXPECT_TRUE(plan.decodeVariant.scatter) << plan.decodeVariant.key();
+    EXPECT_EQ(plan.decodeVariant.lanesPerKey(h200.subgroupSize), 8u) << plan.decodeVariant.key();
+  }
+  const AttentionPlan f16 = Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, {});
+  EXPECT_FALSE(f16.decodeVariant.scatter) << f16.decodeVariant.key();
 }
 
 TEST(SelectorFormats, PrefillTakesCooperativeMatricesOnlyForF16QueriesAndKeys) {

@@ -489,6 +489,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faDecodeQueryShared != Force::Auto) parts.push_back(o.faDecodeQueryShared == Force::On ? "qshared" : "qregs");
   if (o.faDecodeIdleLanes != Force::Auto) parts.push_back(o.faDecodeIdleLanes == Force::On ? "idle" : "noidle");
   if (o.faDecodeTailWords != Force::Auto) parts.push_back(o.faDecodeTailWords == Force::On ? "tail" : "notail");
+  if (o.faDecodeScatter != Force::Auto) parts.push_back(o.faDecodeScatter == Force::On ? "scatter" : "noscatter");
   if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
   if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
   if (o.faDecodeFusedReduce != Force::Auto) parts.push_back(o.faDecodeFusedReduce == Force::On ? "merged" : "reducekernel");

@@ -83,6 +83,12 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (unroll != 1 && unroll != 2 && unroll != 4 && unroll != 8 && unroll != 16) {
     return fmt::format("unroll {} is not 1, 2, 4, 8 or 16", unroll);
   }
+  // Each lane keeps scores of one head: as many lanes per key as heads at least, and no more than
+  // there are scores per step.
+  if (scatter && (lanes < 2 || lanes < heads || lanes > heads * unroll || lanes % heads != 0)) {
+    return fmt::format("scattered scores need 2 or more lanes per key, at least one per head and at most one per "
+                       "score of a step: {} lanes for {} heads x {} steps", lanes, heads, unroll);
+  }
   // q (unless read from shared memory) and o for every head, and K and V rows for every unrolled
   // step twice over (the next step's loads are in flight while this one's are used), all in
   // registers. Counting them once let D80 take 4 steps of 20-element rows on the H200, which spilled:
@@ -119,9 +125,9 @@ std::string DecodeVariant::key() const {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());
   }
-  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
+  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
                      vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "", queryShared ? "_qs" : int8Dot ? "_idot" : "",
-                     partialStorageName(partial), splitSuffix());
+                     scatter ? "_sc" : "", partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

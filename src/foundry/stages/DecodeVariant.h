@@ -44,6 +44,10 @@ struct DecodeVariant {
   /// 16-bit float rows that lanes split evenly but not into whole loads: each lane takes whole loads
   /// and then single 4-byte words (D80 over 8 lanes: two 8-byte loads and one word each, no lane idle).
   bool tailWords = false;
+  /// Each (head, step) score summed over its key's cluster once: a reduce-scatter leaves each lane the
+  /// sums of some scores of one head, whose weights it takes, and every lane gathers the weights back
+  /// (D80 on 8 lanes, 4 heads, 4 steps: 32 shuffles a step instead of 48, 3 exponentials instead of 20).
+  bool scatter = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the

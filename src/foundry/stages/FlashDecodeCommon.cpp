@@ -1,6 +1,7 @@
 #include "foundry/stages/FlashDecodeCommon.h"
 
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DECODE_Q_SHARED", v.queryShared ? "1" : "0");
     k.define("DECODE_IDLE_LANES", v.idleLanes ? "1" : "0");
     k.define("DECODE_TAIL_WORDS", v.tailWords ? "1" : "0");
+    k.define("DECODE_SCATTER", v.scatter ? "1" : "0");
+    if (v.scatter) k.constant("DECODE_SC_ROUNDS", std::countr_zero(v.lanesPerKey(device.subgroupSize)));
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");

@@ -84,6 +84,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_TAIL_WORDS",
           "decode, 16-bit K/V: each lane takes whole loads of its share of a row and then single 4-byte words, so "
           "that rows like D80's split over 8 lanes as one 16-byte load and one word each (1), or whole loads only (0)"),
+      knob::force<&O::faDecodeScatter, O>(
+          "FOUNDRY_FA_DECODE_SCATTER",
+          "decode: each score of a step summed over its key's lanes once, each lane weighing the scores of one head "
+          "and gathering the others' weights (1), or every lane summing and weighing every score (0)"),
       knob::force<&O::faDecodeGroupRows, O>(
           "FOUNDRY_FA_DECODE_GROUP_ROWS",
           "decode: the query heads of each KV head's GQA group taken as the rows of one prefill query, so the "

@@ -44,6 +44,7 @@ struct AttentionOptions {
   Force faDecodeInt8Dot = Force::Auto;             ///< FOUNDRY_FA_DECODE_INT8_DOT
   Force faDecodeIdleLanes = Force::Auto;           ///< FOUNDRY_FA_DECODE_IDLE_LANES
   Force faDecodeTailWords = Force::Auto;           ///< FOUNDRY_FA_DECODE_TAIL_WORDS
+  Force faDecodeScatter = Force::Auto;             ///< FOUNDRY_FA_DECODE_SCATTER
   Force faDecodeGroupRows = Force::Auto;           ///< FOUNDRY_FA_DECODE_GROUP_ROWS
   Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY (read by the runner's decode loop; auto: on GPUs)
   /// Where each of these knobs got its value.

@@ -322,6 +322,23 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                                 v.warps, v.heads, partialStorageName(v.partial), v.sharedBytes(sg), device.name,
                                 device.maxSharedMemoryBytes, halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
   }
+  // Last: the heads per workgroup and the steps are settled, and each lane must keep scores of one head.
+  if (!v.scalar && o.faDecodeScatter != Force::Off && (o.faDecodeScatter == Force::On || tune.decodeScatter != 0)) {
+    DecodeVariant c = v;
+    c.scatter = true;
+    if (const std::string reason = c.unusableReason(sg); reason.empty()) {
+      v = c;
+      why.push_back({"scores", fmt::format("scattered: {} lanes per key, {} per head", v.lanesPerKey(sg),
+                                           v.lanesPerKey(sg) / v.heads),
+                     o.faDecodeScatter == Force::On ? std::string("FOUNDRY_FA_DECODE_SCATTER")
+                                                    : tune.sourceOf("decodeScatter")});
+    } else if (o.faDecodeScatter == Force::On) {
+      rejectKnob(o, "FOUNDRY_FA_DECODE_SCATTER", 1, reason, "auto, 0");
+    }
+  } else if (v.scalar && o.faDecodeScatter == Force::On) {
+    rejectKnob(o, "FOUNDRY_FA_DECODE_SCATTER", 1, "the scalar decode variant shares no scores between lanes",
+               "auto, 0");
+  }
 
   return plan;
 }

@@ -26,7 +26,8 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(wideDecodeVec),       FOUNDRY_TUNING_FIELD(wideDecodeUnroll),
     FOUNDRY_TUNING_FIELD(decodeHeads),         FOUNDRY_TUNING_FIELD(decodeQueryShared),
     FOUNDRY_TUNING_FIELD(decodeInt8Dot),       FOUNDRY_TUNING_FIELD(decodeIdleLanes),
-    FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeGroupRows),
+    FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeScatter),
+    FOUNDRY_TUNING_FIELD(decodeGroupRows),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -46,7 +47,8 @@ const std::vector<TuningRow>& tuningTable() {
       {{},
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
-        .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeGroupRows = 0,
+        .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
+        .decodeGroupRows = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -73,11 +75,18 @@ const std::vector<TuningRow>& tuningTable() {
        "at each use (H200, batch 1 kv 65536, 2026-11-26: D96 58.4 us against 64.5, D80 62.0 against 68.4; at D128 "
        "74.1 against 71.7, D256 155.4 against 151.3 and int8 D128 107.0 against 85.5, so not there)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 80, .maxHeadDim = 80, .elementBytes = 2},
-       {.wideDecodeKeys = 0, .decodeQueryShared = 0, .decodeTailWords = 1},
+       {.wideDecodeKeys = 0, .decodeQueryShared = 0, .decodeTailWords = 1, .decodeScatter = 1},
        "Hopper, 16-bit rows of 80: 8 lanes of 10 elements, each two 8-byte loads and one 4-byte word, q in "
        "registers, 4 steps in flight, at every length (H200, 2026-11-27: batch 1 kv 65536 51.8-52.4 us against "
        "55.8-56.1 for the same split as a row of 96 with idle lanes, batch 8 kv 16384 91.9-92.3 against 98.8-98.9, "
-       "bf16 52.6 against 56.4, kv 16384 21.2-21.7 against 24.4-25.1 for 4 lanes of 20 with q shared)"},
+       "bf16 52.6 against 56.4, kv 16384 21.2-21.7 against 24.4-25.1 for 4 lanes of 20 with q shared); scores "
+       "scattered, each summed once per key and weighed by one lane pair (against the same plan unscattered: 51.1 "
+       "against 51.6-51.9, batch 8 88.8-88.9 against 90.4, bf16 51.2-51.4 against 51.8-52.0)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 128, .maxHeadDim = 128, .elementBytes = 1},
+       {.decodeScatter = 1},
+       "Hopper, 8-bit rows of 128 (int8, q8_0): scores scattered, each summed once per key and weighed by one lane "
+       "pair (H200, batch 1 kv 65536, 2026-11-27: int8 77.9-78.4 us against 87.0-87.3, q8_0 97.3-97.7 against "
+       "102.3-102.4; int8 batch 8 kv 16384 142.4-142.9 against 160.3-160.4)"},
       {{.minHeadDim = 320},
        {.decodeHeads = 2},
        "rows of 320 and more (MLA's latent 576): 2 query heads per decode workgroup, so that a lane's q and output "
