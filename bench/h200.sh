@@ -66,8 +66,9 @@
 #                                        # counts, subgroups, heads, batch 8, bf16 and shorter caches
 #   bash bench/h200.sh tail-words-probe  # on the device: the D80 plan's registers and variants with more
 #                                        # K/V in flight per compute unit
-#   bash bench/h200.sh scatter           # on the device: decode parity, registers, then decode with scores
-#                                        # summed once per key and weighed by one lane group, against the plan
+#   bash bench/h200.sh scatter           # on the device: registers, then decode with scores summed once per
+#                                        # key and weighed by one lane group against the plan, then decode
+#                                        # parity (SWEEPS: which sweeps, SKIP_TESTS=1: no parity)
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -765,7 +766,8 @@ case "${1:-}" in
     # Issue 15 (2026-11-27): decode scores summed once per key and each weighed by one lane group
     # (FOUNDRY_FA_DECODE_SCATTER) against the plan: the registers of each plan with and without it
     # (the driver's statistics), two rounds of each sweep (a name runs every variant it is part of:
-    # "w8 k4 v4 u4 tw" runs "... tw sc" too), then the decode parity cases. SWEEPS: which sweeps.
+    # "w8 k4 v4 u4 tw" runs "... tw sc" too), then the decode parity cases. SWEEPS: which sweeps (all
+    # but d64 by default).
     on_device
     status=0
     gpu_name

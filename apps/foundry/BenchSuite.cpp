@@ -494,10 +494,11 @@ std::vector<std::pair<std::string, AttentionOptions>> sweepVariants(const Shape&
     // some lanes idle ("il": usable only where the row leaves lanes idle), and whole loads then words
     // ("tw": 16-bit rows whose lanes' shares are not whole loads), and scores summed once per key
     // and weighed by one lane group each ("sc").
-    for (const char* mode : {"", " qs", " idot", " il", " il qs", " tw", " tw qs", " sc", " qs sc", " idot sc", " tw sc", " tw qs sc"}) {
+    for (const char* mode :
+         {"", " qs", " idot", " il", " il qs", " tw", " tw qs", " sc", " qs sc", " idot sc", " tw sc", " tw qs sc"}) {
       const std::string_view m = mode;
-      const bool qs = m.find(" qs") != std::string_view::npos, idot = m.starts_with(" idot"), idle = m.starts_with(" il"), tail = m.starts_with(" tw");
-      const bool scatter = m.ends_with(" sc");
+      const bool qs = m.find(" qs") != std::string_view::npos, idot = m.starts_with(" idot");
+      const bool idle = m.starts_with(" il"), tail = m.starts_with(" tw"), scatter = m.ends_with(" sc");
       if (idot && !(quantized(s.cacheType()) && device.int8Dot)) continue;
       for (std::uint32_t heads : headChoices) {
         for (std::uint32_t warps : {4u, 8u}) {

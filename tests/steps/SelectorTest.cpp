@@ -499,8 +499,8 @@ TEST(Selector, ScoresAreScatteredOnlyWhereTheTuningTableOrTheKnobAsks) {
   EXPECT_FALSE(planFor(parseDevicePreset("lavapipe"), decodeShape(1, 32, 8, 65536, 80)).decodeVariant.scatter);
   // The knob turns it off, or on where the tuning table does not.
   const auto with = [&](std::uint32_t d, const char* value) {
-    return planFor(h200, decodeShape(1, 32, 8, 65536, d), AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCATTER", value}}))
-        .decodeVariant;
+    const AttentionOptions o = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SCATTER", value}});
+    return planFor(h200, decodeShape(1, 32, 8, 65536, d), o).decodeVariant;
   };
   EXPECT_FALSE(with(80, "0").scatter);
   EXPECT_TRUE(with(80, "0").tailWords);
@@ -521,7 +521,8 @@ TEST(Selector, ScatterKnobIsRefusedWhereALaneCannotKeepScoresOfOneHead) {
       EXPECT_THAT(e.what(), HasSubstr(why));
     }
   };
-  refused(decodeShape(1, 32, 32, 4096, 128), {{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "2"}}, "16 lanes for 1 heads x 4 steps");
+  refused(decodeShape(1, 32, 32, 4096, 128), {{"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "2"}},
+          "16 lanes for 1 heads x 4 steps");
   refused(decodeShape(1, 32, 8, 4096, 128), {{"FOUNDRY_FA_DECODE_SCALAR", "1"}}, "scalar");
 }
 
@@ -1012,11 +1013,13 @@ TEST(SelectorFormats, HopperInt8AndQ8D128DecodeScattersItsScores) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
   for (const DType kv : {DType::I8, DType::Q8_0}) {
-    const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
+    const AttentionPlan plan =
+        Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
     EXPECT_TRUE(plan.decodeVariant.scatter) << plan.decodeVariant.key();
     EXPECT_EQ(plan.decodeVariant.lanesPerKey(h200.subgroupSize), 8u) << plan.decodeVariant.key();
   }
-  const AttentionPlan f16 = Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, {});
+  const AttentionPlan f16 =
+      Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, {});
   EXPECT_FALSE(f16.decodeVariant.scatter) << f16.decodeVariant.key();
 }
 
