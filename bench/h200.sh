@@ -138,6 +138,17 @@ time_variants() {
     done
   done
 }
+# On the device: the driver's statistics of the decode kernels for head_dim D (Hq 32, Hkv 8) under
+# each variant NAME:KNOB=VALUE,... ("plan" sets nothing), printed as "PREFIX NAME stats: ...".
+driver_stats() {  # D PREFIX VARIANT...
+  local d=$1 prefix=$2 v
+  shift 2
+  for v in "$@"; do
+    variant_sets "$v"
+    timeout 60 foundry "${sets[@]}" kernels --heads 32 --kv-heads 8 --head-dim "$d" --stats 2>&1 |
+      grep -E "^decode " | sed "s/^/$prefix${v%%:*} stats: /" | cut -c1-400 || status=1
+  done
+}
 # On the device: two rounds of `foundry SETS bench --sweep --runs 30` over SHAPE and the named
 # variants (`foundry bench --sweep` names them), each under TIMEOUT seconds, the JSON in
 # $out/NAME-ROUND.json and the lines "NAME round R: ..." (times and errors) printed; sets status=1
@@ -753,11 +764,7 @@ case "${1:-}" in
               w16-qs:FA_DECODE_WARPS=16,FA_DECODE_Q_SHARED=1
               w16-h2-qs:FA_DECODE_WARPS=16,FA_DECODE_HEADS=2,FA_DECODE_Q_SHARED=1
               h2:FA_DECODE_HEADS=2 h2-s32:FA_DECODE_HEADS=2,FA_DECODE_SPLIT_K=32)
-    for v in plan "${variants[@]}"; do
-      variant_sets "$v"
-      timeout 60 foundry "${sets[@]}" kernels --heads 32 --kv-heads 8 --head-dim 80 --stats 2>&1 |
-        grep -E "^decode " | sed "s/^/${v%%:*} stats: /" | cut -c1-400 || status=1
-    done
+    driver_stats 80 "" plan "${variants[@]}"
     shapes=(decode:1:32:8:65536:80 decode:8:32:8:16384:80)
     time_variants 2 60 tail-probe.txt --runs 30
     exit $status
@@ -771,13 +778,7 @@ case "${1:-}" in
     on_device
     status=0
     gpu_name
-    for d in 80 128; do
-      for v in plan sc:FA_DECODE_SCATTER=1; do
-        variant_sets "$v"
-        timeout 60 foundry "${sets[@]}" kernels --heads 32 --kv-heads 8 --head-dim $d --stats 2>&1 |
-          grep -E "^decode " | sed "s/^/D$d ${v%%:*} stats: /" | cut -c1-300 || status=1
-      done
-    done
+    for d in 80 128; do driver_stats "$d" "D$d " plan sc:FA_DECODE_SCATTER=1; done
     sc_sweep() {
       if [[ " ${SWEEPS:-d80 d80b8 d80bf16 d96 d128 int8} " == *" $1 "* ]]; then sweep_rounds 150 "sc-$1" "" "${@:2}"; fi
     }

@@ -296,7 +296,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     [[unroll]] for (uint off = 1u; off < DECODE_SC_LANES_PER_HEAD; off <<= 1u) {
       sc_max = max(sc_max, subgroupShuffleXor(sc_max, off));
     }
-    float alpha[DECODE_SC_SCORES];
+    float alpha[DECODE_HEADS];
     float p[DECODE_SC_SCORES];
     alpha[0] = exp2(sc_m - sc_max);
     float p_sum = 0.0;
@@ -359,15 +359,10 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
 
 #if DECODE_SCATTER
   [[unroll]] for (uint off = 1u; off < DECODE_SC_LANES_PER_HEAD; off <<= 1u) sc_l += subgroupShuffleXor(sc_l, off);
-  float sc_ms[DECODE_SC_SCORES], sc_ls[DECODE_SC_SCORES];
-  sc_ms[0] = sc_m;
-  sc_ls[0] = sc_l;
-  DECODE_ALL_GATHER(sc_ms, 1u, DECODE_SC_LANES_PER_HEAD)
-  DECODE_ALL_GATHER(sc_ls, 1u, DECODE_SC_LANES_PER_HEAD)
-  [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
-    m[h] = sc_ms[h];
-    l[h] = sc_ls[h];
-  }
+  m[0] = sc_m;
+  l[0] = sc_l;
+  DECODE_ALL_GATHER(m, 1u, DECODE_SC_LANES_PER_HEAD)
+  DECODE_ALL_GATHER(l, 1u, DECODE_SC_LANES_PER_HEAD)
 #endif
   // Clusters of one subgroup hold the same dimensions for different keys: merge them.
   [[unroll]] for (uint off = DECODE_LANES_PER_KEY; off < SUBGROUP_SIZE; off <<= 1u) {

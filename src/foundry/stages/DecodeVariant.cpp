@@ -44,9 +44,9 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
     return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
   }
   const std::uint32_t lanes = lanesPerKey(subgroupSize);
+  // 16-bit formats are f16 and bf16 only (the quantized ones, which integer dot products need, are 8-bit).
   if (tailWords) {
-    const StorageFormat& f = storageFormat(dtype);
-    if (quantized(dtype) || f.bytes != 2 || vecWidth < 4 || idleLanes || int8Dot) {
+    if (storageFormat(dtype).bytes != 2 || vecWidth < 4 || idleLanes) {
       return fmt::format("tail words take 16-bit float K/V (f16, bf16) in loads of 4 or 8 without idle lanes, not {} "
                          "in loads of {}{}", dtypeName(dtype), vecWidth, idleLanes ? " with idle lanes" : "");
     }
