@@ -53,6 +53,10 @@ struct DecodeVariant {
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
   /// output (an arrival counter per head group), so no reduce kernel runs.
   bool fusedReduce = false;
+  /// With fusedReduce: the splits of a head group take their keys a subgroup step at a time from a
+  /// counter of the group as they go, instead of fixed chunks, so a workgroup that streams faster takes
+  /// more and the splits end together.
+  bool steal = false;
   /// Also write each head's log-sum-exp (stages/LseOutput.h) where the kernel writes the output: not
   /// for a Split-K part whose partials a reduce kernel merges.
   bool lse = false;

@@ -36,8 +36,10 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   FOUNDRY_CHECK_INTERNAL(!v.lse || writesOutput, "decode variant {} writes an LSE but no output", v.key());
   if (v.lse) lse_detail::declare(k);
   if (v.split && v.fusedReduce) {
-    k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
+    // One arrival counter per head group; with steal, after them one counter of claimed keys per group.
+    k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");
     k.shared("merge_here", "uint", 1, 4);
+    k.constant("SPLITK_ELEMS", v.heads * v.vDim());  // the workgroup's heads' rows
     k.snippet("flashattention/splitk_reduce.glsl");
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
@@ -72,6 +74,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DECODE_IDLE_LANES", v.idleLanes ? "1" : "0");
     k.define("DECODE_TAIL_WORDS", v.tailWords ? "1" : "0");
     k.define("DECODE_SCATTER", v.scatter ? "1" : "0");
+    k.define("DECODE_STEAL", v.steal ? "1" : "0");
+    if (v.steal) k.define("DECODE_CLAIMS", "(gl_NumWorkGroups.y * gl_NumWorkGroups.z)");
     if (v.scatter) k.constant("DECODE_SC_ROUNDS", std::countr_zero(v.lanesPerKey(device.subgroupSize)));
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");
@@ -98,16 +102,18 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   w.line("barrier();");
   w.open("if (merge_here[0] != 0u)");
   w.line("memoryBarrierBuffer();");
-  w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
-  w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
-  w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
-  w.line("float o_merged, m_merged, l_merged;");
-  w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
-  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_STORE(fa_output(o_merged, m_merged, l_merged, batch, q_head0 + h, "
-         "q_pos, d));");
-  if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_merged", "l_merged"));
+  w.line("float o_merged[SPLITK_PER_INVOCATION], m_merged[SPLITK_PER_INVOCATION], l_merged[SPLITK_PER_INVOCATION];");
+  w.line("splitk_merge((batch * pc.n_heads + q_head0) * pc.n_splits, pc.n_splits, o_merged, m_merged, l_merged);");
+  w.open("[[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r)");
+  w.line("const uint i = splitk_index(r), h = i / VALUE_DIM, d = i % VALUE_DIM;");
+  w.open("if (i < SPLITK_ELEMS)");
+  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_STORE(fa_output(o_merged[r], m_merged[r], l_merged[r], batch, "
+         "q_head0 + h, q_pos, d));");
+  if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_merged[r]", "l_merged[r]"));
+  w.close();
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
+  if (v.steal) w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[DECODE_CLAIMS + group] = 0u;");
   w.close();
 }
 
@@ -117,8 +123,13 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
   // Split s takes the s-th chunk of the keys the workgroup's heads can see at all.
   w.line("const uint q_pos = fa_query_pos(batch, 0u);");
   w.line("const uvec4 keys = fa_keys_heads(batch, q_head0, DECODE_HEADS, q_pos, q_pos);");
-  w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
-  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
+  if (v.steal) {
+    // The splits claim steps of the whole range from their head group's counter as they go.
+    w.line("const uint kv_begin = keys.x, kv_end = keys.y;");
+  } else {
+    w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
+    w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
+  }
   w.line("{}(kv_begin, kv_end, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);",
          v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
   w.line("barrier();");

@@ -100,6 +100,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
+      knob::force<&O::faDecodeSteal, O>(
+          "FOUNDRY_FA_DECODE_STEAL",
+          "decode Split-K merged in the last workgroup: the splits of a head group claim its keys a subgroup step at "
+          "a time from a counter as they go (1), or each takes a fixed chunk (0)"),
       knob::force<&O::decodeReplay, O>(
           "FOUNDRY_DECODE_REPLAY",
           "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "

@@ -401,13 +401,29 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
                              : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
                                            device.computeUnits)});
   }
+  if (v.fusedReduce && o.faDecodeSteal != Force::Off && (o.faDecodeSteal == Force::On || tune.decodeSteal != 0)) {
+    DecodeVariant c = v;
+    c.steal = true;
+    if (const std::string unusable = c.unusableReason(sg); unusable.empty()) {
+      v = c;
+      why.push_back({"split-k keys", "claimed a step at a time from a counter per head group",
+                     o.faDecodeSteal == Force::On ? std::string("FOUNDRY_FA_DECODE_STEAL") : tune.sourceOf("decodeSteal")});
+    } else if (o.faDecodeSteal == Force::On) {
+      rejectKnob(o, "FOUNDRY_FA_DECODE_STEAL", 1, unusable, "auto, 0");
+    }
+  } else if (o.faDecodeSteal == Force::On) {
+    rejectKnob(o, "FOUNDRY_FA_DECODE_STEAL", 1,
+               "keys taken from a counter need a Split-K merged in its last workgroup, which resets the counter; this "
+               "call has " + (v.split ? std::string("a reduce kernel") : std::string("no Split-K")),
+               "auto, 0");
+  }
   // With a reduce kernel the partials' merge writes the LSE, like the output.
   v.lse = p.lse && (!v.split || v.fusedReduce);
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.nHeads, 1, p.batch};
   plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
-  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4;  // arrival counters
+  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * (v.steal ? 8 : 4);  // arrival (and claim) counters
   return plan;
 }
 
