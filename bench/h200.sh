@@ -69,9 +69,9 @@
 #   bash bench/h200.sh scatter           # on the device: registers, then decode with scores summed once per
 #                                        # key and weighed by one lane group against the plan, then decode
 #                                        # parity (SWEEPS: which sweeps, SKIP_TESTS=1: no parity)
-#   bash bench/h200.sh steal             # on the device: D80 decode's time against cache length, then
-#                                        # decode with keys claimed from a counter and the merge before
-#                                        # its loads were batched (.device/kernels-old) against the plan
+#   bash bench/h200.sh decode-probe      # on the device: the decode probe's cases, then decode shapes
+#                                        # timed and probed (each workgroup's setup, stream, hand-over
+#                                        # and merge; PROBE_SHAPES overrides the shapes)
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -796,32 +796,19 @@ case "${1:-}" in
     [ -n "${SKIP_TESTS:-}" ] || suite_subset scatter-tests '*DecodeVariants*:*ModifierVariants*decode_*'
     exit $status
     ;;
-  steal)
-    # Issue 15 (2026-11-27): decode Split-K splits claiming their keys from a counter per head group
-    # (FOUNDRY_FA_DECODE_STEAL) and the merge's loads batched (kernels/flashattention/splitk_reduce.glsl)
-    # against the merge before (the kernels of .device/kernels-old: here, copy kernels/ from the base
-    # commit there). First D80 with 16 splits at four cache lengths (the slope of time against bytes
-    # is the streaming rate; what is left at zero the fixed cost), then STEAL_SHAPES with the plan, the
-    # plan with stealing and the plan with the old merge, two rounds in alternation (SKIP_SLOPE=1: no
-    # slope).
+  decode-probe)
+    # Issue 15: where a decode call's fixed cost goes (11.3 us of D80's 51.4 at kv 65536, "The Split-K
+    # merge's loads" in docs/performance.md). The decode probe's parity cases, then the shapes (PROBE_SHAPES)
+    # timed and run once through the probe's build (FOUNDRY_FA_DECODE_PROBE): each workgroup's setup,
+    # stream, hand-over and merge, and how far apart the splits start and end, in device-clock ticks.
     on_device
     status=0
-    gpu_name
-    for v in plan steal:FA_DECODE_STEAL=1; do
-      [ -z "${SKIP_SLOPE:-}" ] || break
-      variant_sets "$v"
-      timeout 150 foundry --set FA_DECODE_SPLIT_K=16 "${sets[@]}" bench --runs 30 --shape decode:1:32:8:32768:80 \
-        decode:1:32:8:65536:80 decode:1:32:8:98304:80 decode:1:32:8:131072:80 2>&1 | grep -E "us$|rror" |
-        sed "s/^/slope ${v%%:*}: /" | tee -a "$out/steal-slope.txt" || status=1
-    done
-    read -r -a shapes <<<"${STEAL_SHAPES:-decode:1:32:8:65536:80 decode:8:32:8:16384:80 decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:64 decode:8:32:8:16384:128 decode:1:32:8:16384:128 decode:1:32:8:4096:128 decode:1:32:8:1024:128}"
+    suite_subset decode-probe-tests '*DecodeProbe*'
+    default="decode:1:32:8:65536:80 decode:1:32:8:65536:128 decode:1:32:8:65536:64 decode:1:32:8:4096:128"
+    read -r -a shapes <<<"${PROBE_SHAPES:-$default decode:8:32:8:16384:128}"
     for round in 1 2; do
-      for v in plan steal:FA_DECODE_STEAL=1 old-merge; do
-        variant_sets "${v/old-merge/plan}"
-        if [ "$v" = old-merge ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kernels-old; else unset FOUNDRY_KERNEL_DIR; fi
-        timeout 150 foundry "${sets[@]}" bench --shape "${shapes[@]}" 2>&1 |
-          grep -E "us$|rror" | sed "s/^/${v%%:*} (round $round): /" | tee -a "$out/steal.txt" || status=1
-      done
+      timeout 200 foundry bench --probe --json "$out/decode-probe-$round.json" --shape "${shapes[@]}" 2>&1 |
+        grep -E "us$|probe:|rror" | sed "s/^/round $round: /" || status=1
     done
     exit $status
     ;;

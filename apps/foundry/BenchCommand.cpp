@@ -53,8 +53,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each optionally with +window<W>, +softcap<C>, +alibi, +sinks, and the storage +bf16, +kvtok, +int8, +q8_0");
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
   cmd->add_flag("--probe", a->probe,
-                "Also run each prefill shape once through the probe's build of its kernel (FOUNDRY_FA_PREFILL_PROBE): "
-                "workgroups per SM at once, idle SMs, and the cycles of each phase");
+                "Also run each shape once through the probe's build of its kernel (FOUNDRY_FA_PREFILL_PROBE, "
+                "FOUNDRY_FA_DECODE_PROBE): for prefill workgroups per SM at once, idle SMs and the cycles of each "
+                "phase; for decode the times of each workgroup's setup, stream, hand-over and merge");
   cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
       ->needs("--sweep");
   cmd->callback([&global, &action, a] {
@@ -98,12 +99,14 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
         progress->finish();
         fmt::print("{}: {:.1f} us\n", name, r.medianUs);
         if (r.probe) fmt::print("  probe: {}\n", r.probe->describe());
+        if (r.decodeProbe) fmt::print("  probe: {}\n", r.decodeProbe->describe());
         std::fflush(stdout);
       };
       // Timed, and with --probe a prefill shape also through the probe's build.
       auto measured = [&](bench::Prepared& prepared, const AttentionOptions& knobs) {
         bench::Result r = runner.measure(prepared, knobs, ceilings);
         if (a->probe && prepared.shape.kind == "prefill") r.probe = runner.probe(prepared, knobs);
+        if (a->probe && prepared.shape.kind == "decode") r.decodeProbe = runner.probeDecode(prepared, knobs);
         return r;
       };
       for (std::size_t i = 0; i < shapes.size(); ++i) {

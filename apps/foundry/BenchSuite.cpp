@@ -395,14 +395,13 @@ Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilin
   return res;
 }
 
-probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
-  AttentionOptions probing = knobs;
-  probing.faPrefillProbe = true;
+std::pair<std::vector<std::uint32_t>, std::uint32_t> Runner::probeWords(Prepared& pr, AttentionOptions probing,
+                                                                       bool AttentionOptions::*probeKnob) {
+  probing.*probeKnob = true;
   FlashAttentionStep step(rt_.info(), rt_.snippets(), probing);
   DeviceWorkspace workspace(rt_);
   const AttentionPlan plan = step.plan(pr.calls[0]);
   const Tensor words = FlashAttentionStep::probeRecords(workspace, plan);
-  // The second call is the one read: the first builds the pipeline and warms the caches and clocks.
   for (int i = 0; i < 2; ++i) {
     words.buffer->fill(0u);
     auto d = rt_.dispatcher();
@@ -412,7 +411,17 @@ probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
   }
   std::vector<std::uint32_t> w(static_cast<std::size_t>(words.numel()));
   words.buffer->download(std::as_writable_bytes(std::span(w)), words.offset * 4);
-  return probe::summarize(w, plan.prefillVariant.subgroups());
+  return {std::move(w), plan.probeSubgroups()};
+}
+
+probe::Summary Runner::probe(Prepared& pr, const AttentionOptions& knobs) {
+  const auto [words, subgroups] = probeWords(pr, knobs, &AttentionOptions::faPrefillProbe);
+  return probe::summarize(words, subgroups);
+}
+
+probe::DecodeSummary Runner::probeDecode(Prepared& pr, const AttentionOptions& knobs) {
+  const auto [words, subgroups] = probeWords(pr, knobs, &AttentionOptions::faDecodeProbe);
+  return probe::summarizeDecode(words, subgroups);
 }
 
 Shape parseShape(const std::string& text) {
@@ -600,6 +609,14 @@ nlohmann::json probeJson(const std::optional<probe::Summary>& p) {
           {"workgroup_ticks", p->workgroupTicks}, {"cycles_per_tick", p->cyclesPerTick}, {"phase_share", phases}};
 }
 
+nlohmann::json decodeProbeJson(const std::optional<probe::DecodeSummary>& p) {
+  if (!p) return nullptr;
+  return {{"workgroups", p->workgroups}, {"merged", p->merged},   {"span_ticks", p->spanTicks},
+          {"start_spread", p->startSpread}, {"setup", p->setup}, {"stream", p->stream},
+          {"stream_end_spread", p->streamEndSpread}, {"hand_over", p->handOver}, {"merge", p->merge},
+          {"tail", p->tail}};
+}
+
 }  // namespace
 
 nlohmann::json toJson(const Result& r) {
@@ -610,7 +627,8 @@ nlohmann::json toJson(const Result& r) {
           {"kv_gbs", r.kvGBs},          {"pct_ceiling", orNull(r.percentOfCeiling)}, {"ceiling", r.ceiling}, {"rel_error", r.relError},
           {"variant", r.variant},       {"modifiers", r.shape.modifiers},
           {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},
-          {"plan", r.plan},             {"statistics", r.statistics},  {"probe", probeJson(r.probe)}};
+          {"plan", r.plan},             {"statistics", r.statistics},  {"probe", probeJson(r.probe)},
+          {"decode_probe", decodeProbeJson(r.decodeProbe)}};
 }
 
 nlohmann::json toJson(const Ceilings& c) {

@@ -76,6 +76,7 @@ struct Result {
   std::string variant;  ///< the sweep's name for the knob set, or empty
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> statistics;  ///< per kernel, from the driver
   std::optional<probe::Summary> probe;  ///< with --probe, for prefill shapes: one call of the probe's build
+  std::optional<probe::DecodeSummary> decodeProbe;  ///< with --probe, for decode shapes
 };
 
 /// decode, prefill, all, smoke, or modifiers: each modifier on the decode and prefill shapes it
@@ -107,8 +108,14 @@ class Runner {
   /// One call of the prefill kernel's probe build (FOUNDRY_FA_PREFILL_PROBE) with these knobs, after
   /// a warm-up call, and its summary.
   probe::Summary probe(Prepared& prepared, const AttentionOptions& knobs);
+  /// The same for a decode shape (FOUNDRY_FA_DECODE_PROBE).
+  probe::DecodeSummary probeDecode(Prepared& prepared, const AttentionOptions& knobs);
 
  private:
+  /// The probe's records of the second of two calls with `probing` and its `probeKnob` set (the first
+  /// builds the pipeline and warms the caches and clocks), and the plan's subgroups per workgroup.
+  std::pair<std::vector<std::uint32_t>, std::uint32_t> probeWords(Prepared& prepared, AttentionOptions probing,
+                                                                  bool AttentionOptions::*probeKnob);
   double timeCall(const std::function<void(Dispatcher&, std::uint32_t copy)>& record, std::uint32_t copies,
                   std::vector<double>& samples);
   Runtime& rt_;

@@ -74,16 +74,6 @@ const uint DECODE_SC_LANES_PER_HEAD = DECODE_LANES_PER_KEY / DECODE_HEADS;   // 
   }
 #endif
 
-#if DECODE_STEAL
-// Claims the next two steps (2 * DECODE_STEP keys) of head group `group` (DECODE_STEAL): one lane
-// counts them for the subgroup. An offset into the group's range; past its end once the range is taken.
-uint decode_claim(uint group) {
-  uint at = 0u;
-  if (gl_SubgroupInvocationID == 0u) at = atomicAdd(split_arrivals[DECODE_CLAIMS + group], 2u * DECODE_STEP);
-  return subgroupShuffle(at, 0u);
-}
-#endif
-
 DVEC decode_q(uint i) {
 #if DECODE_VEC == 4
   return vec4(q_shared[i], q_shared[i + 1u], q_shared[i + 2u], q_shared[i + 3u]);
@@ -237,40 +227,15 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   const uint sc_u = (lik % DECODE_SC_LANES_PER_HEAD) * DECODE_SC_HELD;
   float sc_m = NEG_BIG, sc_l = 0.0;
 #endif
-#if DECODE_STEAL
-  // Pairs of steps claimed from the head group's counter. A step's loads are issued one step ahead
-  // (below), and a pair is claimed when the pair before it starts, so each claim has two steps to
-  // come back before its keys are loaded.
-  const uint group = b * gl_NumWorkGroups.y + gl_WorkGroupID.y;
-  uint base = kv_begin + decode_claim(group);
-  if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr, kt, vt);
-  uint claimed = kv_begin + decode_claim(group);
-  uint next_base = base + DECODE_STEP, after_base;
-  bool next_second = true;  // next_base is the second step of its pair
-#define DECODE_NEXT next_base
-#define DECODE_ADVANCE base = next_base, next_base = after_base
-#else
   uint base = kv_begin + sg * DECODE_STEP;
   if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr, kt, vt);
-#define DECODE_NEXT (base + stride)
-#define DECODE_ADVANCE base += stride
-#endif
-  for (; base < kv_end; DECODE_ADVANCE) {
+  for (; base < kv_end; base += stride) {
     KV_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
     KV_RAW next_v[DECODE_UNROLL][DECODE_LOADS_V];
     uint next_kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], next_vt[DECODE_UNROLL][DECODE_TAIL_SLOTS];
-    if (DECODE_NEXT < kv_end) {
-      decode_load_step(DECODE_NEXT, cluster, lik, last, b, kv_h, next_k, next_v, next_kt, next_vt);
+    if (base + stride < kv_end) {
+      decode_load_step(base + stride, cluster, lik, last, b, kv_h, next_k, next_v, next_kt, next_vt);
     }
-#if DECODE_STEAL
-    if (next_second) {
-      after_base = claimed;
-      claimed = kv_begin + decode_claim(group);
-    } else {
-      after_base = next_base + DECODE_STEP;
-    }
-    next_second = !next_second;
-#endif
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
     [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {

@@ -1,44 +1,62 @@
 //! requires: flashattention/common.glsl
-// Merges the Split-K partials of SPLITK_ELEMS output elements, rows of VALUE_DIM: split s of row
-// `row` wrote an unnormalised output relative to its own running max m_s (log2 domain) and its sum
-// l_s, at partial row `row0 + row * n_splits + s`. Splits that saw no key have l_s = 0 and weigh
-// nothing. Each invocation merges elements splitk_index(r), r < SPLITK_PER_INVOCATION; each merged
-// output is relative to the largest m_s, with sum l (normalise with fa_output).
-//
-// Every load of SPLITK_BATCH splits, for all of an invocation's elements, is issued before any is
-// folded: the merge sits on the critical path of a fused decode call, and a fold that waited for
-// each split's load, or each element's, would wait for memory that many times.
+// Merges the Split-K partials of one output row (batch, query head, token): split s wrote an
+// unnormalised output relative to its own running max m_s (log2 domain) and its sum l_s, at row
+// `row0 + s`. Splits that saw no key have l_s = 0 and weigh nothing. The merged output is relative
+// to the largest m_s, with sum l (normalise with fa_output).
+void splitk_merge(uint row0, uint n_splits, uint d, out float o, out float m, out float l) {
+  m = NEG_BIG;
+  l = 0.0;
+  o = 0.0;
+  for (uint s = 0u; s < n_splits; ++s) {
+    const vec2 ml = partial_ml[row0 + s];
+    softmax_fold(m, l, o, ml.x, ml.y, partial_o[(row0 + s) * VALUE_DIM + d]);
+  }
+}
+
+#ifdef SPLITK_ELEMS
+// The merge of SPLITK_ELEMS output elements (rows of VALUE_DIM, partial row `row0 + row * n_splits +
+// s`) where the workgroup has fewer invocations than elements, as a fused decode call's last workgroup
+// may (D80 and D128 with 4 heads on 256 invocations): each invocation merges elements splitk_index(r),
+// r < SPLITK_PER_INVOCATION. The loads of a batch of splits, for all of an invocation's elements, are
+// issued before any is folded: that merge is on the critical path of the call, and a fold that
+// waited for each split's load and each element's would wait for memory that many times. Every load is
+// made (past the last split or element, the last one again): loads under conditions were slower on
+// the H200 (docs/performance.md, "The Split-K merge's loads"). A batch of 4 where there are few
+// splits, so that they do not read the last split many times over.
 const uint SPLITK_PER_INVOCATION = (SPLITK_ELEMS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
-const uint SPLITK_BATCH = 16u;
 
 uint splitk_index(uint r) { return gl_LocalInvocationIndex + r * WORKGROUP_SIZE; }
 
-void splitk_merge(uint row0, uint n_splits, out float o[SPLITK_PER_INVOCATION], out float m[SPLITK_PER_INVOCATION],
-                  out float l[SPLITK_PER_INVOCATION]) {
+#define SPLITK_MERGE_BATCHES(BATCH)                                                                   \
+  for (uint s0 = 0u; s0 < n_splits; s0 += (BATCH)) {                                                \
+    vec2 ml[SPLITK_PER_INVOCATION][BATCH];                                                          \
+    float po[SPLITK_PER_INVOCATION][BATCH];                                                         \
+    [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {                                  \
+      const uint i = min(splitk_index(r), SPLITK_ELEMS - 1u);                                       \
+      [[unroll]] for (uint j = 0u; j < (BATCH); ++j) {                                              \
+        const uint row = row0 + (i / VALUE_DIM) * n_splits + min(s0 + j, n_splits - 1u);           \
+        ml[r][j] = partial_ml[row];                                                                 \
+        po[r][j] = partial_o[row * VALUE_DIM + i % VALUE_DIM];                                      \
+      }                                                                                             \
+    }                                                                                               \
+    [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {                                  \
+      [[unroll]] for (uint j = 0u; j < (BATCH); ++j) {                                              \
+        if (s0 + j < n_splits) softmax_fold(m[r], l[r], o[r], ml[r][j].x, ml[r][j].y, po[r][j]);    \
+      }                                                                                             \
+    }                                                                                               \
+  }
+
+void splitk_merge_batched(uint row0, uint n_splits, out float o[SPLITK_PER_INVOCATION],
+                          out float m[SPLITK_PER_INVOCATION], out float l[SPLITK_PER_INVOCATION]) {
   [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {
     m[r] = NEG_BIG;
     l[r] = 0.0;
     o[r] = 0.0;
   }
-  for (uint s0 = 0u; s0 < n_splits; s0 += SPLITK_BATCH) {
-    vec2 ml[SPLITK_PER_INVOCATION][SPLITK_BATCH];
-    float po[SPLITK_PER_INVOCATION][SPLITK_BATCH];
-    [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {
-      const uint i = splitk_index(r);
-      [[unroll]] for (uint j = 0u; j < SPLITK_BATCH; ++j) {
-        ml[r][j] = vec2(NEG_BIG, 0.0);
-        po[r][j] = 0.0;
-        if (i < SPLITK_ELEMS && s0 + j < n_splits) {
-          const uint row = row0 + (i / VALUE_DIM) * n_splits + s0 + j;
-          ml[r][j] = partial_ml[row];
-          po[r][j] = partial_o[row * VALUE_DIM + i % VALUE_DIM];
-        }
-      }
-    }
-    [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {
-      [[unroll]] for (uint j = 0u; j < SPLITK_BATCH; ++j) {
-        if (s0 + j < n_splits) softmax_fold(m[r], l[r], o[r], ml[r][j].x, ml[r][j].y, po[r][j]);
-      }
-    }
+  if (n_splits <= 4u) {
+    SPLITK_MERGE_BATCHES(4u)
+  } else {
+    SPLITK_MERGE_BATCHES(16u)
   }
 }
+#endif

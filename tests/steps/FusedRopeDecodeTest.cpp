@@ -66,12 +66,11 @@ AttentionOptions tailWords() {
   return o;
 }
 
-// And scores summed once per key, a lane pair weighing each head's (the Hopper D80 plan): 8 lanes of
-// 10 elements with 4 steps.
+// And scores summed once per key, a lane pair weighing each head's (the Hopper D80 plan): 4 steps, and
+// the Selector's 8 lanes of 10 elements per key (a forced key count would fit one subgroup size only).
 AttentionOptions tailWordsScattered() {
   AttentionOptions o = tailWords();
   o.faDecodeScatter = Force::On;
-  o.faDecodeKeysPerWarp = 1;
   o.faDecodeUnroll = 4;
   return o;
 }

@@ -238,6 +238,33 @@ TEST_P(KernelCompile, DecodeVariants) {
             << " usable variants\n";
 }
 
+TEST_P(KernelCompile, MergedDecodeBatchesItsLoadsWhereInvocationsMergeSeveralElements) {
+  // The last workgroup's merge takes the batched form (the loads of all its elements before any fold)
+  // only where the heads' rows outnumber the invocations: on the H200, D80 and D128 with 4 heads on
+  // 256 invocations, and not D64 (docs/performance.md, "The Split-K merge's loads").
+  for (const std::uint32_t d : {64u, 80u, 128u}) {
+    DecodeVariant v;
+    v.headDim = d;
+    v.heads = 4;
+    v.warps = 8;
+    v.keysPerWarp = sg / 8;  // 8 lanes per key: whole loads for every D here
+    v.vecWidth = 2;
+    v.split = v.fusedReduce = true;
+    ASSERT_EQ(v.unusableReason(sg), "") << v.key();
+    buildAndCompile(v.key(), [&] {
+      KernelBuilder b = builder();
+      b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
+      b.emplace<KvAccessStage>(v.kvAccess()).emplace<FlashDecodeStage>(v);
+      KernelSource src = b.build();
+      const bool batched = v.heads * d > v.workgroupSize(sg);
+      EXPECT_EQ(src.glsl.find("splitk_merge_batched((batch") != std::string::npos, batched) << v.key();
+      EXPECT_EQ(src.glsl.find("splitk_merge(row0") != std::string::npos, !batched) << v.key();
+      return src;
+    });
+  }
+  EXPECT_EQ(compiled, 3);
+}
+
 // ---- prefill (subgroup variant) -------------------------------------------------------------------
 
 TEST_P(KernelCompile, PrefillSubgroupVariants) {

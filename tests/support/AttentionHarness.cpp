@@ -375,7 +375,7 @@ AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options
   StepContext ctx{*dispatcher, workspace, &rt};
   // The probe's tensor, zeroed first so a record the kernel never wrote shows.
   std::optional<Tensor> probeWords;
-  if (const AttentionPlan plan = step.plan(in.call); !plan.decode && plan.prefillVariant.probe) {
+  if (const AttentionPlan plan = step.plan(in.call); plan.probed()) {
     probeWords = FlashAttentionStep::probeRecords(workspace, plan);
     probeWords->buffer->fill(0u);
   }

@@ -29,10 +29,6 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8 && vecWidth != 16) {
     return fmt::format("vector width {} is not 1, 2, 4, 8 or 16", vecWidth);
   }
-  if (steal && (!split || !fusedReduce || scalar)) {
-    return scalar ? "the scalar decode variant takes its keys in fixed chunks"
-                  : "keys taken from a counter need a Split-K merged in its last workgroup, which resets the counter";
-  }
   if (scalar) {  // loads one element at a time whatever the width
     return partial == PartialStorage::Float ? "" : "the scalar variant accumulates its outputs in float partials";
   }
@@ -115,8 +111,9 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string DecodeVariant::splitSuffix() const {
-  std::string s = split ? (fusedReduce ? (steal ? "_split_merged_st" : "_split_merged") : "_split") : "";
+  std::string s = split ? (fusedReduce ? "_split_merged" : "_split") : "";
   if (lse) s += "_lse";
+  if (probe) s += "_probe";
   if (qType() != dtype) s += fmt::format("_q{}", dtypeName(qType()));
   if (oType() != dtype) s += fmt::format("_o{}", dtypeName(oType()));
   if (pageSize) s += fmt::format("_pg{}", pageSize);

@@ -53,13 +53,12 @@ struct DecodeVariant {
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
   /// output (an arrival counter per head group), so no reduce kernel runs.
   bool fusedReduce = false;
-  /// With fusedReduce: the splits of a head group take their keys a subgroup step at a time from a
-  /// counter of the group as they go, instead of fixed chunks, so a workgroup that streams faster takes
-  /// more and the splits end together.
-  bool steal = false;
   /// Also write each head's log-sum-exp (stages/LseOutput.h) where the kernel writes the output: not
   /// for a Split-K part whose partials a reduce kernel merges.
   bool lse = false;
+  /// The decode probe's build (FOUNDRY_FA_DECODE_PROBE): each subgroup records the device-clock times
+  /// of its milestones (stages/PrefillProbe.h).
+  bool probe = false;
 
   /// Lanes that share one key (subgroup size / keys per warp) and elements each lane holds.
   std::uint32_t lanesPerKey(std::uint32_t subgroupSize) const { return subgroupSize / keysPerWarp; }

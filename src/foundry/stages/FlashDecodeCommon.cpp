@@ -11,8 +11,20 @@
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/LseOutput.h"
+#include "foundry/stages/PrefillProbe.h"
 
 namespace foundry::decode_detail {
+
+namespace {
+
+// The last workgroup merges its heads' rows with the batched merge (splitk_merge_batched) where it
+// has fewer invocations than elements: 1% faster at D80 and D128 on the H200, and 4% slower at D64,
+// where each invocation merges one element (docs/performance.md, "The Split-K merge's loads").
+bool batchedMerge(const DecodeVariant& v, std::uint32_t subgroupSize) {
+  return v.split && v.fusedReduce && v.heads * v.vDim() > v.workgroupSize(subgroupSize);
+}
+
+}  // namespace
 
 std::set<std::string> hookPoints(const DecodeVariant& v) {
   auto points = attentionHookNames(v.split && !v.fusedReduce ? HookPhase::Keys : HookPhase::All);
@@ -35,11 +47,12 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   if (writesOutput) k.buffer("o", v.oType(), Access::WriteOnly);
   FOUNDRY_CHECK_INTERNAL(!v.lse || writesOutput, "decode variant {} writes an LSE but no output", v.key());
   if (v.lse) lse_detail::declare(k);
+  probe::declare(k, device, v.probe, "FOUNDRY_FA_DECODE_PROBE");
+  if (v.probe) k.snippet("flashattention/probe.glsl");
   if (v.split && v.fusedReduce) {
-    // One arrival counter per head group; with steal, after them one counter of claimed keys per group.
-    k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");
+    k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
     k.shared("merge_here", "uint", 1, 4);
-    k.constant("SPLITK_ELEMS", v.heads * v.vDim());  // the workgroup's heads' rows
+    if (batchedMerge(v, device.subgroupSize)) k.define("SPLITK_ELEMS", fmt::format("{}u", v.heads * v.vDim()));
     k.snippet("flashattention/splitk_reduce.glsl");
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
@@ -74,8 +87,6 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DECODE_IDLE_LANES", v.idleLanes ? "1" : "0");
     k.define("DECODE_TAIL_WORDS", v.tailWords ? "1" : "0");
     k.define("DECODE_SCATTER", v.scatter ? "1" : "0");
-    k.define("DECODE_STEAL", v.steal ? "1" : "0");
-    if (v.steal) k.define("DECODE_CLAIMS", "(gl_NumWorkGroups.y * gl_NumWorkGroups.z)");
     if (v.scatter) k.constant("DECODE_SC_ROUNDS", std::countr_zero(v.lanesPerKey(device.subgroupSize)));
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");
@@ -92,7 +103,7 @@ namespace {
 // Every invocation's partial writes are made visible device-wide before its workgroup's arrival is
 // counted; the workgroup that arrives last merges all the splits of its head group, then leaves
 // the counter at zero for the next call. One dispatch instead of part, barrier and reduce.
-void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
+void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w, bool batched) {
   w.line("memoryBarrierBuffer();");
   w.line("barrier();");
   w.line("const uint group = batch * gl_NumWorkGroups.y + gl_WorkGroupID.y;");
@@ -100,38 +111,51 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   w.line("merge_here[0] = atomicAdd(split_arrivals[group], 1u) == pc.n_splits - 1u ? 1u : 0u;");
   w.close();
   w.line("barrier();");
+  if (v.probe) w.line("probe_stamp(PROBE_HANDED_OVER);");
   w.open("if (merge_here[0] != 0u)");
   w.line("memoryBarrierBuffer();");
-  w.line("float o_merged[SPLITK_PER_INVOCATION], m_merged[SPLITK_PER_INVOCATION], l_merged[SPLITK_PER_INVOCATION];");
-  w.line("splitk_merge((batch * pc.n_heads + q_head0) * pc.n_splits, pc.n_splits, o_merged, m_merged, l_merged);");
-  w.open("[[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r)");
-  w.line("const uint i = splitk_index(r), h = i / VALUE_DIM, d = i % VALUE_DIM;");
-  w.open("if (i < SPLITK_ELEMS)");
-  w.line("o[o_base + h * pc.o_stride_h + d] = OUT_STORE(fa_output(o_merged[r], m_merged[r], l_merged[r], batch, "
-         "q_head0 + h, q_pos, d));");
-  if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_merged[r]", "l_merged[r]"));
-  w.close();
+  const auto store = [&](const char* r) {
+    w.line("o[o_base + h * pc.o_stride_h + d] = OUT_STORE(fa_output(o_merged{0}, m_merged{0}, l_merged{0}, batch, "
+           "q_head0 + h, q_pos, d));", r);
+    if (v.lse) {
+      w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", fmt::format("m_merged{}", r),
+                                                     fmt::format("l_merged{}", r)));
+    }
+  };
+  if (batched) {
+    w.line("float o_merged[SPLITK_PER_INVOCATION], m_merged[SPLITK_PER_INVOCATION], l_merged[SPLITK_PER_INVOCATION];");
+    w.line("splitk_merge_batched((batch * pc.n_heads + q_head0) * pc.n_splits, pc.n_splits, o_merged, m_merged, "
+           "l_merged);");
+    w.open("[[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r)");
+    w.line("const uint i = splitk_index(r), h = i / VALUE_DIM, d = i % VALUE_DIM;");
+    w.open("if (i < SPLITK_ELEMS)");
+    store("[r]");
+    w.close();
+  } else {
+    w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
+    w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
+    w.line("const uint row0 = (batch * pc.n_heads + q_head0 + h) * pc.n_splits;");
+    w.line("float o_merged, m_merged, l_merged;");
+    w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
+    store("");
+  }
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
-  if (v.steal) w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[DECODE_CLAIMS + group] = 0u;");
   w.close();
 }
 
 }  // namespace
 
-void emitBody(const DecodeVariant& v, GlslWriter& w) {
+void emitBody(const DecodeVariant& v, GlslWriter& w, const DeviceInfo& device) {
   // Split s takes the s-th chunk of the keys the workgroup's heads can see at all.
   w.line("const uint q_pos = fa_query_pos(batch, 0u);");
   w.line("const uvec4 keys = fa_keys_heads(batch, q_head0, DECODE_HEADS, q_pos, q_pos);");
-  if (v.steal) {
-    // The splits claim steps of the whole range from their head group's counter as they go.
-    w.line("const uint kv_begin = keys.x, kv_end = keys.y;");
-  } else {
-    w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
-    w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
-  }
+  w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
+  w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
+  if (v.probe) w.line("probe_stamp(PROBE_STREAM_BEGUN);");
   w.line("{}(kv_begin, kv_end, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);",
          v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
+  if (v.probe) w.line("probe_stamp(PROBE_STREAM_DONE);");
   w.line("barrier();");
   w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");
   w.line("const uint h = i / VALUE_DIM, d = i % VALUE_DIM;");
@@ -147,7 +171,10 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
     if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0 + h", "0u", "m_all", "l_all"));
   }
   w.close();
-  if (v.split && v.fusedReduce) emitLastArrivalMerge(v, w);
+  const bool fused = v.split && v.fusedReduce;
+  if (v.probe && !fused) w.line("probe_stamp(PROBE_HANDED_OVER);");  // the output or the partials written
+  if (fused) emitLastArrivalMerge(v, w, batchedMerge(v, device.subgroupSize));
+  if (v.probe) w.line("probe_end_stamps({});", fused ? "merge_here[0] != 0u" : "false");
 }
 
 }  // namespace foundry::decode_detail

@@ -17,13 +17,13 @@ const std::array<const char*, kPhases + 1>& phaseNames() {
   return names;
 }
 
-void declare(KernelInterface& k, const DeviceInfo& device, bool on) {
+void declare(KernelInterface& k, const DeviceInfo& device, bool on, const char* knob) {
   k.define("FA_PROBE", on ? "1" : "0");
   if (!on) return;
   if (!device.shaderClock) {
-    throw UnsupportedError(fmt::format("FOUNDRY_FA_PREFILL_PROBE reads the shader clocks of VK_KHR_shader_clock "
-                                       "(subgroup and device scope), which device '{}' does not offer",
-                                       device.name));
+    throw UnsupportedError(fmt::format("{} reads the shader clocks of VK_KHR_shader_clock (subgroup and device "
+                                       "scope), which device '{}' does not offer",
+                                       knob, device.name));
   }
   k.buffer("probe", DType::U32, Access::WriteOnly);
   k.extension("GL_ARB_shader_clock").extension("GL_EXT_shader_realtime_clock");
@@ -128,6 +128,63 @@ Summary summarize(const std::vector<std::uint32_t>& w, std::uint32_t subgroups) 
   for (std::size_t p = 0; p < phase.size(); ++p) s.phaseShare[p] = phaseTotal > 0 ? phase[p] / phaseTotal : 0;
   if (ticks > 0) s.cyclesPerTick = cycles / ticks;
   return s;
+}
+
+DecodeSummary summarizeDecode(const std::vector<std::uint32_t>& w, std::uint32_t subgroups) {
+  FOUNDRY_CHECK_INTERNAL(subgroups > 0 && w.size() % (std::size_t(subgroups) * kWords) == 0,
+                         "probe buffer of {} words for {} subgroups per workgroup", w.size(), subgroups);
+  DecodeSummary s;
+  std::uint64_t firstStart = ~0ull, lastStart = 0, lastEnd = 0, firstStreamEnd = ~0ull, lastStreamEnd = 0;
+  double setup = 0, stream = 0, handOver = 0, merge = 0;
+  const std::size_t groups = w.size() / (std::size_t(subgroups) * kWords);
+  for (std::size_t g = 0; g < groups; ++g) {
+    // The workgroup: its first subgroup's start, its last one's stream end, hand-over and end.
+    std::uint64_t start = ~0ull, begun = ~0ull, done = 0, handed = 0, end = 0;
+    bool any = false, merged = false;
+    for (std::uint32_t sg = 0; sg < subgroups; ++sg) {
+      const std::uint32_t* r = &w[(g * subgroups + sg) * kWords];
+      if (joined(r[2], r[3]) == 0 && joined(r[4], r[5]) == 0) continue;
+      any = true;
+      start = std::min(start, joined(r[2], r[3]));
+      begun = std::min(begun, joined(r[7], r[8]));
+      done = std::max(done, joined(r[9], r[10]));
+      handed = std::max(handed, joined(r[11], r[12]));
+      end = std::max(end, joined(r[4], r[5]));
+      merged = merged || r[13] != 0;
+    }
+    if (!any) continue;
+    ++s.workgroups;
+    firstStart = std::min(firstStart, start);
+    lastStart = std::max(lastStart, start);
+    lastEnd = std::max(lastEnd, end);
+    firstStreamEnd = std::min(firstStreamEnd, done);
+    lastStreamEnd = std::max(lastStreamEnd, done);
+    setup += double(begun - start);
+    stream += double(done - begun);
+    handOver += double(handed - done);
+    if (merged) {
+      ++s.merged;
+      merge += double(end - handed);
+    }
+  }
+  if (s.workgroups == 0) return s;
+  const double n = s.workgroups;
+  s.spanTicks = double(lastEnd - firstStart);
+  s.startSpread = double(lastStart - firstStart);
+  s.setup = setup / n;
+  s.stream = stream / n;
+  s.streamEndSpread = double(lastStreamEnd - firstStreamEnd);
+  s.handOver = handOver / n;
+  s.merge = s.merged ? merge / s.merged : 0;
+  s.tail = double(lastEnd - lastStreamEnd);
+  return s;
+}
+
+std::string DecodeSummary::describe() const {
+  return fmt::format("{} workgroups ({} merged), span {:.0f} ticks: starts spread over {:.0f}; a workgroup's setup "
+                     "{:.0f}, stream {:.0f} (ends spread over {:.0f}), hand-over {:.0f}; the merge {:.0f}; the last "
+                     "stream's end to the last end {:.0f}",
+                     workgroups, merged, spanTicks, startSpread, setup, stream, streamEndSpread, handOver, merge, tail);
 }
 
 std::string Summary::describe() const {

@@ -4,6 +4,9 @@
 // many of its SM's cycles each phase of the tile loop took (kernels/flashattention/probe.glsl holds
 // the record's layout). Summaries answer what timings alone cannot: how many workgroups share an SM
 // at once, how long SMs sit idle in the grid's tail, and where a subgroup's cycles go.
+// The decode probe (FOUNDRY_FA_DECODE_PROBE) writes records of the same size with the device-clock
+// times of a decode workgroup's milestones instead of phase cycles: where a call's fixed cost goes
+// (q staged, the partials handed over, the last workgroup's merge) and how unevenly the splits end.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -24,8 +27,8 @@ constexpr std::uint32_t kPhases = 7;  ///< PROBE_SETUP .. PROBE_BARRIER
 const std::array<const char*, kPhases + 1>& phaseNames();
 
 /// Declares FA_PROBE (0 or 1), and with 1 the write-only u32 buffer "probe" and the clock extensions.
-/// With `on`, UnsupportedError where the device lacks VK_KHR_shader_clock's clocks.
-void declare(KernelInterface& k, const DeviceInfo& device, bool on);
+/// With `on`, UnsupportedError naming `knob` where the device lacks VK_KHR_shader_clock's clocks.
+void declare(KernelInterface& k, const DeviceInfo& device, bool on, const char* knob = "FOUNDRY_FA_PREFILL_PROBE");
 
 /// Words of the probe buffer for a grid of `workgroups` of `subgroups` subgroups.
 std::uint64_t words(std::uint64_t workgroups, std::uint32_t subgroups);
@@ -47,6 +50,25 @@ struct Summary {
 /// Reads a probe buffer of `subgroups` subgroups per workgroup. Records whose start and end are both
 /// zero (the buffer zeroed beforehand, the workgroup returned early) are skipped.
 Summary summarize(const std::vector<std::uint32_t>& words, std::uint32_t subgroups);
+
+/// A decode call's milestones, in device-clock ticks (nanoseconds on NVIDIA), from the decode probe's
+/// records: means over workgroups unless said.
+struct DecodeSummary {
+  std::uint32_t workgroups = 0;  ///< recorded
+  std::uint32_t merged = 0;      ///< workgroups that merged their head group's splits
+  double spanTicks = 0;          ///< the first start to the last end
+  double startSpread = 0;        ///< the first workgroup's start to the last one's
+  double setup = 0;              ///< start to the keys' stream begun (q staged)
+  double stream = 0;             ///< the stream begun to the workgroup's last subgroup done with it
+  double streamEndSpread = 0;    ///< the first workgroup's stream end to the last one's
+  double handOver = 0;           ///< stream done to handed over (partials written, arrival counted)
+  double merge = 0;              ///< handed over to the end, in the workgroups that merged
+  double tail = 0;               ///< the last stream end to the last end: what follows the stream
+  std::string describe() const;
+};
+
+/// Reads a decode probe buffer of `subgroups` subgroups per workgroup (records as summarize()).
+DecodeSummary summarizeDecode(const std::vector<std::uint32_t>& words, std::uint32_t subgroups);
 
 }  // namespace probe
 }  // namespace foundry

@@ -15,15 +15,11 @@ void SdpaPrefillSplitKReduceStage::emit(GlslWriter& w, const DeviceInfo&) const 
   w.line("const uint token = gl_WorkGroupID.x, head = gl_WorkGroupID.y, batch = gl_WorkGroupID.z;");
   w.line("const uint row0 = ((batch * pc.n_heads + head) * pc.q_len + token) * pc.n_splits;");
   w.line("const uint o_row = batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s;");
-  w.line("float o_merged[SPLITK_PER_INVOCATION], m_merged[SPLITK_PER_INVOCATION], l_merged[SPLITK_PER_INVOCATION];");
-  w.line("splitk_merge(row0, pc.n_splits, o_merged, m_merged, l_merged);");
-  w.open("[[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r)");
-  w.line("const uint d = splitk_index(r);");
-  w.open("if (d < VALUE_DIM)");
-  w.line("o[o_row + d] = OUT_STORE(fa_output(o_merged[r], m_merged[r], l_merged[r], batch, head, "
-         "fa_query_pos(batch, token), d));");
-  if (lse_) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "head", "token", "m_merged[r]", "l_merged[r]"));
-  w.close();
+  w.open("for (uint d = gl_LocalInvocationIndex; d < VALUE_DIM; d += WORKGROUP_SIZE)");
+  w.line("float o_merged, m_merged, l_merged;");
+  w.line("splitk_merge(row0, pc.n_splits, d, o_merged, m_merged, l_merged);");
+  w.line("o[o_row + d] = OUT_STORE(fa_output(o_merged, m_merged, l_merged, batch, head, fa_query_pos(batch, token), d));");
+  if (lse_) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "head", "token", "m_merged", "l_merged"));
   w.close();
 }
 

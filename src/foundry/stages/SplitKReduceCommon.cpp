@@ -16,9 +16,9 @@ void declareReduce(KernelInterface& k, std::uint32_t valueDim, DType dtype, bool
   if (lse) lse_detail::declare(k);
   HeadLayoutStage::declareShapeFields(k);
   k.push("n_splits", PushType::U32);
-  k.constant("VALUE_DIM", valueDim).constant("SPLITK_ELEMS", valueDim);
+  k.constant("VALUE_DIM", valueDim);
   glsl::declareWrite(k, "OUT_STORE", dtype);
-  k.snippet("flashattention/splitk_reduce.glsl").extension("GL_EXT_control_flow_attributes");
+  k.snippet("flashattention/splitk_reduce.glsl");
   // The partials' merge is where the output's hooks (sinks, epilogue) run.
   hostAttentionHooks(k, hookPoints());
 }

@@ -97,13 +97,14 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_INT8_DOT",
           "int8 and q8_0 decode: K's codes meet q quantized to two bytes per element in integer dot products (1) "
           "or are widened to f32 (0)"),
+      knob::boolean<&O::faDecodeProbe, O>(
+          "FOUNDRY_FA_DECODE_PROBE",
+          "decode kernels record per subgroup its SM and the device-clock times of its start, its keys' stream, "
+          "its hand-over and its end into the workspace tensor prefill_probe (a measuring build of the kernel: "
+          "foundry bench --probe)"),
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
-      knob::force<&O::faDecodeSteal, O>(
-          "FOUNDRY_FA_DECODE_STEAL",
-          "decode Split-K merged in the last workgroup: the splits of a head group claim its keys a subgroup step at "
-          "a time from a counter as they go (1), or each takes a fixed chunk (0)"),
       knob::force<&O::decodeReplay, O>(
           "FOUNDRY_DECODE_REPLAY",
           "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "

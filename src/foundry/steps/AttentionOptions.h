@@ -40,13 +40,13 @@ struct AttentionOptions {
   std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
   Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
-  Force faDecodeSteal = Force::Auto;               ///< FOUNDRY_FA_DECODE_STEAL
   Force faDecodeQueryShared = Force::Auto;         ///< FOUNDRY_FA_DECODE_Q_SHARED
   Force faDecodeInt8Dot = Force::Auto;             ///< FOUNDRY_FA_DECODE_INT8_DOT
   Force faDecodeIdleLanes = Force::Auto;           ///< FOUNDRY_FA_DECODE_IDLE_LANES
   Force faDecodeTailWords = Force::Auto;           ///< FOUNDRY_FA_DECODE_TAIL_WORDS
   Force faDecodeScatter = Force::Auto;             ///< FOUNDRY_FA_DECODE_SCATTER
   Force faDecodeGroupRows = Force::Auto;           ///< FOUNDRY_FA_DECODE_GROUP_ROWS
+  bool faDecodeProbe = false;                      ///< FOUNDRY_FA_DECODE_PROBE
   Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY (read by the runner's decode loop; auto: on GPUs)
   /// Where each of these knobs got its value.
   KnobSources sources;

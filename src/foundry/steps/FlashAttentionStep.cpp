@@ -188,10 +188,10 @@ std::vector<KernelSource> FlashAttentionStep::kernelsFor(const AttentionCall& or
 }
 
 Tensor FlashAttentionStep::probeRecords(Workspace& workspace, const AttentionPlan& plan) {
-  FOUNDRY_CHECK_INTERNAL(!plan.decode && plan.prefillVariant.probe, "probe records of a plan without the probe");
+  FOUNDRY_CHECK_INTERNAL(plan.probed(), "probe records of a plan without the probe");
   const std::uint64_t groups = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z;
   return workspace.scratch(probe::kTensor, DType::U32,
-                           {static_cast<std::int64_t>(probe::words(groups, plan.prefillVariant.subgroups()))});
+                           {static_cast<std::int64_t>(probe::words(groups, plan.probeSubgroups()))});
 }
 
 std::vector<std::string> PreparedAttention::kernelNames() const {
@@ -290,14 +290,12 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   } else if (!plan.decode) {
     args.set("n_splits", 1u);
   }
-  if (!plan.decode && plan.prefillVariant.probe) args.bind("probe", probeRecords(ctx.workspace, plan));
+  if (plan.probed()) args.bind("probe", probeRecords(ctx.workspace, plan));
   if (!plan.reduceKernel()) args.bind("o", call.o);
   if (call.lse && !plan.reduceKernel()) args.bind("lse", *call.lse);
   if (split && !plan.reduceKernel()) {
     // Zero when first made; the kernel's merging workgroups leave it zero.
-    std::vector<std::int64_t> counters = {plan.grid.z, plan.grid.y};  // arrivals (then claims, when stealing)
-    if (plan.decode && plan.decodeVariant.steal) counters.insert(counters.begin(), 2);
-    args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, counters));
+    args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, {plan.grid.z, plan.grid.y}));
   }
   if (call.rope) {
     args.bind("rope_inv_freq", call.rope->invFreq).set("rope_pos0", call.rope->position);

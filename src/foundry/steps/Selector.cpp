@@ -339,6 +339,8 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     rejectKnob(o, "FOUNDRY_FA_DECODE_SCATTER", 1, "the scalar decode variant shares no scores between lanes",
                "auto, 0");
   }
+  v.probe = o.faDecodeProbe;
+  if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_DECODE_PROBE: a measuring build of the kernel"});
 
   return plan;
 }
@@ -401,29 +403,13 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
                              : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
                                            device.computeUnits)});
   }
-  if (v.fusedReduce && o.faDecodeSteal != Force::Off && (o.faDecodeSteal == Force::On || tune.decodeSteal != 0)) {
-    DecodeVariant c = v;
-    c.steal = true;
-    if (const std::string unusable = c.unusableReason(sg); unusable.empty()) {
-      v = c;
-      why.push_back({"split-k keys", "claimed a step at a time from a counter per head group",
-                     o.faDecodeSteal == Force::On ? std::string("FOUNDRY_FA_DECODE_STEAL") : tune.sourceOf("decodeSteal")});
-    } else if (o.faDecodeSteal == Force::On) {
-      rejectKnob(o, "FOUNDRY_FA_DECODE_STEAL", 1, unusable, "auto, 0");
-    }
-  } else if (o.faDecodeSteal == Force::On) {
-    rejectKnob(o, "FOUNDRY_FA_DECODE_STEAL", 1,
-               "keys taken from a counter need a Split-K merged in its last workgroup, which resets the counter; this "
-               "call has " + (v.split ? std::string("a reduce kernel") : std::string("no Split-K")),
-               "auto, 0");
-  }
   // With a reduce kernel the partials' merge writes the LSE, like the output.
   v.lse = p.lse && (!v.split || v.fusedReduce);
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.nHeads, 1, p.batch};
   plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
-  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * (v.steal ? 8 : 4);  // arrival (and claim) counters
+  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4;  // arrival counters
   return plan;
 }
 
@@ -720,6 +706,10 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
 }
 
 }  // namespace
+
+std::uint32_t AttentionPlan::probeSubgroups() const {
+  return decode ? decodeVariant.warps : prefillVariant.subgroups();
+}
 
 std::string AttentionPlan::describe() const {
   std::string s;

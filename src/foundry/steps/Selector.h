@@ -38,6 +38,9 @@ struct AttentionPlan {
   /// Whether a separate reduce kernel merges the Split-K partials (not when decode merges them in
   /// its last workgroup).
   bool reduceKernel() const { return splits > 1 && !(decode && decodeVariant.fusedReduce); }
+  /// Whether the kernel is the probe's build, and its subgroups per workgroup (one record each).
+  bool probed() const { return decode ? decodeVariant.probe : prefillVariant.probe; }
+  std::uint32_t probeSubgroups() const;
 
   /// One line per decision: "what = value (reason)".
   std::string describe() const;

@@ -38,7 +38,6 @@ struct TuningValues {
   std::optional<std::uint32_t> decodeTailWords;   ///< 1: 16-bit rows in whole loads per lane, then single words
   std::optional<std::uint32_t> decodeScatter;     ///< 1: each score summed once, weighed by one lane group
   std::optional<std::uint32_t> decodeGroupRows;   ///< 1: decode as a prefill of each KV head's GQA group (its rows)
-  std::optional<std::uint32_t> decodeSteal;       ///< 1: merged splits claim their keys from a counter
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
   std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
@@ -92,7 +91,6 @@ struct Tuning {
   std::uint32_t decodeTailWords = 0;    ///< 1: 16-bit rows in whole loads per lane, then single words
   std::uint32_t decodeScatter = 0;      ///< 1: each score summed once, weighed by one lane group
   std::uint32_t decodeGroupRows = 0;    ///< 1: decode as a prefill of each KV head's GQA group (its rows)
-  std::uint32_t decodeSteal = 0;        ///< 1: merged splits claim their keys from a counter
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0;
