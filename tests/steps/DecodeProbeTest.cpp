@@ -17,10 +17,6 @@ struct ProbeCase {
   bool scalar = false;
 };
 
-std::uint64_t at(const std::uint32_t* rec, std::uint32_t word) {
-  return (std::uint64_t(rec[word + 1]) << 32) | rec[word];
-}
-
 class DecodeProbe : public ::testing::TestWithParam<ProbeCase> {};
 
 TEST_P(DecodeProbe, RecordsEverySubgroupsMilestonesInOrderAndMatchesTheReference) {
@@ -44,15 +40,17 @@ TEST_P(DecodeProbe, RecordsEverySubgroupsMilestonesInOrderAndMatchesTheReference
   for (std::uint64_t i = 0; i < groups * warps; ++i) {
     const std::uint32_t* rec = &r.probeWords[i * probe::kWords];
     SCOPED_TRACE(testing::Message() << "subgroup " << i % warps << " of workgroup " << i / warps);
-    const std::uint64_t start = at(rec, 2), begun = at(rec, 7), done = at(rec, 9), handed = at(rec, 11),
-                        end = at(rec, 4);
+    using probe::clockAt;
+    const std::uint64_t start = clockAt(rec, probe::kStart), begun = clockAt(rec, probe::kStreamBegun),
+                        done = clockAt(rec, probe::kStreamDone), handed = clockAt(rec, probe::kHandedOver),
+                        end = clockAt(rec, probe::kEnd);
     ASSERT_NE(start, 0u) << "no record";
     EXPECT_LE(start, begun);
     EXPECT_LE(begun, done);
     EXPECT_LE(done, handed);
     EXPECT_LE(handed, end);
-    EXPECT_LE(rec[13], 1u);
-    mergedRecords += rec[13];
+    EXPECT_LE(rec[probe::kMerged], 1u);
+    mergedRecords += rec[probe::kMerged];
     EXPECT_EQ(rec[0] == ~0u, !runtime().info().smBuiltins);
   }
   const probe::DecodeSummary s = probe::summarizeDecode(r.probeWords, warps);

@@ -41,7 +41,7 @@ TEST_P(PrefillProbe, RecordsEverySubgroupAndMatchesTheReference) {
   ASSERT_EQ(r.probeWords.size(), probe::words(groups, warps));
   for (std::uint64_t i = 0; i < groups * warps; ++i) {
     const std::uint32_t* rec = &r.probeWords[i * probe::kWords];
-    const std::uint64_t start = (std::uint64_t(rec[3]) << 32) | rec[2], end = (std::uint64_t(rec[5]) << 32) | rec[4];
+    const std::uint64_t start = probe::clockAt(rec, probe::kStart), end = probe::clockAt(rec, probe::kEnd);
     ASSERT_NE(start, 0u) << "subgroup " << i % warps << " of workgroup " << i / warps << " wrote no record";
     EXPECT_LE(start, end);
     std::uint64_t phases = 0;

@@ -40,8 +40,6 @@ struct Interval {
   std::uint64_t start, end;
 };
 
-std::uint64_t joined(std::uint32_t lo, std::uint32_t hi) { return (std::uint64_t(hi) << 32) | lo; }
-
 // The most intervals open at once, and the time-weighted mean count over the time any is open.
 std::pair<std::uint32_t, double> overlap(const std::vector<Interval>& v, double& busy) {
   std::vector<std::pair<std::uint64_t, int>> events;
@@ -83,7 +81,7 @@ Summary summarize(const std::vector<std::uint32_t>& w, std::uint32_t subgroups) 
     bool any = false;
     for (std::uint32_t sg = 0; sg < subgroups; ++sg) {
       const std::uint32_t* r = &w[(g * subgroups + sg) * kWords];
-      const std::uint64_t start = joined(r[2], r[3]), end = joined(r[4], r[5]);
+      const std::uint64_t start = clockAt(r, kStart), end = clockAt(r, kEnd);
       if (start == 0 && end == 0) continue;
       any = true;
       sm = r[0];
@@ -143,14 +141,14 @@ DecodeSummary summarizeDecode(const std::vector<std::uint32_t>& w, std::uint32_t
     bool any = false, merged = false;
     for (std::uint32_t sg = 0; sg < subgroups; ++sg) {
       const std::uint32_t* r = &w[(g * subgroups + sg) * kWords];
-      if (joined(r[2], r[3]) == 0 && joined(r[4], r[5]) == 0) continue;
+      if (clockAt(r, kStart) == 0 && clockAt(r, kEnd) == 0) continue;
       any = true;
-      start = std::min(start, joined(r[2], r[3]));
-      begun = std::min(begun, joined(r[7], r[8]));
-      done = std::max(done, joined(r[9], r[10]));
-      handed = std::max(handed, joined(r[11], r[12]));
-      end = std::max(end, joined(r[4], r[5]));
-      merged = merged || r[13] != 0;
+      start = std::min(start, clockAt(r, kStart));
+      begun = std::min(begun, clockAt(r, kStreamBegun));
+      done = std::max(done, clockAt(r, kStreamDone));
+      handed = std::max(handed, clockAt(r, kHandedOver));
+      end = std::max(end, clockAt(r, kEnd));
+      merged = merged || r[kMerged] != 0;
     }
     if (!any) continue;
     ++s.workgroups;

@@ -20,9 +20,17 @@ struct DeviceInfo;
 
 namespace probe {
 
-constexpr const char* kTensor = "prefill_probe";  ///< the workspace tensor FlashAttentionStep binds
+constexpr const char* kTensor = "probe_records";  ///< the workspace tensor FlashAttentionStep binds
 constexpr std::uint32_t kWords = 16;  ///< per subgroup (PROBE_WORDS)
 constexpr std::uint32_t kPhases = 7;  ///< PROBE_SETUP .. PROBE_BARRIER
+/// A record's words (probe.glsl): the start and end on the device clock (low, high), and in decode
+/// records the milestones (the same) and the merged flag.
+constexpr std::uint32_t kStart = 2, kEnd = 4;
+constexpr std::uint32_t kStreamBegun = 7, kStreamDone = 9, kHandedOver = 11, kMerged = 13;
+/// The 64-bit device-clock time at word `word` of a record.
+inline std::uint64_t clockAt(const std::uint32_t* record, std::uint32_t word) {
+  return (std::uint64_t(record[word + 1]) << 32) | record[word];
+}
 /// The phases in the record's order, and "epilogue" (the cycles after the loop) after them.
 const std::array<const char*, kPhases + 1>& phaseNames();
 

@@ -46,7 +46,7 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::boolean<&O::faPrefillProbe, O>(
           "FOUNDRY_FA_PREFILL_PROBE",
           "prefill kernels record per subgroup its SM, start and end times and the cycles of each phase into "
-          "the workspace tensor prefill_probe (a measuring build of the kernel: foundry bench --probe)"),
+          "the workspace tensor probe_records (a measuring build of the kernel: foundry bench --probe)"),
       knob::unsignedOrAuto<&O::faDecodeWarps, O>("FOUNDRY_FA_DECODE_WARPS", "auto, 1, 2, 4, 8, 16", 1, 16, true,
                                                  "subgroups per decode workgroup"),
       knob::unsignedOrAuto<&O::faDecodeKeysPerWarp, O>("FOUNDRY_FA_DECODE_KEYS_PER_WARP", "auto, 1, 2, 4, ..., 256", 1,
@@ -100,7 +100,7 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::boolean<&O::faDecodeProbe, O>(
           "FOUNDRY_FA_DECODE_PROBE",
           "decode kernels record per subgroup its SM and the device-clock times of its start, its keys' stream, "
-          "its hand-over and its end into the workspace tensor prefill_probe (a measuring build of the kernel: "
+          "its hand-over and its end into the workspace tensor probe_records (a measuring build of the kernel: "
           "foundry bench --probe)"),
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
