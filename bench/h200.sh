@@ -799,7 +799,7 @@ case "${1:-}" in
   decode-probe)
     # Issue 15: where a decode call's fixed cost goes (11.3 us of D80's 51.4 at kv 65536, "The Split-K
     # merge's loads" in docs/performance.md). The decode probe's parity cases, then the shapes (PROBE_SHAPES)
-    # timed and run once through the probe's build (FOUNDRY_FA_DECODE_PROBE): each workgroup's setup,
+    # timed and run through the probe's build (FOUNDRY_FA_DECODE_PROBE; warm, the last of several calls): each workgroup's setup,
     # stream, hand-over and merge, and how far apart the splits start and end, in device-clock ticks.
     on_device
     status=0

@@ -395,6 +395,10 @@ Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilin
   return res;
 }
 
+namespace {
+constexpr std::uint32_t kProbeCalls = 10;  ///< probed calls after the warm-up ones
+}  // namespace
+
 std::pair<std::vector<std::uint32_t>, std::uint32_t> Runner::probeWords(Prepared& pr, AttentionOptions probing,
                                                                        bool AttentionOptions::*probeKnob) {
   probing.*probeKnob = true;
@@ -402,13 +406,18 @@ std::pair<std::vector<std::uint32_t>, std::uint32_t> Runner::probeWords(Prepared
   DeviceWorkspace workspace(rt_);
   const AttentionPlan plan = step.plan(pr.calls[0]);
   const Tensor words = FlashAttentionStep::probeRecords(workspace, plan);
-  for (int i = 0; i < 2; ++i) {
-    words.buffer->fill(0u);
-    auto d = rt_.dispatcher();
-    StepContext ctx{*d, workspace, nullptr};
-    step.run(ctx, pr.calls[static_cast<std::size_t>(i) % pr.calls.size()]);
-    d->submit();
+  // The probed call back to back, as the timed runs go (clocks up, code and pipeline resident): a
+  // lone call after an idle host round trip measured up to 4x the timed call's span on the H200. The
+  // records are the last call's; every call writes all of them.
+  words.buffer->fill(0u);
+  auto d = rt_.dispatcher();
+  StepContext ctx{*d, workspace, nullptr};
+  const std::uint32_t calls = std::max<std::uint32_t>(options_.warmup, 1) + kProbeCalls;
+  for (std::uint32_t c = 0; c < calls; ++c) {
+    step.run(ctx, pr.calls[c % pr.calls.size()]);
+    d->barrier();
   }
+  d->submit();
   std::vector<std::uint32_t> w(static_cast<std::size_t>(words.numel()));
   words.buffer->download(std::as_writable_bytes(std::span(w)), words.offset * 4);
   return {std::move(w), plan.probeSubgroups()};

@@ -118,8 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("int8_scalar", 1, 300, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
                       formatCase("int8_splitk", 1, 4100, I8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}}),
                       formatCase("int8_scatter", 1, 4100, I8, F16, F16, false,
-                                 Knobs{{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "1"},
-                                       {"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_UNROLL", "4"},
+                                 Knobs{{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_UNROLL", "4"},
                                        {"FOUNDRY_FA_DECODE_SPLIT_K", "3"}}),
                       formatCase("int8_qshared_u8", 1, 4100, I8, F16, F16, false,
                                  Knobs{{"FOUNDRY_FA_DECODE_Q_SHARED", "1"}, {"FOUNDRY_FA_DECODE_VEC", "16"},
@@ -135,10 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("int8_kvtok", 1, 300, I8, F16, F16, true),
                       formatCase("q8_0", 1, 300, Q8, F16, F16),
                       formatCase("q8_0_vec8", 1, 300, Q8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "8"}}),
-                      // Scores summed once per key (the Hopper plan for 8-bit rows of 128).
+                      // Scores summed once per key (the Hopper plan for 8-bit rows of 128), on the
+                      // Selector's 8 lanes per key (a forced key count would fit one subgroup size only).
                       formatCase("q8_0_scatter", 1, 300, Q8, F16, F16, false,
-                                 Knobs{{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "1"},
-                                       {"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_UNROLL", "4"}}),
+                                 Knobs{{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_UNROLL", "4"}}),
                       formatCase("q8_0_vec2", 1, 300, Q8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_VEC", "2"}}),
                       formatCase("q8_0_scalar", 1, 300, Q8, F16, F16, false, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
                       formatCase("q8_0_idot", 1, 300, Q8, F16, F16, false,
