@@ -69,6 +69,9 @@
 #   bash bench/h200.sh scatter           # on the device: registers, then decode with scores summed once per
 #                                        # key and weighed by one lane group against the plan, then decode
 #                                        # parity (SWEEPS: which sweeps, SKIP_TESTS=1: no parity)
+#   bash bench/h200.sh decode-dims       # on the device: decode at every head dim 32..256 (multiples of
+#                                        # 8) at kv 65536, the plan and tail words forced where they plan;
+#                                        # D112's split variants
 #   bash bench/h200.sh decode-probe      # on the device: the decode probe's cases, then decode shapes
 #                                        # timed and probed (each workgroup's setup, stream, hand-over
 #                                        # and merge; PROBE_SHAPES overrides the shapes)
@@ -794,6 +797,26 @@ case "${1:-}" in
       "w8 k8 v16 u2 sc"
     sc_sweep d64 decode:1:32:8:65536:64 "w8 k4 v4 u4 sc" "w8 k4 v8 u4 sc" "w8 k2 v4 u4 sc"
     [ -n "${SKIP_TESTS:-}" ] || suite_subset scatter-tests '*DecodeVariants*:*ModifierVariants*decode_*'
+    exit $status
+    ;;
+  decode-dims)
+    # Issue 15, "every head dim": the Selector's decode plan at each multiple of 8 from 32 to 256 (Hq 32,
+    # Hkv 8, kv 65536), then with tail words forced at the dims where they plan, then D112's splits.
+    on_device
+    status=0
+    gpu_name
+    plan=() words=()
+    for d in $(seq 32 8 256); do
+      plan+=("decode:1:32:8:65536:$d")
+      foundry --set FA_DECODE_TAIL_WORDS=1 kernels --heads 32 --kv-heads 8 --head-dim "$d" >/dev/null 2>&1 &&
+        words+=("decode:1:32:8:65536:$d")
+    done
+    timeout 250 foundry bench --json "$out/dims-plan.json" --shape "${plan[@]}" 2>&1 |
+      grep -E "us$|rror" | sed "s/^/plan: /" || status=1
+    timeout 200 foundry --set FA_DECODE_TAIL_WORDS=1 bench --json "$out/dims-words.json" --shape "${words[@]}" 2>&1 |
+      grep -E "us$|rror" | sed "s/^/tail words: /" || status=1
+    timeout 120 foundry bench --sweep --runs 30 --shape decode:1:32:8:65536:112 --json "$out/d112.json" --variants \
+      "w8 k4 v4 u4 tw" "w8 k4 v8 u4 il" "w8 k4 v4 u4 il" "w8 k8 v4 u2 tw" 2>&1 | grep -E "us$|rror" | sed "s/^/D112: /" || status=1
     exit $status
     ;;
   decode-probe)

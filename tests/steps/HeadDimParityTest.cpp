@@ -70,6 +70,17 @@ std::vector<DimCase> cases() {
       }
     }
   }
+  // Tail words, which the tuning table gives Hopper's 16-bit rows of these dims, with the merged Split-K
+  // of long caches. (Its D160, 16 lanes of 10, needs a subgroup wider than lavapipe's 8: checked on
+  // the H200 by the bench, docs/performance.md.)
+  for (const std::uint32_t d : {40u, 56u, 72u, 88u, 104u, 112u, 208u}) {
+    AttentionCase dec = attentionCase(2, 8, 2, 1, 137, d, DType::F16);
+    dec.seed = seed++;
+    out.push_back({dec,
+                   knobs({{"FOUNDRY_FA_DECODE_TAIL_WORDS", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                          {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}}),
+                   "decode_tail_words_splitk3_merged"});
+  }
   // Wider than any model's heads here (DeepSeek's latent rows are): the scalar decode keeps eight
   // heads' outputs of 320 dims, 80 per invocation, in its shared-memory partial.
   AttentionCase wide = attentionCase(1, 8, 1, 1, 77, 320, DType::F16);

@@ -17,7 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr std::uint32_t kHeadDims[] = {32, 64, 80, 96, 128, 192, 256, 576};
+constexpr std::uint32_t kHeadDims[] = {32, 40, 64, 80, 96, 112, 128, 192, 256, 576};
 
 TEST(TuningTable, EveryPresetResolvesEveryValueFromARow) {
   for (const std::string& preset : devicePresetNames()) {
@@ -78,6 +78,9 @@ TEST(TuningTable, MatchesByEachKey) {
   EXPECT_FALSE(tuningMatches({.elementBytes = 4}, h200, 128, DType::F16));
   EXPECT_TRUE(tuningMatches({.elementBytes = 2}, h200, 128, DType::BF16));  // bf16 loads like f16
   EXPECT_FALSE(tuningMatches({.narrowSubgroup = true}, h200, 128, DType::F16));
+  EXPECT_TRUE(tuningMatches({.headDims = {80, 112}}, h200, 112, DType::F16));
+  EXPECT_FALSE(tuningMatches({.headDims = {80, 112}}, h200, 96, DType::F16));
+  EXPECT_FALSE(tuningMatches({.maxHeadDim = 100, .headDims = {80, 112}}, h200, 112, DType::F16));
 }
 
 AttentionPlan planOn(const std::string& preset, const test::CallShape& s) {

@@ -82,6 +82,17 @@ const std::vector<TuningRow>& tuningTable() {
        "bf16 52.6 against 56.4, kv 16384 21.2-21.7 against 24.4-25.1 for 4 lanes of 20 with q shared); scores "
        "scattered, each summed once per key and weighed by one lane pair (against the same plan unscattered: 51.1 "
        "against 51.6-51.9, batch 8 88.8-88.9 against 90.4, bf16 51.2-51.4 against 51.8-52.0)"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {40, 56, 72, 88, 104, 112, 160, 208}},
+       {.decodeTailWords = 1},
+       "Hopper, 16-bit rows of 40, 56, 72, 88, 104, 112, 160 and 208: whole loads per lane, then words (H200, f16 "
+       "batch 1 kv 65536, 2026-11-27, the plan before against tail words: D40 38.2 against 34.1 us, D56 91.2 against "
+       "39.3, D72 68.0 against 65.2, D88 142.4 against 70.2, D104 135.7 against 105.7, D112 176.0 against 73.1, "
+       "D160 123.6 against 96.2, D208 271.7 against 236.5; not at D48 (35.3 against 40.8), D96 (58.4 against "
+       "73.0), D192 (106.1 against 129.8) or D240 (482.0); D120, D144 and D176 within 2%)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 112, .maxHeadDim = 112, .elementBytes = 2},
+       {.decodeQueryShared = 1},
+       "Hopper, 16-bit rows of 112 in tail words: q read from shared memory at each use (H200, f16 batch 1 kv "
+       "65536, 2026-11-27: 66.8 us against 73.8 with q in registers)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 128, .maxHeadDim = 128, .elementBytes = 1},
        {.decodeScatter = 1},
        "Hopper, 8-bit rows of 128 (int8, q8_0): scores scattered, each summed once per key and weighed by one lane "
@@ -137,7 +148,9 @@ std::vector<std::string_view> tuningValueNames() {
 
 bool tuningMatches(const TuningMatch& m, const DeviceInfo& device, std::uint32_t headDim, DType dtype) {
   return (!m.family || *m.family == device.family) && headDim >= m.minHeadDim && headDim <= m.maxHeadDim &&
-         (!m.elementBytes || *m.elementBytes == storageFormat(dtype).bytes) && (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32));
+         (!m.elementBytes || *m.elementBytes == storageFormat(dtype).bytes) &&
+         (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32)) &&
+         (m.headDims.empty() || std::ranges::find(m.headDims, headDim) != m.headDims.end());
 }
 
 Tuning tuningFor(const DeviceInfo& device, std::uint32_t headDim, DType dtype) {

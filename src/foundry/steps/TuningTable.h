@@ -72,6 +72,8 @@ struct TuningMatch {
   std::optional<std::uint32_t> elementBytes;  ///< of the K/V format: 2 for f16 and bf16 alike
   /// Devices whose default subgroup is narrower than 32 (a family that does not fix its width).
   std::optional<bool> narrowSubgroup;
+  /// Where not empty, only these head dims (inside the bounds above): a measurement that picked them.
+  std::vector<std::uint32_t> headDims;
 };
 
 struct TuningRow {
