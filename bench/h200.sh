@@ -71,7 +71,7 @@
 #                                        # parity (SWEEPS: which sweeps, SKIP_TESTS=1: no parity)
 #   bash bench/h200.sh decode-dims       # on the device: decode at every head dim 32..256 (multiples of
 #                                        # 8) at kv 65536, the plan and tail words forced where they plan;
-#                                        # D112's split variants
+#                                        # D112's split variants (DIMS overrides the dims)
 #   bash bench/h200.sh decode-probe      # on the device: the decode probe's cases, then decode shapes
 #                                        # timed and probed (each workgroup's setup, stream, hand-over
 #                                        # and merge; PROBE_SHAPES overrides the shapes)
@@ -802,11 +802,12 @@ case "${1:-}" in
   decode-dims)
     # Issue 15, "every head dim": the Selector's decode plan at each multiple of 8 from 32 to 256 (Hq 32,
     # Hkv 8, kv 65536), then with tail words forced at the dims where they plan, then D112's splits.
+    # The plan's run reached D208 in its 250 s on 2026-11-27: DIMS="..." takes the rest in another call.
     on_device
     status=0
     gpu_name
     plan=() words=()
-    for d in $(seq 32 8 256); do
+    for d in ${DIMS:-$(seq 32 8 256)}; do
       plan+=("decode:1:32:8:65536:$d")
       foundry --set FA_DECODE_TAIL_WORDS=1 kernels --heads 32 --kv-heads 8 --head-dim "$d" >/dev/null 2>&1 &&
         words+=("decode:1:32:8:65536:$d")
