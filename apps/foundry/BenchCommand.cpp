@@ -54,8 +54,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
   cmd->add_flag("--probe", a->probe,
                 "Also run each shape through the probe's build of its kernel (FOUNDRY_FA_PREFILL_PROBE, "
-                "FOUNDRY_FA_DECODE_PROBE; the warm-up calls and 10 more back to back, the last one's records): for prefill workgroups per SM at once, idle SMs and the cycles of each "
-                "phase; for decode the times of each workgroup's setup, stream, hand-over and merge");
+                "FOUNDRY_FA_DECODE_PROBE; the warm-up calls and 10 more back to back, the last one's records): "
+                "for prefill workgroups per SM at once, idle SMs and the cycles of each phase; for decode the "
+                "times of each workgroup's setup, stream, hand-over and merge");
   cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
       ->needs("--sweep");
   cmd->callback([&global, &action, a] {

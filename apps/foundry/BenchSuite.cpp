@@ -407,7 +407,7 @@ std::pair<std::vector<std::uint32_t>, std::uint32_t> Runner::probeWords(Prepared
   const AttentionPlan plan = step.plan(pr.calls[0]);
   const Tensor words = FlashAttentionStep::probeRecords(workspace, plan);
   // The probed call back to back, as the timed runs go (clocks up, code and pipeline resident): a
-  // lone call after an idle host round trip measured up to 4x the timed call's span on the H200. The
+  // lone call after an idle host round trip spanned up to 4x the timed call on the H200. The
   // records are the last call's; every call writes all of them.
   words.buffer->fill(0u);
   auto d = rt_.dispatcher();
