@@ -34,6 +34,8 @@
 #                                        # and short caches' Split-K factors
 #   bash bench/h200.sh decode-qs-dims    # on the device: D80/D96 decode, q from shared memory against
 #                                        # the register plan and other splits; short caches timed twice
+#   bash bench/h200.sh int8-half         # on the device: int8 decode in packed f16 (half products),
+#                                        # its scales once per step alone, and neither; parity first
 #   bash bench/h200.sh int8-dot          # on the device: int8/q8_0 decode, K through integer dot
 #                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
@@ -521,6 +523,25 @@ case "${1:-}" in
     done
     timeout 120 foundry bench --shape decode:1:32:8:1024:128 decode:1:32:8:1024:128 decode:1:32:8:4096:128 \
       decode:1:32:8:4096:128 decode:1:32:8:1024:128 2>&1 | grep "us$" | sed "s/^/short: /" || status=1
+    exit $status
+    ;;
+  int8-half)
+    # Issue 14: int8 decode with its codes multiplied in packed f16 (FOUNDRY_FA_DECODE_HALF_PRODUCTS, the
+    # Hopper plan), with each step's scales read once but f32 products (FOUNDRY_FA_DECODE_STEP_SCALES=1
+    # alone), and with neither (the plan before), each in a process of its own, alternating; SHAPES
+    # overrides the shapes. The quantized-format, paged and decode-variant cases first.
+    on_device
+    status=0
+    suite_subset half-tests '*DecodeQuantized*:*KvPaged*:*DecodeVariants*'
+    for round in 1 2; do
+      for v in half:FA_DECODE_HALF_PRODUCTS=1 scales:FA_DECODE_HALF_PRODUCTS=0,FA_DECODE_STEP_SCALES=1 \
+               neither:FA_DECODE_HALF_PRODUCTS=0; do
+        variant_sets "$v"
+        timeout 150 foundry "${sets[@]}" bench --runs 30 --json "$out/half-$round-${v%%:*}.json" --shape \
+          ${SHAPES:-decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8 decode:8:32:8:16384:64+int8} \
+          2>&1 | grep -E "us$|rror" | sed "s/^/round $round ${v%%:*}: /" || status=1
+      done
+    done
     exit $status
     ;;
   int8-dot)

@@ -18,7 +18,8 @@ for rep in 1 2; do
     [ "$rest" != "$bin" ] && dir=${rest#*:}
     if [ -n "$dir" ]; then export FOUNDRY_KERNEL_DIR=$dir; else unset FOUNDRY_KERNEL_DIR; fi
     rm -f /tmp/interleave.json
-    "$bin" bench --shape "${shapes[@]}" --json /tmp/interleave.json >/dev/null 2>&1 || true
+    # A bound per run, so that one stuck run costs minutes, not the call.
+    timeout "${RUN_LIMIT_S:-240}" "$bin" bench --shape "${shapes[@]}" --json /tmp/interleave.json >/dev/null 2>&1 || true
     [ -f /tmp/interleave.json ] || { echo "$rep $name: no result" | tee -a "$out/interleave.txt"; continue; }
     python3 bench/sweep_table.py --plain "$rep" "$name" -- /tmp/interleave.json | tee -a "$out/interleave.txt"
   done

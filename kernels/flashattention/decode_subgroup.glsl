@@ -84,6 +84,21 @@ DVEC decode_q(uint i) {
 #endif
 }
 
+// Whether key `at` of a step is one of the range's (steps may start before it with step scales).
+bool decode_in_range(uint at, uint kv_begin, uint kv_end) {
+  return at < kv_end && (DECODE_STEP_SCALES == 0 || at >= kv_begin);
+}
+
+#if DECODE_HALF_PRODUCTS
+// Half products (int8 K/V with step scales): the codes of a word as two f16 pairs, bytes 0 and 2 and
+// bytes 1 and 3. A byte biased by 128 in the low mantissa bits of 1024.0 is 1024 + b exactly; 1152 off
+// leaves the code. One bit operation and one packed subtraction per pair.
+f16vec2 i8_even_f16(uint w) {
+  return unpackFloat2x16(((w ^ 0x00800080u) & 0x00ff00ffu) | 0x64006400u) - f16vec2(1152.0);
+}
+f16vec2 i8_odd_f16(uint w) { return i8_even_f16(w >> 8u); }
+#endif
+
 // Stores this subgroup's normalised partial output, its max and its sum in shared memory.
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
@@ -113,12 +128,27 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
   [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
     const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
     const KV_ROW k_row = kv_k_row(b, kv_h, key), v_row = kv_v_row(b, kv_h, key);
+#if DECODE_STEP_SCALES
+    // The step's keys share their scale block (the loop starts at a multiple of the step, which
+    // divides the block): the first key's scales serve every key of the step.
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
+      const uint d = decode_dim_in(j * DECODE_PAIR, lik, HEAD_DIM, DECODE_VEC * DECODE_PAIR);
+      kr[u][j].q = kv_load_k_codes(k_row, d);
+      kr[u][j].s = u == 0u ? kv_k_scale(k_row, d) : kr[0][j].s;
+    }
+    [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
+      const uint d = decode_dim_in(j * DECODE_PAIR, lik, VALUE_DIM, DECODE_VEC * DECODE_PAIR);
+      vr[u][j].q = kv_load_v_codes(v_row, d);
+      vr[u][j].s = u == 0u ? kv_v_scale(v_row, d) : vr[0][j].s;
+    }
+#else
     [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
       kr[u][j] = kv_load_k(k_row, decode_dim_in(j * DECODE_PAIR, lik, HEAD_DIM, DECODE_VEC * DECODE_PAIR));
     }
     [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {
       vr[u][j] = kv_load_v(v_row, decode_dim_in(j * DECODE_PAIR, lik, VALUE_DIM, DECODE_VEC * DECODE_PAIR));
     }
+#endif
 #if DECODE_TAIL_WORDS
     [[unroll]] for (uint t = 0u; t < DECODE_TAIL; ++t) {
       kt[u][t] = kv_load_k_word(k_row, decode_dim(DECODE_LOADS * DECODE_PAIR + t, lik, HEAD_DIM));
@@ -139,6 +169,29 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
 #else
 #define DECODE_ADD_V_WORDS(h, u, weight)
 #endif
+#if DECODE_HALF_PRODUCTS
+// A step's weighted codes summed as f16 pairs per head (weights at most 1, codes at most 127: at most
+// 127 x DECODE_UNROLL), then scaled by the step's scale and added to o in f32.
+#define DECODE_V_BEGIN                                                                    \
+  f16vec2 pv_e[DECODE_CHUNKS_V], pv_o[DECODE_CHUNKS_V];                                   \
+  [[unroll]] for (uint i = 0u; i < DECODE_CHUNKS_V; ++i) pv_e[i] = pv_o[i] = f16vec2(0.0);
+#define DECODE_ADD_V(h, u, weight)                                                        \
+  {                                                                                       \
+    const f16vec2 w2 = f16vec2(float16_t(weight));                                        \
+    [[unroll]] for (uint i = 0u; i < DECODE_CHUNKS_V; ++i) {                              \
+      const uint word = KV_CODE_WORD(vr[u][i / DECODE_PAIR], i % DECODE_PAIR);             \
+      pv_e[i] = fma(w2, i8_even_f16(word), pv_e[i]);                                      \
+      pv_o[i] = fma(w2, i8_odd_f16(word), pv_o[i]);                                       \
+    }                                                                                     \
+  }
+#define DECODE_V_END(h)                                                                   \
+  [[unroll]] for (uint i = 0u; i < DECODE_CHUNKS_V; ++i) {                                \
+    const vec2 e = vec2(pv_e[i]), o = vec2(pv_o[i]);                                      \
+    acc_o[h][i] += KV_SCALE(vr[0][i / DECODE_PAIR]) * vec4(e.x, o.x, e.y, o.y);            \
+  }
+#else
+#define DECODE_V_BEGIN
+#define DECODE_V_END(h)
 #define DECODE_ADD_V(h, u, weight)                                                        \
   {                                                                                       \
     [[unroll]] for (uint j = 0u; j < DECODE_LOADS_V; ++j) {                               \
@@ -149,6 +202,7 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
     }                                                                                     \
     DECODE_ADD_V_WORDS(h, u, weight)                                                      \
   }
+#endif
 
 // Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
 void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0,
@@ -176,6 +230,12 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   uint q_lo[DECODE_HEADS][DECODE_CHUNKS];
   float q_step[DECODE_HEADS][DECODE_LOADS];
 #endif
+#if DECODE_HALF_PRODUCTS
+  // q of each head as f16 pairs in the order the codes widen (elements 0 and 2, 1 and 3 of a word),
+  // divided by the lane's largest |q| so products and sums stay within f16; q_unit[h] multiplies back.
+  f16vec2 qh_e[DECODE_HEADS][DECODE_CHUNKS], qh_o[DECODE_HEADS][DECODE_CHUNKS];
+  float q_unit[DECODE_HEADS];
+#endif
   DVEC acc_o[DECODE_HEADS][DECODE_CHUNKS_V];
   float m[DECODE_HEADS];
   float l[DECODE_HEADS];
@@ -200,6 +260,19 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
         q_hi[h][j * DECODE_PAIR + c] = pack_i8x4(hi);
         q_lo[h][j * DECODE_PAIR + c] = pack_i8x4(clamp(roundEven((t - hi) * 256.0), -127.0, 127.0));
       }
+    }
+#elif DECODE_HALF_PRODUCTS
+    float top = 0.0;
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+      const vec4 a = abs(decode_q(h * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC)));
+      top = max(top, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    const float inv = top > 0.0 ? 1.0 / top : 0.0;
+    q_unit[h] = top * fa_logit_scale(qk_scale);
+    [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
+      const vec4 x = decode_q(h * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC)) * inv;
+      qh_e[h][c] = f16vec2(x.xz);
+      qh_o[h][c] = f16vec2(x.yw);
     }
 #elif !DECODE_Q_SHARED
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
@@ -227,7 +300,9 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   const uint sc_u = (lik % DECODE_SC_LANES_PER_HEAD) * DECODE_SC_HELD;
   float sc_m = NEG_BIG, sc_l = 0.0;
 #endif
-  uint base = kv_begin + sg * DECODE_STEP;
+  // With step scales the steps start at multiples of the step (the keys before kv_begin are masked).
+  const uint first = DECODE_STEP_SCALES != 0 ? kv_begin - kv_begin % DECODE_STEP : kv_begin;
+  uint base = first + sg * DECODE_STEP;
   if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr, kt, vt);
   for (; base < kv_end; base += stride) {
     KV_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
@@ -239,11 +314,20 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
     [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-      valid[u] = base + u * DECODE_KEYS_PER_WARP + cluster < kv_end;
+      valid[u] = decode_in_range(base + u * DECODE_KEYS_PER_WARP + cluster, kv_begin, kv_end);
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
         [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
-#if DECODE_INT8_DOT
+#if DECODE_HALF_PRODUCTS
+          f16vec2 dot2 = f16vec2(0.0);
+          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
+            const uint word = KV_CODE_WORD(kr[u][j], c);
+            dot2 = fma(qh_e[h][j * DECODE_PAIR + c], i8_even_f16(word), dot2);
+            dot2 = fma(qh_o[h][j * DECODE_PAIR + c], i8_odd_f16(word), dot2);
+          }
+          const vec2 d2 = vec2(dot2);
+          acc += (d2.x + d2.y) * KV_SCALE(kr[u][j]);
+#elif DECODE_INT8_DOT
           int dot_hi = 0, dot_lo = 0;
           [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
             dot_hi = i8x4_dot(q_hi[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_hi);
@@ -262,7 +346,11 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
           acc += dot(DECODE_QK(h, DECODE_LOADS * DECODE_PAIR + t), KV_WORD_UNPACK(kt[u][t]));
         }
 #endif
+#if DECODE_HALF_PRODUCTS
+        s[u][h] = acc * q_unit[h];
+#else
         s[u][h] = acc * score_scale;
+#endif
       }
     }
 #if DECODE_SCATTER
@@ -288,7 +376,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     bool sc_valid[DECODE_SC_HELD];
     [[unroll]] for (uint r = 0u; r < DECODE_SC_HELD; ++r) {
       const uint at = base + (sc_u + r) * DECODE_KEYS_PER_WARP + cluster;
-      sc_valid[r] = at < kv_end;
+      sc_valid[r] = decode_in_range(at, kv_begin, kv_end);
       if (FA_SCORE_CHANGED) sc[r] = fa_score_log2(sc[r], b, h0 + sc_h, q_pos, min(at, last));
       if (!exact && !fa_visible(b, h0 + sc_h, q_pos, min(at, last))) sc[r] = NEG_BIG;
       sc_max = sc_valid[r] ? max(sc_max, sc[r]) : sc_max;
@@ -311,7 +399,9 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     DECODE_ALL_GATHER(alpha, 1u, DECODE_SC_LANES_PER_HEAD)
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
       [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] *= alpha[h];
+      DECODE_V_BEGIN
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) DECODE_ADD_V(h, u, p[h * DECODE_UNROLL + u])
+      DECODE_V_END(h)
     }
 #else
     [[unroll]] for (uint off = 1u; off < DECODE_LANES_PER_KEY; off <<= 1u) {
@@ -342,11 +432,13 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       const float alpha = exp2(m[h] - m_new);
       float p_sum = 0.0;
       [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) acc_o[h][c] *= alpha;
+      DECODE_V_BEGIN
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
         const float p = valid[u] ? exp2(s[u][h] - m_new) : 0.0;
         p_sum += p;
         DECODE_ADD_V(h, u, p)
       }
+      DECODE_V_END(h)
       l[h] = l[h] * alpha + p_sum;
       m[h] = m_new;
     }

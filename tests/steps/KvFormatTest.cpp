@@ -55,6 +55,28 @@ std::string formatName(const ::testing::TestParamInfo<FormatCase>& info) {
   return gtestSafe(info.param.label + "_" + info.param.c.name());
 }
 
+// int8 scales read once per subgroup step: 2 keys per subgroup and 4 steps, a step of 8 keys on
+// subgroups of 8 and 32 alike (one lane cluster per key: 4 and 16 lanes).
+std::vector<std::pair<std::string, std::string>> stepScales(std::vector<std::pair<std::string, std::string>> more) {
+  more.insert(more.begin(), {{"FOUNDRY_FA_DECODE_STEP_SCALES", "1"},
+                             {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "2"},
+                             {"FOUNDRY_FA_DECODE_UNROLL", "4"},
+                             {"FOUNDRY_FA_DECODE_VEC", "4"}});
+  return more;
+}
+std::vector<std::pair<std::string, std::string>> halfProducts(std::vector<std::pair<std::string, std::string>> more) {
+  more.insert(more.begin(), {"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"});
+  return stepScales(std::move(more));
+}
+FormatCase withWindow(FormatCase f, std::uint32_t left) {
+  f.c.modifiers.push_back(window(left));
+  return f;
+}
+FormatCase withPages(FormatCase f, std::uint32_t rows) {
+  f.c.pageSize = rows;
+  return f;
+}
+
 class KvFormatParity : public ::testing::TestWithParam<FormatCase> {};
 
 TEST_P(KvFormatParity, FlashMatchesCpuReference) {
@@ -120,6 +142,25 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("int8_scatter", 1, 4100, I8, F16, F16, false,
                                  Knobs{{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_UNROLL", "4"},
                                        {"FOUNDRY_FA_DECODE_SPLIT_K", "3"}}),
+                      // Scales read once per step of 8 keys: whole Split-K chunks, a window whose
+                      // first key is not a multiple of the step (the steps start before it, its
+                      // keys masked), and pages of 32 rows (int8 pages hold whole blocks).
+                      formatCase("int8_step_scales", 1, 4100, I8, F16, F16, false, stepScales({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}})),
+                      withWindow(formatCase("int8_step_scales_window", 1, 4100, I8, F16, F16, false,
+                                            stepScales({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 1001),
+                      withWindow(formatCase("int8_step_scales_window_scatter", 1, 4100, I8, F16, F16, false,
+                                            stepScales({{"FOUNDRY_FA_DECODE_SCATTER", "1"}})), 333),
+                      withPages(formatCase("int8_step_scales_pages", 1, 4100, I8, F16, F16, false,
+                                           stepScales({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
+                      // And multiplied in packed f16 (half products), in loads of 4 and 16 codes.
+                      formatCase("int8_half_products", 1, 4100, I8, F16, F16, false,
+                                 halfProducts({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}})),
+                      formatCase("int8_half_products_vec16", 1, 300, I8, F16, F16, false,
+                                 halfProducts({{"FOUNDRY_FA_DECODE_VEC", "16"}})),
+                      withWindow(formatCase("int8_half_products_window_scatter", 1, 4100, I8, F16, F16, false,
+                                            halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"}})), 333),
+                      withPages(formatCase("int8_half_products_pages", 1, 4100, I8, F32, F32, false,
+                                           halfProducts({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
                       formatCase("int8_qshared_u8", 1, 4100, I8, F16, F16, false,
                                  Knobs{{"FOUNDRY_FA_DECODE_Q_SHARED", "1"}, {"FOUNDRY_FA_DECODE_VEC", "16"},
                                        {"FOUNDRY_FA_DECODE_UNROLL", "8"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"}}),

@@ -1081,6 +1081,10 @@ TEST(SelectorFormats, EightBitRowsTakeSixteenCodeLoadsWithFourStepsInFlight) {
     EXPECT_THAT(plan, HasDecision("vector width", HasSubstr("4096 keys per workgroup")));
     EXPECT_EQ(v.unusableReason(h200.subgroupSize), "");
     EXPECT_EQ(v.partial, PartialStorage::Float);
+    // int8's codes are multiplied in packed f16, each step's scales read once (61.7 us against 78.2);
+    // q8_0 keeps a scale in every row, so its steps share none.
+    EXPECT_EQ(v.halfProducts, kv == DType::I8);
+    EXPECT_EQ(v.stepScales, kv == DType::I8);
   }
   // Widths an 8-bit load can take, down to one code; none wider than 16.
   for (const std::uint32_t w : {1u, 2u, 4u, 8u, 16u}) {
@@ -1120,6 +1124,63 @@ TEST(SelectorFormats, QuantizedCachesNeedTheirBlockGeometry) {
   EXPECT_THAT([&] { describeCall(q8); }, ThrowsMessage<UserError>(HasSubstr("whole blocks of 32 values, but its head_dim is 48")));
   AttentionCall int8q = formatCall(s, DType::I8, DType::I8, DType::F16, false);
   EXPECT_THAT([&] { describeCall(int8q); }, ThrowsMessage<UserError>(HasSubstr("accepted: f16, bf16, f32")));
+}
+
+TEST(SelectorFormats, HalfProductsNeedInt8WithStepScales) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
+  const auto plan = [&](DType kv, std::map<std::string, std::string> env, const DeviceInfo& device) {
+    return Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), device,
+                          AttentionOptions::fromEnvironment(env))
+        .decodeVariant;
+  };
+  const auto refused = [&](DType kv, std::map<std::string, std::string> env, const DeviceInfo& device,
+                           const char* knob, const char* why) {
+    try {
+      plan(kv, env, device);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr(knob));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  // The knob turns them off, and step scales with them.
+  const DecodeVariant off = plan(DType::I8, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "0"}}, h200);
+  EXPECT_FALSE(off.halfProducts);
+  EXPECT_FALSE(off.stepScales);
+  // Forced where the tuning table does not ask for them (lavapipe), they come with step scales.
+  const DecodeVariant cpu = plan(DType::I8, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, parseDevicePreset("lavapipe"));
+  EXPECT_TRUE(cpu.halfProducts);
+  EXPECT_TRUE(cpu.stepScales);
+  EXPECT_FALSE(plan(DType::I8, {}, parseDevicePreset("lavapipe")).halfProducts);
+  refused(DType::F16, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, h200, "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
+          "the K/V cache is f16, not int8");
+  refused(DType::Q8_0, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, h200, "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
+          "half products take int8 K/V with step scales");
+  refused(DType::I8, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}, {"FOUNDRY_FA_DECODE_STEP_SCALES", "0"}}, h200,
+          "FOUNDRY_FA_DECODE_HALF_PRODUCTS", "half products take int8 K/V with step scales");
+  DeviceInfo noHalf = h200;
+  noHalf.fp16Arithmetic = false;
+  refused(DType::I8, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, noHalf, "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
+          "the device has no f16 arithmetic");
+  EXPECT_FALSE(plan(DType::I8, {}, noHalf).halfProducts);
+  // A step of 64 keys leaves the 32-key scale block.
+  try {
+    Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 64), DType::F16, DType::I8, DType::F16,
+                                           false)),
+                   h200,
+                   AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_STEP_SCALES", "1"},
+                                                      {"FOUNDRY_FA_DECODE_KEYS_PER_WARP", "8"},
+                                                      {"FOUNDRY_FA_DECODE_UNROLL", "8"},
+                                                      {"FOUNDRY_FA_DECODE_Q_SHARED", "1"},
+                                                      {"FOUNDRY_FA_DECODE_VEC", "16"}}));
+    ADD_FAILURE() << "accepted a step of 64 keys";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_STEP_SCALES"));
+    EXPECT_THAT(e.what(), HasSubstr("the 64 keys of a step dividing the 32-key scale block"));
+  }
+  refused(DType::F16, {{"FOUNDRY_FA_DECODE_STEP_SCALES", "1"}}, h200, "FOUNDRY_FA_DECODE_STEP_SCALES",
+          "the K/V cache is f16, not int8");
 }
 
 }  // namespace

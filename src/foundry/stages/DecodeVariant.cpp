@@ -96,15 +96,35 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   // Quantized rows stay in registers as codes, four to a word, and one scale per load; counted in the
   // units the 16-bit rows are (two per register), which the budget was measured in. Counted once,
   // 16 codes per lane with 8 steps passed and spilled on the H100 (216 us against 92 us with 4 steps).
-  const std::uint32_t rowRegisters = quantized(dtype) ? 2 * ((elems + valueElems) / 4 + 2 * (elems / vecWidth))
-                                                      : elems + valueElems;
+  // With step scales a load position's scale is held once per step, not once per unrolled key.
+  const std::uint32_t scaleRegisters = quantized(dtype) ? 2 * 2 * (elems / vecWidth) : 0;
+  const std::uint32_t rowRegisters = quantized(dtype) ? 2 * ((elems + valueElems) / 4) : elems + valueElems;
+  const std::uint32_t stepRegisters = unroll * rowRegisters + (stepScales ? 1 : unroll) * scaleRegisters;
+  if (stepScales) {
+    const QuantBlocks& q = storageFormat(dtype).blocks;
+    if (!q.version || q.inlineScales || vecWidth < 4 || q.keys % stepKeys() != 0 ||
+        (pageSize && pageSize % stepKeys() != 0)) {
+      return fmt::format("step scales take int8 K/V (scales per block of keys) in loads of 4 or more codes, with the "
+                         "{} keys of a step dividing the {}-key scale block{}; not {} in loads of {}",
+                         stepKeys(), q.keys, pageSize ? fmt::format(" and the {}-row page", pageSize) : "",
+                         dtypeName(dtype), vecWidth);
+    }
+  }
+  if (halfProducts && (!stepScales || int8Dot || queryShared || idleLanes)) {
+    return "half products take int8 K/V with step scales, q in registers, no integer dot products and no idle lanes";
+  }
   if (int8Dot && (!quantized(dtype) || vecWidth < 4 || queryShared)) {
     return fmt::format("integer dot products take quantized K/V in loads of 4 or more codes with q in registers, "
                        "not {} in loads of {}{}", dtypeName(dtype), vecWidth, queryShared ? " with q shared" : "");
   }
   // q quantized for integer dot products: two bytes per element, four to a word, and a scale per load.
-  const std::uint32_t queryRegisters = queryShared ? 0 : int8Dot ? elems / 2 + elems / vecWidth : elems;
-  if (heads * (queryRegisters + valueElems) + 2 * unroll * rowRegisters > 384) {
+  // Half products: q as f16 pairs and a scale, and each step's V sums as f16 pairs beside o.
+  const std::uint32_t queryRegisters = queryShared ? 0
+                                       : int8Dot   ? elems / 2 + elems / vecWidth
+                                       : halfProducts ? elems / 2 + 1
+                                                      : elems;
+  const std::uint32_t outputRegisters = halfProducts ? valueElems + valueElems / 2 : valueElems;
+  if (heads * (queryRegisters + outputRegisters) + 2 * stepRegisters > 384) {
     return fmt::format("{} heads x {} elements per lane with unroll {} need too many registers", heads, elems, unroll);
   }
   return {};
@@ -126,9 +146,10 @@ std::string DecodeVariant::key() const {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());
   }
-  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp, unroll,
-                     vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "", queryShared ? "_qs" : int8Dot ? "_idot" : "",
-                     scatter ? "_sc" : "", partialStorageName(partial), splitSuffix());
+  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp,
+                     unroll, vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "",
+                     queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? (halfProducts ? "_ss_hp" : "_ss") : "",
+                     partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

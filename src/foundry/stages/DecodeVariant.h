@@ -48,6 +48,15 @@ struct DecodeVariant {
   /// sums of some scores of one head, whose weights it takes, and every lane gathers the weights back
   /// (D80 on 8 lanes, 4 heads, 4 steps: 32 shuffles a step instead of 48, 3 exponentials instead of 20).
   bool scatter = false;
+  /// Quantized K/V whose scales cover blocks of keys (int8; not q8_0, whose scale sits in each row):
+  /// every key of a subgroup's step lies in one block, so each load position's scale is read once per
+  /// step instead of once per key (the loop starts at a multiple of the step; keys before the range
+  /// are masked).
+  bool stepScales = false;
+  /// int8 with step scales: codes widened to f16 pairs and multiplied in packed f16 (the sums of one
+  /// load's products for K, of one step's weights for V), scaled and accumulated in f32: half the
+  /// widening and half the product instructions of f32 arithmetic (the device's fp16Arithmetic).
+  bool halfProducts = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
@@ -85,6 +94,8 @@ struct DecodeVariant {
   /// Why this variant cannot run with this subgroup size, or empty.
   std::string unusableReason(std::uint32_t subgroupSize) const;
   std::string key() const;
+  /// Keys a subgroup takes per iteration (a step of every unrolled block).
+  std::uint32_t stepKeys() const { return keysPerWarp * unroll; }
 
  private:
   std::uint32_t laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const;

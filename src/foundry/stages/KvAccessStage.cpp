@@ -71,6 +71,11 @@ std::string int8Access(const KvAccess& a, char kv) {
     return text + fmt::format("float kv_load_{0}(uvec2 row, uint d) {{ const uint at = row.x + d; return "
                               "i8_to_f32({1} >> (8u * (at % 4u))) * kv_{0}_scale(row, d); }}\n", kv, load);
   }
+  if (a.width >= 4) {
+    // The codes alone, for loads whose scale is read once for several keys (DecodeVariant::stepScales).
+    text += fmt::format("{} kv_load_{}_codes(uvec2 row, uint d) {{ const uint at = row.x + d; return {}; }}\n",
+                        a.width == 4 ? "uint" : a.width == 8 ? "uvec2" : "uvec4", kv, load);
+  }
   return text + fmt::format("KV_RAW kv_load_{0}(uvec2 row, uint d) {{ const uint at = row.x + d; return KV_RAW({1}{2}, "
                             "kv_{0}_scale(row, d)); }}\n", kv, load, a.width == 2 ? " >> (8u * (at % 4u))" : "");
 }

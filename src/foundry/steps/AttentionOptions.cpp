@@ -88,6 +88,14 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_SCATTER",
           "decode: each score of a step summed over its key's lanes once, each lane weighing the scores of one head "
           "and gathering the others' weights (1), or every lane summing and weighing every score (0)"),
+      knob::force<&O::faDecodeStepScales, O>(
+          "FOUNDRY_FA_DECODE_STEP_SCALES",
+          "int8 decode: each scale read once per subgroup step, the step's keys starting at a multiple of the step "
+          "within one scale block (1), or once per key (0)"),
+      knob::force<&O::faDecodeHalfProducts, O>(
+          "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
+          "int8 decode with step scales: codes widened to f16 pairs and multiplied in packed f16, each load's or "
+          "step's sums scaled and accumulated in f32 (1), or codes widened to f32 (0)"),
       knob::force<&O::faDecodeGroupRows, O>(
           "FOUNDRY_FA_DECODE_GROUP_ROWS",
           "decode: the query heads of each KV head's GQA group taken as the rows of one prefill query, so the "

@@ -45,6 +45,8 @@ struct AttentionOptions {
   Force faDecodeIdleLanes = Force::Auto;           ///< FOUNDRY_FA_DECODE_IDLE_LANES
   Force faDecodeTailWords = Force::Auto;           ///< FOUNDRY_FA_DECODE_TAIL_WORDS
   Force faDecodeScatter = Force::Auto;             ///< FOUNDRY_FA_DECODE_SCATTER
+  Force faDecodeStepScales = Force::Auto;          ///< FOUNDRY_FA_DECODE_STEP_SCALES
+  Force faDecodeHalfProducts = Force::Auto;        ///< FOUNDRY_FA_DECODE_HALF_PRODUCTS
   Force faDecodeGroupRows = Force::Auto;           ///< FOUNDRY_FA_DECODE_GROUP_ROWS
   bool faDecodeProbe = false;                      ///< FOUNDRY_FA_DECODE_PROBE
   Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY (read by the runner's decode loop; auto: on GPUs)

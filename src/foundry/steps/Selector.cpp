@@ -32,6 +32,25 @@ std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& de
   throw UserError(o.fieldOf(knob), fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
 }
 
+// Sets one of the variant's switches where `wanted` and the variant stays usable: true if set. A knob
+// forced on is refused with the reason it cannot be (`blocked`: why it never applies to this call).
+bool takeDecodeFlag(DecodeVariant& v, bool DecodeVariant::*flag, const char* knob, Force force, bool wanted,
+                    const std::string& blocked, std::uint32_t subgroupSize, const AttentionOptions& o) {
+  if (!wanted) return false;
+  std::string reason = blocked;
+  if (reason.empty()) {
+    DecodeVariant c = v;
+    c.*flag = true;
+    reason = c.unusableReason(subgroupSize);
+    if (reason.empty()) {
+      v = c;
+      return true;
+    }
+  }
+  if (force == Force::On) rejectKnob(o, knob, 1, reason, "auto, 0");
+  return false;
+}
+
 // Replaces the value and reason of an earlier decision that a later constraint changed.
 void revise(std::vector<Decision>& why, const std::string& what, std::string value, std::string reason) {
   for (auto& d : why) {
@@ -339,6 +358,28 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     rejectKnob(o, "FOUNDRY_FA_DECODE_SCATTER", 1, "the scalar decode variant shares no scores between lanes",
                "auto, 0");
   }
+  // The step is settled. int8 products in packed f16 (the tuning table, or the knob) need each step's
+  // keys in one scale block, so that a step's weighted codes share one scale.
+  const std::string notInt8 =
+      v.scalar ? "the scalar decode variant loads one element at a time"
+      : quantized(v.dtype) ? ""
+                           : fmt::format("the K/V cache is {}, not int8", dtypeName(v.dtype));
+  const std::string noHalf = !notInt8.empty() ? notInt8 : device.fp16Arithmetic ? "" : "the device has no f16 arithmetic";
+  const bool halfWanted = o.faDecodeHalfProducts == Force::On ||
+                          (o.faDecodeHalfProducts == Force::Auto && tune.decodeHalfProducts != 0 && noHalf.empty());
+  if (takeDecodeFlag(v, &DecodeVariant::stepScales, "FOUNDRY_FA_DECODE_STEP_SCALES", o.faDecodeStepScales,
+                     o.faDecodeStepScales == Force::On || (o.faDecodeStepScales == Force::Auto && halfWanted), notInt8,
+                     sg, o)) {
+    why.push_back({"scales", fmt::format("once per step of {} keys", v.stepKeys()),
+                   o.faDecodeStepScales == Force::On ? std::string("FOUNDRY_FA_DECODE_STEP_SCALES")
+                                                     : std::string("for the products in f16")});
+  }
+  if (takeDecodeFlag(v, &DecodeVariant::halfProducts, "FOUNDRY_FA_DECODE_HALF_PRODUCTS", o.faDecodeHalfProducts,
+                     halfWanted, noHalf, sg, o)) {
+    why.push_back({"products", "packed f16, scaled and summed in f32",
+                   o.faDecodeHalfProducts == Force::On ? std::string("FOUNDRY_FA_DECODE_HALF_PRODUCTS")
+                                                       : tune.sourceOf("decodeHalfProducts")});
+  }
   v.probe = o.faDecodeProbe;
   if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_DECODE_PROBE: a measuring build of the kernel"});
 
@@ -378,6 +419,11 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
+  // A longer step may leave its scale block: then its scales are read per key.
+  if (wide.stepScales && o.faDecodeStepScales != Force::On && o.faDecodeHalfProducts != Force::On &&
+      !wide.unusableReason(sg).empty()) {
+    wide.stepScales = wide.halfProducts = false;
+  }
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
       !v.scalar && wide.unusableReason(sg).empty()) {
     v = wide;

@@ -27,7 +27,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeHeads),         FOUNDRY_TUNING_FIELD(decodeQueryShared),
     FOUNDRY_TUNING_FIELD(decodeInt8Dot),       FOUNDRY_TUNING_FIELD(decodeIdleLanes),
     FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeScatter),
-    FOUNDRY_TUNING_FIELD(decodeGroupRows),
+    FOUNDRY_TUNING_FIELD(decodeHalfProducts),  FOUNDRY_TUNING_FIELD(decodeGroupRows),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -48,7 +48,7 @@ const std::vector<TuningRow>& tuningTable() {
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
-        .decodeGroupRows = 0,
+        .decodeHalfProducts = 0, .decodeGroupRows = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -98,6 +98,12 @@ const std::vector<TuningRow>& tuningTable() {
        "Hopper, 8-bit rows of 128 (int8, q8_0): scores scattered, each summed once per key and weighed by one lane "
        "pair (H200, batch 1 kv 65536, 2026-11-27: int8 77.9-78.4 us against 87.0-87.3, q8_0 97.3-97.7 against "
        "102.3-102.4; int8 batch 8 kv 16384 142.4-142.9 against 160.3-160.4)"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 1},
+       {.decodeHalfProducts = 1},
+       "Hopper, int8 rows: codes multiplied in packed f16, each step's scales read once (H200, batch 1 kv 65536, "
+       "2026-11-27: D128 61.7-62.0 us against 77.4-78.3, D64 39.8 against 44.6, D96 62.6 against 71.9, D256 138.4 "
+       "against 174.3; D128 batch 8 kv 16384 110.8-111.3 against 141.9-143.7); q8_0 keeps a scale in every row and "
+       "is left as it was"},
       {{.minHeadDim = 320},
        {.decodeHeads = 2},
        "rows of 320 and more (MLA's latent 576): 2 query heads per decode workgroup, so that a lane's q and output "
