@@ -36,6 +36,8 @@
 #                                        # the register plan and other splits; short caches timed twice
 #   bash bench/h200.sh int8-half         # on the device: int8 decode in packed f16 (half products),
 #                                        # its scales once per step alone, and neither; parity first
+#   bash bench/h200.sh int8-half-warps   # on the device: int8 decode (half products) with 4 subgroups
+#                                        # and 32 splits, two workgroups an SM, against the plan
 #   bash bench/h200.sh int8-dot          # on the device: int8/q8_0 decode, K through integer dot
 #                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
@@ -540,6 +542,26 @@ case "${1:-}" in
         timeout 150 foundry "${sets[@]}" bench --runs 30 --json "$out/half-$round-${v%%:*}.json" --shape \
           ${SHAPES:-decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8 decode:8:32:8:16384:64+int8} \
           2>&1 | grep -E "us$|rror" | sed "s/^/round $round ${v%%:*}: /" || status=1
+      done
+    done
+    exit $status
+    ;;
+  int8-half-warps)
+    # int8 decode with half products at D128 kv 65536: the plan (8 subgroups, 16 splits, one workgroup an
+    # SM) against 4 subgroups with 32 or 33 splits (two workgroups an SM at the same registers), 4
+    # subgroups of 16 lanes per key with 8 steps, and 8 subgroups with 32 splits; two rounds, the
+    # driver's register counts after each.
+    on_device
+    status=0
+    for round in 1 2; do
+      for v in plan w4-s32:FA_DECODE_WARPS=4,FA_DECODE_SPLIT_K=32 w4-s33:FA_DECODE_WARPS=4,FA_DECODE_SPLIT_K=33 \
+               w4-s32-k2-v8-u8:FA_DECODE_WARPS=4,FA_DECODE_SPLIT_K=32,FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
+               s32:FA_DECODE_SPLIT_K=32; do
+        variant_sets "$v"
+        timeout 90 foundry "${sets[@]}" bench --runs 30 --shape decode:1:32:8:65536:128+int8 \
+          --json "$out/warps-$round-${v%%:*}.json" 2>&1 | grep -E "us$|rror" | sed "s/^/round $round ${v%%:*}: /" || status=1
+        python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['results'][0]; print('  registers', [x[1] for k in r['statistics'].values() for x in k if x[0] == 'Register Count'])" \
+          "$out/warps-$round-${v%%:*}.json" || status=1
       done
     done
     exit $status

@@ -72,6 +72,10 @@ FormatCase withWindow(FormatCase f, std::uint32_t left) {
   f.c.modifiers.push_back(window(left));
   return f;
 }
+FormatCase withModifiers(FormatCase f, std::vector<ModifierSpec> modifiers) {
+  f.c.modifiers = std::move(modifiers);
+  return f;
+}
 FormatCase withPages(FormatCase f, std::uint32_t rows) {
   f.c.pageSize = rows;
   return f;
@@ -161,6 +165,11 @@ INSTANTIATE_TEST_SUITE_P(
                                             halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"}})), 333),
                       withPages(formatCase("int8_half_products_pages", 1, 4100, I8, F32, F32, false,
                                            halfProducts({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
+                      // Score hooks and a distance bias on the products in f16, and sequences whose
+                      // lengths end inside a step.
+                      withModifiers(formatCase("int8_half_products_hooks", 1, 4100, I8, F16, F16, false,
+                                               halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"}})),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
                       formatCase("int8_qshared_u8", 1, 4100, I8, F16, F16, false,
                                  Knobs{{"FOUNDRY_FA_DECODE_Q_SHARED", "1"}, {"FOUNDRY_FA_DECODE_VEC", "16"},
                                        {"FOUNDRY_FA_DECODE_UNROLL", "8"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"}}),
