@@ -89,16 +89,6 @@ bool decode_in_range(uint at, uint kv_begin, uint kv_end) {
   return at < kv_end && (DECODE_STEP_SCALES == 0 || at >= kv_begin);
 }
 
-#if DECODE_HALF_PRODUCTS
-// Half products (int8 K/V with step scales): the codes of a word as two f16 pairs, bytes 0 and 2 and
-// bytes 1 and 3. A byte biased by 128 in the low mantissa bits of 1024.0 is 1024 + b exactly; 1152 off
-// leaves the code. One bit operation and one packed subtraction per pair.
-f16vec2 i8_even_f16(uint w) {
-  return unpackFloat2x16(((w ^ 0x00800080u) & 0x00ff00ffu) | 0x64006400u) - f16vec2(1152.0);
-}
-f16vec2 i8_odd_f16(uint w) { return i8_even_f16(w >> 8u); }
-#endif
-
 // Stores this subgroup's normalised partial output, its max and its sum in shared memory.
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;

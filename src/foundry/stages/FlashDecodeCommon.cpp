@@ -89,7 +89,9 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DECODE_SCATTER", v.scatter ? "1" : "0");
     k.define("DECODE_STEP_SCALES", v.stepScales ? "1" : "0");
     k.define("DECODE_HALF_PRODUCTS", v.halfProducts ? "1" : "0");
-    if (v.halfProducts) k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+    if (v.halfProducts) {
+      k.extension("GL_EXT_shader_explicit_arithmetic_types_float16").snippet("common/int8_half.glsl");
+    }
     if (v.scatter) k.constant("DECODE_SC_ROUNDS", std::countr_zero(v.lanesPerKey(device.subgroupSize)));
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");

@@ -342,21 +342,13 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                                 device.maxSharedMemoryBytes, halfHelps ? " or FOUNDRY_FA_DECODE_TG_OUT=half" : ""));
   }
   // Last: the heads per workgroup and the steps are settled, and each lane must keep scores of one head.
-  if (!v.scalar && o.faDecodeScatter != Force::Off && (o.faDecodeScatter == Force::On || tune.decodeScatter != 0)) {
-    DecodeVariant c = v;
-    c.scatter = true;
-    if (const std::string reason = c.unusableReason(sg); reason.empty()) {
-      v = c;
-      why.push_back({"scores", fmt::format("scattered: {} lanes per key, {} per head", v.lanesPerKey(sg),
-                                           v.lanesPerKey(sg) / v.heads),
-                     o.faDecodeScatter == Force::On ? std::string("FOUNDRY_FA_DECODE_SCATTER")
-                                                    : tune.sourceOf("decodeScatter")});
-    } else if (o.faDecodeScatter == Force::On) {
-      rejectKnob(o, "FOUNDRY_FA_DECODE_SCATTER", 1, reason, "auto, 0");
-    }
-  } else if (v.scalar && o.faDecodeScatter == Force::On) {
-    rejectKnob(o, "FOUNDRY_FA_DECODE_SCATTER", 1, "the scalar decode variant shares no scores between lanes",
-               "auto, 0");
+  if (takeDecodeFlag(v, &DecodeVariant::scatter, "FOUNDRY_FA_DECODE_SCATTER", o.faDecodeScatter,
+                     o.faDecodeScatter == Force::On || (o.faDecodeScatter == Force::Auto && tune.decodeScatter != 0),
+                     v.scalar ? "the scalar decode variant shares no scores between lanes" : "", sg, o)) {
+    why.push_back({"scores", fmt::format("scattered: {} lanes per key, {} per head", v.lanesPerKey(sg),
+                                         v.lanesPerKey(sg) / v.heads),
+                   o.faDecodeScatter == Force::On ? std::string("FOUNDRY_FA_DECODE_SCATTER")
+                                                  : tune.sourceOf("decodeScatter")});
   }
   // The step is settled. int8 products in packed f16 (the tuning table, or the knob) need each step's
   // keys in one scale block, so that a step's weighted codes share one scale.
@@ -419,11 +411,6 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
-  // A longer step may leave its scale block: then its scales are read per key.
-  if (wide.stepScales && o.faDecodeStepScales != Force::On && o.faDecodeHalfProducts != Force::On &&
-      !wide.unusableReason(sg).empty()) {
-    wide.stepScales = wide.halfProducts = false;
-  }
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
       !v.scalar && wide.unusableReason(sg).empty()) {
     v = wide;
