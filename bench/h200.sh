@@ -38,6 +38,10 @@
 #                                        # its scales once per step alone, and neither; parity first
 #   bash bench/h200.sh int8-half-warps   # on the device: int8 decode (half products) with 4 subgroups
 #                                        # and 32 splits, two workgroups an SM, against the plan
+#   bash bench/h200.sh issue15-targets   # on the device: decode D80/D96/D256 at kv 65536 against the
+#                                        # read ceiling, prefill D128/D96/D256 at S 8192, two rounds
+#   bash bench/h200.sh int8-inflight     # on the device: int8 decode (half products) with more steps
+#                                        # in flight on narrower lanes, against the plan
 #   bash bench/h200.sh int8-dot          # on the device: int8/q8_0 decode, K through integer dot
 #                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
@@ -449,6 +453,31 @@ case "${1:-}" in
       --json "$out/headdims.json" 2>&1 | tee "$out/headdims.txt" || status=1
     exit $status
     ;;
+  issue15-targets)
+    # Issue 15's speed targets in one call, two rounds: decode at kv 65536 for D80, D96 and D256 (each
+    # against the read ceiling the bench measures in the same process) and causal prefill at S 8192 for
+    # D128, D96 and D256 (TFLOP/s, and D96's and D256's against D128's).
+    on_device
+    status=0
+    for round in 1 2; do
+      rm -f "$out/targets.json"
+      timeout 240 foundry bench --shape decode:1:32:8:65536:80 decode:1:32:8:65536:96 decode:1:32:8:65536:256 \
+        prefill:1:32:8:8192:128 prefill:1:32:8:8192:96 prefill:1:32:8:8192:256 --json "$out/targets.json" \
+        >/dev/null 2>&1 || status=1
+      [ -f "$out/targets.json" ] || { echo "round $round: no result"; status=1; continue; }
+      cp "$out/targets.json" "$out/targets-$round.json"
+      python3 - "$out/targets.json" "$round" <<'PY' | tee -a "$out/issue15-targets.txt"
+import json, sys
+rs = json.load(open(sys.argv[1]))["results"]
+tf = {r["D"]: r["tflops"] for r in rs if r["kind"] == "prefill"}
+for r in rs:
+    extra = f"{r['pct_ceiling']:.1f}% of {r['ceiling']}" if r["kind"] == "decode" else \
+        f"{r['tflops']:.1f} TFLOP/s, {r['tflops'] / tf[128]:.2f}x D128"
+    print(f"round {sys.argv[2]}: {r['name']} {r['us']:.1f} us {'ok' if r['checked'] else 'FAIL'} {extra}")
+PY
+    done
+    exit $status
+    ;;
   mla)
     # DeepSeek-V2-Lite's absorbed MLA through `foundry run` (docs/performance.md, "Latent values"):
     # the latent-decode and append parity suites, the config with its check, and the whole model's
@@ -562,6 +591,32 @@ case "${1:-}" in
           --json "$out/warps-$round-${v%%:*}.json" 2>&1 | grep -E "us$|rror" | sed "s/^/round $round ${v%%:*}: /" || status=1
         python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['results'][0]; print('  registers', [x[1] for k in r['statistics'].values() for x in k if x[0] == 'Register Count'])" \
           "$out/warps-$round-${v%%:*}.json" || status=1
+      done
+    done
+    exit $status
+    ;;
+  int8-inflight)
+    # int8 decode with half products at D128 kv 65536 (B1, and B8 kv 16384): the plan (8 lanes of 16
+    # codes, 4 steps) against more steps in flight on narrower lanes (16 lanes of 8 codes with 8 and 16
+    # steps, 32 lanes of 4 with 16), 8 lanes of two 8-code loads with 8 steps, and 4 subgroups of 16
+    # lanes with 16 steps and 32 splits; two rounds, each variant in a process of its own, the
+    # driver's register counts beside each time.
+    on_device
+    status=0
+    for round in 1 2; do
+      for v in plan k2-v8-u8:FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
+               k2-v8-u16:FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=16 \
+               k1-v4-u16:FA_DECODE_KEYS_PER_WARP=1,FA_DECODE_VEC=4,FA_DECODE_UNROLL=16 \
+               k4-v8-u8:FA_DECODE_KEYS_PER_WARP=4,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
+               w4-s32-k2-v8-u16:FA_DECODE_WARPS=4,FA_DECODE_SPLIT_K=32,FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=16; do
+        variant_sets "$v"
+        rm -f "$out/inflight.json"
+        # shellcheck disable=SC2086  # SHAPES is words
+        timeout 90 foundry "${sets[@]}" bench --runs 30 --json "$out/inflight.json" \
+          --shape ${SHAPES:-decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8} >/dev/null 2>&1 || status=1
+        [ -f "$out/inflight.json" ] || { echo "round $round ${v%%:*}: no result"; continue; }
+        python3 bench/sweep_table.py "$out/inflight.json" | tail -n +3 | sed "s/^/round $round ${v%%:*} /" |
+          tee -a "$out/int8-inflight.txt"
       done
     done
     exit $status

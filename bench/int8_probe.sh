@@ -31,16 +31,8 @@ k_raw="part += dot(DECODE_QK(h, j * DECODE_PAIR + c), vec4($(printf "$raw" kr)))
 v_one="if (h == 0u) acc_o[0][j * DECODE_PAIR + c].x += ps * $(printf "$raw" vr);"
 k_one="part += $(printf "$raw" kr);"
 
-# copy NAME [FROM TO]...: kernels/ with each statement FROM replaced by TO
-copy() {
-  local d=/tmp/int8-probe/$1
-  shift
-  rm -rf "$d" && mkdir -p "$d" && cp -r kernels/. "$d"
-  while [ $# -gt 0 ]; do
-    FROM="$1" TO="$2" perl -0pi -e 's/\Q$ENV{FROM}\E/$ENV{TO}/g' "$d/flashattention/decode_subgroup.glsl"
-    shift 2
-  done
-}
+source bench/kernel_copies.sh
+copy() { kernel_copy /tmp/int8-probe "$@"; }
 copy base
 copy v-raw "$v_use" "$v_raw"
 copy k-raw "$k_use" "$k_raw"

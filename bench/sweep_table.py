@@ -4,7 +4,7 @@ driver reported about the main kernel (registers, stack, shared memory), so a sw
 read next to the occupancy that explains them.
 
     python3 bench/sweep_table.py sweep.json [more.json ...]
-    python3 bench/sweep_table.py --plain LABEL... -- result.json   # "LABEL... shape us ok|wrong" lines
+    python3 bench/sweep_table.py --plain LABEL... -- result.json   # "LABEL... shape us ok|wrong N%-of-C" lines
 """
 import json
 import sys
@@ -30,7 +30,9 @@ def results(path):
 def plain(labels, paths):
     for path in paths:
         for r in results(path):
-            print(*labels, r["name"], f"{r['us']:.1f}", "ok" if r.get("checked") else "wrong")
+            pct = r.get("pct_ceiling")
+            ceiling = f"{pct:.1f}%-of-{r.get('ceiling', '')}" if pct is not None else ""
+            print(*labels, r["name"], f"{r['us']:.1f}", "ok" if r.get("checked") else "wrong", ceiling)
 
 
 def main(paths):

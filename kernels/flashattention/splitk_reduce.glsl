@@ -27,6 +27,39 @@ const uint SPLITK_PER_INVOCATION = (SPLITK_ELEMS + WORKGROUP_SIZE - 1u) / WORKGR
 
 uint splitk_index(uint r) { return gl_LocalInvocationIndex + r * WORKGROUP_SIZE; }
 
+#if SPLITK_RAGGED
+// Where invocations' element counts differ, those past the last element load (as every invocation
+// does) but fold nothing, and a batch folds at its maximum: one exponential per state, none waiting
+// on another, where folding one state at a time takes two in a chain. D80 decode at kv 65536 took 1
+// us less; the same fold where every invocation has whole elements (D128) cost 3.7 us
+// (docs/performance.md, "The merge's exponentials").
+#define SPLITK_FOLD(BATCH)                                                                          \
+  [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {                                    \
+    if (splitk_index(r) < SPLITK_ELEMS) {                                                           \
+      float top = m[r];                                                                             \
+      [[unroll]] for (uint j = 0u; j < (BATCH); ++j) top = s0 + j < n_splits ? max(top, ml[r][j].x) : top; \
+      const float a = exp2(m[r] - top);                                                             \
+      l[r] *= a;                                                                                    \
+      o[r] *= a;                                                                                    \
+      m[r] = top;                                                                                   \
+      [[unroll]] for (uint j = 0u; j < (BATCH); ++j) {                                              \
+        if (s0 + j < n_splits) {                                                                    \
+          const float w = exp2(ml[r][j].x - top);                                                   \
+          l[r] += ml[r][j].y * w;                                                                   \
+          o[r] += po[r][j] * w;                                                                     \
+        }                                                                                           \
+      }                                                                                             \
+    }                                                                                               \
+  }
+#else
+#define SPLITK_FOLD(BATCH)                                                                          \
+  [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {                                    \
+    [[unroll]] for (uint j = 0u; j < (BATCH); ++j) {                                                \
+      if (s0 + j < n_splits) softmax_fold(m[r], l[r], o[r], ml[r][j].x, ml[r][j].y, po[r][j]);      \
+    }                                                                                               \
+  }
+#endif
+
 #define SPLITK_MERGE_BATCHES(BATCH)                                                                   \
   for (uint s0 = 0u; s0 < n_splits; s0 += (BATCH)) {                                                \
     vec2 ml[SPLITK_PER_INVOCATION][BATCH];                                                          \
@@ -39,11 +72,7 @@ uint splitk_index(uint r) { return gl_LocalInvocationIndex + r * WORKGROUP_SIZE;
         po[r][j] = partial_o[row * VALUE_DIM + i % VALUE_DIM];                                      \
       }                                                                                             \
     }                                                                                               \
-    [[unroll]] for (uint r = 0u; r < SPLITK_PER_INVOCATION; ++r) {                                  \
-      [[unroll]] for (uint j = 0u; j < (BATCH); ++j) {                                              \
-        if (s0 + j < n_splits) softmax_fold(m[r], l[r], o[r], ml[r][j].x, ml[r][j].y, po[r][j]);    \
-      }                                                                                             \
-    }                                                                                               \
+    SPLITK_FOLD(BATCH)                                                                              \
   }
 
 void splitk_merge_batched(uint row0, uint n_splits, out float o[SPLITK_PER_INVOCATION],

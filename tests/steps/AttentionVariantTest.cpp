@@ -183,6 +183,9 @@ const AttentionCase D80f32 = shape(2, 4, 1, 1, 97, 80, DType::F32, TM, TM);
 const AttentionCase D96 = shape(1, 4, 1, 1, 1501, 96, DType::F16);
 const AttentionCase D80bf16 = shape(1, 8, 2, 1, 203, 80, DType::BF16);
 const AttentionCase D40 = shape(2, 4, 1, 1, 300, 40, DType::F16, TM, HM);
+// GQA 4 at D72: 288 output elements, which leave some of 64 or 256 invocations one element fewer in
+// the merged Split-K's last workgroup (the ragged fold).
+const AttentionCase D72 = shape(1, 8, 2, 1, 1501, 72, DType::F16);
 // MHA (Phi-2's D80 layout), the LSE returned too.
 AttentionCase withLse(AttentionCase c) {
   c.lse = true;
@@ -262,7 +265,11 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{A, Knobs().splitK(3).reduceKernel(), 3}, VariantCase{Batch3, Knobs().splitK(3).reduceKernel(), 3},
         VariantCase{B, Knobs().splitK(5).scalar().reduceKernel(), 5}, VariantCase{Batch3, Knobs().splitK(4).merged(), 4},
         VariantCase{C, Knobs().splitK(7).merged().half(), 7}, VariantCase{Long, Knobs().splitK(64).merged(), 64},
-        VariantCase{A, Knobs().splitK(1).merged(), 1}),
+        VariantCase{A, Knobs().splitK(1).merged(), 1},
+        // The ragged fold with 8 subgroups: one batch of 4, one of 16, and two batches of 16 (the second
+        // folded at a new maximum).
+        VariantCase{D72, Knobs().warps(8).splitK(3).merged(), 3}, VariantCase{D72, Knobs().warps(8).splitK(13).merged(), 13},
+        VariantCase{D72, Knobs().warps(8).splitK(29).merged(), 29}),
     variantName);
 
 // ---- Prefill.

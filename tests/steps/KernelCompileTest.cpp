@@ -241,13 +241,15 @@ TEST_P(KernelCompile, DecodeVariants) {
 TEST_P(KernelCompile, MergedDecodeBatchesItsLoadsWhereInvocationsMergeSeveralElements) {
   // The last workgroup's merge takes the batched form (the loads of all its elements before any fold)
   // only where the heads' rows outnumber the invocations: on the H200, D80 and D128 with 4 heads on
-  // 256 invocations, and not D64 (docs/performance.md, "The Split-K merge's loads").
-  for (const std::uint32_t d : {64u, 80u, 128u}) {
+  // 256 invocations, and not D64 (docs/performance.md, "The Split-K merge's loads"). Where the rows
+  // leave some invocations an element fewer (D72 and D80 there), the fold skips them and takes each
+  // batch at its maximum (SPLITK_RAGGED).
+  for (const std::uint32_t d : {64u, 72u, 80u, 128u}) {
     DecodeVariant v;
     v.headDim = d;
     v.heads = 4;
     v.warps = 8;
-    v.keysPerWarp = sg / 8;  // 8 lanes per key: whole loads for every D here
+    v.keysPerWarp = sg / (d % 16 == 0 ? 8 : 4);  // 8 or 4 lanes per key: whole pairs for every D here
     v.vecWidth = 2;
     v.split = v.fusedReduce = true;
     ASSERT_EQ(v.unusableReason(sg), "") << v.key();
@@ -259,10 +261,12 @@ TEST_P(KernelCompile, MergedDecodeBatchesItsLoadsWhereInvocationsMergeSeveralEle
       const bool batched = v.heads * d > v.workgroupSize(sg);
       EXPECT_EQ(src.glsl.find("splitk_merge_batched((batch") != std::string::npos, batched) << v.key();
       EXPECT_EQ(src.glsl.find("splitk_merge(row0") != std::string::npos, !batched) << v.key();
+      const bool ragged = batched && (v.heads * d) % v.workgroupSize(sg) != 0;
+      EXPECT_EQ(src.glsl.find("#define SPLITK_RAGGED 1") != std::string::npos, ragged) << v.key();
       return src;
     });
   }
-  EXPECT_EQ(compiled, 3);
+  EXPECT_EQ(compiled, 4);
 }
 
 // ---- prefill (subgroup variant) -------------------------------------------------------------------

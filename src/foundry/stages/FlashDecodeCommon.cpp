@@ -52,7 +52,12 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   if (v.split && v.fusedReduce) {
     k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
     k.shared("merge_here", "uint", 1, 4);
-    if (batchedMerge(v, device.subgroupSize)) k.define("SPLITK_ELEMS", fmt::format("{}u", v.heads * v.vDim()));
+    if (batchedMerge(v, device.subgroupSize)) {
+      const std::uint32_t elems = v.heads * v.vDim();
+      k.define("SPLITK_ELEMS", fmt::format("{}u", elems));
+      // Some invocations have one element fewer than others (D80 and D96 on 256 invocations).
+      k.define("SPLITK_RAGGED", elems % v.workgroupSize(device.subgroupSize) != 0 ? "1" : "0");
+    }
     k.snippet("flashattention/splitk_reduce.glsl");
   }
   k.push("qk_scale", PushType::F32).push("kv_chunk", PushType::U32);
