@@ -29,16 +29,21 @@ bool pf_tile_masked(uvec4 keys, uint t, uint kv_end) {
   return t + PF_BC > kv_end || !fa_keys_all_visible(keys, t, t + PF_BC);
 }
 
-// One tile through pf_tile with the mask flag a constant at each call, so that the driver compiles the
-// element masks away where a tile needs none (the H200's causal prefill: 1-3% faster than one call
-// taking the flag as a value, docs/performance.md).
+// One tile through pf_tile. With PF_MASK_SPLIT the mask flag is a constant at each of two calls, so
+// that the driver compiles the element masks away where a tile needs none (the H200's causal prefill:
+// 1-3% faster than one call taking the flag as a value); otherwise one call takes it as a value (D256
+// on the H200, whose two copies of the tile code did not fit its registers: 4% slower).
 void pf_tile_at(inout PF_STATE st, uint stage, uint t, uint kv_end, uvec4 keys, uint b, uint h, uint pos0,
                 float qk_scale) {
+#if PF_MASK_SPLIT
   if (pf_tile_masked(keys, t, kv_end)) {
     pf_tile(st, stage, t, kv_end, true, b, h, pos0, keys, qk_scale);
   } else {
     pf_tile(st, stage, t, kv_end, false, b, h, pos0, keys, qk_scale);
   }
+#else
+  pf_tile(st, stage, t, kv_end, pf_tile_masked(keys, t, kv_end), b, h, pos0, keys, qk_scale);
+#endif
 }
 
 // With a loader subgroup (PF_LOADER: the one past the PF_WARPS compute subgroups), it fills the other

@@ -37,6 +37,7 @@ struct Knobs {
   }
   Knobs& sharedSoftmax() { o.faPrefillRegisterSoftmax = Force::Off; return *this; }
   Knobs& headsFirst(bool on) { o.faPrefillHeadsFirst = on ? Force::On : Force::Off; return *this; }
+  Knobs& maskSplit(bool on) { o.faPrefillMaskSplit = on ? Force::On : Force::Off; return *this; }
   Knobs& warps(std::uint32_t w) { o.faDecodeWarps = w; return *this; }
   Knobs& keys(std::uint32_t k) { o.faDecodeKeysPerWarp = k; return *this; }
   Knobs& vec(std::uint32_t v) { o.faDecodeVectorWidth = v; return *this; }
@@ -305,6 +306,9 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   if (o.faPrefillHeadsFirst != Force::Auto) {
     EXPECT_EQ(v.headsFirst, o.faPrefillHeadsFirst == Force::On) << plan.describe();
   }
+  if (o.faPrefillMaskSplit != Force::Auto) {
+    EXPECT_EQ(v.maskSplit, o.faPrefillMaskSplit == Force::On) << plan.describe();
+  }
   EXPECT_EQ(v.loader, o.faPrefillLoader == Force::On) << plan.describe();
   EXPECT_EQ(v.coopMat2, o.faPrefillCoopMat2 == Force::On) << plan.describe();
   if (o.faPrefillStages) {
@@ -363,6 +367,13 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P5, Knobs().headsFirst(false).prefillSplitK(2), 2},
         VariantCase{P2, Knobs().headsFirst(false).noPrefillSplitK(), 1},
         VariantCase{P5, Knobs().coopMat().headsFirst(false).noPrefillSplitK(), 1},
+        // The tile code once, its masks under a run-time flag (causal tiles on and off the diagonal,
+        // a Split-K whose early splits need no mask).
+        VariantCase{P3, Knobs().maskSplit(false).prefillSplitK(3), 3},
+        VariantCase{P5, Knobs().maskSplit(false).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat().maskSplit(false).noPrefillSplitK(), 1},
+        VariantCase{P5, Knobs().coopMat().maskSplit(true).prefillSplitK(2), 2},
+        VariantCase{P7, Knobs().maskSplit(false).noPrefillSplitK(), 1},
         // The cooperative-matrix variant, where the device has it (the f16 shapes).
         VariantCase{P1, Knobs().coopMat().prefillWarps(1).noPrefillSplitK(), 1},
         VariantCase{P1, Knobs().coopMat().prefillWarps(2).noPrefillSplitK(), 1},

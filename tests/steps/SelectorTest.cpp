@@ -283,6 +283,27 @@ TEST(Selector, PrefillPutsHeadsFirstWhileOneSequencesKvStaysWithinTheBound) {
   EXPECT_FALSE(planFor(device, prefillShape(32, 8, 16384, 16384, 256)).prefillVariant.headsFirst);
 }
 
+TEST(Selector, PrefillCompilesAMaskFreeTileCopyExceptWhereTheTuningTableSaysNot) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  // Everywhere a mask-free copy of the tile code for the tiles every row sees whole; not for Hopper's
+  // D256, whose two copies the driver could not hold in registers.
+  const AttentionPlan d128 = planFor(h200, prefillShape(32, 8, 8192, 8192, 128));
+  EXPECT_TRUE(d128.prefillVariant.maskSplit);
+  EXPECT_THAT(d128, HasDecision("tile masks", HasSubstr("every device")));
+  const AttentionPlan d256 = planFor(h200, prefillShape(32, 8, 8192, 8192, 256));
+  EXPECT_FALSE(d256.prefillVariant.maskSplit);
+  EXPECT_THAT(d256.prefillVariant.key(), HasSubstr("_mflag"));
+  EXPECT_THAT(d256, HasDecision("tile masks", HasSubstr("Hopper, head_dim 256")));
+  EXPECT_TRUE(planFor(parseDevicePreset("lavapipe"), prefillShape(8, 2, 512, 512, 256)).prefillVariant.maskSplit);
+  // The knob beats the table both ways.
+  const auto on = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_MASK_SPLIT", "1"}});
+  EXPECT_TRUE(planFor(h200, prefillShape(32, 8, 8192, 8192, 256), on).prefillVariant.maskSplit);
+  const auto off = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_MASK_SPLIT", "0"}});
+  const AttentionPlan flag = planFor(h200, prefillShape(32, 8, 8192, 8192, 128), off);
+  EXPECT_FALSE(flag.prefillVariant.maskSplit);
+  EXPECT_THAT(flag, HasDecision("tile masks", HasSubstr("FOUNDRY_FA_PREFILL_MASK_SPLIT")));
+}
+
 TEST(Selector, H200PrefillTilesRowsOf256WithEightSubgroupsAndQStagedInPasses) {
   const DeviceInfo device = parseDevicePreset("h200");
   // Two 16-key staging buffers of 256-wide rows (33 KiB) hold 64 query rows: the 128 rows of 8 subgroups

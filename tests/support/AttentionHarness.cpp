@@ -499,6 +499,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.disableFaPrefillSplitK) parts.push_back("nopsk");
   if (o.faPrefillCoopMat != Force::Auto) parts.push_back(o.faPrefillCoopMat == Force::On ? "coopmat" : "nocoopmat");
   if (o.faPrefillHeadsFirst != Force::Auto) parts.push_back(o.faPrefillHeadsFirst == Force::On ? "headsfirst" : "tilesfirst");
+  if (o.faPrefillMaskSplit != Force::Auto) parts.push_back(o.faPrefillMaskSplit == Force::On ? "masksplit" : "maskflag");
   if (o.faPrefillRegisterSoftmax != Force::Auto) {
     parts.push_back(o.faPrefillRegisterSoftmax == Force::On ? "regsoftmax" : "sharedsoftmax");
   }

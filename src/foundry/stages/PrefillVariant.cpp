@@ -81,11 +81,11 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string PrefillVariant::key() const {
-  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}{}{}", headDim, dtypeName(dtype),
+  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}{}{}{}", headDim, dtypeName(dtype),
                      coopMat ? (coopMat2 ? "coopmat2" : quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
                      longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", loader ? "_ld" : "", probe ? "_probe" : "",
-                     split ? "_split" : "", lse ? "_lse" : "") +
+                     maskSplit ? "" : "_mflag", split ? "_split" : "", lse ? "_lse" : "") +
          (qType() != dtype ? fmt::format("_q{}", dtypeName(qType())) : "") +
          (oType() != dtype ? fmt::format("_o{}", dtypeName(oType())) : "") +
          (pageSize ? fmt::format("_pg{}", pageSize) : "");

@@ -36,6 +36,9 @@ struct PrefillVariant {
   /// longestFirst, the longest tiles of all heads first). Otherwise each head's tiles in turn (its
   /// K/V is read by fewer heads at a time: less of it in flight in the cache).
   bool headsFirst = false;
+  /// The tile code compiled twice, with the element masks and without (the copy without for tiles
+  /// every row sees whole); otherwise once, the masks under a run-time flag.
+  bool maskSplit = true;
   bool split = false;             ///< write unnormalised partials for a Split-K reduce
   bool lse = false;               ///< also write each row's log-sum-exp (stages/LseOutput.h); not with split
   /// Record per subgroup where and when it ran and the cycles of each phase (stages/PrefillProbe.h).

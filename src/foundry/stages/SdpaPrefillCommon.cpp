@@ -135,6 +135,7 @@ void declare(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& devi
   // Loops over register arrays are unrolled so every index is a constant (no local-memory arrays).
   k.extension("GL_EXT_control_flow_attributes");
   probe::declare(k, device, v.probe);
+  k.define("PF_MASK_SPLIT", v.maskSplit ? "1" : "0");  // prefill_loop.glsl's pf_tile_at
   if (v.coopMat2) declareCoopMat2(v, k, device);
   else if (v.coopMat) declareCoopMat(v, k, device);
   else declareSubgroup(v, k, device);

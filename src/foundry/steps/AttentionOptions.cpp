@@ -36,6 +36,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::faPrefillHeadsFirst, O>(
           "FOUNDRY_FA_PREFILL_HEADS_FIRST",
           "prefill grid order: heads vary fastest (1) or each head's query tiles in turn (0)"),
+      knob::force<&O::faPrefillMaskSplit, O>(
+          "FOUNDRY_FA_PREFILL_MASK_SPLIT",
+          "prefill: the tile code compiled twice, with the element masks and without, the mask-free copy for tiles "
+          "every row sees whole (1), or once with the masks under a run-time flag (0)"),
       knob::force<&O::faPrefillLoader, O>(
           "FOUNDRY_FA_PREFILL_LOADER",
           "cooperative-matrix prefill: one more subgroup that only loads the next K/V tile (two staging buffers)"),

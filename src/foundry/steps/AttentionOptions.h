@@ -28,6 +28,7 @@ struct AttentionOptions {
   std::optional<std::uint32_t> faPrefillKeysPerTile;///< FOUNDRY_FA_PREFILL_KEYS_PER_TILE
   std::optional<std::uint32_t> faPrefillStages;    ///< FOUNDRY_FA_PREFILL_STAGES
   Force faPrefillHeadsFirst = Force::Auto;         ///< FOUNDRY_FA_PREFILL_HEADS_FIRST
+  Force faPrefillMaskSplit = Force::Auto;          ///< FOUNDRY_FA_PREFILL_MASK_SPLIT
   bool faPrefillProbe = false;                     ///< FOUNDRY_FA_PREFILL_PROBE
   Force faPrefillLoader = Force::Auto;             ///< FOUNDRY_FA_PREFILL_LOADER
   Force faPrefillCoopMat2 = Force::Auto;           ///< FOUNDRY_FA_PREFILL_COOPMAT2

@@ -705,6 +705,10 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
                      ? std::string("FOUNDRY_FA_PREFILL_HEADS_FIRST")
                      : fmt::format("{} KiB of K/V per sequence {} {} KiB; {}", kvKiB, v.headsFirst ? "within" : "beyond",
                                    tune.prefillHeadsFirstKiB, tune.sourceOf("prefillHeadsFirstKiB"))});
+  v.maskSplit = o.faPrefillMaskSplit == Force::Auto ? tune.prefillMaskSplit != 0 : o.faPrefillMaskSplit == Force::On;
+  why.push_back({"tile masks", v.maskSplit ? "a mask-free copy of the tile code" : "one copy, masks under a flag",
+                 o.faPrefillMaskSplit != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_MASK_SPLIT")
+                                                     : tune.sourceOf("prefillMaskSplit")});
   const std::uint32_t qTiles = ceilDiv(p.qLen, v.rowsPerWorkgroup());
   const std::uint32_t base = qTiles * p.nHeads * p.batch;
   const std::uint32_t keys = plan.visibleKeys = Selector::visibleKeys(p, v.rowsPerWorkgroup(), v.keysPerTile);

@@ -36,7 +36,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(coop2Stages),
     FOUNDRY_TUNING_FIELD(prefillWarps),        FOUNDRY_TUNING_FIELD(prefillRowsPerWarp),
     FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillSplitTiles),
-    FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB),
+    FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB), FOUNDRY_TUNING_FIELD(prefillMaskSplit),
 };
 #undef FOUNDRY_TUNING_FIELD
 
@@ -54,7 +54,7 @@ const std::vector<TuningRow>& tuningTable() {
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
         .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0,
         .prefillWarps = 4, .prefillRowsPerWarp = 4,
-        .prefillKeysPerTile = 32, .prefillSplitTiles = 4},
+        .prefillKeysPerTile = 32, .prefillSplitTiles = 4, .prefillMaskSplit = 1},
        "every device: the H200's sweeps (docs/performance.md), until a family is measured apart"},
       {{},
        {.prefillHeadsFirstKiB = 48 * 1024},
@@ -116,11 +116,13 @@ const std::vector<TuningRow>& tuningTable() {
        "257 and 255 against 257; the loads' share of a subgroup's cycles falls from 14.6% to 8.5%); a Split-K part "
        "keeps at least 256 keys as with 64-key tiles (S 512: 53.0 us with 2 splits against 60.7 with 3)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 256, .maxHeadDim = 256},
-       {.coopKeysPerTile = 16, .prefillHeadsFirstKiB = 64 * 1024},
+       {.coopKeysPerTile = 16, .prefillHeadsFirstKiB = 64 * 1024, .prefillMaskSplit = 0},
        "Hopper, head_dim 256: 8 subgroups (Q staged in two passes) and 16-key tiles in two staging buffers, heads "
        "first up to 64 MiB of K/V (H200 causal prefill, 2026-11-26, S 8192: 7082 us in two calls, against 7434 "
        "each head in turn, 9080 for 32-key tiles in one buffer and 11066 for the earlier 4 subgroups; S 2048 525 "
-       "against 635 and 775)"},
+       "against 635 and 775); the tile code once, masks under a flag (2026-11-27: S 8192 7072-7127 us against "
+       "7393-7401 with a mask-free copy, whose 255 registers the driver eked out with 10.5 KiB of shared memory; "
+       "S 2048 525 against 543)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 192, .maxHeadDim = 192},
        {.coopWarps = 4, .coopKeysPerTile = 16, .coopStages = 1, .coopOneStageGroups = 0},
        "Hopper, head_dim 192: 4 subgroups and one 16-key staging buffer (H200 causal prefill S 8192, 2026-11-26: "

@@ -63,6 +63,9 @@ struct TuningValues {
   /// Prefill: the most K/V bytes (of one sequence, every KV head) for which heads vary fastest in
   /// the grid; beyond, each head's query tiles go in turn.
   std::optional<std::uint32_t> prefillHeadsFirstKiB;
+  /// 1: the tile code compiled with and without the element masks (one copy for tiles every row sees
+  /// whole); 0: one copy, the masks under a run-time flag.
+  std::optional<std::uint32_t> prefillMaskSplit;
 };
 
 /// Where a row applies. Unset fields match everything.
@@ -99,7 +102,7 @@ struct Tuning {
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0;
   std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
-                prefillHeadsFirstKiB = 0;
+                prefillHeadsFirstKiB = 0, prefillMaskSplit = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.
   std::vector<std::pair<std::string_view, std::string_view>> sources;
 
