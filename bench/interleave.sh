@@ -3,7 +3,8 @@
 #   bash bench/interleave.sh SHAPE... -- NAME=BINARY[:KERNEL_DIR] ...
 # BINARY is a foundry executable (e.g. .device/bin/foundry); KERNEL_DIR, if given, is passed as
 # FOUNDRY_KERNEL_DIR (a copy of kernels/ to compare against the embedded one). Prints
-# "rep name shape us check" lines (check: the bench's comparison with the CPU reference) and writes
+# "rep name shape us check N%-of-C" lines (check: the bench's comparison with the CPU reference; N: the
+# share of the ceiling C the bench measured in the same process) and writes
 # them to $OUT/interleave.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
