@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Times the same shapes with several builds or kernel sources, interleaved, twice, on the device:
+# Times the same shapes with several builds or kernel sources, interleaved, twice (ROUNDS=N: N times),
+# on the device:
 #   bash bench/interleave.sh SHAPE... -- NAME=BINARY[:KERNEL_DIR] ...
 # BINARY is a foundry executable (e.g. .device/bin/foundry); KERNEL_DIR, if given, is passed as
 # FOUNDRY_KERNEL_DIR (a copy of kernels/ to compare against the embedded one). Prints
@@ -12,7 +13,7 @@ source bench/on_device.sh
 shapes=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do shapes+=("$1"); shift; done
 shift || { echo "usage: bench/interleave.sh SHAPE... -- NAME=BINARY[:KERNEL_DIR] ..." >&2; exit 2; }
-for rep in 1 2; do
+for rep in $(seq "${ROUNDS:-2}"); do
   for spec in "$@"; do
     name=${spec%%=*} rest=${spec#*=}
     bin=${rest%%:*} dir=""

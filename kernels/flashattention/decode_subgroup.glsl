@@ -93,7 +93,12 @@ bool decode_in_range(uint at, uint kv_begin, uint kv_end) {
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V], float m, float l) {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) {
+    // Under a preprocessor test, not a constant one: with the `continue` in it, spirv-opt left the loop
+    // over heads that calls this rolled and the accumulators in local arrays indexed by head (H200:
+    // 0.3 us at D128 kv 65536, up to 2 us at short caches; docs/performance.md, "Local arrays").
+#if DECODE_IDLE_LANES
     if (!decode_live(c, lik, VALUE_DIM)) continue;
+#endif
     const uint d = decode_dim(c, lik, VALUE_DIM);
     const DVEC v = acc_o[c] * inv;
     [[unroll]] for (uint t = 0u; t < DECODE_VEC; ++t) {
