@@ -12,10 +12,10 @@
 #   k_once      ablation: every K^T fragment load reads the same fragment
 #   no_exp      ablation: p = s - m instead of exp2(s - m)
 #   k_ahead     candidate: a slice's eight K^T fragments loaded before its first product
-#   k_two       candidate: a slice's products in two chains of four (even and odd dims), added
-#   k_chains2/3/4  candidate: a slice's Q K^T products in that many independent chains (dim dd in chain
-#               dd % N), added at the end: with one 16-key slice per tile (D256, D192) the products
-#               otherwise form one chain of head_dim / 16 dependent MMAs
+#   k_chains2, k_chains4  candidate: a slice's Q K^T products in that many independent chains (dim dd
+#               in chain dd % N), added at the end: with one 16-key slice per tile (D256, D192) the
+#               products otherwise form one chain of head_dim / 16 dependent MMAs
+#   k_two       k_chains2 (the name of 2026-11-23's runs, whose copy spelled the two chains out)
 #   q_scaled    candidate: Q scaled by qk_scale as it is staged, so plain scores need no multiply
 #   neg_inf     candidate: masked scores as -inf, so p = exp2(s - m) needs no test
 #   n_inner     candidate: a tile's 16-key accumulators built together, head_dim slices outermost
@@ -62,17 +62,6 @@ mk_k_ahead() { edit k_ahead "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint st
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) coopMatLoadNV(kb[dd], kv_tile, $at + dd * 2u, CM_ROW4, true);
   [[unroll]] for (uint dd = 0u; dd < CM_D; ++dd) s = coopMatMulAddNV(q[dd], kb[dd], s);
   return s;
-}/s"; }
-mk_k_two() { edit k_two "s/$body/F32MAT cm_scores(in F16MAT q[CM_D], uint stage, uint n) {
-  F32MAT s0 = F32MAT(0.0), s1 = F32MAT(0.0);
-  [[unroll]] for (uint dd = 0u; dd < CM_D; dd += 2u) {
-    F16MAT k0, k1;
-    coopMatLoadNV(k0, kv_tile, $at + dd * 2u, CM_ROW4, true);
-    coopMatLoadNV(k1, kv_tile, $at + dd * 2u + 2u, CM_ROW4, true);
-    s0 = coopMatMulAddNV(q[dd], k0, s0);
-    s1 = coopMatMulAddNV(q[dd + 1u], k1, s1);
-  }
-  return s0 + s1;
 }/s"; }
 # k_chains N: the products of cm_scores in N chains.
 k_chains() {
@@ -143,7 +132,7 @@ mk_neg_inf() { edit neg_inf "$neg_inf"; }
 mk_n_inner() { edit n_inner "$n_inner"; }
 mk_less_math() { edit less_math "${q_scaled[0]}; $neg_inf" "${q_scaled[1]}"; }
 mk_k_chains2() { edit k_chains2 "$(k_chains 2)"; }
-mk_k_chains3() { edit k_chains3 "$(k_chains 3)"; }
+mk_k_two() { edit k_two "$(k_chains 2)"; }
 mk_k_chains4() { edit k_chains4 "$(k_chains 4)"; }
 mk_lazy() { edit lazy "$(lazy 8.0)"; }
 mk_lazy0() { edit lazy0 "$(lazy 0.0)"; }
