@@ -42,6 +42,8 @@
 #                                        # read ceiling, prefill D128/D96/D256 at S 8192, two rounds
 #   bash bench/h200.sh int8-inflight     # on the device: int8 decode (half products) with more steps
 #                                        # in flight on narrower lanes, against the plan
+#   bash bench/h200.sh int8-w16          # on the device: int8 decode (half products) in workgroups of
+#                                        # 16 subgroups (at most 128 registers a lane) against the plan
 #   bash bench/h200.sh int8-dot          # on the device: int8/q8_0 decode, K through integer dot
 #                                        # products against float products and f16, two rounds
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
@@ -161,6 +163,26 @@ driver_stats() {  # D PREFIX VARIANT...
     variant_sets "$v"
     timeout 60 foundry "${sets[@]}" kernels --heads 32 --kv-heads 8 --head-dim "$d" --stats 2>&1 |
       grep -E "^decode " | sed "s/^/$prefix${v%%:*} stats: /" | cut -c1-400 || status=1
+  done
+}
+# On the device: two rounds of each variant NAME:KNOB=VALUE,... ("plan" sets nothing) in a process of its
+# own, `foundry SETS bench --runs 30` over SHAPES (default: int8 D128 decode at B1 kv 65536 and B8 kv
+# 16384), each result printed by bench/sweep_table.py with the driver's registers and spills as
+# "round R NAME | shape | ..." and added to $out/FILE.txt; sets status=1 where a run fails.
+json_variants() {  # FILE VARIANT...
+  local file=$1 round v
+  shift
+  for round in 1 2; do
+    for v in "$@"; do
+      variant_sets "$v"
+      rm -f "$out/$file.json"
+      # shellcheck disable=SC2086  # SHAPES is words
+      timeout 90 foundry "${sets[@]}" bench --runs 30 --json "$out/$file.json" \
+        --shape ${SHAPES:-decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8} >"$out/$file.log" 2>&1 || status=1
+      [ -f "$out/$file.json" ] || { echo "round $round ${v%%:*}: no result"; tail -3 "$out/$file.log"; continue; }
+      python3 bench/sweep_table.py "$out/$file.json" | tail -n +3 | sed "s/^/round $round ${v%%:*} /" |
+        tee -a "$out/$file.txt"
+    done
   done
 }
 # On the device: two rounds of `foundry SETS bench --sweep --runs 30` over SHAPE and the named
@@ -603,22 +625,27 @@ PY
     # driver's register counts beside each time.
     on_device
     status=0
-    for round in 1 2; do
-      for v in plan k2-v8-u8:FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
-               k2-v8-u16:FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=16 \
-               k1-v4-u16:FA_DECODE_KEYS_PER_WARP=1,FA_DECODE_VEC=4,FA_DECODE_UNROLL=16 \
-               k4-v8-u8:FA_DECODE_KEYS_PER_WARP=4,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
-               w4-s32-k2-v8-u16:FA_DECODE_WARPS=4,FA_DECODE_SPLIT_K=32,FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=16; do
-        variant_sets "$v"
-        rm -f "$out/inflight.json"
-        # shellcheck disable=SC2086  # SHAPES is words
-        timeout 90 foundry "${sets[@]}" bench --runs 30 --json "$out/inflight.json" \
-          --shape ${SHAPES:-decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8} >/dev/null 2>&1 || status=1
-        [ -f "$out/inflight.json" ] || { echo "round $round ${v%%:*}: no result"; continue; }
-        python3 bench/sweep_table.py "$out/inflight.json" | tail -n +3 | sed "s/^/round $round ${v%%:*} /" |
-          tee -a "$out/int8-inflight.txt"
-      done
-    done
+    json_variants int8-inflight plan k2-v8-u8:FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
+      k2-v8-u16:FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=16 \
+      k1-v4-u16:FA_DECODE_KEYS_PER_WARP=1,FA_DECODE_VEC=4,FA_DECODE_UNROLL=16 \
+      k4-v8-u8:FA_DECODE_KEYS_PER_WARP=4,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8 \
+      w4-s32-k2-v8-u16:FA_DECODE_WARPS=4,FA_DECODE_SPLIT_K=32,FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=16
+    exit $status
+    ;;
+  int8-w16)
+    # int8 decode with half products at D128 kv 65536 (B1, and B8 kv 16384) in workgroups of 16
+    # subgroups: 512 invocations leave a lane at most 128 registers (the plan's 8 subgroups take 254),
+    # so an SM holds 16 subgroups where it holds 8, twice the loads in flight and the latency of each
+    # dependent instruction hidden by twice the subgroups. Against the plan; two rounds, each variant a
+    # process of its own, the driver's registers and spills beside each time.
+    on_device
+    status=0
+    json_variants int8-w16 plan w16:FA_DECODE_WARPS=16 \
+      w16-k4-v16-u4:FA_DECODE_WARPS=16,FA_DECODE_KEYS_PER_WARP=4,FA_DECODE_VEC=16,FA_DECODE_UNROLL=4 \
+      w16-k4-v16-u2:FA_DECODE_WARPS=16,FA_DECODE_KEYS_PER_WARP=4,FA_DECODE_VEC=16,FA_DECODE_UNROLL=2 \
+      w16-k2-v8-u4:FA_DECODE_WARPS=16,FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=4 \
+      w16-k2-v8-u8:FA_DECODE_WARPS=16,FA_DECODE_KEYS_PER_WARP=2,FA_DECODE_VEC=8,FA_DECODE_UNROLL=8
+    SHAPES="decode:1:32:8:65536:128 decode:8:32:8:16384:128" json_variants f16-w16 plan w16:FA_DECODE_WARPS=16
     exit $status
     ;;
   int8-dot)
@@ -656,12 +683,16 @@ PY
   against-base)
     # A change against the build before it: the attention cases matching TESTS (all by default), then
     # SHAPES timed with .device/bin/foundry-base and .device/bin/foundry, interleaved, twice. Here: pack
-    # the new build, then cp <the base build's foundry> .device/bin/foundry-base.
+    # the new build, then cp <the base build's foundry> .device/bin/foundry-base; or, for a change to
+    # kernels/ alone, BASE_KERNELS=<a copy of the base's kernels/ under .device> (the new binary run
+    # with FOUNDRY_KERNEL_DIR there).
     on_device
     status=0
     suite_subset against-base-tests "${TESTS:-*}"
     read -r -a shapes <<<"${SHAPES:?SHAPES names the shapes to time}"
-    bash bench/interleave.sh "${shapes[@]}" -- base=.device/bin/foundry-base new=.device/bin/foundry || status=1
+    base=.device/bin/foundry-base
+    [ -n "${BASE_KERNELS:-}" ] && base=.device/bin/foundry:$PWD/$BASE_KERNELS
+    bash bench/interleave.sh "${shapes[@]}" -- "base=$base" new=.device/bin/foundry || status=1
     exit $status
     ;;
   prefill-candidates)

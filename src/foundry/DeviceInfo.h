@@ -62,6 +62,7 @@ struct DeviceInfo {
   bool subgroupSizeControl = false;
   bool subgroupArithmetic = true;
   bool subgroupShuffle = true;
+  bool subgroupVote = true;  ///< subgroupAny/All (a decode kernel skips a rescale by 1 with them)
   std::uint32_t maxSharedMemoryBytes = 32768;
   std::uint64_t maxStorageBufferRange = 134217728;
   std::uint64_t maxAllocationBytes = 1ull << 31;

@@ -201,6 +201,7 @@ const std::vector<Key>& keys() {
       flag("subgroup-control", &DeviceInfo::subgroupSizeControl),
       flag("subgroup-arithmetic", &DeviceInfo::subgroupArithmetic),
       flag("subgroup-shuffle", &DeviceInfo::subgroupShuffle),
+      flag("subgroup-vote", &DeviceInfo::subgroupVote),
       number("shared", &DeviceInfo::maxSharedMemoryBytes),
       number("storage", &DeviceInfo::maxStorageBufferRange),
       number("alloc", &DeviceInfo::maxAllocationBytes),

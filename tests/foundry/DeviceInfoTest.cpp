@@ -134,7 +134,7 @@ std::vector<DeviceInfo> roundTripCases() {
   odd.driverName = "";
   odd.kind = DeviceKind::Virtual;
   odd.vendor = Vendor::Qualcomm;
-  odd.subgroupArithmetic = odd.subgroupShuffle = odd.storage16Bit = false;
+  odd.subgroupArithmetic = odd.subgroupShuffle = odd.subgroupVote = odd.storage16Bit = false;
   odd.coopMatShapes = {{16, 16, 16, DType::F16, DType::F16}, {8, 8, 32, DType::F32, DType::F32}};
   odd.coopMatLayout = {{0, 8, 3}, {1}};
   for (std::size_t i = 0; i < odd.uuid.size(); ++i) odd.uuid[i] = static_cast<std::uint8_t>(i * 17);

@@ -47,6 +47,7 @@ struct Knobs {
   Knobs& idleLanes() { o.faDecodeIdleLanes = Force::On; return *this; }
   Knobs& tailWords() { o.faDecodeTailWords = Force::On; return *this; }
   Knobs& scatter() { o.faDecodeScatter = Force::On; return *this; }
+  Knobs& lazy() { o.faDecodeLazyRescale = Force::On; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
@@ -155,6 +156,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeScatter != Force::Auto) {
     EXPECT_EQ(v.scatter, o.faDecodeScatter == Force::On) << plan.describe();
   }
+  if (o.faDecodeLazyRescale != Force::Auto) {
+    EXPECT_EQ(v.lazyRescale, o.faDecodeLazyRescale == Force::On) << plan.describe();
+  }
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
@@ -249,6 +253,12 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{D80mha, Knobs().tailWords().keys(1).unroll(8).scatter()},
         VariantCase{D80mha, Knobs().tailWords().keys(1).unroll(4).scatter()},
         VariantCase{Long, Knobs().vec(8).keys(1).unroll(2).scatter().splitK(4).merged(), 4},
+        // The output's rescale skipped where no lane's maximum grew (a subgroup vote), per head and
+        // with scattered scores.
+        VariantCase{A, Knobs().lazy()}, VariantCase{Batch3, Knobs().keys(2).unroll(2).lazy()},
+        VariantCase{Long, Knobs().vec(8).unroll(8).lazy().splitK(4).merged(), 4},
+        VariantCase{D80, Knobs().tailWords().unroll(4).scatter().lazy()},
+        VariantCase{Batch3, Knobs().keys(2).unroll(2).scatter().lazy()},
         // Scalar variant.
         VariantCase{A, Knobs().scalar()}, VariantCase{B, Knobs().scalar().warps(1)},
         VariantCase{C, Knobs().scalar().warps(2)},

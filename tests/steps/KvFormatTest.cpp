@@ -165,10 +165,21 @@ INSTANTIATE_TEST_SUITE_P(
                                             halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"}})), 333),
                       withPages(formatCase("int8_half_products_pages", 1, 4100, I8, F32, F32, false,
                                            halfProducts({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
+                      // With the rescale skipped where no maximum grew (the H200's plan from D96 on).
+                      formatCase("int8_half_products_lazy", 1, 4100, I8, F16, F16, false,
+                                 halfProducts({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},
+                                               {"FOUNDRY_FA_DECODE_LAZY_RESCALE", "1"}})),
+                      withWindow(formatCase("int8_half_products_window_scatter_lazy", 1, 4100, I8, F16, F16, false,
+                                            halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"},
+                                                          {"FOUNDRY_FA_DECODE_LAZY_RESCALE", "1"}})), 333),
                       // Score hooks and a distance bias on the products in f16, and sequences whose
                       // lengths end inside a step.
                       withModifiers(formatCase("int8_half_products_hooks", 1, 4100, I8, F16, F16, false,
                                                halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"}})),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      withModifiers(formatCase("int8_half_products_hooks_lazy", 1, 4100, I8, F16, F16, false,
+                                               halfProducts({{"FOUNDRY_FA_DECODE_SCATTER", "1"},
+                                                             {"FOUNDRY_FA_DECODE_LAZY_RESCALE", "1"}})),
                                     {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
                       formatCase("int8_qshared_u8", 1, 4100, I8, F16, F16, false,
                                  Knobs{{"FOUNDRY_FA_DECODE_Q_SHARED", "1"}, {"FOUNDRY_FA_DECODE_VEC", "16"},

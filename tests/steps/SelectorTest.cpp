@@ -1106,6 +1106,9 @@ TEST(SelectorFormats, EightBitRowsTakeSixteenCodeLoadsWithFourStepsInFlight) {
     // q8_0 keeps a scale in every row, so its steps share none.
     EXPECT_EQ(v.halfProducts, kv == DType::I8);
     EXPECT_EQ(v.stepScales, kv == DType::I8);
+    // 8-bit rows of 128 skip a rescale by exactly 1 (int8: 60.2 against 61.7 us; 106.1 against 111.5
+    // at B8).
+    EXPECT_TRUE(v.lazyRescale);
   }
   // Widths an 8-bit load can take, down to one code; none wider than 16.
   for (const std::uint32_t w : {1u, 2u, 4u, 8u, 16u}) {
@@ -1147,6 +1150,53 @@ TEST(SelectorFormats, QuantizedCachesNeedTheirBlockGeometry) {
   EXPECT_THAT([&] { describeCall(int8q); }, ThrowsMessage<UserError>(HasSubstr("accepted: f16, bf16, f32")));
 }
 
+TEST(SelectorFormats, LazyRescaleWhereTheTuningTableMeasuredIt) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const auto plan = [&](std::uint32_t d, DType kv, std::map<std::string, std::string> env, const DeviceInfo& device) {
+    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::F16, kv, DType::F16,
+                                                  false)),
+                          device, AttentionOptions::fromEnvironment(env));
+  };
+  // The H200's int8 rows of 96 and more skip a rescale by exactly 1, and f16 rows of 256 (137 against
+  // 150 us); int8 D64 (38.0 both ways) and f16 D64 and D128 (73.4 against 71.0) do not.
+  for (const std::uint32_t d : {96u, 128u, 256u}) {
+    const AttentionPlan p = plan(d, DType::I8, {}, h200);
+    EXPECT_TRUE(p.decodeVariant.lazyRescale) << d;
+    EXPECT_THAT(p.decodeVariant.key(), HasSubstr("_lr_")) << d;
+    EXPECT_THAT(p, HasDecision("rescale", HasSubstr("tuning table")));
+  }
+  EXPECT_FALSE(plan(64, DType::I8, {}, h200).decodeVariant.lazyRescale);
+  for (const std::uint32_t d : {64u, 128u}) {
+    const DecodeVariant v = plan(d, DType::F16, {}, h200).decodeVariant;
+    EXPECT_FALSE(v.lazyRescale) << d;
+    EXPECT_THAT(v.key(), ::testing::Not(HasSubstr("_lr"))) << d;
+  }
+  EXPECT_TRUE(plan(256, DType::F16, {}, h200).decodeVariant.lazyRescale);
+  EXPECT_FALSE(plan(256, DType::F16, {}, parseDevicePreset("lavapipe")).decodeVariant.lazyRescale);
+  // The knob takes it anywhere a subgroup votes, and leaves it.
+  EXPECT_TRUE(plan(128, DType::F16, {{"FOUNDRY_FA_DECODE_LAZY_RESCALE", "1"}}, parseDevicePreset("lavapipe"))
+                  .decodeVariant.lazyRescale);
+  EXPECT_FALSE(plan(128, DType::I8, {{"FOUNDRY_FA_DECODE_LAZY_RESCALE", "0"}}, h200).decodeVariant.lazyRescale);
+  // Without a subgroup vote the tuning table's choice falls away, and the knob is refused by name.
+  DeviceInfo noVote = h200;
+  noVote.subgroupVote = false;
+  EXPECT_FALSE(plan(128, DType::I8, {}, noVote).decodeVariant.lazyRescale);
+  try {
+    plan(128, DType::I8, {{"FOUNDRY_FA_DECODE_LAZY_RESCALE", "1"}}, noVote);
+    ADD_FAILURE() << "accepted without a subgroup vote";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_LAZY_RESCALE"));
+    EXPECT_THAT(e.what(), HasSubstr("the device has no subgroup vote"));
+  }
+  // The scalar variant keeps one running maximum per workgroup: nothing to vote on.
+  try {
+    plan(128, DType::F16, {{"FOUNDRY_FA_DECODE_LAZY_RESCALE", "1"}, {"FOUNDRY_FA_DECODE_SCALAR", "1"}}, h200);
+    ADD_FAILURE() << "accepted with the scalar variant";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_LAZY_RESCALE"));
+  }
+}
+
 TEST(SelectorFormats, HalfProductsNeedInt8WithStepScales) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
@@ -1169,10 +1219,12 @@ TEST(SelectorFormats, HalfProductsNeedInt8WithStepScales) {
   const DecodeVariant off = plan(DType::I8, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "0"}}, h200);
   EXPECT_FALSE(off.halfProducts);
   EXPECT_FALSE(off.stepScales);
+  EXPECT_TRUE(off.lazyRescale);  // the tuning table's, half products or not
   // Forced where the tuning table does not ask for them (lavapipe), they come with step scales.
   const DecodeVariant cpu = plan(DType::I8, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, parseDevicePreset("lavapipe"));
   EXPECT_TRUE(cpu.halfProducts);
   EXPECT_TRUE(cpu.stepScales);
+  EXPECT_FALSE(cpu.lazyRescale);
   EXPECT_FALSE(plan(DType::I8, {}, parseDevicePreset("lavapipe")).halfProducts);
   refused(DType::F16, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, h200, "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
           "the K/V cache is f16, not int8");

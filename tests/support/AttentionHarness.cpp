@@ -490,6 +490,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faDecodeIdleLanes != Force::Auto) parts.push_back(o.faDecodeIdleLanes == Force::On ? "idle" : "noidle");
   if (o.faDecodeTailWords != Force::Auto) parts.push_back(o.faDecodeTailWords == Force::On ? "tail" : "notail");
   if (o.faDecodeScatter != Force::Auto) parts.push_back(o.faDecodeScatter == Force::On ? "scatter" : "noscatter");
+  if (o.faDecodeLazyRescale != Force::Auto) parts.push_back(o.faDecodeLazyRescale == Force::On ? "lazy" : "nolazy");
   if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
   if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
   if (o.faDecodeFusedReduce != Force::Auto) parts.push_back(o.faDecodeFusedReduce == Force::On ? "merged" : "reducekernel");

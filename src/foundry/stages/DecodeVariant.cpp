@@ -146,10 +146,11 @@ std::string DecodeVariant::key() const {
     return fmt::format("{}_{}_h{}_w{}_scalar_{}{}", dims, dtypeName(dtype), heads, warps, partialStorageName(partial),
                        splitSuffix());
   }
-  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp,
+  return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp,
                      unroll, vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "",
                      queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? "_ss" : "",
-                     halfProducts ? "_hp" : "", partialStorageName(partial), splitSuffix());
+                     halfProducts ? "_hp" : "", lazyRescale ? "_lr" : "", partialStorageName(partial),
+                     splitSuffix());
 }
 
 }  // namespace foundry

@@ -57,6 +57,9 @@ struct DecodeVariant {
   /// load's products for K, of one step's weights for V), scaled and accumulated in f32: half the
   /// widening and half the product instructions of f32 arithmetic (the device's fp16Arithmetic).
   bool halfProducts = false;
+  /// O's rescale skipped at steps where no lane's running maximum grew (a rescale by exactly 1), decided
+  /// by a subgroupAny vote (the device's subgroupVote).
+  bool lazyRescale = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the

@@ -100,7 +100,9 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     if (v.scatter) k.constant("DECODE_SC_ROUNDS", std::countr_zero(v.lanesPerKey(device.subgroupSize)));
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");
+    k.define("DECODE_LAZY_RESCALE", v.lazyRescale ? "1" : "0");
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
+    if (v.lazyRescale) k.extension("GL_KHR_shader_subgroup_vote");
     k.snippet("flashattention/decode_subgroup.glsl");
   }
   k.snippet("flashattention/decode_combine.glsl");

@@ -100,6 +100,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
           "int8 decode with step scales: codes widened to f16 pairs and multiplied in packed f16, each load's or "
           "step's sums scaled and accumulated in f32 (1), or codes widened to f32 (0)"),
+      knob::force<&O::faDecodeLazyRescale, O>(
+          "FOUNDRY_FA_DECODE_LAZY_RESCALE",
+          "subgroup decode: the output's rescale skipped at steps where no lane's running maximum grew, "
+          "decided by a subgroup vote (1), or taken at every step (0)"),
       knob::force<&O::faDecodeGroupRows, O>(
           "FOUNDRY_FA_DECODE_GROUP_ROWS",
           "decode: the query heads of each KV head's GQA group taken as the rows of one prefill query, so the "

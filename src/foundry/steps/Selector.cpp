@@ -372,6 +372,17 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                    o.faDecodeHalfProducts == Force::On ? std::string("FOUNDRY_FA_DECODE_HALF_PRODUCTS")
                                                        : tune.sourceOf("decodeHalfProducts")});
   }
+  if (takeDecodeFlag(v, &DecodeVariant::lazyRescale, "FOUNDRY_FA_DECODE_LAZY_RESCALE", o.faDecodeLazyRescale,
+                     o.faDecodeLazyRescale == Force::On ||
+                         (o.faDecodeLazyRescale == Force::Auto && tune.decodeLazyRescale != 0 && device.subgroupVote),
+                     v.scalar               ? "the scalar decode variant keeps one running maximum per workgroup"
+                     : !device.subgroupVote ? "the device has no subgroup vote"
+                                            : "",
+                     sg, o)) {
+    why.push_back({"rescale", "skipped where no maximum grew (a subgroup vote)",
+                   o.faDecodeLazyRescale == Force::On ? std::string("FOUNDRY_FA_DECODE_LAZY_RESCALE")
+                                                      : tune.sourceOf("decodeLazyRescale")});
+  }
   v.probe = o.faDecodeProbe;
   if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_DECODE_PROBE: a measuring build of the kernel"});
 

@@ -28,6 +28,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeInt8Dot),       FOUNDRY_TUNING_FIELD(decodeIdleLanes),
     FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeScatter),
     FOUNDRY_TUNING_FIELD(decodeHalfProducts),  FOUNDRY_TUNING_FIELD(decodeGroupRows),
+    FOUNDRY_TUNING_FIELD(decodeLazyRescale),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -48,7 +49,7 @@ const std::vector<TuningRow>& tuningTable() {
        {.decodeWarps = 8, .decodeUnroll = 4, .decodeVecWidth = 4, .decodeLaneElems = 8, .decodeSplitKeys = 256,
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
-        .decodeHalfProducts = 0, .decodeGroupRows = 0,
+        .decodeHalfProducts = 0, .decodeLazyRescale = 0, .decodeGroupRows = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -104,6 +105,17 @@ const std::vector<TuningRow>& tuningTable() {
        "2026-11-27: D128 61.7-62.0 us against 77.4-78.3, D64 39.8 against 44.6, D96 62.6 against 71.9, D256 138.4 "
        "against 174.3; D128 batch 8 kv 16384 110.8-111.3 against 141.9-143.7); q8_0 keeps a scale in every row and "
        "is left as it was"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 96, .elementBytes = 1},
+       {.decodeLazyRescale = 1},
+       "Hopper, 8-bit rows of 96 and more: O's rescale skipped where no lane's maximum grew, one subgroup vote a step "
+       "(H200, int8 batch 1 kv 65536, 2026-11-28: D128 60.0-60.3 us against 61.6-61.8, D96 56.4-56.5 against "
+       "62.1, D256 129.5-129.7 against 130.5-130.8 with a vote per head; D128 batch 8 kv 16384 106.1 against "
+       "111.2-111.5); not at D64 (38.0 both ways); q8_0 not measured"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {256}},
+       {.decodeLazyRescale = 1},
+       "Hopper, 16-bit rows of 256: O's rescale skipped where no lane's maximum grew, one vote for the 4 heads (H200, "
+       "f16 batch 1 kv 65536, 2026-11-28: 136.9-140.9 us against 149.8-151.4 in two calls, where a vote per head "
+       "took 160.5-160.7); not at D128 (73.4-73.5 against 70.9-71.0)"},
       {{.minHeadDim = 320},
        {.decodeHeads = 2},
        "rows of 320 and more (MLA's latent 576): 2 query heads per decode workgroup, so that a lane's q and output "

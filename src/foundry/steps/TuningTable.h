@@ -38,6 +38,7 @@ struct TuningValues {
   std::optional<std::uint32_t> decodeTailWords;   ///< 1: 16-bit rows in whole loads per lane, then single words
   std::optional<std::uint32_t> decodeScatter;     ///< 1: each score summed once, weighed by one lane group
   std::optional<std::uint32_t> decodeHalfProducts;  ///< 1: int8 codes multiplied in packed f16 (step scales)
+  std::optional<std::uint32_t> decodeLazyRescale;  ///< 1: O's rescale skipped where no maximum grew (a vote)
   std::optional<std::uint32_t> decodeGroupRows;   ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
@@ -97,6 +98,7 @@ struct Tuning {
   std::uint32_t decodeTailWords = 0;    ///< 1: 16-bit rows in whole loads per lane, then single words
   std::uint32_t decodeScatter = 0;      ///< 1: each score summed once, weighed by one lane group
   std::uint32_t decodeHalfProducts = 0;  ///< 1: int8 codes multiplied in packed f16 (step scales)
+  std::uint32_t decodeLazyRescale = 0;  ///< 1: O's rescale skipped where no maximum grew (a vote)
   std::uint32_t decodeGroupRows = 0;    ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,

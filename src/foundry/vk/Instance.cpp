@@ -155,6 +155,7 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   const bool computeSubgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   c.subgroupArithmetic = computeSubgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   c.subgroupShuffle = computeSubgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  c.subgroupVote = computeSubgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
   c.maxSharedMemoryBytes = base.limits.maxComputeSharedMemorySize;
   c.maxStorageBufferRange = base.limits.maxStorageBufferRange;
   c.maxAllocationBytes = maint3.maxMemoryAllocationSize;
