@@ -453,8 +453,12 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     }
 #endif
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
+#if DECODE_LAZY_RESCALE
+      const float m_new = m_next[h];
+#else
       float m_new = m[h];
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) m_new = valid[u] ? max(m_new, s[u][h]) : m_new;
+#endif
       const float alpha = exp2(m[h] - m_new);
       float p_sum = 0.0;
 #if !DECODE_LAZY_RESCALE
