@@ -63,6 +63,9 @@
 #   bash bench/h200.sh replay-check      # on the device: the same decode, replayed and not, with --check
 #   bash bench/h200.sh probe [V...]      # on the device: the prefill probe's tests, then causal prefill
 #                                        # timed and probed with the plan and other tilings
+#   bash bench/h200.sh prefill-peers     # on the device: causal prefill S 512-8192, D 64/128: Foundry
+#                                        # without and with a glslc for coopmat2, llama.cpp, PyTorch
+#                                        # (`prepare prefill-peers` packs it)
 #   bash bench/h200.sh coopmat2 [V...]   # on the device: the workgroup-scope (coopmat2) prefill's parity
 #                                        # cases, then causal prefill with the plan against coopmat2
 #                                        # tilings, interleaved (FOUNDRY_GLSLC from .device/compilers;
@@ -220,6 +223,18 @@ case "${1:-}" in
       du -sh .device | awk '{print "prepare cp: .device/ holds " $1}'
       exit 0
     fi
+    if [ "${2:-}" = prefill-peers ]; then
+      # The prefill-peers mode alone: foundry, Debian 13's glslc, ggml and the PyTorch script.
+      cmake --build --preset release --target foundry
+      ../shared/device/pack.sh build/release/apps/foundry/foundry
+      rm -rf .device/compilers .device/mpi .device/ggml
+      cp -r "$(dirname "$(dirname "$(bash scripts/newer-compilers.sh)")")" .device/compilers
+      cp ../shared/device/torch_sdpa.py bench/compare.py .device/
+      bash bench/ggml/fetch.sh
+      bash bench/ggml/fetch.sh pack
+      du -sh .device | awk '{print "prepare prefill-peers: .device/ holds " $1}'
+      exit 0
+    fi
     if [ "${2:-}" = coopmat2 ]; then
       # The coopmat2 mode alone: foundry, the attention suite, and Debian 13's glslc (scripts/newer-compilers.sh).
       cmake --build --preset release --target foundry foundry_attention_tests
@@ -289,6 +304,31 @@ case "${1:-}" in
     python3 .device/torch_sdpa.py >"$out/torch.jsonl"
     python3 .device/torch_batch.py >>"$out/torch.jsonl"
     python3 bench/compare.py "$out/bench.json" "$out/torch.jsonl" --ggml "$out/ggml.jsonl" | tee "$out/table.md"
+    exit $status
+    ;;
+  prefill-peers)
+    # Issue 18: causal prefill at S 512, 2048 and 8192, D 64 and 128, in one call: Foundry's plan without
+    # a glslc for coopmat2 (GL_NV_cooperative_matrix) and with one (.device/compilers: the tuning table's
+    # subgroup-scope coopmat2 rows), llama.cpp's Vulkan backend on those shapes, PyTorch's flash SDPA;
+    # one table for each of Foundry's plans. `prepare prefill-peers` packs what it needs.
+    on_device
+    status=0
+    gpu_name
+    shapes=(prefill:1:32:8:512:64 prefill:1:32:8:2048:64 prefill:1:32:8:8192:64 prefill:1:32:8:512:128
+            prefill:1:32:8:2048:128 prefill:1:32:8:8192:128)
+    FOUNDRY_GLSLC= foundry bench --json "$out/prefill-cm1.json" --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror" ||
+      status=1
+    FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc foundry bench --json "$out/prefill-plan.json" --shape "${shapes[@]}" \
+      2>&1 | grep -E "us$|rror" || status=1
+    bash bench/ggml/fetch.sh unpack
+    /tmp/ggml/ggml_fa_bench --shapes-from "$out/prefill-plan.json" >"$out/ggml.jsonl" 2>"$out/ggml.txt" || status=1
+    cat "$out/ggml.txt"
+    python3 .device/torch_sdpa.py >"$out/torch.jsonl" || status=1
+    for plan in plan cm1; do
+      echo "== Foundry's $plan"
+      python3 .device/compare.py "$out/prefill-$plan.json" "$out/torch.jsonl" --ggml "$out/ggml.jsonl" |
+        tee "$out/table-$plan.md"
+    done
     exit $status
     ;;
   formats)

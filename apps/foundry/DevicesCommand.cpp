@@ -1,3 +1,5 @@
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -92,13 +94,17 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                mib(c.deviceMemoryBytes)});
       }
       fmt::print("{}", t.str());
-      // Workgroup-scope (coopmat2) kernels need a compiler Debian 12's shaderc is not.
-      if (options.glslc.empty()) {
-        fmt::print("coopmat2 compiler: none (FOUNDRY_GLSLC; bash scripts/newer-compilers.sh makes one)\n");
+      // coopmat2 kernels need a compiler Debian 12's shaderc is not.
+      const std::string command = options.glslcCommand();
+      const bool fromPath = options.sourceOf("FOUNDRY_GLSLC") == "default";
+      const std::optional<ExternalGlslc> glslc =
+          command.empty() ? std::nullopt : std::optional<ExternalGlslc>(std::in_place, command);
+      if (!glslc || (fromPath && glslc->version().empty())) {
+        fmt::print("coopmat2 compiler: none ({}; bash scripts/newer-compilers.sh makes one)\n",
+                   fromPath ? "FOUNDRY_GLSLC is unset and PATH has no glslc" : "FOUNDRY_GLSLC is empty");
       } else {
-        const ExternalGlslc glslc(options.glslc);
-        fmt::print("coopmat2 compiler: {} ({}){}\n", options.glslc, glslc.version().empty() ? "?" : glslc.version(),
-                   glslc.coopMat2() ? "" : ": " + glslc.problem());
+        fmt::print("coopmat2 compiler: {}{} ({}){}\n", command, fromPath ? " on PATH (FOUNDRY_GLSLC unset)" : "",
+                   glslc->version().empty() ? "?" : glslc->version(), glslc->coopMat2() ? "" : ": " + glslc->problem());
       }
       // What `foundry kernels --pretend` takes to plan for this device elsewhere.
       for (const auto& d : instance.devices()) fmt::print("#{} pretend: {}\n", d.index, infos[d.index].toString());

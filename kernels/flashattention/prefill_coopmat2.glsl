@@ -1,10 +1,12 @@
 //! requires: flashattention/prefill_coopmat_staging.glsl
-// Prefill attention on workgroup-scope cooperative matrices (GL_KHR_cooperative_matrix with
-// GL_NV_cooperative_matrix2), f16 in, f32 accumulate. The workgroup owns PF_BR query rows as one
-// matrix; the driver splits every product, reduction and element operation over its subgroups. K/V
-// tiles are staged as in the subgroup-scope kernel (prefill_coopmat_staging.glsl, prefill_loop.glsl);
-// per tile of PF_BC keys:
-//   S = Q K^T                       one PF_BR x PF_BC product, Q held as an A matrix
+// Prefill attention on GL_NV_cooperative_matrix2 matrices (GL_KHR_cooperative_matrix types), f16 in,
+// f32 accumulate, each product a whole matrix of flexible dimensions. At workgroup scope the workgroup
+// owns its PF_BR query rows as one matrix and the driver splits every product, reduction and element
+// operation over the subgroups; at subgroup scope (CM2_SUBGROUP) each subgroup owns 16 of the rows as
+// matrices of its own (CM2_RB rows from CM2_ROW0) and all of it stays within the subgroup. K/V tiles
+// are staged as in the GL_NV_cooperative_matrix kernel (prefill_coopmat_staging.glsl,
+// prefill_loop.glsl); per tile of PF_BC keys:
+//   S = Q K^T                       one CM2_RB x PF_BC product, Q held as an A matrix
 //   scores                          an element operation knows each element's row and key: scale,
 //                                   score hooks and masks in one place (cm2_score)
 //   m' = max(m, rowmax S)           a row reduction (coopMatReduceNV)
@@ -14,16 +16,25 @@
 // With PF_STAGES 0 there is no staging: each K/V tile loads straight from the cache through a tensor
 // layout whose rows end at the range's end (rows past it read as 0, never another head's data), so the
 // loop needs no barrier. That takes rows kv_k_row(b, h, 0) + key * k_stride_s apart (f16, not paged).
-// m and L are PF_BR x PF_BC accumulators whose every column holds the row's value (m) or a share of it
+// m and L are CM2_RB x PF_BC accumulators whose every column holds the row's value (m) or a share of it
 // (L): element-wise operations between them and S need the same shape.
 
-#define CM2_Q coopmat<float16_t, gl_ScopeWorkgroup, PF_BR, HEAD_DIM, gl_MatrixUseA>
-#define CM2_KT coopmat<float16_t, gl_ScopeWorkgroup, HEAD_DIM, PF_BC, gl_MatrixUseB>
-#define CM2_V coopmat<float16_t, gl_ScopeWorkgroup, PF_BC, HEAD_DIM, gl_MatrixUseB>
-#define CM2_P coopmat<float16_t, gl_ScopeWorkgroup, PF_BR, PF_BC, gl_MatrixUseA>
-#define CM2_S coopmat<float, gl_ScopeWorkgroup, PF_BR, PF_BC, gl_MatrixUseAccumulator>
-#define CM2_O coopmat<float, gl_ScopeWorkgroup, PF_BR, HEAD_DIM, gl_MatrixUseAccumulator>
-#define CM2_ROW coopmat<float, gl_ScopeWorkgroup, PF_BR, 16, gl_MatrixUseAccumulator>
+#if CM2_SUBGROUP
+#define CM2_SCOPE gl_ScopeSubgroup
+const uint CM2_RB = 16u;
+#define CM2_ROW0 (gl_SubgroupID * 16u)
+#else
+#define CM2_SCOPE gl_ScopeWorkgroup
+const uint CM2_RB = PF_BR;
+#define CM2_ROW0 0u
+#endif
+#define CM2_Q coopmat<float16_t, CM2_SCOPE, CM2_RB, HEAD_DIM, gl_MatrixUseA>
+#define CM2_KT coopmat<float16_t, CM2_SCOPE, HEAD_DIM, PF_BC, gl_MatrixUseB>
+#define CM2_V coopmat<float16_t, CM2_SCOPE, PF_BC, HEAD_DIM, gl_MatrixUseB>
+#define CM2_P coopmat<float16_t, CM2_SCOPE, CM2_RB, PF_BC, gl_MatrixUseA>
+#define CM2_S coopmat<float, CM2_SCOPE, CM2_RB, PF_BC, gl_MatrixUseAccumulator>
+#define CM2_O coopmat<float, CM2_SCOPE, CM2_RB, HEAD_DIM, gl_MatrixUseAccumulator>
+#define CM2_ROW coopmat<float, CM2_SCOPE, CM2_RB, 16, gl_MatrixUseAccumulator>
 
 float cm2_max(const in float a, const in float b) { return max(a, b); }
 float cm2_add(const in float a, const in float b) { return a + b; }
@@ -89,7 +100,7 @@ struct CmState {
 void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
   cm_stage_q(q_base, q0, rows, 0u, PF_BR);
   barrier();
-  coopMatLoad(st.q, kv_tile, 0u, CM_ROW4, gl_CooperativeMatrixLayoutRowMajor);
+  coopMatLoad(st.q, kv_tile, CM2_ROW0 * CM_ROW4, CM_ROW4, gl_CooperativeMatrixLayoutRowMajor);
   st.o = CM2_O(0.0);
   st.m = CM2_S(NEG_BIG);
   st.l = CM2_S(0.0);
@@ -99,6 +110,7 @@ void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
 // One K tile: keys [t, t + PF_BC) from staging buffer `stage`, rows at positions pos0 + r.
 void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uint b, uint h, uint pos0, uvec4 keys,
              float qk_scale) {
+  pos0 += CM2_ROW0;
   CM2_KT kt;
 #if PF_STAGES == 0
   const bool inside = t + PF_BC <= kv_end;
@@ -145,21 +157,26 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
 #define PF_STATE CmState
 #define PF_KV_T uvec4
 
-// The epilogue's view of the staging area (once every subgroup is done with it): the accumulator O
-// as PF_BR rows of HEAD_DIM floats, then each row's m and l (16 copies a row).
-const uint CM2_OUT4 = PF_BR * HEAD_DIM / 4u;
+// The epilogue's view of the staging area (once every subgroup is done with it), in passes of
+// CM2_OUT_ROWS rows: the accumulator O as rows of HEAD_DIM floats, then each row's m and l (16 copies a
+// row). A pass's rows are local: row r of pass r0 is the tile's row r0 + r.
+const uint CM2_OUT4 = CM2_OUT_ROWS * HEAD_DIM / 4u;
 float cm2_word(uint i) { return uintBitsToFloat(kv_tile[i >> 2u][i & 3u]); }
 float cm2_out(uint row, uint d) { return cm2_word(row * HEAD_DIM + d); }
 float cm2_row_m(uint row) { return cm2_word(4u * CM2_OUT4 + row * 16u); }
-float cm2_row_l(uint row) { return cm2_word(4u * CM2_OUT4 + 16u * PF_BR + row * 16u); }
+float cm2_row_l(uint row) { return cm2_word(4u * CM2_OUT4 + 16u * CM2_OUT_ROWS + row * 16u); }
 
-void cm2_stage_out(in CmState st) {
-  barrier();  // the last tile's reads of the staging area are done
-  CM2_ROW m, l;
-  coopMatReduceNV(m, st.m, gl_CooperativeMatrixReduceRowNV, cm2_max);
-  coopMatReduceNV(l, st.l, gl_CooperativeMatrixReduceRowNV, cm2_add);
-  coopMatStore(st.o, kv_tile, 0u, HEAD_DIM / 4u, gl_CooperativeMatrixLayoutRowMajor);
-  coopMatStore(m, kv_tile, CM2_OUT4, 4u, gl_CooperativeMatrixLayoutRowMajor);
-  coopMatStore(l, kv_tile, CM2_OUT4 + 4u * PF_BR, 4u, gl_CooperativeMatrixLayoutRowMajor);
+// The rows [r0, r0 + CM2_OUT_ROWS) of the tile into the staging area.
+void cm2_stage_out(in CmState st, uint r0) {
+  barrier();  // the last tile's reads of the staging area, or the last pass's, are done
+  const uint r = CM2_ROW0 - r0;  // unsigned: a subgroup whose rows come before r0 wraps
+  if (r < CM2_OUT_ROWS) {
+    CM2_ROW m, l;
+    coopMatReduceNV(m, st.m, gl_CooperativeMatrixReduceRowNV, cm2_max);
+    coopMatReduceNV(l, st.l, gl_CooperativeMatrixReduceRowNV, cm2_add);
+    coopMatStore(st.o, kv_tile, r * HEAD_DIM / 4u, HEAD_DIM / 4u, gl_CooperativeMatrixLayoutRowMajor);
+    coopMatStore(m, kv_tile, CM2_OUT4 + r * 4u, 4u, gl_CooperativeMatrixLayoutRowMajor);
+    coopMatStore(l, kv_tile, CM2_OUT4 + 4u * CM2_OUT_ROWS + r * 4u, 4u, gl_CooperativeMatrixLayoutRowMajor);
+  }
   barrier();
 }

@@ -174,8 +174,13 @@ const std::map<std::string, KnobRun>& knobRuns() {
        {.value = "1", .shows = "workgroup-scope matrices asked of a device without cooperative matrices", .exitCode = 2,
         .fragment = "FOUNDRY_FA_PREFILL_COOPMAT2: 1 cannot be used here: the call does not take the cooperative-matrix "
                     "variant"}},
+      {"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE",
+       {.value = "subgroup", .shows = "subgroup-scope coopmat2 matrices asked of a device without cooperative matrices",
+        .exitCode = 2,
+        .fragment = "FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE: subgroup cannot be used here: the call does not take the "
+                    "cooperative-matrix variant; accepted here: auto"}},
       {"FOUNDRY_GLSLC",
-       {.value = "{tmp}/no-such-glslc", .shows = "a glslc that does not run: only workgroup-scope kernels would use it, "
+       {.value = "{tmp}/no-such-glslc", .shows = "a glslc that does not run: only coopmat2 kernels would use it, "
                                                 "and none are planned here (the run passes)",
         .fragment = kPassed}},
       {"FOUNDRY_FA_PREFILL_PROBE",

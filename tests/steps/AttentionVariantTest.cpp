@@ -33,6 +33,13 @@ struct Knobs {
   /// Workgroup-scope matrices (GL_NV_cooperative_matrix2).
   Knobs& coopMat2() {
     o.faPrefillCoopMat = o.faPrefillCoopMat2 = Force::On;
+    o.faPrefillCoopMat2Subgroup = false;
+    return *this;
+  }
+  /// GL_NV_cooperative_matrix2 matrices of flexible dimensions at subgroup scope (each subgroup's rows).
+  Knobs& coopMat2Subgroup() {
+    coopMat2();
+    o.faPrefillCoopMat2Subgroup = true;
     return *this;
   }
   Knobs& sharedSoftmax() { o.faPrefillRegisterSoftmax = Force::Off; return *this; }
@@ -321,6 +328,7 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   }
   EXPECT_EQ(v.loader, o.faPrefillLoader == Force::On) << plan.describe();
   EXPECT_EQ(v.coopMat2, o.faPrefillCoopMat2 == Force::On) << plan.describe();
+  EXPECT_EQ(v.coopMat2Subgroup, o.faPrefillCoopMat2Subgroup.value_or(false)) << plan.describe();
   if (o.faPrefillStages) {
     EXPECT_EQ(v.stages, *o.faPrefillStages) << plan.describe();
   }
@@ -424,7 +432,22 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P3, Knobs().coopMat2().stages(0).prefillSplitK(3), 3},
         VariantCase{P5, Knobs().coopMat2().stages(0).prefillKeys(16).prefillWarps(2).prefillSplitK(2), 2},
         VariantCase{P6, Knobs().coopMat2().stages(0).noPrefillSplitK(), 1},
-        VariantCase{P6, Knobs().coopMat2().stages(0).prefillSplitK(2), 2}),
+        VariantCase{P6, Knobs().coopMat2().stages(0).prefillSplitK(2), 2},
+        // ... on subgroup-scope matrices of flexible dimensions (each subgroup's 16 rows), the epilogue
+        // through the staging area in passes (P6 with 8 subgroups: 3 passes of 48, 48 and 32 rows).
+        VariantCase{P1, Knobs().coopMat2Subgroup().noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().coopMat2Subgroup().prefillWarps(2).noPrefillSplitK(), 1},
+        VariantCase{P1, Knobs().coopMat2Subgroup().prefillWarps(4).prefillKeys(16).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2Subgroup().prefillWarps(8).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2Subgroup().prefillSplitK(3), 3},
+        VariantCase{P5, Knobs().coopMat2Subgroup().prefillSplitK(2), 2},
+        VariantCase{P3, Knobs().coopMat2Subgroup().prefillKeys(64).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P3, Knobs().coopMat2Subgroup().stages(1).prefillKeys(32).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P5, Knobs().coopMat2Subgroup().prefillKeys(16).prefillWarps(2).headsFirst(false).noPrefillSplitK(), 1},
+        VariantCase{P6, Knobs().coopMat2Subgroup().noPrefillSplitK(), 1},
+        VariantCase{P6, Knobs().coopMat2Subgroup().prefillWarps(8).prefillSplitK(2), 2},
+        VariantCase{P1, Knobs().coopMat2Subgroup().stages(0).noPrefillSplitK(), 1},
+        VariantCase{P6, Knobs().coopMat2Subgroup().stages(0).prefillSplitK(2), 2}),
     variantName);
 
 }  // namespace

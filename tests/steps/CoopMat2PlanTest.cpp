@@ -1,5 +1,6 @@
-// The workgroup-scope (coopmat2) prefill without a device: what the Selector plans with and without
-// VK_NV_cooperative_matrix2 and a glslc for it, the knob's refusals, the driver's shared-memory
+// The coopmat2 prefill (workgroup-scope matrices, or subgroup-scope ones of flexible dimensions) without
+// a device: what the Selector plans with and without VK_NV_cooperative_matrix2 and a glslc for it, the
+// knobs' refusals, the driver's shared-memory
 // reserve, the external compiler's probe, and every coopmat2 kernel (modifiers, Split-K, LSE, staging
 // depths) compiled and validated by the glslc FOUNDRY_GLSLC names (CI makes one from Debian 13's
 // packages with scripts/newer-compilers.sh; without one those cases skip).
@@ -44,13 +45,30 @@ std::string userErrorField(const std::function<void()>& f) {
   return "";
 }
 
-TEST(CoopMat2Plan, ForcedOnADeviceThatHasItTakesWorkgroupScope) {
+const std::map<std::string, std::string> kWorkgroupScope = {{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"},
+                                                            {"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", "workgroup"}};
+
+TEST(CoopMat2Plan, ForcedOnADeviceThatHasItTakesTheScopeAsked) {
   const DeviceInfo device = parseDevicePreset(kH200Cm2);
-  for (const std::uint32_t d : {64u, 128u}) {
+  for (const std::uint32_t d : {64u, 128u, 256u}) {
+    SCOPED_TRACE(d);
+    // Without a scope, the tuning table's: subgroup scope for head_dim 64 and 128 on Hopper.
     const AttentionPlan plan = planFor(device, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"}}), 2048, d);
+    EXPECT_TRUE(plan.prefillVariant.coopMat2);
+    EXPECT_EQ(plan.prefillVariant.coopMat2Subgroup, d != 256) << plan.describe();
+    EXPECT_EQ(plan.prefillVariant.key().find("_coopmat2sg_") != std::string::npos, d != 256)
+        << plan.prefillVariant.key();
+    const AttentionPlan sub =
+        planFor(device, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", "subgroup"}}), 2048, d);
+    EXPECT_TRUE(sub.prefillVariant.coopMat2 && sub.prefillVariant.coopMat2Subgroup) << sub.describe();
+    EXPECT_NE(sub.describe().find("FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE"), std::string::npos) << sub.describe();
+  }
+  for (const std::uint32_t d : {64u, 128u}) {
+    const AttentionPlan plan = planFor(device, knobs(kWorkgroupScope), 2048, d);
     const PrefillVariant& v = plan.prefillVariant;
     EXPECT_TRUE(v.coopMat && v.coopMat2) << plan.describe();
     EXPECT_FALSE(v.quadSoftmax || v.loader) << plan.describe();
+    EXPECT_FALSE(v.coopMat2Subgroup) << plan.describe();
     EXPECT_NE(v.key().find("_coopmat2_"), std::string::npos) << v.key();
     // The tile fits what the driver leaves of the shared memory.
     EXPECT_LE(v.sharedBytes(32) + device.coopMat2ReservedShared, device.maxSharedMemoryBytes) << plan.describe();
@@ -58,12 +76,53 @@ TEST(CoopMat2Plan, ForcedOnADeviceThatHasItTakesWorkgroupScope) {
   }
 }
 
-TEST(CoopMat2Plan, AutoKeepsSubgroupScopeWhereTheTableSaysSo) {
-  // The workgroup-scope kernel measured slower on the H200 (docs/performance.md): the table leaves it off.
-  const AttentionPlan plan = planFor(parseDevicePreset(kH200Cm2), AttentionOptions{});
-  EXPECT_TRUE(plan.prefillVariant.coopMat);
-  EXPECT_FALSE(plan.prefillVariant.coopMat2) << plan.describe();
-  EXPECT_NE(plan.describe().find("subgroup scope"), std::string::npos) << plan.describe();
+TEST(CoopMat2Plan, AutoTakesSubgroupScopeMatricesWhereTheTableSaysSo) {
+  const DeviceInfo device = parseDevicePreset(kH200Cm2);
+  // Hopper, head_dim 128, from one workgroup of 8 subgroups per SM: 8 subgroups, two 32-key buffers.
+  const AttentionPlan d128 = planFor(device, AttentionOptions{}, 2048, 128);
+  const PrefillVariant& v = d128.prefillVariant;
+  EXPECT_TRUE(v.coopMat && v.coopMat2 && v.coopMat2Subgroup) << d128.describe();
+  EXPECT_EQ(v.warps, 8u);
+  EXPECT_EQ(v.keysPerTile, 32u);
+  EXPECT_EQ(v.stages, 2u);
+  EXPECT_EQ(v.coopMat2OutRows(), 48u);  // 34816 bytes of staging hold 48 rows of O, m and l
+  EXPECT_LE(v.sharedBytes(32), 34816u);
+  EXPECT_NE(d128.describe().find("coopmat2, subgroup scope"), std::string::npos) << d128.describe();
+  // S 512: 128 query tiles of 128 rows leave SMs idle; GL_NV_cooperative_matrix with smaller tiles.
+  const AttentionPlan short128 = planFor(device, AttentionOptions{}, 512, 128);
+  EXPECT_TRUE(short128.prefillVariant.coopMat);
+  EXPECT_FALSE(short128.prefillVariant.coopMat2) << short128.describe();
+  EXPECT_NE(short128.describe().find("fewer than 1 per compute unit"), std::string::npos) << short128.describe();
+  // head_dim 64: 4 subgroups and one 32-key buffer from 12 workgroups per SM (S 8192: 4096 of them;
+  // S 4096: 2048, S 2048: 1024).
+  const AttentionPlan d64 = planFor(device, AttentionOptions{}, 8192, 64);
+  EXPECT_TRUE(d64.prefillVariant.coopMat2 && d64.prefillVariant.coopMat2Subgroup) << d64.describe();
+  EXPECT_EQ(d64.prefillVariant.warps, 4u);
+  EXPECT_EQ(d64.prefillVariant.stages, 1u);
+  EXPECT_TRUE(planFor(device, AttentionOptions{}, 4096, 64).prefillVariant.coopMat2);
+  EXPECT_FALSE(planFor(device, AttentionOptions{}, 2048, 64).prefillVariant.coopMat2);
+  // No row for head_dim 256, and nothing without a glslc for the matrices.
+  EXPECT_FALSE(planFor(device, AttentionOptions{}, 8192, 256).prefillVariant.coopMat2);
+  const AttentionPlan plain = planFor(parseDevicePreset("h200"), AttentionOptions{}, 8192, 128);
+  EXPECT_TRUE(plain.prefillVariant.coopMat);
+  EXPECT_FALSE(plain.prefillVariant.coopMat2) << plain.describe();
+}
+
+TEST(CoopMat2Plan, TheScopeKnobsRefusalsNameIt) {
+  const std::string scope = "FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE";
+  EXPECT_EQ(userErrorField([&] {
+              planFor(parseDevicePreset(kH200Cm2),
+                      knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "0"}, {scope, "subgroup"}}));
+            }),
+            scope);
+  try {
+    planFor(parseDevicePreset("h200"), knobs({{scope, "subgroup"}}));
+    FAIL() << "planned coopmat2 matrices without a glslc for them";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), scope);
+    EXPECT_NE(std::string(e.what()).find("accepted here: auto"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(userErrorField([&] { knobs({{scope, "warp"}}); }).rfind(scope, 0), 0u);
 }
 
 TEST(CoopMat2Plan, UnstagedTilesOnlyOnWorkgroupScope) {
@@ -72,7 +131,8 @@ TEST(CoopMat2Plan, UnstagedTilesOnlyOnWorkgroupScope) {
       planFor(device, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"}, {"FOUNDRY_FA_PREFILL_STAGES", "0"}}));
   EXPECT_EQ(plan.prefillVariant.stages, 0u);
   EXPECT_TRUE(plan.prefillVariant.coopMat2);
-  EXPECT_EQ(userErrorField([&] { planFor(device, knobs({{"FOUNDRY_FA_PREFILL_STAGES", "0"}})); }),
+  // Where the plan keeps GL_NV_cooperative_matrix (S 512 here), no staging is refused.
+  EXPECT_EQ(userErrorField([&] { planFor(device, knobs({{"FOUNDRY_FA_PREFILL_STAGES", "0"}}), 512); }),
             "FOUNDRY_FA_PREFILL_STAGES");
   PrefillVariant v = plan.prefillVariant;
   v.pageSize = 16;
@@ -103,7 +163,7 @@ TEST(CoopMat2Plan, ForcedWhereItCannotRunNamesTheKnob) {
 TEST(CoopMat2Plan, TheDriversReserveShrinksTheTile) {
   // With 16 KiB kept by the driver, 32 KiB remain: the 64-row tile's epilogue (40 KiB) no longer fits.
   const DeviceInfo device = parseDevicePreset("h200,cm2=1,cm2-reserve=16384,cm2-invocations=256");
-  const AttentionPlan plan = planFor(device, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"}}));
+  const AttentionPlan plan = planFor(device, knobs(kWorkgroupScope));
   const PrefillVariant& v = plan.prefillVariant;
   EXPECT_TRUE(v.coopMat2);
   EXPECT_LT(v.rowsPerWorkgroup(), 64u) << plan.describe();
@@ -154,31 +214,35 @@ TEST(CoopMat2Compile, EveryKernelCompilesAndValidates) {
   };
   const DeviceInfo device = parseDevicePreset(kH200Cm2);
   std::set<std::string> names;
-  for (const char* stages : {"0", "1", "2"}) {
-    for (const char* split : {"1", "3"}) {
-      const AttentionOptions o = knobs(
-          {{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"}, {"FOUNDRY_FA_PREFILL_STAGES", stages}, {"FOUNDRY_FA_PREFILL_SPLIT_K", split}});
-      for (const std::uint32_t d : {64u, 128u}) {
-        for (const auto& mods : sets) {
-          for (const bool lse : {false, true}) {
-            test::CallShape s = test::prefillShape(8, 2, 200, 300, d);
-            s.lse = lse && split == std::string("1");
-            AttentionCall call = test::shapeCall(s);
-            call.modifiers = mods;
-            FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
-            for (const auto& k : step.kernelsFor(call)) {
-              if (!k.usesCoopMat2 || !names.insert(k.name).second) continue;
-              SCOPED_TRACE(k.name);
-              std::vector<std::uint32_t> spirv;
-              ASSERT_NO_THROW(spirv = compiler.compile(k));
-              EXPECT_EQ(compiler.rejects(spirv, true), "");
+  for (const char* scope : {"workgroup", "subgroup"}) {
+    for (const char* stages : {"0", "1", "2"}) {
+      for (const char* split : {"1", "3"}) {
+        const AttentionOptions o = knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"},
+                                          {"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", scope},
+                                          {"FOUNDRY_FA_PREFILL_STAGES", stages},
+                                          {"FOUNDRY_FA_PREFILL_SPLIT_K", split}});
+        for (const std::uint32_t d : {64u, 128u}) {
+          for (const auto& mods : sets) {
+            for (const bool lse : {false, true}) {
+              test::CallShape s = test::prefillShape(8, 2, 200, 300, d);
+              s.lse = lse && split == std::string("1");
+              AttentionCall call = test::shapeCall(s);
+              call.modifiers = mods;
+              FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+              for (const auto& k : step.kernelsFor(call)) {
+                if (!k.usesCoopMat2 || !names.insert(k.name).second) continue;
+                SCOPED_TRACE(k.name);
+                std::vector<std::uint32_t> spirv;
+                ASSERT_NO_THROW(spirv = compiler.compile(k));
+                EXPECT_EQ(compiler.rejects(spirv, true), "");
+              }
             }
           }
         }
       }
     }
   }
-  EXPECT_GE(names.size(), 36u);
+  EXPECT_GE(names.size(), 72u);
 }
 
 }  // namespace

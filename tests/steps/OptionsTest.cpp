@@ -43,6 +43,13 @@ TEST(Options, InvalidValueNamesTheVariableAndTheAcceptedValues) {
   EXPECT_THROW(Options::fromEnvironment({{"FOUNDRY_LOG_LEVEL", "loud"}}), UserError);
 }
 
+TEST(Options, TheCoopMat2GlslcIsTheOneGivenElsePathsGlslc) {
+  EXPECT_EQ(Options::fromEnvironment({}).runtime.glslcCommand(), "glslc");
+  EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", "/opt/trixie/glslc"}}).runtime.glslcCommand(),
+            "/opt/trixie/glslc");
+  EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", ""}}).runtime.glslcCommand(), "");
+}
+
 TEST(Options, UnknownFoundryVariableIsRejected) {
   try {
     Options::fromEnvironment({{"FOUNDRY_FA_DECODE_WRAPS", "4"}});

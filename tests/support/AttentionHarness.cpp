@@ -507,6 +507,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faPrefillStages) parts.push_back(fmt::format("st{}", *o.faPrefillStages));
   if (o.faPrefillLoader != Force::Auto) parts.push_back(o.faPrefillLoader == Force::On ? "loader" : "noloader");
   if (o.faPrefillCoopMat2 == Force::On) parts.push_back("coopmat2");
+  if (o.faPrefillCoopMat2Subgroup) parts.push_back(*o.faPrefillCoopMat2Subgroup ? "sgscope" : "wgscope");
   if (o.faPrefillProbe) parts.push_back("probe");
   if (parts.empty()) return "auto";
   std::string s = parts[0];

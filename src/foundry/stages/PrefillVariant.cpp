@@ -16,12 +16,19 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
     // The workgroup-scope epilogue reuses the staging area for O in f32 and each row's m and l.
     // Without staging (stages 0) the area holds Q alone before the loop.
     const std::uint32_t staging = stages ? kv : rowsPerWorkgroup() * (headDim + 8) * 2;
-    if (coopMat2) return pad(std::max(staging, rowsPerWorkgroup() * (headDim + 32) * 4));
+    if (coopMat2) return pad(std::max(staging, coopMat2OutRows() * (headDim + 32) * 4));
     if (quadSoftmax) return pad(kv);
     return pad(kv) + pad(warps * 16 * keysPerTile * 4) + 2 * pad(warps * 16 * 4);
   }
   return pad(rowsPerWorkgroup() * row * esize) + 2 * pad(stages * keysPerTile * row * esize) +
          pad(rowsPerWorkgroup() * keysPerTile * 4);
+}
+
+std::uint32_t PrefillVariant::coopMat2OutRows() const {
+  if (!coopMat2Subgroup) return rowsPerWorkgroup();
+  const std::uint32_t staging =
+      stages ? 2 * stages * keysPerTile * (headDim + 8) * 2 : rowsPerWorkgroup() * (headDim + 8) * 2;
+  return std::clamp(staging / ((headDim + 32) * 4) / 16 * 16, 16u, rowsPerWorkgroup());
 }
 
 std::string PrefillVariant::workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe) {
@@ -48,6 +55,7 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
     if (coopMat2 && stages && queryRowsStaged() < rowsPerWorkgroup()) {
       return "the workgroup-scope query tile does not fit the K/V staging area";
     }
+    if (coopMat2Subgroup && !coopMat2) return "subgroup-scope coopmat2 matrices are a form of the coopmat2 variant";
     if (coopMat2) {
       if (std::string why = workgroupScopeReason(subgroupSize, loader, probe); !why.empty()) return why;
     }
@@ -81,8 +89,12 @@ std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string PrefillVariant::key() const {
-  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}{}{}{}", headDim, dtypeName(dtype),
-                     coopMat ? (coopMat2 ? "coopmat2" : quadSoftmax ? "coopmat_quad" : "coopmat") : "subgroup",
+  const char* kind = !coopMat        ? "subgroup"
+                     : coopMat2Subgroup ? "coopmat2sg"
+                     : coopMat2         ? "coopmat2"
+                     : quadSoftmax      ? "coopmat_quad"
+                                        : "coopmat";
+  return fmt::format("D{}_{}_{}_w{}_r{}_bc{}_s{}{}{}{}{}{}{}{}{}", headDim, dtypeName(dtype), kind,
                      warps, rowsPerWarp, keysPerTile, stages, dtype == DType::F16 && !halfTiles ? "_f32tiles" : "",
                      longestFirst ? "_lf" : "", headsFirst ? "_hf" : "", loader ? "_ld" : "", probe ? "_probe" : "",
                      maskSplit ? "" : "_mflag", split ? "_split" : "", lse ? "_lse" : "") +

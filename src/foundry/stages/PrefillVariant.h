@@ -24,9 +24,12 @@ struct PrefillVariant {
   bool halfTiles = true;          ///< f16 inputs staged as f16 (needs fp16 arithmetic); else as f32
   bool coopMat = false;           ///< GL_NV_cooperative_matrix tiles (tensor cores), f16 q, K and V
   bool quadSoftmax = false;       ///< coopMat: softmax in registers (the device's layout is the quad pattern)
-  /// coopMat on workgroup-scope matrices (GL_NV_cooperative_matrix2): the driver splits the products,
-  /// row reductions and element operations over the subgroups (prefill_coopmat2.glsl).
+  /// coopMat on GL_NV_cooperative_matrix2 matrices (prefill_coopmat2.glsl): at workgroup scope the
+  /// driver splits the products, row reductions and element operations over the subgroups.
   bool coopMat2 = false;
+  /// coopMat2 with each subgroup's 16 rows as subgroup-scope matrices of flexible dimensions: the
+  /// products, row reductions and element operations stay within the subgroup.
+  bool coopMat2Subgroup = false;
   std::uint32_t warps = 4;        ///< subgroups per workgroup
   std::uint32_t rowsPerWarp = 4;  ///< query rows each subgroup owns (16 with cooperative matrices)
   std::uint32_t keysPerTile = 32; ///< keys per K/V tile
@@ -73,6 +76,9 @@ struct PrefillVariant {
   std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
   std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
+  /// coopMat2: the rows the epilogue passes through the staging area at once (O in f32, m and l):
+  /// all of them on workgroup-scope matrices, as many as the K/V staging holds on subgroup-scope ones.
+  std::uint32_t coopMat2OutRows() const;
   /// Why workgroup-scope matrices (coopMat2) cannot take a variant with this subgroup size, loader
   /// subgroup and probe, or empty: the Selector's and unusableReason()'s one rule.
   static std::string workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe);

@@ -79,6 +79,7 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
 void declareCoopMat2(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
   k.define("PF_STAGES", std::to_string(v.stages)).define("PF_LOADER", "0").constant("LD_CHUNK", PrefillVariant::kLoaderChunk);
   k.constant("PF_WARPS", v.warps).constant("PF_BR", v.rowsPerWorkgroup()).constant("PF_BC", v.keysPerTile);
+  k.define("CM2_SUBGROUP", v.coopMat2Subgroup ? "1" : "0").constant("CM2_OUT_ROWS", v.coopMat2OutRows());
   k.shared("kv_tile", "uvec4", v.sharedBytes(device.subgroupSize) / 16, 16);
   k.extension("GL_KHR_memory_scope_semantics").extension("GL_KHR_cooperative_matrix");
   k.extension("GL_NV_cooperative_matrix2").extension("GL_EXT_shader_explicit_arithmetic_types_float16");
@@ -157,20 +158,22 @@ void emitCoopMatLoop(GlslWriter& w) { emitTileLoop(w, "pf_begin(st, q_base, q0, 
 void emitCoopMat2(const PrefillVariant& v, GlslWriter& w) {
   if (v.stages == 0) w.line("cm2_set_kv_rows(batch, kv_head);");
   emitCoopMatLoop(w);
-  w.line("cm2_stage_out(st);");
-  w.open("for (uint i = gl_LocalInvocationIndex; i < PF_BR * HEAD_DIM; i += WORKGROUP_SIZE)");
-  w.line("const uint row = i / HEAD_DIM, d = i % HEAD_DIM;");
+  w.open("for (uint r0 = 0u; r0 < PF_BR; r0 += CM2_OUT_ROWS)");
+  w.line("cm2_stage_out(st, r0);");
+  w.open("for (uint i = gl_LocalInvocationIndex; i < CM2_OUT_ROWS * HEAD_DIM; i += WORKGROUP_SIZE)");
+  w.line("const uint lr = i / HEAD_DIM, row = r0 + lr, d = i % HEAD_DIM;");
   w.line("if (row >= rows) break;");
-  w.line("const float m = cm2_row_m(row), l = cm2_row_l(row);");
+  w.line("const float m = cm2_row_m(lr), l = cm2_row_l(lr);");
   if (v.split) {
     emitPartialRow(w, "row");
-    w.line("partial_o[prow * HEAD_DIM + d] = cm2_out(row, d);");
+    w.line("partial_o[prow * HEAD_DIM + d] = cm2_out(lr, d);");
     w.line("if (d == 0u) partial_ml[prow] = vec2(m, l);");
   } else {
     w.line("const float scale = fa_norm_scale(m, l, batch, q_head0);");
     if (v.lse) w.line("if (d == 0u) {}", lse_detail::storeRow("batch", "q_head0", "q0 + row", "m", "l"));
-    emitStore(v, w, "cm2_out(row, d) * scale", "d");
+    emitStore(v, w, "cm2_out(lr, d) * scale", "d");
   }
+  w.close();
   w.close();
 }
 

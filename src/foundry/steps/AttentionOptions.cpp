@@ -45,8 +45,22 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "cooperative-matrix prefill: one more subgroup that only loads the next K/V tile (two staging buffers)"),
       knob::force<&O::faPrefillCoopMat2, O>(
           "FOUNDRY_FA_PREFILL_COOPMAT2",
-          "cooperative-matrix prefill on workgroup-scope matrices (VK_NV_cooperative_matrix2, and a glslc for it: "
-          "FOUNDRY_GLSLC)"),
+          "cooperative-matrix prefill on VK_NV_cooperative_matrix2 matrices (their scope: "
+          "FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE; a glslc for them: FOUNDRY_GLSLC)"),
+      {{"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", "auto, subgroup, workgroup",
+        "coopmat2 prefill: each subgroup's 16 rows as subgroup-scope matrices of flexible dimensions, or the "
+        "workgroup's rows as one workgroup-scope matrix"},
+       [](O& o, const std::string& v, const std::string& f) {
+         if (v == "auto" || v.empty()) o.faPrefillCoopMat2Subgroup = std::nullopt;
+         else if (v == "subgroup") o.faPrefillCoopMat2Subgroup = true;
+         else if (v == "workgroup") o.faPrefillCoopMat2Subgroup = false;
+         else knob::reject(f, v, "auto, subgroup, workgroup");
+       },
+       [](const O& o) {
+         return !o.faPrefillCoopMat2Subgroup ? std::string("auto")
+                : *o.faPrefillCoopMat2Subgroup ? std::string("subgroup")
+                                               : std::string("workgroup");
+       }},
       knob::boolean<&O::faPrefillProbe, O>(
           "FOUNDRY_FA_PREFILL_PROBE",
           "prefill kernels record per subgroup its SM, start and end times and the cycles of each phase into "

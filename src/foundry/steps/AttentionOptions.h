@@ -32,6 +32,8 @@ struct AttentionOptions {
   bool faPrefillProbe = false;                     ///< FOUNDRY_FA_PREFILL_PROBE
   Force faPrefillLoader = Force::Auto;             ///< FOUNDRY_FA_PREFILL_LOADER
   Force faPrefillCoopMat2 = Force::Auto;           ///< FOUNDRY_FA_PREFILL_COOPMAT2
+  /// FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE: true subgroup, false workgroup, unset auto (the tuning table).
+  std::optional<bool> faPrefillCoopMat2Subgroup;
   std::optional<std::uint32_t> faDecodeWarps;      ///< FOUNDRY_FA_DECODE_WARPS
   std::optional<std::uint32_t> faDecodeHeads;      ///< FOUNDRY_FA_DECODE_HEADS
   std::optional<std::uint32_t> faDecodeKeysPerWarp;///< FOUNDRY_FA_DECODE_KEYS_PER_WARP

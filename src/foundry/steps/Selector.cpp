@@ -512,25 +512,48 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                        "needs; SdpaReferenceStep handles prefill on this device",
                                        device.name));
   }
-  // Workgroup-scope matrices: where the device and the compiler have them, and the tuning table or the
-  // knob asks for them.
+  // GL_NV_cooperative_matrix2 matrices: where the device and the compiler have them, and the tuning table
+  // (from coop2Groups workgroups per compute unit) or a knob asks for them. Naming a scope asks for them.
   const std::string noCoop2 =
       !v.coopMat ? std::string("the call does not take the cooperative-matrix variant")
       : !device.coopMat2
           ? fmt::format("device '{}' has no VK_NV_cooperative_matrix2 with workgroup scope here, or no glslc "
                         "compiles it (FOUNDRY_GLSLC)", device.name)
       : PrefillVariant::workgroupScopeReason(sg, o.faPrefillLoader == Force::On, o.faPrefillProbe);
-  if (o.faPrefillCoopMat2 == Force::On && !noCoop2.empty()) {
-    throw UserError(o.fieldOf("FOUNDRY_FA_PREFILL_COOPMAT2"),
-                    fmt::format("1 cannot be used here: {}; accepted here: auto, 0", noCoop2));
+  const char* scopeKnob = "FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE";
+  const std::string scopeValue =
+      !o.faPrefillCoopMat2Subgroup ? "auto" : *o.faPrefillCoopMat2Subgroup ? "subgroup" : "workgroup";
+  if (o.faPrefillCoopMat2Subgroup && o.faPrefillCoopMat2 == Force::Off) {
+    throw UserError(o.fieldOf(scopeKnob), fmt::format("{} cannot be used here: FOUNDRY_FA_PREFILL_COOPMAT2 is 0, so no "
+                                                      "coopmat2 matrices are used; accepted here: auto",
+                                                      scopeValue));
   }
-  v.coopMat2 = noCoop2.empty() && (o.faPrefillCoopMat2 == Force::On ||
-                                   (o.faPrefillCoopMat2 == Force::Auto && tune.coop2 != 0));
+  const bool askedCoop2 = o.faPrefillCoopMat2 == Force::On || o.faPrefillCoopMat2Subgroup.has_value();
+  if (askedCoop2 && !noCoop2.empty()) {
+    const bool byScope = o.faPrefillCoopMat2 != Force::On;
+    throw UserError(o.fieldOf(byScope ? scopeKnob : "FOUNDRY_FA_PREFILL_COOPMAT2"),
+                    fmt::format("{} cannot be used here: {}; accepted here: auto{}", byScope ? scopeValue : "1",
+                                noCoop2, byScope ? "" : ", 0"));
+  }
+  const bool coop2Fills =
+      queryTiles(16 * tune.coop2Warps) >= std::uint64_t(tune.coop2Groups) * device.computeUnits;
+  v.coopMat2 =
+      noCoop2.empty() && (askedCoop2 || (o.faPrefillCoopMat2 == Force::Auto && tune.coop2 != 0 && coop2Fills));
+  v.coopMat2Subgroup = v.coopMat2 && o.faPrefillCoopMat2Subgroup.value_or(tune.coop2Subgroup != 0);
   if (v.coopMat) {
-    why.push_back({"matrices", v.coopMat2 ? "workgroup scope" : "subgroup scope",
-                   o.faPrefillCoopMat2 != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_COOPMAT2")
-                   : !noCoop2.empty()                 ? noCoop2
-                                                      : tune.sourceOf("coop2")});
+    why.push_back({"matrices",
+                   !v.coopMat2          ? "GL_NV_cooperative_matrix, subgroup scope"
+                   : v.coopMat2Subgroup ? "coopmat2, subgroup scope (each subgroup's rows, flexible dimensions)"
+                                        : "coopmat2, workgroup scope",
+                   askedCoop2 ? std::string(o.faPrefillCoopMat2 == Force::On ? "FOUNDRY_FA_PREFILL_COOPMAT2"
+                                                                             : scopeKnob)
+                   : o.faPrefillCoopMat2 != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_COOPMAT2")
+                   : !noCoop2.empty()                   ? noCoop2
+                   : tune.coop2 != 0 && !coop2Fills
+                       ? fmt::format("{} query tiles of {} rows are fewer than {} per compute unit; {}",
+                                     queryTiles(16 * tune.coop2Warps), 16 * tune.coop2Warps, tune.coop2Groups,
+                                     tune.sourceOf("coop2Groups"))
+                       : std::string(tune.sourceOf("coop2"))});
   }
   if (v.coopMat2) {
     v.rowsPerWarp = 16;
@@ -605,8 +628,10 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   for (std::uint32_t w = v.keysPerTile; w >= (o.faPrefillKeysPerTile ? v.keysPerTile : narrowestAtAll); w /= 2) {
     (w >= narrowest || o.faPrefillKeysPerTile ? widths : narrower).push_back(w);
   }
-  const bool oneStageFirst = v.coopMat && tune.coopStages == 1 &&
-                             queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits;
+  const bool oneStageFirst =
+      v.coopMat2 ? tune.coop2Stages == 1
+                 : v.coopMat && tune.coopStages == 1 &&
+                       queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits;
   // Workgroup-scope tiles may skip staging (0) where the cache is f16 and not paged.
   const bool unstaged = v.coopMat2 && tune.coop2Stages == 0 && p.dtype == DType::F16 && p.pageSize == 0;
   const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}
@@ -644,12 +669,14 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
     }
   }
   // Workgroup-scope matrices: the driver keeps some shared memory, and caps the workgroup.
+  const bool workgroupScope = v.coopMat2 && !v.coopMat2Subgroup;
   const std::uint32_t sharedLimit =
-      v.coopMat2 ? device.maxSharedMemoryBytes - std::min(device.maxSharedMemoryBytes, device.coopMat2ReservedShared)
-                 : device.maxSharedMemoryBytes;
+      workgroupScope
+          ? device.maxSharedMemoryBytes - std::min(device.maxSharedMemoryBytes, device.coopMat2ReservedShared)
+          : device.maxSharedMemoryBytes;
   const auto fits = std::find_if(order.begin(), order.end(), [&](const PrefillVariant& c) {
     return c.sharedBytes(sg) <= sharedLimit && c.unusableReason(sg).empty() &&
-           (!c.coopMat2 || device.coopMat2MaxWorkgroup == 0 || c.workgroupSize(sg) <= device.coopMat2MaxWorkgroup);
+           (!workgroupScope || device.coopMat2MaxWorkgroup == 0 || c.workgroupSize(sg) <= device.coopMat2MaxWorkgroup);
   });
   if (fits == order.end()) {
     v = order.back();

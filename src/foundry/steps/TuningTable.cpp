@@ -34,7 +34,8 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
     FOUNDRY_TUNING_FIELD(coopMinWarps),        FOUNDRY_TUNING_FIELD(coop2),
     FOUNDRY_TUNING_FIELD(coop2Warps),          FOUNDRY_TUNING_FIELD(coop2KeysPerTile),
-    FOUNDRY_TUNING_FIELD(coop2Stages),
+    FOUNDRY_TUNING_FIELD(coop2Stages),         FOUNDRY_TUNING_FIELD(coop2Subgroup),
+    FOUNDRY_TUNING_FIELD(coop2Groups),
     FOUNDRY_TUNING_FIELD(prefillWarps),        FOUNDRY_TUNING_FIELD(prefillRowsPerWarp),
     FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillSplitTiles),
     FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB), FOUNDRY_TUNING_FIELD(prefillMaskSplit),
@@ -53,7 +54,7 @@ const std::vector<TuningRow>& tuningTable() {
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
-        .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0,
+        .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0, .coop2Subgroup = 0, .coop2Groups = 0,
         .prefillWarps = 4, .prefillRowsPerWarp = 4,
         .prefillKeysPerTile = 32, .prefillSplitTiles = 4, .prefillMaskSplit = 1},
        "every device: the H200's sweeps (docs/performance.md), until a family is measured apart"},
@@ -127,6 +128,14 @@ const std::vector<TuningRow>& tuningTable() {
        "in one buffer: S 8192 3287 against 3453 us in one call and 3409 against 3430 in another, S 2048 245 against "
        "257 and 255 against 257; the loads' share of a subgroup's cycles falls from 14.6% to 8.5%); a Split-K part "
        "keeps at least 256 keys as with 64-key tiles (S 512: 53.0 us with 2 splits against 60.7 with 3)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 128, .maxHeadDim = 128},
+       {.coop2 = 1, .coop2Warps = 8, .coop2KeysPerTile = 32, .coop2Stages = 2, .coop2Subgroup = 1, .coop2Groups = 1},
+       "Hopper, head_dim 128, where a glslc compiles GL_NV_cooperative_matrix2 (FOUNDRY_GLSLC): each subgroup's 16 "
+       "rows as subgroup-scope matrices of flexible dimensions, 8 subgroups, two 32-key staging buffers (H200 causal "
+       "prefill, 2026-11-28, against GL_NV_cooperative_matrix in the same calls: S 8192 2711.8-2737.3 us against "
+       "3201.3-3224.3, S 4096 739.9-740.8 against 855.6-856.1, S 2048 216.6-216.8 against 241.4-242.8, S 1024 "
+       "69.8-69.9 against 77.0); from one workgroup per SM (S 512, 128 query tiles: 4 subgroups took 36.5 against "
+       "33.0-33.2)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 256, .maxHeadDim = 256},
        {.coopKeysPerTile = 16, .prefillHeadsFirstKiB = 64 * 1024, .prefillMaskSplit = 0},
        "Hopper, head_dim 256: 8 subgroups (Q staged in two passes) and 16-key tiles in two staging buffers, heads "
@@ -147,6 +156,13 @@ const std::vector<TuningRow>& tuningTable() {
        "and two 64-key buffers and 1984 for two 32-key buffers, S 4096 458 against 479 and 516, S 2048 128.7 against "
        "137.2); shorter grids two buffers (S 1024 44.2 against 51.1 with one and 44.9 for the old plan, S 512 20.7 "
        "against 24.6 and 38.3)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 64, .maxHeadDim = 64},
+       {.coop2 = 1, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 1, .coop2Subgroup = 1, .coop2Groups = 12},
+       "Hopper, head_dim 64, where a glslc compiles GL_NV_cooperative_matrix2 (FOUNDRY_GLSLC): subgroup-scope "
+       "matrices of flexible dimensions, 4 subgroups, one 32-key staging buffer, from 12 workgroups per SM (H200 "
+       "causal prefill, 2026-11-28, against GL_NV_cooperative_matrix in the same calls: S 8192, 31 workgroups a "
+       "SM, 1617.4-1619.4 us against 1699.8-1701.2, S 4096, 15.5 a SM, 437.9 against 452.7-453.2; S 2048, 7.75 a "
+       "SM, 133.2-134.4 against 125.2-126.3, S 512 26.8-27.1 against 20.6-21.1)"},
       {{.minHeadDim = 65},
        {.coopKeysPerTileShared = 32},
        "rows wider than 64 with the softmax in shared memory: 32-key tiles keep the staging small"},

@@ -56,6 +56,12 @@ struct TuningValues {
   std::optional<std::uint32_t> coop2Warps;        ///< subgroups of a workgroup-scope tile (16 query rows each)
   std::optional<std::uint32_t> coop2KeysPerTile;  ///< keys per workgroup-scope tile
   std::optional<std::uint32_t> coop2Stages;       ///< 0: workgroup-scope tiles load straight from the cache
+  /// 1: coop2 on subgroup-scope matrices of flexible dimensions (each subgroup's 16 rows), 0: one
+  /// workgroup-scope matrix.
+  std::optional<std::uint32_t> coop2Subgroup;
+  /// The tuning table's coop2 applies from this many workgroups (of coop2Warps subgroups) per compute
+  /// unit; a shorter grid keeps GL_NV_cooperative_matrix.
+  std::optional<std::uint32_t> coop2Groups;
   // Prefill on subgroups.
   std::optional<std::uint32_t> prefillWarps;        ///< subgroups per workgroup
   std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
@@ -102,7 +108,7 @@ struct Tuning {
   std::uint32_t decodeGroupRows = 0;    ///< 1: decode as a prefill of each KV head's GQA group (its rows)
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
-                coop2Stages = 0;
+                coop2Stages = 0, coop2Subgroup = 0, coop2Groups = 0;
   std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
                 prefillHeadsFirstKiB = 0, prefillMaskSplit = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.
