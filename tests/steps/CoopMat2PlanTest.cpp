@@ -152,7 +152,7 @@ TEST(CoopMat2Plan, ForcedWhereItCannotRunNamesTheKnob) {
       EXPECT_NE(std::string(e.what()).find("auto, 0"), std::string::npos) << e.what();
     }
   }
-  // The loader is a subgroup-scope variant: asking for both is refused.
+  // The loader is part of the GL_NV_cooperative_matrix kernel: asking for both is refused.
   EXPECT_EQ(userErrorField([&] {
               planFor(parseDevicePreset(kH200Cm2),
                       knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"}, {"FOUNDRY_FA_PREFILL_LOADER", "1"}}));

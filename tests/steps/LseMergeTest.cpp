@@ -36,12 +36,8 @@ std::vector<std::pair<std::string, AttentionOptions>> variants(bool decode) {
             {"scalar_split", knobs({{"FOUNDRY_FA_DECODE_SCALAR", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "2"},
                                     {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}})}};
   }
-  // coopmat2 at subgroup scope (its epilogue writes the LSE from the staging area) where the device and a
-  // glslc have it; elsewhere the case skips.
   return {{"tiles", knobs({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}})},
-          {"split", knobs({{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})},
-          {"coopmat2_sg", knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", "subgroup"},
-                                 {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}})}};
+          {"split", knobs({{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})}};
 }
 
 AttentionCase lseCase(std::uint32_t qLen, std::uint32_t kvLen, DType dtype, std::vector<ModifierSpec> mods = {}) {
@@ -68,9 +64,13 @@ std::vector<LseParam> lseParams() {
       for (const auto& mods : modifierSets) {
         // Decode with enough keys that a forced split survives every device's key granule (h200: 128).
         const std::uint32_t kvLen = qLen == 1 ? 777 : 77;
-        for (const auto& [name, o] : variants(qLen == 1)) {
-          if (o.faPrefillCoopMat2Subgroup && t != DType::F16) continue;  // cooperative matrices take f16
-          out.push_back({lseCase(qLen, kvLen, t, mods), name, o});
+        for (const auto& [name, o] : variants(qLen == 1)) out.push_back({lseCase(qLen, kvLen, t, mods), name, o});
+        // coopmat2 at subgroup scope (its epilogue writes the LSE from the staging area), f16 only, where
+        // the device and a glslc have it; elsewhere the case skips.
+        if (qLen > 1 && t == DType::F16) {
+          out.push_back({lseCase(qLen, kvLen, t, mods), "coopmat2_sg",
+                         knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", "subgroup"},
+                                {"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}})});
         }
       }
     }

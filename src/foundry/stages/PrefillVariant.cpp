@@ -32,9 +32,13 @@ std::uint32_t PrefillVariant::coopMat2OutRows() const {
 }
 
 std::string PrefillVariant::workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe) {
-  if (subgroupSize != 32) return fmt::format("the workgroup-scope variant is built for subgroups of 32, not {}", subgroupSize);
-  if (loader) return "a loader subgroup (FOUNDRY_FA_PREFILL_LOADER) is part of the subgroup-scope variant only";
-  if (probe) return "the prefill probe (FOUNDRY_FA_PREFILL_PROBE) measures the subgroup-scope variant only";
+  if (subgroupSize != 32) {
+    return fmt::format("the coopmat2 variant is built for subgroups of 32, not {}", subgroupSize);
+  }
+  if (loader) {
+    return "a loader subgroup (FOUNDRY_FA_PREFILL_LOADER) is part of the GL_NV_cooperative_matrix variant only";
+  }
+  if (probe) return "the prefill probe (FOUNDRY_FA_PREFILL_PROBE) measures the GL_NV_cooperative_matrix variant only";
   return {};
 }
 

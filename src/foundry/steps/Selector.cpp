@@ -518,7 +518,7 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
       !v.coopMat ? std::string("the call does not take the cooperative-matrix variant")
       : !device.coopMat2
           ? fmt::format("device '{}' has no VK_NV_cooperative_matrix2 with workgroup scope here, or no glslc "
-                        "compiles it (FOUNDRY_GLSLC)", device.name)
+                        "compiles it (FOUNDRY_GLSLC, or glslc on PATH where it is unset)", device.name)
       : PrefillVariant::workgroupScopeReason(sg, o.faPrefillLoader == Force::On, o.faPrefillProbe);
   const char* scopeKnob = "FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE";
   const std::string scopeValue =
