@@ -82,9 +82,9 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       KernelCache* cache = runtime ? &runtime->kernels() : nullptr;
       std::unique_ptr<KernelCache> ownCache;
       if (!cache && a->compile) {
-        const std::string glslc = device.coopMat2 ? options.runtime.glslcCommand() : options.runtime.glslc;
         ownCache = std::make_unique<KernelCache>(
-            std::make_shared<ShaderCompiler>(ShaderCompiler::Optimization::Performance, glslc),
+            std::make_shared<ShaderCompiler>(ShaderCompiler::Optimization::Performance,
+                                             options.runtime.glslcCommand(device.coopMat2)),
             std::make_shared<DiskCache>(diskCacheDirectory(options.runtime)));
         cache = ownCache.get();
       }

@@ -51,9 +51,8 @@ void Runtime::start() {
   for (const auto& [k, v] : options_.describe()) spdlog::debug("knob {} = {}", k, v);
   snippets_ = SnippetLibrary::select(options_.kernelDir);
   disk_ = std::make_shared<DiskCache>(diskCacheDirectory(options_));
-  // Only a device with VK_NV_cooperative_matrix2 looks for a glslc on PATH (a probe runs it once).
   auto compiler = std::make_shared<ShaderCompiler>(ShaderCompiler::Optimization::Performance,
-                                                   device_->info().coopMat2 ? options_.glslcCommand() : options_.glslc);
+                                                   options_.glslcCommand(device_->info().coopMat2));
   if (device_->info().coopMat2 && !compiler->coopMat2()) {
     spdlog::debug("device '{}' has VK_NV_cooperative_matrix2 but no compiler for it here: {}", device_->info().name,
                   compiler->external() ? compiler->external()->problem() : "FOUNDRY_GLSLC is empty");

@@ -31,9 +31,12 @@ struct RuntimeOptions {
   std::vector<std::pair<std::string, std::string>> describe() const { return knob::describe(knobs(), *this); }
   std::string sourceOf(std::string_view knob) const { return sources.sourceOf(knob); }
   std::string fieldOf(std::string_view knob) const { return sources.fieldOf(knob); }
-  /// The glslc the coopmat2 kernels go to: FOUNDRY_GLSLC where it was given (empty: none), else `glslc`
-  /// as PATH finds it (Debian 13's compiles them; Debian 12's does not, which its probe finds).
-  std::string glslcCommand() const { return sourceOf("FOUNDRY_GLSLC") == "default" ? "glslc" : glslc; }
+  /// The glslc the coopmat2 kernels go to: FOUNDRY_GLSLC where it was given (empty: none), else, for a
+  /// device with VK_NV_cooperative_matrix2, `glslc` as PATH finds it (Debian 13's compiles them; Debian
+  /// 12's does not, which its probe finds). Only such a device looks on PATH: the probe runs it once.
+  std::string glslcCommand(bool deviceHasCoopMat2 = true) const {
+    return deviceHasCoopMat2 && sourceOf("FOUNDRY_GLSLC") == "default" ? "glslc" : glslc;
+  }
 };
 
 }  // namespace foundry

@@ -45,6 +45,7 @@ TEST(Options, InvalidValueNamesTheVariableAndTheAcceptedValues) {
 
 TEST(Options, TheCoopMat2GlslcIsTheOneGivenElsePathsGlslc) {
   EXPECT_EQ(Options::fromEnvironment({}).runtime.glslcCommand(), "glslc");
+  EXPECT_EQ(Options::fromEnvironment({}).runtime.glslcCommand(false), "");  // no extension: no PATH probe
   EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", "/opt/trixie/glslc"}}).runtime.glslcCommand(),
             "/opt/trixie/glslc");
   EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", ""}}).runtime.glslcCommand(), "");

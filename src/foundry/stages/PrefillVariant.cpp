@@ -13,10 +13,8 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
   if (coopMat) {
     // K and V tiles in f16 with 16 bytes of skew per row, S per subgroup in f32, row max and alpha.
     const std::uint32_t kv = 2 * stages * keysPerTile * (headDim + 8) * 2;
-    // The workgroup-scope epilogue reuses the staging area for O in f32 and each row's m and l.
-    // Without staging (stages 0) the area holds Q alone before the loop.
-    const std::uint32_t staging = stages ? kv : rowsPerWorkgroup() * (headDim + 8) * 2;
-    if (coopMat2) return pad(std::max(staging, coopMat2OutRows() * (headDim + 32) * 4));
+    // The coopmat2 epilogue reuses the staging area for O in f32 and each row's m and l.
+    if (coopMat2) return pad(std::max(coopMat2StagingBytes(), coopMat2OutRows() * (headDim + 32) * 4));
     if (quadSoftmax) return pad(kv);
     return pad(kv) + pad(warps * 16 * keysPerTile * 4) + 2 * pad(warps * 16 * 4);
   }
@@ -24,11 +22,14 @@ std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {
          pad(rowsPerWorkgroup() * keysPerTile * 4);
 }
 
+// Without staging (stages 0) the area holds Q alone before the loop.
+std::uint32_t PrefillVariant::coopMat2StagingBytes() const {
+  return stages ? 2 * stages * keysPerTile * (headDim + 8) * 2 : rowsPerWorkgroup() * (headDim + 8) * 2;
+}
+
 std::uint32_t PrefillVariant::coopMat2OutRows() const {
   if (!coopMat2Subgroup) return rowsPerWorkgroup();
-  const std::uint32_t staging =
-      stages ? 2 * stages * keysPerTile * (headDim + 8) * 2 : rowsPerWorkgroup() * (headDim + 8) * 2;
-  return std::clamp(staging / ((headDim + 32) * 4) / 16 * 16, 16u, rowsPerWorkgroup());
+  return std::clamp(coopMat2StagingBytes() / ((headDim + 32) * 4) / 16 * 16, 16u, rowsPerWorkgroup());
 }
 
 std::string PrefillVariant::workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe) {

@@ -79,6 +79,8 @@ struct PrefillVariant {
   /// coopMat2: the rows the epilogue passes through the staging area at once (O in f32, m and l):
   /// all of them on workgroup-scope matrices, as many as the K/V staging holds on subgroup-scope ones.
   std::uint32_t coopMat2OutRows() const;
+  /// coopMat2: the bytes of the K/V staging area (Q alone where tiles are not staged).
+  std::uint32_t coopMat2StagingBytes() const;
   /// Why coopmat2 matrices (either scope) cannot take a variant with this subgroup size, loader
   /// subgroup and probe, or empty: the Selector's and unusableReason()'s one rule.
   static std::string workgroupScopeReason(std::uint32_t subgroupSize, bool loader, bool probe);

@@ -4,6 +4,10 @@
 
 namespace foundry {
 
+std::string coopMat2ScopeName(std::optional<bool> subgroup) {
+  return !subgroup ? "auto" : *subgroup ? "subgroup" : "workgroup";
+}
+
 const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
   using O = AttentionOptions;
   static const std::vector<Knob<O>> table = {
@@ -56,11 +60,7 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
          else if (v == "workgroup") o.faPrefillCoopMat2Subgroup = false;
          else knob::reject(f, v, "auto, subgroup, workgroup");
        },
-       [](const O& o) {
-         return !o.faPrefillCoopMat2Subgroup ? std::string("auto")
-                : *o.faPrefillCoopMat2Subgroup ? std::string("subgroup")
-                                               : std::string("workgroup");
-       }},
+       [](const O& o) { return coopMat2ScopeName(o.faPrefillCoopMat2Subgroup); }},
       knob::boolean<&O::faPrefillProbe, O>(
           "FOUNDRY_FA_PREFILL_PROBE",
           "prefill kernels record per subgroup its SM, start and end times and the cycles of each phase into "

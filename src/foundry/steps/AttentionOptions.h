@@ -14,6 +14,9 @@
 
 namespace foundry {
 
+/// FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE's value as the knob spells it: auto (unset), subgroup, workgroup.
+std::string coopMat2ScopeName(std::optional<bool> subgroup);
+
 struct AttentionOptions {
   bool disableFa = false;                          ///< FOUNDRY_DISABLE_FA
   bool sdpaForceMaterialized = false;              ///< FOUNDRY_SDPA_FORCE_MATERIALIZED

@@ -521,8 +521,7 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                         "compiles it (FOUNDRY_GLSLC, or glslc on PATH where it is unset)", device.name)
       : PrefillVariant::workgroupScopeReason(sg, o.faPrefillLoader == Force::On, o.faPrefillProbe);
   const char* scopeKnob = "FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE";
-  const std::string scopeValue =
-      !o.faPrefillCoopMat2Subgroup ? "auto" : *o.faPrefillCoopMat2Subgroup ? "subgroup" : "workgroup";
+  const std::string scopeValue = coopMat2ScopeName(o.faPrefillCoopMat2Subgroup);
   if (o.faPrefillCoopMat2Subgroup && o.faPrefillCoopMat2 == Force::Off) {
     throw UserError(o.fieldOf(scopeKnob), fmt::format("{} cannot be used here: FOUNDRY_FA_PREFILL_COOPMAT2 is 0, so no "
                                                       "coopmat2 matrices are used; accepted here: auto",
@@ -535,8 +534,8 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                     fmt::format("{} cannot be used here: {}; accepted here: auto{}", byScope ? scopeValue : "1",
                                 noCoop2, byScope ? "" : ", 0"));
   }
-  const bool coop2Fills =
-      queryTiles(16 * tune.coop2Warps) >= std::uint64_t(tune.coop2Groups) * device.computeUnits;
+  const std::uint64_t coop2Tiles = queryTiles(16 * tune.coop2Warps);
+  const bool coop2Fills = coop2Tiles >= std::uint64_t(tune.coop2Groups) * device.computeUnits;
   v.coopMat2 =
       noCoop2.empty() && (askedCoop2 || (o.faPrefillCoopMat2 == Force::Auto && tune.coop2 != 0 && coop2Fills));
   v.coopMat2Subgroup = v.coopMat2 && o.faPrefillCoopMat2Subgroup.value_or(tune.coop2Subgroup != 0);
@@ -551,7 +550,7 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                    : !noCoop2.empty()                   ? noCoop2
                    : tune.coop2 != 0 && !coop2Fills
                        ? fmt::format("{} query tiles of {} rows are fewer than {} per compute unit; {}",
-                                     queryTiles(16 * tune.coop2Warps), 16 * tune.coop2Warps, tune.coop2Groups,
+                                     coop2Tiles, 16 * tune.coop2Warps, tune.coop2Groups,
                                      tune.sourceOf("coop2Groups"))
                        : std::string(tune.sourceOf("coop2"))});
   }
