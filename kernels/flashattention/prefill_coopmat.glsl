@@ -116,7 +116,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   probe_mark(PROBE_SOFTMAX);
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
-      const float p = s[n][e] > 0.5 * NEG_BIG ? exp2(s[n][e] - st.m[CM_SLOT_OF[e]]) : 0.0;
+      const float p = !masked || s[n][e] > 0.5 * NEG_BIG ? exp2(s[n][e] - st.m[CM_SLOT_OF[e]]) : 0.0;
       s[n][e] = p;
       sum[CM_SLOT_OF[e]] += p;
     }

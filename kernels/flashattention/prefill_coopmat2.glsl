@@ -9,10 +9,12 @@
 //   S = Q K^T                       one CM2_RB x PF_BC product, Q held as an A matrix
 //   scores                          an element operation knows each element's row and key: scale,
 //                                   score hooks and masks in one place (cm2_score)
-//   m' = max(m, rowmax S)           a row reduction (coopMatReduceNV)
-//   P = exp2(S - m'), a = exp2(m - m')
-//   L = a L + P                     element-wise: L keeps per-key partial sums, reduced once at the end
-//   O = a O + P V                   a smeared to O's shape by a row reduction, P converted to an A matrix
+//   m' = max(m, rowmax S)           a row reduction (coopMatReduceNV); at subgroup scope m' = m unless
+//                                   rowmax S passes m by more than CM2_SLACK
+//   a = exp2(m - m'), L = a L, O = a O   where m' != m only (at subgroup scope), a smeared to O's shape
+//                                   by a row reduction
+//   P = exp2(S - m'), L = L + P     element-wise: L keeps per-key partial sums, reduced once at the end
+//   O = O + P V                     P converted to an A matrix
 // With PF_STAGES 0 there is no staging: each K/V tile loads straight from the cache through a tensor
 // layout whose rows end at the range's end (rows past it read as 0, never another head's data), so the
 // loop needs no barrier. That takes rows kv_k_row(b, h, 0) + key * k_stride_s apart (f16, not paged).
@@ -43,6 +45,13 @@ float cm2_max_of(const in uint r, const in uint c, const in float a, const in fl
 float cm2_weight(const in uint r, const in uint c, const in float s, const in float m) {
   return s > 0.5 * NEG_BIG ? exp2(s - m) : 0.0;
 }
+// The maximum in use, m, kept unless the tile's row maximum passes it by more than CM2_SLACK.
+const float CM2_SLACK = 8.0;
+float cm2_lazy_max(const in uint r, const in uint c, const in float row_max, const in float m) {
+  return row_max > m + CM2_SLACK ? row_max : m;
+}
+// exp2(s - m) for a tile whose scores are all visible (m is finite then).
+float cm2_weight_seen(const in uint r, const in uint c, const in float s, const in float m) { return exp2(s - m); }
 float cm2_rescale(const in uint r, const in uint c, const in float m_old, const in float m_new) {
   return exp2(m_old - m_new);
 }
@@ -96,6 +105,17 @@ struct CmState {
   CM2_S l;
 };
 
+// O and L rescaled from the maximum in use to m_new, which becomes the one in use.
+void cm2_rescale_to(inout CmState st, const in CM2_S m_new) {
+  CM2_S alpha;
+  coopMatPerElementNV(alpha, st.m, cm2_rescale, m_new);
+  st.m = m_new;
+  st.l = st.l * alpha;
+  CM2_O alpha_o;
+  coopMatReduceNV(alpha_o, alpha, gl_CooperativeMatrixReduceRowNV, cm2_max);
+  st.o = st.o * alpha_o;
+}
+
 // Before the tile loop (prefill_loop.glsl): Q through the staging area into one matrix.
 void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
   cm_stage_q(q_base, q0, rows, 0u, PF_BR);
@@ -132,16 +152,24 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
     s = s * qk_scale;
   }
   probe_mark(PROBE_SCORES);
-  CM2_S row_max, m_new, alpha;
+  CM2_S row_max, m_new;
   coopMatReduceNV(row_max, s, gl_CooperativeMatrixReduceRowNV, cm2_max);
+#if CM2_SUBGROUP
+  // The maximum in use moves only where a row's scores pass it by more than CM2_SLACK, and O and L
+  // are rescaled only at tiles where some row's did (a subgroup-uniform branch): past a row's first
+  // tiles that is seldom, and the weights exp2(s - m) stay below 2^CM2_SLACK meanwhile.
+  coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
+  bool moved = false;
+  for (int i = 0; i < m_new.length(); ++i) moved = moved || m_new[i] != st.m[i];
+  if (subgroupAny(moved)) cm2_rescale_to(st, m_new);
+#else
   coopMatPerElementNV(m_new, row_max, cm2_max_of, st.m);
-  coopMatPerElementNV(alpha, st.m, cm2_rescale, m_new);
-  coopMatPerElementNV(s, s, cm2_weight, m_new);
-  st.m = m_new;
-  st.l = st.l * alpha + s;
-  CM2_O alpha_o;
-  coopMatReduceNV(alpha_o, alpha, gl_CooperativeMatrixReduceRowNV, cm2_max);
-  st.o = st.o * alpha_o;
+  cm2_rescale_to(st, m_new);
+#endif
+  // Where every score of the tile is visible m is finite: no test for hidden ones.
+  if (masked) coopMatPerElementNV(s, s, cm2_weight, st.m);
+  else coopMatPerElementNV(s, s, cm2_weight_seen, st.m);
+  st.l = st.l + s;
   probe_mark(PROBE_SOFTMAX);
   CM2_V v;
 #if PF_STAGES == 0

@@ -355,6 +355,19 @@ const AttentionCase P4 = shape(1, 4, 4, 7, 85, 64, DType::F32, HM, TM);
 const AttentionCase P5 = shape(3, 8, 1, 32, 90, 64, DType::F16, TM, TM);
 const AttentionCase P6 = shape(2, 4, 2, 45, 300, 128, DType::F16, TM, TM);
 const AttentionCase P7 = shape(1, 4, 2, 100, 130, 256, DType::F16);
+// Row maxima that keep growing past the first tiles, by more than the subgroup-scope coopmat2 kernel's
+// slack (8 in log2): ALiBi with steep slopes (each key nearer the query scores higher, by 4 to 32 per
+// 32-key tile), and q and k of magnitude 4 (scores with a standard deviation of about 8 in log2).
+AttentionCase withModifiers(AttentionCase c, std::vector<ModifierSpec> m) {
+  c.modifiers = std::move(m);
+  return c;
+}
+AttentionCase withMagnitude(AttentionCase c, float magnitude) {
+  c.magnitude = magnitude;
+  return c;
+}
+const AttentionCase P8 = withModifiers(shape(1, 4, 2, 64, 300, 128, DType::F16), {alibi({0.125, 0.25, 0.5, 1.0})});
+const AttentionCase P9 = withMagnitude(shape(2, 4, 1, 70, 260, 64, DType::F16, TM, TM), 4.0f);
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, PrefillVariants,
@@ -447,7 +460,15 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P6, Knobs().coopMat2Subgroup().noPrefillSplitK(), 1},
         VariantCase{P6, Knobs().coopMat2Subgroup().prefillWarps(8).prefillSplitK(2), 2},
         VariantCase{P1, Knobs().coopMat2Subgroup().stages(0).noPrefillSplitK(), 1},
-        VariantCase{P6, Knobs().coopMat2Subgroup().stages(0).prefillSplitK(2), 2}),
+        VariantCase{P6, Knobs().coopMat2Subgroup().stages(0).prefillSplitK(2), 2},
+        // ... and row maxima that grow past the first tiles: O and L rescaled at later tiles too (the
+        // subgroup-scope kernel rescales only where a maximum passed the one in use by its slack).
+        VariantCase{P8, Knobs().coopMat2Subgroup().noPrefillSplitK(), 1},
+        VariantCase{P8, Knobs().coopMat2Subgroup().prefillWarps(4).prefillSplitK(2), 2},
+        VariantCase{P9, Knobs().coopMat2Subgroup().noPrefillSplitK(), 1},
+        VariantCase{P9, Knobs().coopMat2Subgroup().stages(1).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P8, Knobs().coopMat().noPrefillSplitK(), 1}, VariantCase{P9, Knobs().coopMat().prefillSplitK(2), 2},
+        VariantCase{P8, Knobs().noPrefillSplitK(), 1}, VariantCase{P9, Knobs().noPrefillSplitK(), 1}),
     variantName);
 
 }  // namespace

@@ -84,6 +84,7 @@ void declareCoopMat2(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.extension("GL_KHR_memory_scope_semantics").extension("GL_KHR_cooperative_matrix");
   k.extension("GL_NV_cooperative_matrix2").extension("GL_EXT_shader_explicit_arithmetic_types_float16");
   k.extension("GL_KHR_shader_subgroup_basic");
+  if (v.coopMat2Subgroup) k.extension("GL_KHR_shader_subgroup_vote");  // the rescale's vote
   if (v.stages == 0) k.extension("GL_EXT_shader_explicit_arithmetic_types_int32");  // tensor layouts
   k.snippet("flashattention/prefill_coopmat2.glsl").snippet("flashattention/prefill_loop.glsl");
 }
