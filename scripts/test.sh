@@ -8,12 +8,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-# Debian 13's glslc in a private prefix (.cache/compilers), for the coopmat2 kernels' compile test.
-bash scripts/newer-compilers.sh >/dev/null
+# Debian 13's glslc in a private prefix (.cache/compilers), for the coopmat2 kernels' compile test:
+# fetched while the release build compiles (it waits on the network, the build on the cores), and
+# awaited before the tests.
+bash scripts/newer-compilers.sh >/dev/null &
+compilers=$!
 
 # Every suite, release build.
 cmake --preset release
 cmake --build --preset release
+wait "$compilers"
 ctest --preset release
 
 # examples/ built and run against the release build installed to a temporary prefix, as an outside

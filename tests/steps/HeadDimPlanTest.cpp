@@ -15,6 +15,7 @@
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/testing/ShapeCall.h"
 #include "support/AttentionHarness.h"
+#include "support/CachedCompiler.h"
 
 namespace foundry {
 namespace {
@@ -48,7 +49,7 @@ TEST_P(HeadDimPlan, EveryHeadDimPlansFitsAndCompiles) {
   const DeviceInfo device = parseDevicePreset(GetParam());
   const std::uint32_t sg = device.subgroupSize;
   FlashAttentionStep step(device, SnippetLibrary::embedded(), AttentionOptions());
-  ShaderCompiler compiler{ShaderCompiler::Optimization::None};
+  const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
   std::set<std::string> compiled;
   std::set<bool> splits;
   // h100 and small share the kernels of h200 and lavapipe but for their limits: planned, not compiled.

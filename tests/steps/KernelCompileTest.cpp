@@ -40,6 +40,7 @@
 #include "foundry/steps/SdpaReferenceStep.h"
 #include "foundry/testing/ShapeCall.h"
 #include "support/AttentionHarness.h"
+#include "support/CachedCompiler.h"
 
 namespace foundry {
 namespace {
@@ -125,7 +126,7 @@ class KernelCompile : public ::testing::TestWithParam<std::string> {
  protected:
   DeviceInfo device = parseDevicePreset(GetParam());
   std::uint32_t sg = device.subgroupSize;
-  ShaderCompiler compiler{ShaderCompiler::Optimization::None};
+  test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
 
   KernelBuilder builder() const { return KernelBuilder(device, SnippetLibrary::embedded()); }
   std::uint32_t auxWorkgroup() const { return std::max<std::uint32_t>(64, sg); }
@@ -305,7 +306,7 @@ TEST_P(KernelCompile, PlannedDecodeKernelsIndexNoLocalArrayAtRunTime) {
   // per-head epilogue once left its loop rolled, the accumulators in local arrays indexed by head (0.3
   // us at D128 kv 65536 on the H200). Not asserted where the plan takes the uneven Split-K merge (D80,
   // D96 on the H200), whose batch arrays measured faster as spirv-opt leaves them than rewritten without.
-  const ShaderCompiler optimising{ShaderCompiler::Optimization::Performance};
+  const test::CachedCompiler optimising{ShaderCompiler::Optimization::Performance};
   FlashAttentionStep step(device, SnippetLibrary::embedded(), AttentionOptions());
   std::set<std::string> decodeKernels;
   for (const std::uint32_t d : {64u, 128u, 256u}) {
@@ -613,7 +614,7 @@ namespace {
 // mistakes before a device run does. Both softmax routes, split and not, with and without the LSE,
 // D 64 and 128.
 TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
-  const ShaderCompiler compiler{ShaderCompiler::Optimization::None};
+  const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
   int compiled = 0;
   auto compile = [&](const KernelSource& k) {
     try {

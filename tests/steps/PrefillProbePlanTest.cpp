@@ -8,6 +8,7 @@
 #include "foundry/stages/PrefillProbe.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/testing/ShapeCall.h"
+#include "support/CachedCompiler.h"
 
 namespace foundry::probe {
 namespace {
@@ -95,7 +96,7 @@ AttentionCall prefillCall(std::uint32_t qLen, std::uint32_t kvLen) {
 // Each prefill kernel of a probed plan (the cooperative-matrix one on the H200, the subgroup one on
 // lavapipe, a Split-K part) carries the probe and compiles with this machine's compiler.
 TEST(PrefillProbePlan, ProbedKernelsCompileForPresets) {
-  ShaderCompiler compiler{ShaderCompiler::Optimization::None};
+  const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
   AttentionOptions o;
   o.faPrefillProbe = true;
   AttentionOptions withLoader = o;
