@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2016  # the edits are perl expressions
 # Issue 18: the subgroup-scope coopmat2 prefill (rescale only where a row maximum passed the one in use
 # by its slack; weights without a test on tiles every row sees whole) against copies of kernels/ with
 # one change each, run through FOUNDRY_KERNEL_DIR with the packed glslc (docs/performance.md, "The
@@ -25,20 +24,22 @@ if [ "${1:-}" = copies ]; then
   set -e
   kx=.device/kx
   rm -rf "$kx" && mkdir -p "$kx"
-  f=flashattention/prefill_coopmat2.glsl
-  vote='s/  coopMatPerElementNV\(m_new, row_max, cm2_lazy_max, st\.m\);\n  bool moved = false;\n  for \(int i = 0; i < m_new\.length\(\); \+\+i\) moved = moved \|\| m_new\[i\] != st\.m\[i\];\n  if \(subgroupAny\(moved\)\) cm2_rescale_to\(st, m_new\);/  bool moved = false;\n  for (int i = 0; i < row_max.length(); ++i) moved = moved || row_max[i] > st.m[i] + CM2_SLACK;\n  if (subgroupAny(moved)) {\n    coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);\n    cm2_rescale_to(st, m_new);\n  }/'
-  slack='s/const float CM2_SLACK = 8\.0;/const float CM2_SLACK = 12.0;/'
-  copy() {  # copy NAME EXPR...: kernels/ with each perl EXPR applied to prefill_coopmat2.glsl
-    local name=$1
-    shift
-    cp -r kernels "$kx/$name"
-    for e in "$@"; do perl -0pi -e "$e" "$kx/$name/$f"; done
-    cmp -s "kernels/$f" "$kx/$name/$f" && { echo "copy $name changed nothing" >&2; exit 2; }
-    return 0
-  }
-  copy vote "$vote"
-  copy slack12 "$slack"
-  copy vote12 "$vote" "$slack"
+  source bench/kernel_copies.sh
+  export KERNEL_FILE=flashattention/prefill_coopmat2.glsl
+  vote_from='  coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
+  bool moved = false;
+  for (int i = 0; i < m_new.length(); ++i) moved = moved || m_new[i] != st.m[i];
+  if (subgroupAny(moved)) cm2_rescale_to(st, m_new);'
+  vote_to='  bool moved = false;
+  for (int i = 0; i < row_max.length(); ++i) moved = moved || row_max[i] > st.m[i] + CM2_SLACK;
+  if (subgroupAny(moved)) {
+    coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
+    cm2_rescale_to(st, m_new);
+  }'
+  slack=('const float CM2_SLACK = 8.0;' 'const float CM2_SLACK = 12.0;')
+  kernel_copy "$kx" vote "$vote_from" "$vote_to"
+  kernel_copy "$kx" slack12 "${slack[@]}"
+  kernel_copy "$kx" vote12 "$vote_from" "$vote_to" "${slack[@]}"
   for p in pipe:coopmat2_pipeline ftz:f32_denormals_flushed; do
     mkdir -p "$kx/${p%%:*}"
     git archive 2f8983b kernels | tar -x -C "$kx/${p%%:*}" --strip-components=1

@@ -94,8 +94,8 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                mib(c.deviceMemoryBytes)});
       }
       fmt::print("{}", t.str());
-      // coopmat2 kernels need a compiler Debian 12's shaderc is not.
-      const std::string command = options.glslcCommand();
+      // coopmat2 kernels need a compiler Debian 12's shaderc is not: the one a device with the extension takes.
+      const std::string command = options.glslcCommand(true);
       const bool fromPath = options.sourceOf("FOUNDRY_GLSLC") == "default";
       const std::optional<ExternalGlslc> glslc =
           command.empty() ? std::nullopt : std::optional<ExternalGlslc>(std::in_place, command);

@@ -34,7 +34,7 @@ struct RuntimeOptions {
   /// The glslc the coopmat2 kernels go to: FOUNDRY_GLSLC where it was given (empty: none), else, for a
   /// device with VK_NV_cooperative_matrix2, `glslc` as PATH finds it (Debian 13's compiles them; Debian
   /// 12's does not, which its probe finds). Only such a device looks on PATH: the probe runs it once.
-  std::string glslcCommand(bool deviceHasCoopMat2 = true) const {
+  std::string glslcCommand(bool deviceHasCoopMat2) const {
     return deviceHasCoopMat2 && sourceOf("FOUNDRY_GLSLC") == "default" ? "glslc" : glslc;
   }
 };

@@ -44,11 +44,11 @@ TEST(Options, InvalidValueNamesTheVariableAndTheAcceptedValues) {
 }
 
 TEST(Options, TheCoopMat2GlslcIsTheOneGivenElsePathsGlslc) {
-  EXPECT_EQ(Options::fromEnvironment({}).runtime.glslcCommand(), "glslc");
+  EXPECT_EQ(Options::fromEnvironment({}).runtime.glslcCommand(true), "glslc");
   EXPECT_EQ(Options::fromEnvironment({}).runtime.glslcCommand(false), "");  // no extension: no PATH probe
-  EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", "/opt/trixie/glslc"}}).runtime.glslcCommand(),
+  EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", "/opt/trixie/glslc"}}).runtime.glslcCommand(true),
             "/opt/trixie/glslc");
-  EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", ""}}).runtime.glslcCommand(), "");
+  EXPECT_EQ(Options::fromEnvironment({{"FOUNDRY_GLSLC", ""}}).runtime.glslcCommand(true), "");
 }
 
 TEST(Options, UnknownFoundryVariableIsRejected) {
