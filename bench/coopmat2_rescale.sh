@@ -7,12 +7,14 @@
 #                                           copies into .device/kx
 #   bash bench/coopmat2_rescale.sh          on the device: the prefill parity cases with the build's
 #                                           kernels (TESTS=0 skips them), then the plan and each copy
-#                                           over SHAPES, ROUNDS rounds in alternation
-# The copies (VARIANTS picks among them; default "vote slack12"):
-#   vote     the vote compares each row maximum with the maximum in use plus the slack; the new maxima
-#            are formed inside the rescale's branch only
+#                                           over SHAPES, ROUNDS rounds in alternation;
+#                                           TEST_COPIES="NAME..." runs the coopmat2 parity cases
+#                                           with those copies' kernels too
+# The copies (VARIANTS picks among them; default "slack12 qs"; the ones timed before the vote on 8
+# columns was adopted are described in docs/performance.md):
 #   slack12  a slack of 12 (weights up to 4096) instead of 8
-#   vote12   both
+#   qs       Q multiplied by qk_scale as it is loaded, where no score hook needs the unscaled product
+#            (no multiply per score)
 #   pipe     2f8983b's kernels with bench/patches/coopmat2_pipeline.diff: the next tile's S = Q K^T
 #            issued before this tile's softmax and P V (K staged two tiles ahead, V one)
 #   ftz      2f8983b's kernels with bench/patches/f32_denormals_flushed.diff: the unmasked weights
@@ -26,20 +28,25 @@ if [ "${1:-}" = copies ]; then
   rm -rf "$kx" && mkdir -p "$kx"
   source bench/kernel_copies.sh
   export KERNEL_FILE=flashattention/prefill_coopmat2.glsl
-  vote_from='  coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
-  bool moved = false;
-  for (int i = 0; i < m_new.length(); ++i) moved = moved || m_new[i] != st.m[i];
-  if (subgroupAny(moved)) cm2_rescale_to(st, m_new);'
-  vote_to='  bool moved = false;
-  for (int i = 0; i < row_max.length(); ++i) moved = moved || row_max[i] > st.m[i] + CM2_SLACK;
-  if (subgroupAny(moved)) {
-    coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
-    cm2_rescale_to(st, m_new);
+  kernel_copy "$kx" slack12 'const float CM2_SLACK = 8.0;' 'const float CM2_SLACK = 12.0;'
+  # qs: Q multiplied by qk_scale as it is loaded, where no score hook needs the unscaled product.
+  qs_from='  coopMatLoad(st.q, kv_tile, CM2_ROW0 * CM_ROW4, CM_ROW4, gl_CooperativeMatrixLayoutRowMajor);'
+  qs_to="$qs_from
+  if (CM2_Q_SCALED) st.q = st.q * float16_t(pc.qk_scale);"
+  qsc_from='struct CmState {'
+  qsc_to='const bool CM2_Q_SCALED = !(FA_SCORE_HOOKED || FA_DISTANCE_BIAS_HOOKED);
+struct CmState {'
+  qst_from='  pos0 += CM2_ROW0;'
+  qst_to='  pos0 += CM2_ROW0;
+  if (CM2_Q_SCALED) qk_scale = 1.0;'
+  qsm_from='  } else {
+    s = s * qk_scale;
   }'
-  slack=('const float CM2_SLACK = 8.0;' 'const float CM2_SLACK = 12.0;')
-  kernel_copy "$kx" vote "$vote_from" "$vote_to"
-  kernel_copy "$kx" slack12 "${slack[@]}"
-  kernel_copy "$kx" vote12 "$vote_from" "$vote_to" "${slack[@]}"
+  qsm_to='  } else if (!CM2_Q_SCALED) {
+    s = s * qk_scale;
+  }'
+  qs=("$qs_from" "$qs_to" "$qsc_from" "$qsc_to" "$qst_from" "$qst_to" "$qsm_from" "$qsm_to")
+  kernel_copy "$kx" qs "${qs[@]}"
   for p in pipe:coopmat2_pipeline ftz:f32_denormals_flushed; do
     mkdir -p "$kx/${p%%:*}"
     git archive 2f8983b kernels | tar -x -C "$kx/${p%%:*}" --strip-components=1
@@ -56,8 +63,13 @@ if [ "${TESTS:-1}" != 0 ]; then
     --gtest_filter='*PrefillVariants*:*LseParity*' >"$out/rescale-tests.log" 2>&1 || { echo "FAILED: tests"; status=1; }
   grep -E "FAILED|Failure|PASSED|SKIPPED" "$out/rescale-tests.log" | head -20
 fi
+for v in ${TEST_COPIES:-}; do  # the coopmat2 parity cases with a copy's kernels
+  FOUNDRY_GLSLC=$G FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$v timeout "${TESTS_LIMIT_S:-150}" .device/bin/foundry_attention_tests \
+    --gtest_brief=1 --gtest_filter='*coopmat2*' >"$out/rescale-tests-$v.log" 2>&1 || { echo "FAILED: tests ($v)"; status=1; }
+  grep -E "FAILED|Failure|PASSED|SKIPPED" "$out/rescale-tests-$v.log" | sed "s/^/$v: /" | head -20
+done
 variants="plan:FOUNDRY_GLSLC=\$GLSLC"
-for v in ${VARIANTS:-vote slack12}; do variants+=" $v:FOUNDRY_GLSLC=\$GLSLC,FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$v"; done
+for v in ${VARIANTS:-slack12 qs}; do variants+=" $v:FOUNDRY_GLSLC=\$GLSLC,FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$v"; done
 TESTS=0 SHAPES="${SHAPES:-prefill:1:32:8:8192:128 prefill:1:32:8:2048:128 prefill:1:32:8:8192:64}" VARIANTS="$variants" \
   bash bench/coopmat2_scope.sh || status=1
 exit $status

@@ -10,7 +10,8 @@
 //   scores                          an element operation knows each element's row and key: scale,
 //                                   score hooks and masks in one place (cm2_score)
 //   m' = max(m, rowmax S)           a row reduction (coopMatReduceNV); at subgroup scope m' = m unless
-//                                   rowmax S passes m by more than CM2_SLACK
+//                                   rowmax S passes m by more than CM2_SLACK, which a vote on the row
+//                                   maxima in 8 columns decides before m' is formed
 //   a = exp2(m - m'), L = a L, O = a O   where m' != m only (at subgroup scope), a smeared to O's shape
 //                                   by a row reduction
 //   P = exp2(S - m'), L = L + P     element-wise: L keeps per-key partial sums, reduced once at the end
@@ -37,6 +38,8 @@ const uint CM2_RB = PF_BR;
 #define CM2_S coopmat<float, CM2_SCOPE, CM2_RB, PF_BC, gl_MatrixUseAccumulator>
 #define CM2_O coopmat<float, CM2_SCOPE, CM2_RB, HEAD_DIM, gl_MatrixUseAccumulator>
 #define CM2_ROW coopmat<float, CM2_SCOPE, CM2_RB, 16, gl_MatrixUseAccumulator>
+// Row values in the fewest columns an accumulator has: 4 elements a lane where S has 16.
+#define CM2_ROW8 coopmat<float, CM2_SCOPE, CM2_RB, 8, gl_MatrixUseAccumulator>
 
 float cm2_max(const in float a, const in float b) { return max(a, b); }
 float cm2_add(const in float a, const in float b) { return a + b; }
@@ -49,6 +52,10 @@ float cm2_weight(const in uint r, const in uint c, const in float s, const in fl
 const float CM2_SLACK = 8.0;
 float cm2_lazy_max(const in uint r, const in uint c, const in float row_max, const in float m) {
   return row_max > m + CM2_SLACK ? row_max : m;
+}
+// The same decision on the threshold m + CM2_SLACK: the next one where the maximum moves.
+float cm2_lazy_bar(const in uint r, const in uint c, const in float row_max, const in float bar) {
+  return row_max > bar ? row_max + CM2_SLACK : bar;
 }
 // exp2(s - m) for a tile whose scores are all visible (m is finite then).
 float cm2_weight_seen(const in uint r, const in uint c, const in float s, const in float m) { return exp2(s - m); }
@@ -103,6 +110,7 @@ struct CmState {
   CM2_O o;
   CM2_S m;
   CM2_S l;
+  CM2_ROW8 bar;  // m + CM2_SLACK (subgroup scope)
 };
 
 // O and L rescaled from the maximum in use to m_new, which becomes the one in use.
@@ -124,6 +132,7 @@ void pf_begin(inout CmState st, uint q_base, uint q0, uint rows) {
   st.o = CM2_O(0.0);
   st.m = CM2_S(NEG_BIG);
   st.l = CM2_S(0.0);
+  st.bar = CM2_ROW8(NEG_BIG + CM2_SLACK);
   barrier();  // everyone has its Q before K tiles overwrite the staging area
 }
 
@@ -153,16 +162,24 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   }
   probe_mark(PROBE_SCORES);
   CM2_S row_max, m_new;
-  coopMatReduceNV(row_max, s, gl_CooperativeMatrixReduceRowNV, cm2_max);
 #if CM2_SUBGROUP
   // The maximum in use moves only where a row's scores pass it by more than CM2_SLACK, and O and L
   // are rescaled only at tiles where some row's did (a subgroup-uniform branch): past a row's first
-  // tiles that is seldom, and the weights exp2(s - m) stay below 2^CM2_SLACK meanwhile.
-  coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
+  // tiles that is seldom, and the weights exp2(s - m) stay below 2^CM2_SLACK meanwhile. The vote
+  // reads the row maxima in 8 columns against the stored threshold; m' in S's shape, and the
+  // threshold's update, are formed in the branch.
+  CM2_ROW8 row_max8;
+  coopMatReduceNV(row_max8, s, gl_CooperativeMatrixReduceRowNV, cm2_max);
   bool moved = false;
-  for (int i = 0; i < m_new.length(); ++i) moved = moved || m_new[i] != st.m[i];
-  if (subgroupAny(moved)) cm2_rescale_to(st, m_new);
+  for (int i = 0; i < row_max8.length(); ++i) moved = moved || row_max8[i] > st.bar[i];
+  if (subgroupAny(moved)) {
+    coopMatReduceNV(row_max, s, gl_CooperativeMatrixReduceRowNV, cm2_max);
+    coopMatPerElementNV(m_new, row_max, cm2_lazy_max, st.m);
+    cm2_rescale_to(st, m_new);
+    coopMatPerElementNV(st.bar, row_max8, cm2_lazy_bar, st.bar);
+  }
 #else
+  coopMatReduceNV(row_max, s, gl_CooperativeMatrixReduceRowNV, cm2_max);
   coopMatPerElementNV(m_new, row_max, cm2_max_of, st.m);
   cm2_rescale_to(st, m_new);
 #endif
