@@ -368,6 +368,10 @@ AttentionCase withMagnitude(AttentionCase c, float magnitude) {
 }
 const AttentionCase P8 = withModifiers(shape(1, 4, 2, 64, 300, 128, DType::F16), {alibi({0.125, 0.25, 0.5, 1.0})});
 const AttentionCase P9 = withMagnitude(shape(2, 4, 1, 70, 260, 64, DType::F16, TM, TM), 4.0f);
+// Rows of 80 and 96 (the Hopper plans' coopmat2 tilings: 64-key tiles in one staging buffer), the
+// scores of magnitude 4 so that the rescale runs at later tiles too.
+const AttentionCase P10 = withMagnitude(shape(1, 4, 2, 70, 200, 80, DType::F16), 4.0f);
+const AttentionCase P11 = withMagnitude(shape(2, 4, 1, 90, 230, 96, DType::F16, TM, TM), 4.0f);
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, PrefillVariants,
@@ -468,7 +472,12 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{P9, Knobs().coopMat2Subgroup().noPrefillSplitK(), 1},
         VariantCase{P9, Knobs().coopMat2Subgroup().stages(1).prefillWarps(4).noPrefillSplitK(), 1},
         VariantCase{P8, Knobs().coopMat().noPrefillSplitK(), 1}, VariantCase{P9, Knobs().coopMat().prefillSplitK(2), 2},
-        VariantCase{P8, Knobs().noPrefillSplitK(), 1}, VariantCase{P9, Knobs().noPrefillSplitK(), 1}),
+        VariantCase{P8, Knobs().noPrefillSplitK(), 1}, VariantCase{P9, Knobs().noPrefillSplitK(), 1},
+        VariantCase{P10, Knobs().coopMat2Subgroup().stages(1).prefillKeys(64).prefillWarps(4).noPrefillSplitK(), 1},
+        VariantCase{P10, Knobs().coopMat2Subgroup().stages(1).prefillKeys(64).prefillWarps(4).prefillSplitK(2), 2},
+        VariantCase{P11, Knobs().coopMat2Subgroup().stages(1).prefillKeys(64).prefillWarps(8).noPrefillSplitK(), 1},
+        VariantCase{P11, Knobs().coopMat2Subgroup().stages(1).prefillKeys(32).prefillWarps(4).prefillSplitK(2), 2},
+        VariantCase{P10, Knobs().noPrefillSplitK(), 1}, VariantCase{P11, Knobs().noPrefillSplitK(), 1}),
     variantName);
 
 }  // namespace

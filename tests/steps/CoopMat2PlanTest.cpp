@@ -101,6 +101,18 @@ TEST(CoopMat2Plan, AutoTakesSubgroupScopeMatricesWhereTheTableSaysSo) {
   EXPECT_EQ(d64.prefillVariant.stages, 1u);
   EXPECT_TRUE(planFor(device, AttentionOptions{}, 4096, 64).prefillVariant.coopMat2);
   EXPECT_FALSE(planFor(device, AttentionOptions{}, 2048, 64).prefillVariant.coopMat2);
+  // head_dim 96 and 80: one 64-key buffer (a 32-key tile of 80-wide rows does not split over the
+  // loads), 8 subgroups from one workgroup per SM and 4 from two (S 512 at D80: 256 workgroups, 1.9 an SM).
+  for (const auto& [d, warps] : {std::pair{96u, 8u}, std::pair{80u, 4u}}) {
+    SCOPED_TRACE(d);
+    const PrefillVariant v8192 = planFor(device, AttentionOptions{}, 8192, d).prefillVariant;
+    EXPECT_TRUE(v8192.coopMat2 && v8192.coopMat2Subgroup);
+    EXPECT_EQ(v8192.warps, warps);
+    EXPECT_EQ(v8192.keysPerTile, 64u);
+    EXPECT_EQ(v8192.stages, 1u);
+    EXPECT_TRUE(planFor(device, AttentionOptions{}, 1024, d).prefillVariant.coopMat2);
+    EXPECT_FALSE(planFor(device, AttentionOptions{}, 512, d).prefillVariant.coopMat2);
+  }
   // No row for head_dim 256, and nothing without a glslc for the matrices.
   EXPECT_FALSE(planFor(device, AttentionOptions{}, 8192, 256).prefillVariant.coopMat2);
   const AttentionPlan plain = planFor(parseDevicePreset("h200"), AttentionOptions{}, 8192, 128);

@@ -163,6 +163,20 @@ const std::vector<TuningRow>& tuningTable() {
        "causal prefill, 2026-11-28, against GL_NV_cooperative_matrix in the same calls: S 8192, 31 workgroups a "
        "SM, 1617.4-1619.4 us against 1699.8-1701.2, S 4096, 15.5 a SM, 437.9 against 452.7-453.2; S 2048, 7.75 a "
        "SM, 133.2-134.4 against 125.2-126.3, S 512 26.8-27.1 against 20.6-21.1)"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 96, .maxHeadDim = 96},
+       {.coop2 = 1, .coop2Warps = 8, .coop2KeysPerTile = 64, .coop2Stages = 1, .coop2Subgroup = 1, .coop2Groups = 1},
+       "Hopper, head_dim 96, where a glslc compiles GL_NV_cooperative_matrix2 (FOUNDRY_GLSLC): subgroup-scope "
+       "matrices, 8 subgroups, one 64-key staging buffer (H200 causal prefill, 2026-11-28, against "
+       "GL_NV_cooperative_matrix in the same call: S 8192 2267.4-2269.8 us against 2666.5-2670.7, S 2048 "
+       "184.9-185.3 against 204.8-205.0; 4 subgroups with one 32-key buffer 2388.4-2390.4 and 189.1-189.4, with "
+       "64 keys 3195.8-3196.7); from one workgroup per SM, as head_dim 128"},
+      {{.family = DeviceFamily::Hopper, .minHeadDim = 80, .maxHeadDim = 80},
+       {.coop2 = 1, .coop2Warps = 4, .coop2KeysPerTile = 64, .coop2Stages = 1, .coop2Subgroup = 1, .coop2Groups = 2},
+       "Hopper, head_dim 80, where a glslc compiles GL_NV_cooperative_matrix2 (FOUNDRY_GLSLC): subgroup-scope "
+       "matrices, 4 subgroups, one 64-key staging buffer (a 32-key tile of 80-wide rows does not split over "
+       "the workgroup's loads) (H200 causal prefill, 2026-11-28, against GL_NV_cooperative_matrix in the same "
+       "call: S 8192 1778.3-1790.1 us against 2523.6-2524.2, S 2048 142.4 against 188.5; two 64-key buffers "
+       "2764.0-2769.8 and 226.4-226.7)"},
       {{.minHeadDim = 65},
        {.coopKeysPerTileShared = 32},
        "rows wider than 64 with the softmax in shared memory: 32-key tiles keep the staging small"},
