@@ -1,6 +1,7 @@
 // `foundry run` under an address-space limit (ulimit -v) with a config that needs more than it: the
-// run must stop before allocating, with one clear line and exit 4, in well under a second — not
-// allocate until the kernel or the allocator ends it.
+// run must stop before allocating, with one clear line and exit 4, within the time a process takes to
+// start and open the device (about a second on lavapipe, more on a loaded machine) — not allocate until
+// the kernel or the allocator ends it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -48,7 +49,9 @@ TEST(MemoryLimit, RunNeedingMoreThanTheAddressSpaceLimitFailsAtOnce) {
   EXPECT_THAT(lines[0], StartsWith("foundry: device error: this run needs 1610612736 bytes (1.50 GiB) of host memory"));
   EXPECT_THAT(lines[0], HasSubstr("RLIMIT_AS (ulimit -v) 1.00 GiB"));
   EXPECT_THAT(lines[0], HasSubstr("lower --batch (/run/batch)"));
-  EXPECT_LT(r.seconds, 1.0) << r.summary();
+  // The bound is the start-up's, with room for a loaded 2-core machine (1.17 s seen under three test
+  // processes); filling 1.5 GiB and failing there takes far longer, and ends with another line.
+  EXPECT_LT(r.seconds, 5.0) << r.summary();
 }
 
 }  // namespace
