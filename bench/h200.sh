@@ -637,6 +637,27 @@ PY
     done
     exit $status
     ;;
+  int8-idot-half)
+    # Issue 14: int8 decode with K's codes through integer dot products and V's weighted in packed f16
+    # (FOUNDRY_FA_DECODE_INT8_DOT=1 on top of the Hopper plan's half products) against the plan, each in
+    # a process of its own, alternating, two rounds; then a sweep of splits with both. SHAPES overrides
+    # the shapes. The int8 parity cases first.
+    on_device
+    status=0
+    suite_subset idot-half-tests '*half_products*:*idot*:*DecodeQuantized*'
+    for round in 1 2; do
+      for v in plan idot:FA_DECODE_INT8_DOT=1; do
+        variant_sets "$v"
+        timeout 150 foundry "${sets[@]}" bench --runs 30 --json "$out/idot-half-$round-${v%%:*}.json" --shape \
+          ${SHAPES:-decode:1:32:8:65536:128+int8 decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8 decode:1:32:8:65536:96+int8 decode:1:32:8:65536:256+int8 decode:1:32:8:65536:128} \
+          2>&1 | grep -E "us$|rror" | sed "s/^/round $round ${v%%:*}: /" || status=1
+      done
+    done
+    timeout 150 foundry bench --sweep --runs 20 --shape decode:1:32:8:65536:128+int8 --variants "w8 k4 v16 u4 idot sc" \
+      "w8 k4 v16 u4 sc" "w8 k2 v8 u8 idot sc" "w8 k4 v8 u4 idot sc" "w8 k4 v16 u2 idot sc" "w8 k4 v8 u8 idot sc" \
+      "w4 k4 v16 u4 idot sc" --json "$out/idot-half-sweep.json" 2>&1 | grep "\]: .*us$" || status=1
+    exit $status
+    ;;
   int8-half-warps)
     # int8 decode with half products at D128 kv 65536: the plan (8 subgroups, 16 splits, one workgroup an
     # SM) against 4 subgroups with 32 or 33 splits (two workgroups an SM at the same registers), 4

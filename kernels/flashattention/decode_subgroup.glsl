@@ -313,7 +313,15 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
         [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
-#if DECODE_HALF_PRODUCTS
+#if DECODE_INT8_DOT
+          int dot_hi = 0, dot_lo = 0;
+          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
+            dot_hi = i8x4_dot(q_hi[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_hi);
+            dot_lo = i8x4_dot(q_lo[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_lo);
+          }
+          const float part = float(dot_hi * 256 + dot_lo) * (q_step[h][j] * KV_SCALE(kr[u][j]));
+          acc += decode_live(j * DECODE_PAIR, lik, HEAD_DIM) ? part : 0.0;
+#elif DECODE_HALF_PRODUCTS
           f16vec2 dot2 = f16vec2(0.0);
           [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
             const uint word = KV_CODE_WORD(kr[u][j], c);
@@ -322,14 +330,6 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
           }
           const vec2 d2 = vec2(dot2);
           acc += (d2.x + d2.y) * KV_SCALE(kr[u][j]);
-#elif DECODE_INT8_DOT
-          int dot_hi = 0, dot_lo = 0;
-          [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
-            dot_hi = i8x4_dot(q_hi[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_hi);
-            dot_lo = i8x4_dot(q_lo[h][j * DECODE_PAIR + c], KV_CODE_WORD(kr[u][j], c), dot_lo);
-          }
-          const float part = float(dot_hi * 256 + dot_lo) * (q_step[h][j] * KV_SCALE(kr[u][j]));
-          acc += decode_live(j * DECODE_PAIR, lik, HEAD_DIM) ? part : 0.0;
 #else
           float part = 0.0;
           [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) part += dot(DECODE_QK(h, j * DECODE_PAIR + c), KV_CODES(kr[u][j], c));
@@ -341,7 +341,7 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
           acc += dot(DECODE_QK(h, DECODE_LOADS * DECODE_PAIR + t), KV_WORD_UNPACK(kt[u][t]));
         }
 #endif
-#if DECODE_HALF_PRODUCTS
+#if DECODE_HALF_PRODUCTS && !DECODE_INT8_DOT
         s[u][h] = acc * q_unit[h];
 #else
         s[u][h] = acc * score_scale;

@@ -1226,6 +1226,11 @@ TEST(SelectorFormats, HalfProductsNeedInt8WithStepScales) {
   EXPECT_TRUE(cpu.stepScales);
   EXPECT_FALSE(cpu.lazyRescale);
   EXPECT_FALSE(plan(DType::I8, {}, parseDevicePreset("lavapipe")).halfProducts);
+  // K through integer dot products, V in packed f16.
+  const DecodeVariant both = plan(DType::I8, {{"FOUNDRY_FA_DECODE_INT8_DOT", "1"}}, h200);
+  EXPECT_TRUE(both.int8Dot);
+  EXPECT_TRUE(both.halfProducts);
+  EXPECT_THAT(both.key(), HasSubstr("_idot_sc_ss_hp"));
   refused(DType::F16, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, h200, "FOUNDRY_FA_DECODE_HALF_PRODUCTS",
           "the K/V cache is f16, not int8");
   refused(DType::Q8_0, {{"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "1"}}, h200, "FOUNDRY_FA_DECODE_HALF_PRODUCTS",

@@ -110,8 +110,8 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
                          dtypeName(dtype), vecWidth);
     }
   }
-  if (halfProducts && (!stepScales || int8Dot || queryShared || idleLanes)) {
-    return "half products take int8 K/V with step scales, q in registers, no integer dot products and no idle lanes";
+  if (halfProducts && (!stepScales || queryShared || idleLanes)) {
+    return "half products take int8 K/V with step scales, q in registers and no idle lanes";
   }
   if (int8Dot && (!quantized(dtype) || vecWidth < 4 || queryShared)) {
     return fmt::format("integer dot products take quantized K/V in loads of 4 or more codes with q in registers, "
