@@ -658,6 +658,53 @@ PY
       "w4 k4 v16 u4 idot sc" --json "$out/idot-half-sweep.json" 2>&1 | grep "\]: .*us$" || status=1
     exit $status
     ;;
+  tensor-decode)
+    # Issue 14: decode with the GQA group's heads as rows of tensor-core products
+    # (FOUNDRY_FA_DECODE_TENSOR_CORES=1: 16-key tiles staged per subgroup, the softmax on the quad
+    # layout) against the plan, int8 and f16, each variant a process of its own, alternating, two
+    # rounds; the driver's registers and shared bytes per kernel after. The parity cases first.
+    # `bash bench/h200.sh tensor-decode copies` (here, before packing) writes the kernel copies the
+    # variants after "tc" run through FOUNDRY_KERNEL_DIR: v1, the first version (one staging area
+    # for K then V, four barriers a tile, over every storage class); full, the present one with its
+    # barriers over every storage class.
+    if [ "${2:-}" = copies ]; then
+      rm -rf .device/kx && mkdir -p .device/kx
+      cp -r "${V1_KERNELS:?a copy of the first version of kernels/}" .device/kx/v1
+      source bench/kernel_copies.sh
+      KERNEL_FILE=flashattention/decode_coopmat.glsl kernel_copy .device/kx full \
+        '#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)' \
+        '#define DC_SYNC() subgroupMemoryBarrierShared(); subgroupBarrier()'
+      exit 0
+    fi
+    on_device
+    status=0
+    gpu_name
+    .device/bin/foundry_attention_tests --gtest_filter='*DecodeTensorCores*:*DecodeVariants*_tc*' --gtest_brief=1 \
+      >"$out/tc-tests.log" 2>&1 || status=1
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests from" "$out/tc-tests.log" | cut -c1-160
+    for round in 1 2; do
+      for v in plan tc:FA_DECODE_TENSOR_CORES=1 v1:FA_DECODE_TENSOR_CORES=1 full:FA_DECODE_TENSOR_CORES=1; do
+        variant_sets "$v"
+        name=${v%%:*}
+        if [ -d ".device/kx/$name" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$name; else unset FOUNDRY_KERNEL_DIR; fi
+        timeout 100 foundry "${sets[@]}" bench --runs 30 --json "$out/tc-$round-$name.json" --shape \
+          ${SHAPES:-decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128 decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8} \
+          2>&1 | grep -E "us$|rror|FAIL" | sed "s/^/round $round $name: /" || status=1
+      done
+    done
+    unset FOUNDRY_KERNEL_DIR
+    python3 - "$out" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/tc-1-*.json")):
+    for r in json.load(open(f))["results"]:
+        for k, st in (r.get("statistics") or {}).items():
+            d = dict(st)
+            print(f.split("/")[-1], r["name"], round(r["min_us"], 1), "err %.1e" % (r.get("rel_error") or 0), k[-44:],
+                  "regs", d.get("Register Count"), "shared", d.get("Shared Memory Size"))
+PY
+    rm -f "$out"/tc-2-*.json
+    exit $status
+    ;;
   int8-half-warps)
     # int8 decode with half products at D128 kv 65536: the plan (8 subgroups, 16 splits, one workgroup an
     # SM) against 4 subgroups with 32 or 33 splits (two workgroups an SM at the same registers), 4

@@ -57,6 +57,7 @@ struct Knobs {
   Knobs& lazy() { o.faDecodeLazyRescale = Force::On; return *this; }
   Knobs& half() { o.faDecodeTgOut = PartialStorage::Half; return *this; }
   Knobs& floatPartials() { o.faDecodeTgOut = PartialStorage::Float; return *this; }
+  Knobs& tensorCores() { o.faDecodeTensorCores = Force::On; return *this; }
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
   Knobs& reduceKernel() { o.faDecodeFusedReduce = Force::Off; return *this; }
   Knobs& merged() { o.faDecodeFusedReduce = Force::On; return *this; }
@@ -117,6 +118,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   const VariantCase& vc = GetParam();
   const AttentionOptions& o = vc.options;
   const std::uint32_t sg = runtime().info().subgroupSize;
+  if (o.faDecodeTensorCores == Force::On && !test::tensorCoreDecode(runtime().info())) {
+    GTEST_SKIP() << "the device has no cooperative matrices with the quad accumulator layout";
+  }
   AttentionResult r;
   try {
     r = runFlash(vc.shape, o);
@@ -169,6 +173,7 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
+  EXPECT_EQ(v.tensorCores, o.faDecodeTensorCores == Force::On) << plan.describe();
   const std::uint32_t granule = v.keyGranule(sg);
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, granule);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
@@ -287,7 +292,13 @@ INSTANTIATE_TEST_SUITE_P(
         // The ragged fold with 8 subgroups: one batch of 4, one of 16, and two batches of 16 (the second
         // folded at a new maximum).
         VariantCase{D72, Knobs().warps(8).splitK(3).merged(), 3}, VariantCase{D72, Knobs().warps(8).splitK(13).merged(), 13},
-        VariantCase{D72, Knobs().warps(8).splitK(29).merged(), 29}),
+        VariantCase{D72, Knobs().warps(8).splitK(29).merged(), 29},
+        // The heads as rows of tensor-core products (where the device has them): GQA 8 and MQA 4, rows
+        // of 64, 80, 96 and 128, Split-K merged or reduced, 4 and 8 subgroups, half partials.
+        VariantCase{C, Knobs().tensorCores(), 1}, VariantCase{A, Knobs().tensorCores().warps(4), 1},
+        VariantCase{Long, Knobs().tensorCores().splitK(5), 5},
+        VariantCase{Long, Knobs().tensorCores().splitK(3).reduceKernel().warps(4), 3},
+        VariantCase{D80, Knobs().tensorCores().splitK(2), 2}, VariantCase{D96, Knobs().tensorCores().half().splitK(1), 1}),
     variantName);
 
 // ---- Prefill.

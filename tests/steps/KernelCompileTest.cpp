@@ -561,6 +561,7 @@ TEST_P(KernelCompile, EveryModifierInEveryVariantCompiles) {
         {{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_REGISTER_SOFTMAX", "0"}}));
     knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
     knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}, {"FOUNDRY_FA_PREFILL_LOADER", "1"}}));
+    knobs.push_back(AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "3"}}));
   }
   std::set<std::string> names;
   std::size_t coopmat = 0;
@@ -667,6 +668,47 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
   }
   // Probe + 2 ceilings, int8 and q8_0 prefill, then per D, with and without the LSE: prefill, part + reduce.
   EXPECT_EQ(compiled, 2 * (3 + 2 + 2 * 2 * (1 + 2)));
+}
+
+// Decode with the heads as rows of tensor-core products (FOUNDRY_FA_DECODE_TENSOR_CORES): f16 and
+// int8 caches, rows of 64, 96 (f16) and 128, f32 q and output, the LSE, a soft cap, and every kernel
+// the step plans (Split-K merged in the last workgroup); every modifier above.
+TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
+  const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
+  const DeviceInfo device = parseDevicePreset("h200");
+  int compiled = 0;
+  for (const DType kv : {DType::F16, DType::I8}) {
+    for (const std::uint32_t d : {64u, 96u, 128u}) {
+      if (kv == DType::I8 && d == 96) continue;  // int8 takes whole 32-dimension scale chunks
+      AttentionOptions o = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}});
+      FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+      test::CallShape s;
+      s.nHeads = 32;
+      s.nKvHeads = 8;
+      s.qLen = 1;
+      s.kvLen = 65536;
+      s.headDim = d;
+      s.lse = d == 64;
+      AttentionCall call = test::shapeCall(s);
+      for (Tensor* t : {&call.k, &call.v}) {
+        t->dtype = kv;
+        if (kv == DType::I8) t->scales = std::make_shared<Tensor>(scalesShape(*t));
+      }
+      if (d == 128) call.q.dtype = call.o.dtype = DType::F32;
+      if (d == 96) call.modifiers = {std::make_shared<SoftCapStage>(30.0)};
+      const AttentionPlan plan = step.plan(call);
+      EXPECT_TRUE(plan.decodeVariant.tensorCores) << plan.describe();
+      for (const auto& k : step.kernelsFor(call)) {
+        try {
+          EXPECT_FALSE(compiler.compile(k).empty()) << k.name;
+          ++compiled;
+        } catch (const Error& e) {
+          ADD_FAILURE() << k.name << ":\n" << e.what();
+        }
+      }
+    }
+  }
+  EXPECT_GE(compiled, 5);
 }
 
 }  // namespace

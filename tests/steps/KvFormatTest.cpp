@@ -3,6 +3,7 @@
 // [B, S, Hkv, D] read in place, through every kernel variant (subgroup decode at each load width,
 // scalar decode, Split-K decode, subgroup prefill, Split-K prefill, the materialised reference) and
 // through KvAppendStep. Outputs are NaN-poisoned and rows past kv_len hold NaN (AttentionHarness).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -85,6 +86,12 @@ class KvFormatParity : public ::testing::TestWithParam<FormatCase> {};
 
 TEST_P(KvFormatParity, FlashMatchesCpuReference) {
   const FormatCase& f = GetParam();
+  const bool tensorCores =
+      std::find(f.knobs.begin(), f.knobs.end(), std::pair<std::string, std::string>{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}) !=
+      f.knobs.end();
+  if (tensorCores && !tensorCoreDecode(runtime().info())) {
+    GTEST_SKIP() << "the device has no cooperative matrices with the quad accumulator layout";
+  }
   const AttentionResult r = runFlash(f.c, AttentionOptions::fromEnvironment({f.knobs.begin(), f.knobs.end()}));
   EXPECT_TRUE(matchesReference(f.c, r)) << r.record.plan.describe();
   if (quantized(f.c.dtype)) {
@@ -216,6 +223,30 @@ INSTANTIATE_TEST_SUITE_P(
                                  Knobs{{"FOUNDRY_FA_DECODE_INT8_DOT", "1"}, {"FOUNDRY_FA_DECODE_VEC", "8"}}),
                       formatCase("q8_0_splitk", 1, 4100, Q8, BF16, BF16, false, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}),
                       formatCase("q8_0_kvtok", 1, 300, Q8, F16, F16, true)),
+    formatName);
+
+// Decode on the tensor cores (FOUNDRY_FA_DECODE_TENSOR_CORES; skipped where the device has no
+// cooperative matrices with the quad layout): int8 and f16, Split-K, f32 q and output, a window whose
+// first key is not a multiple of the 16-key tile, score hooks with lengths ending inside a tile, pages
+// and token-major rows.
+Knobs tensorCores(Knobs more) {
+  more.insert(more.begin(), {"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"});
+  return more;
+}
+INSTANTIATE_TEST_SUITE_P(
+    DecodeTensorCores, KvFormatParity,
+    ::testing::Values(formatCase("int8_tc", 1, 4100, I8, F16, F16, false, tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"}})),
+                      formatCase("int8_tc_f32", 1, 300, I8, F32, F32, false, tensorCores({})),
+                      withWindow(formatCase("int8_tc_window", 1, 4100, I8, F16, F16, false,
+                                            tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 1001),
+                      withModifiers(formatCase("int8_tc_hooks", 1, 4100, I8, F16, F16, false, tensorCores({})),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      withPages(formatCase("int8_tc_pages", 1, 4100, I8, F16, F16, false,
+                                           tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
+                      formatCase("int8_tc_kvtok", 1, 300, I8, F16, F16, true, tensorCores({})),
+                      formatCase("f16_tc", 1, 4100, F16, F16, F16, false, tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
+                      formatCase("f16_tc_kvtok_f32out", 1, 300, F16, F16, F32, true, tensorCores({})),
+                      withPages(formatCase("f16_tc_pages", 1, 4100, F16, F16, F16, false, tensorCores({})), 16)),
     formatName);
 
 INSTANTIATE_TEST_SUITE_P(

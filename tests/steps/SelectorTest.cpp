@@ -1197,6 +1197,43 @@ TEST(SelectorFormats, LazyRescaleWhereTheTuningTableMeasuredIt) {
   }
 }
 
+TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const auto plan = [&](DType kv, std::uint32_t d, std::map<std::string, std::string> env, const DeviceInfo& device) {
+    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::F16, kv, DType::F16,
+                                                  false)),
+                          device, AttentionOptions::fromEnvironment(env))
+        .decodeVariant;
+  };
+  const std::map<std::string, std::string> on = {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}};
+  EXPECT_FALSE(plan(DType::I8, 128, {}, h200).tensorCores);  // not the plan by default
+  for (const auto& [kv, width] : {std::pair{DType::I8, 16u}, std::pair{DType::F16, 8u}}) {
+    const DecodeVariant v = plan(kv, 128, on, h200);
+    EXPECT_TRUE(v.tensorCores);
+    EXPECT_EQ(v.vecWidth, width);  // 16-byte loads
+    EXPECT_EQ(v.keysPerWarp, 1u);
+    EXPECT_EQ(v.unroll, 1u);
+    EXPECT_FALSE(v.halfProducts || v.stepScales || v.scatter || v.lazyRescale);
+    EXPECT_EQ(v.keyGranule(32), v.warps * 16u);
+    EXPECT_THAT(v.key(), HasSubstr("_tc_"));
+  }
+  const auto refused = [&](DType kv, std::uint32_t d, const DeviceInfo& device, const char* why) {
+    try {
+      plan(kv, d, on, device);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_TENSOR_CORES"));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  refused(DType::I8, 128, parseDevicePreset("lavapipe"), "has no 16x16x16 f16 cooperative matrices");
+  refused(DType::BF16, 128, h200, "tensor-core decode takes f16 or int8 K/V, not bf16");
+  refused(DType::I8, 80, h200, "multiples of 32, not 80 and 80");  // int8 scale chunks are whole
+  DeviceInfo noLayout = h200;
+  noLayout.coopMatLayout = {};
+  refused(DType::F16, 128, noLayout, "no known accumulator layout");
+}
+
 TEST(SelectorFormats, HalfProductsNeedInt8WithStepScales) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);

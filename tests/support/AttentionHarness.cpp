@@ -425,6 +425,11 @@ AttentionResult runRopeThenFlash(const AttentionCase& c, const AttentionOptions&
   return finish(rt, c, in, std::move(record), ropedQuery(c, rope, in.q));
 }
 
+bool tensorCoreDecode(const DeviceInfo& device) {
+  return device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && device.coopMatLayout.quad() &&
+         device.fp16Arithmetic;
+}
+
 AttentionResult runReference(const AttentionCase& c) {
   Runtime& rt = runtime();
   Inputs in = makeInputs(rt, c);
@@ -491,6 +496,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faDecodeTailWords != Force::Auto) parts.push_back(o.faDecodeTailWords == Force::On ? "tail" : "notail");
   if (o.faDecodeScatter != Force::Auto) parts.push_back(o.faDecodeScatter == Force::On ? "scatter" : "noscatter");
   if (o.faDecodeLazyRescale != Force::Auto) parts.push_back(o.faDecodeLazyRescale == Force::On ? "lazy" : "nolazy");
+  if (o.faDecodeTensorCores != Force::Auto) parts.push_back(o.faDecodeTensorCores == Force::On ? "tc" : "notc");
   if (o.faDecodeTgOut) parts.push_back(std::string(partialStorageName(*o.faDecodeTgOut)));
   if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
   if (o.faDecodeFusedReduce != Force::Auto) parts.push_back(o.faDecodeFusedReduce == Force::On ? "merged" : "reducekernel");

@@ -1,5 +1,7 @@
 #include "foundry/stages/DecodeVariant.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "foundry/StorageFormat.h"
@@ -15,6 +17,7 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   bytes += 2 * pad(parts * heads * 4);                                                    // part_m, part_l
   if (scalar) bytes += pad(heads * workgroupSize(subgroupSize) * 4) + 3 * pad(heads * 4);  // block_*
   if (split && fusedReduce) bytes += pad(4);                                              // merge_here
+  if (tensorCores) bytes += 2 * warps * kTensorTileKeys * tensorRowBytes();               // dc_tile: K and V
   return bytes;
 }
 
@@ -43,6 +46,7 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (keysPerWarp == 0 || subgroupSize % keysPerWarp != 0) {
     return fmt::format("keys per warp {} does not divide the subgroup size {}", keysPerWarp, subgroupSize);
   }
+  if (tensorCores) return tensorCoresUnusableReason(subgroupSize);
   const std::uint32_t lanes = lanesPerKey(subgroupSize);
   // 16-bit formats are f16 and bf16 only (the quantized ones, which integer dot products need, are 8-bit).
   if (tailWords) {
@@ -130,6 +134,40 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   return {};
 }
 
+std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize) const {
+  if (dtype != DType::F16 && dtype != DType::I8) {
+    return fmt::format("tensor-core decode takes f16 or int8 K/V, not {}", dtypeName(dtype));
+  }
+  if (vecWidth != 16 / storageFormat(dtype).bytes) {
+    return fmt::format("tensor-core decode loads 16 bytes at a time: {} elements of {}, not {}",
+                       16 / storageFormat(dtype).bytes, dtypeName(dtype), vecWidth);
+  }
+  // int8: whole 32-dimension scale chunks, each chunk's products scaled once.
+  const std::uint32_t dims = dtype == DType::I8 ? storageFormat(dtype).blocks.dims : 16;
+  if (headDim % dims != 0 || vDim() % dims != 0) {
+    return fmt::format("tensor-core decode of {} takes head and value dims that are multiples of {}, not {} and {}",
+                       dtypeName(dtype), dims, headDim, vDim());
+  }
+  if ((kTensorTileKeys * headDim / vecWidth) % subgroupSize != 0 || (kTensorTileKeys * vDim() / vecWidth) % subgroupSize != 0) {
+    return fmt::format("a tile of {} rows of {} and {} does not split into whole loads over a subgroup of {}",
+                       kTensorTileKeys, headDim, vDim(), subgroupSize);
+  }
+  if (heads > 16) return fmt::format("tensor-core decode holds up to 16 heads as rows, not {}", heads);
+  if (pageSize % kTensorTileKeys != 0) {
+    return fmt::format("tensor-core decode takes pages of a multiple of {} rows, not {}", kTensorTileKeys, pageSize);
+  }
+  if (keysPerWarp != 1 || unroll != 1 || queryShared || int8Dot || idleLanes || tailWords || scatter || stepScales ||
+      halfProducts || lazyRescale) {
+    return "tensor-core decode has its own tiles: no keys per warp or unroll, q shared, integer dot products, idle "
+           "lanes, tail words, scattered scores, step scales, half products or lazy rescale";
+  }
+  return {};
+}
+
+std::uint32_t DecodeVariant::tensorRowBytes() const {
+  return (std::max(headDim, vDim()) + 8) * 2;  // f16, skewed by 16 bytes
+}
+
 std::string DecodeVariant::splitSuffix() const {
   std::string s = split ? (fusedReduce ? "_split_merged" : "_split") : "";
   if (lse) s += "_lse";
@@ -149,7 +187,7 @@ std::string DecodeVariant::key() const {
   return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp,
                      unroll, vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "",
                      queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? "_ss" : "",
-                     halfProducts ? "_hp" : "", lazyRescale ? "_lr" : "", partialStorageName(partial),
+                     halfProducts ? "_hp" : "", lazyRescale ? "_lr" : tensorCores ? "_tc" : "", partialStorageName(partial),
                      splitSuffix());
 }
 

@@ -17,6 +17,8 @@ inline std::string_view partialStorageName(PartialStorage storage) {
 }
 
 struct DecodeVariant {
+  /// Keys per subgroup tile of the tensor-core variant (the rows of a 16x16 K^T slice).
+  static constexpr std::uint32_t kTensorTileKeys = 16;
   std::uint32_t headDim = 128;       ///< of q and k
   std::uint32_t valueDim = 0;        ///< of v and out; 0: headDim
   DType dtype = DType::F16;          ///< of K and V; of q and out too unless set below
@@ -60,6 +62,11 @@ struct DecodeVariant {
   /// O's rescale skipped at steps where no lane's running maximum grew (a rescale by exactly 1), decided
   /// by a subgroupAny vote (the device's subgroupVote).
   bool lazyRescale = false;
+  /// The heads as rows 0 .. heads - 1 of 16x16 f16 cooperative-matrix products (tensor cores): each
+  /// subgroup takes 16-key tiles through its own staging rows in shared memory, S = Q K^T and O += P V
+  /// on the tensor cores, the softmax in registers on the device's quad accumulator layout
+  /// (decode_coopmat.glsl). f16 or int8 K/V in 16-byte loads; keysPerWarp and unroll stay 1.
+  bool tensorCores = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
@@ -90,7 +97,7 @@ struct DecodeVariant {
   std::uint32_t workgroupSize(std::uint32_t subgroupSize) const { return warps * subgroupSize; }
   /// Keys a workgroup takes per iteration: Split-K chunks are multiples of this.
   std::uint32_t keyGranule(std::uint32_t subgroupSize) const {
-    return scalar ? workgroupSize(subgroupSize) : warps * keysPerWarp * unroll;
+    return scalar ? workgroupSize(subgroupSize) : tensorCores ? warps * kTensorTileKeys : warps * keysPerWarp * unroll;
   }
   /// Shared memory the decode stage needs, in bytes.
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
@@ -100,7 +107,11 @@ struct DecodeVariant {
   /// Keys a subgroup takes per iteration (a step of every unrolled block).
   std::uint32_t stepKeys() const { return keysPerWarp * unroll; }
 
+  /// A staged row of the tensor-core variant, in bytes.
+  std::uint32_t tensorRowBytes() const;
+
  private:
+  std::string tensorCoresUnusableReason(std::uint32_t subgroupSize) const;
   std::uint32_t laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const;
   std::string splitSuffix() const;
 };

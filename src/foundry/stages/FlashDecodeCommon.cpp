@@ -12,6 +12,7 @@
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/LseOutput.h"
 #include "foundry/stages/PrefillProbe.h"
+#include "foundry/stages/QuadLayout.h"
 
 namespace foundry::decode_detail {
 
@@ -79,6 +80,18 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.shared("block_s", "float", v.heads * v.workgroupSize(device.subgroupSize), 4);
     k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
     k.snippet("flashattention/decode_scalar.glsl");
+  } else if (v.tensorCores) {
+    // 16-key tiles of f16 rows through each subgroup's own K and V staging rows, the softmax on the quad
+    // layout.
+    k.constant("DECODE_WARPS", v.warps).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
+    k.shared("dc_tile", "uvec4", 2 * v.warps * DecodeVariant::kTensorTileKeys * v.tensorRowBytes() / 16, 16);
+    declareQuadLayout(k, device.coopMatLayout);
+    k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
+    k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+    k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
+    k.extension("GL_KHR_shader_subgroup_arithmetic");
+    if (v.dtype == DType::I8) k.snippet("common/int8_half.glsl");
+    k.snippet("flashattention/decode_coopmat.glsl");
   } else {
     k.constant("DECODE_WARPS", v.warps).constant("DECODE_KEYS_PER_WARP", v.keysPerWarp).constant("DECODE_UNROLL", v.unroll);
     k.constant("DECODE_LANES_PER_KEY", v.lanesPerKey(device.subgroupSize));
@@ -166,7 +179,7 @@ void emitBody(const DecodeVariant& v, GlslWriter& w, const DeviceInfo& device) {
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
   if (v.probe) w.line("probe_stamp(PROBE_STREAM_BEGUN);");
   w.line("{}(kv_begin, kv_end, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);",
-         v.scalar ? "flash_decode_scalar" : "flash_decode_subgroup");
+         v.scalar ? "flash_decode_scalar" : v.tensorCores ? "flash_decode_coopmat" : "flash_decode_subgroup");
   if (v.probe) w.line("probe_stamp(PROBE_STREAM_DONE);");
   w.line("barrier();");
   w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");

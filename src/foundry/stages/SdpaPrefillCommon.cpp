@@ -12,6 +12,7 @@
 #include "foundry/stages/HeadLayoutStage.h"
 #include "foundry/stages/LseOutput.h"
 #include "foundry/stages/PrefillProbe.h"
+#include "foundry/stages/QuadLayout.h"
 
 namespace foundry::prefill_detail {
 
@@ -34,12 +35,6 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.snippet("flashattention/prefill_subgroup.glsl").snippet("flashattention/prefill_loop.glsl");
 }
 
-std::string uintArray(const std::vector<std::uint32_t>& v) {
-  std::string s = fmt::format("uint[{}](", v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}u", i ? ", " : "", v[i]);
-  return s + ")";
-}
-
 void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInfo& device) {
   const std::uint32_t row4 = (v.headDim + 8) / 8;
   k.define("PF_STAGES", std::to_string(v.stages)).define("CM_QUAD", v.quadSoftmax ? "1" : "0");
@@ -48,22 +43,7 @@ void declareCoopMat(const PrefillVariant& v, KernelInterface& k, const DeviceInf
   k.constant("CM_Q_PASS", v.queryRowsStaged());
   k.shared("kv_tile", "uvec4", 2 * v.stages * v.keysPerTile * row4, 16);
   if (v.quadSoftmax) {
-    // The rows and columns each lane's accumulator elements hold, from the device's probe.
-    const CoopMatLayout layout = device.coopMatLayout;
-    FOUNDRY_CHECK_INTERNAL(layout.quad(), "quad softmax planned for a device without the quad layout");
-    std::vector<std::uint32_t> rows(layout.rowOf.begin(), layout.rowOf.end()), cols(layout.colOf.begin(), layout.colOf.end());
-    std::vector<std::uint32_t> slotRows, slots;
-    for (auto r : rows) {
-      auto it = std::find(slotRows.begin(), slotRows.end(), r);
-      if (it == slotRows.end()) it = slotRows.insert(slotRows.end(), r);
-      slots.push_back(static_cast<std::uint32_t>(it - slotRows.begin()));
-    }
-    const auto n = static_cast<std::uint32_t>(rows.size());
-    k.constant("CM_ELEMS", n).constant("CM_SLOTS", static_cast<std::uint32_t>(slotRows.size()));
-    k.constant("CM_ROW_OF", fmt::format("uint[{}]", n), uintArray(rows));
-    k.constant("CM_COL_OF", fmt::format("uint[{}]", n), uintArray(cols));
-    k.constant("CM_SLOT_OF", fmt::format("uint[{}]", n), uintArray(slots));
-    k.constant("CM_SLOT_ROW", fmt::format("uint[{}]", slotRows.size()), uintArray(slotRows));
+    declareQuadLayout(k, device.coopMatLayout);  // the rows and columns each lane's accumulator elements hold
   } else {
     k.shared("s_tile", "uint", v.warps * 16 * v.keysPerTile, 4);
     k.shared("row_m", "float", v.warps * 16, 4).shared("row_alpha", "float", v.warps * 16, 4);

@@ -54,6 +54,7 @@ struct AttentionOptions {
   Force faDecodeStepScales = Force::Auto;          ///< FOUNDRY_FA_DECODE_STEP_SCALES
   Force faDecodeHalfProducts = Force::Auto;        ///< FOUNDRY_FA_DECODE_HALF_PRODUCTS
   Force faDecodeLazyRescale = Force::Auto;         ///< FOUNDRY_FA_DECODE_LAZY_RESCALE
+  Force faDecodeTensorCores = Force::Auto;         ///< FOUNDRY_FA_DECODE_TENSOR_CORES
   Force faDecodeGroupRows = Force::Auto;           ///< FOUNDRY_FA_DECODE_GROUP_ROWS
   bool faDecodeProbe = false;                      ///< FOUNDRY_FA_DECODE_PROBE
   Force decodeReplay = Force::Auto;                ///< FOUNDRY_DECODE_REPLAY (read by the runner's decode loop; auto: on GPUs)

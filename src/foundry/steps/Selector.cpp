@@ -249,6 +249,28 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                        ? tune.sourceOf("decodeUnroll")
                        : fmt::format("{} K/V rows in flight would not fit in registers", tune.decodeUnroll)});
   }
+  // The heads as the rows of tensor-core products (only where asked: not yet faster on any device measured).
+  if (o.faDecodeTensorCores == Force::On) {
+    const std::string blocked =
+        v.scalar ? std::string("the scalar decode variant loads one element at a time")
+        : !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
+            ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices (GL_NV_cooperative_matrix)", device.name)
+        : !device.coopMatLayout.quad()
+            ? fmt::format("device '{}' has no known accumulator layout for a softmax in registers", device.name)
+        : !device.fp16Arithmetic ? fmt::format("device '{}' has no f16 arithmetic", device.name)
+                                 : std::string();
+    DecodeVariant c = v;
+    c.tensorCores = true;
+    c.keysPerWarp = c.unroll = 1;
+    c.vecWidth = 16 / storageFormat(p.dtype).bytes;
+    c.queryShared = c.int8Dot = c.idleLanes = c.tailWords = false;
+    const std::string reason = !blocked.empty() ? blocked : c.unusableReason(sg);
+    if (!reason.empty()) rejectKnob(o, "FOUNDRY_FA_DECODE_TENSOR_CORES", 1, reason, "auto, 0");
+    v = c;
+    why.push_back({"tensor cores", fmt::format("{}-key tiles, the {} heads as rows of 16x16 f16 products",
+                                               DecodeVariant::kTensorTileKeys, v.heads),
+                   "FOUNDRY_FA_DECODE_TENSOR_CORES"});
+  }
   if (o.faDecodeWarps) {
     v.warps = *o.faDecodeWarps;
     why.push_back({"warps", std::to_string(v.warps), "FOUNDRY_FA_DECODE_WARPS"});
