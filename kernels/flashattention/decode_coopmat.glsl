@@ -11,8 +11,8 @@
 //   the softmax in registers on the quad layout (CM_ROW_OF / CM_COL_OF: each lane knows the row and
 //   key of its elements; row maxima take two xor shuffles within a quad);
 //   O += P V, int8 per 16-dimension slice, scaled once; a barrier before the next tile's rows.
-// The barriers order shared memory only (DC_SYNC): a barrier over every storage class would also
-// wait for the next tile's loads in flight.
+// The barriers order shared memory only (DC_SYNC); barriers over every storage class, which could
+// have waited for the next tile's loads, measured the same on the H200 (docs/performance.md).
 // int8 codes widen to f16 pairs (bytes 0 and 2, 1 and 3 of a word), stored as they widen: a staged
 // row holds dimension DC_DIM(p) at position p (1 and 2 of every 4 swapped); Q is staged the same way
 // and O's columns are read back through it, so no code is moved to restore the order.
