@@ -666,10 +666,15 @@ PY
     # `bash bench/h200.sh tensor-decode copies` (here, before packing) writes the kernel copies the
     # variants after "tc" run through FOUNDRY_KERNEL_DIR: v1, the first version (one staging area
     # for K then V, four barriers a tile, over every storage class); full, the present one with its
-    # barriers over every storage class.
+    # barriers over every storage class; t32, bench/variants/decode_coopmat_t32.glsl (32-key tiles, Q
+    # from one shared copy; run with 2 subgroups). V1_KERNELS unset: no v1. TC_VARIANTS picks the
+    # variants (NAME:KNOBS; a copy named NAME runs through FOUNDRY_KERNEL_DIR); SKIP_TESTS=1 skips the
+    # parity cases.
     if [ "${2:-}" = copies ]; then
       rm -rf .device/kx && mkdir -p .device/kx
-      cp -r "${V1_KERNELS:?a copy of the first version of kernels/}" .device/kx/v1
+      if [ -n "${V1_KERNELS:-}" ]; then cp -r "$V1_KERNELS" .device/kx/v1; fi
+      mkdir -p .device/kx/t32 && cp -r kernels/. .device/kx/t32
+      cp bench/variants/decode_coopmat_t32.glsl .device/kx/t32/flashattention/decode_coopmat.glsl
       source bench/kernel_copies.sh
       KERNEL_FILE=flashattention/decode_coopmat.glsl kernel_copy .device/kx full \
         '#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)' \
@@ -679,11 +684,13 @@ PY
     on_device
     status=0
     gpu_name
-    .device/bin/foundry_attention_tests --gtest_filter='*DecodeTensorCores*:*DecodeVariants*_tc*' --gtest_brief=1 \
-      >"$out/tc-tests.log" 2>&1 || status=1
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests from" "$out/tc-tests.log" | cut -c1-160
-    for round in 1 2; do
-      for v in plan tc:FA_DECODE_TENSOR_CORES=1 v1:FA_DECODE_TENSOR_CORES=1 full:FA_DECODE_TENSOR_CORES=1; do
+    if [ -z "${SKIP_TESTS:-}" ]; then
+      .device/bin/foundry_attention_tests --gtest_filter='*DecodeTensorCores*:*DecodeVariants*_tc*' --gtest_brief=1 \
+        >"$out/tc-tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests from" "$out/tc-tests.log" | cut -c1-160
+    fi
+    for round in $(seq "${ROUNDS:-2}"); do
+      for v in ${TC_VARIANTS:-plan tc:FA_DECODE_TENSOR_CORES=1 v1:FA_DECODE_TENSOR_CORES=1 full:FA_DECODE_TENSOR_CORES=1}; do
         variant_sets "$v"
         name=${v%%:*}
         if [ -d ".device/kx/$name" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$name; else unset FOUNDRY_KERNEL_DIR; fi
