@@ -4,7 +4,7 @@
 # or an exception other than the parsers' UserError / UnsupportedError fails the script; the input
 # is kept under <build>/artifacts/ — add it to tests/fuzz/corpus/ (valid-* or invalid-*) so that
 # foundry_unit_tests checks it from then on.
-# Usage: bash scripts/fuzz.sh [seconds per target, default 60]
+# Usage: bash scripts/fuzz.sh [seconds per target, default 60; 0 builds the targets and runs nothing]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -17,6 +17,7 @@ fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
   -DFOUNDRY_FUZZ=ON -DFOUNDRY_BUILD_TESTS=OFF > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" -j2 --target config_fuzzer safetensors_fuzzer
+if [ "$seconds" -eq 0 ]; then exit 0; fi
 
 pids=()
 for target in config safetensors; do

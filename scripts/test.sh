@@ -13,10 +13,33 @@ bash scripts/install-deps.sh
 # awaited before the tests.
 bash scripts/newer-compilers.sh >/dev/null &
 compilers=$!
+fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-60}"
+
+# The ASan, TSan and fuzz builds each compile in the background at the lowest priority (nice 19)
+# while the tests before them run: a core those tests leave idle (a suite's last entry alone on one
+# core, the examples' configure, install and links) goes to the build, and a core they use stays
+# theirs. One build at a time; `finish` awaits it and prints its output, kept in build/<name>.log
+# meanwhile.
+start() {
+  log="build/$1.log"
+  shift
+  setsid nice -n 19 bash -c "$*" >"$log" 2>&1 &
+  build=$!
+}
+finish() {
+  local status=0
+  wait "$build" || status=$?
+  cat "$log"
+  return "$status"
+}
+# A build still running when the script stops early (a test failed) stops with it, its whole group.
+trap 'if [ -n "${build:-}" ]; then kill -- "-$build" 2>/dev/null || true; fi' EXIT
 
 # Every suite, release build.
 cmake --preset release
 cmake --build --preset release
+start asan-build "cmake --preset asan &&
+  cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_tests foundry_error_tests"
 wait "$compilers"
 ctest --preset release
 
@@ -25,16 +48,18 @@ ctest --preset release
 bash scripts/examples.sh build/release
 
 # The unit, device and error suites with AddressSanitizer and UndefinedBehaviorSanitizer.
-cmake --preset asan
-cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_tests foundry_error_tests
+finish
+start tsan-build "cmake --preset tsan && cmake --build --preset tsan --target foundry foundry_tsan_tests"
 ctest --preset asan -L sanitize
 
 # Two processes racing on one cache directory, and threads sharing one Runtime, with ThreadSanitizer
 # (only what those tests need).
-cmake --preset tsan
-cmake --build --preset tsan --target foundry foundry_tsan_tests
+finish
+if [ "$fuzz_seconds" -gt 0 ]; then start fuzz-build "bash scripts/fuzz.sh 0"; fi
 ctest --preset tsan -L tsan
 
 # The config and safetensors parsers under libFuzzer.
-fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-60}"
-if [ "$fuzz_seconds" -gt 0 ]; then bash scripts/fuzz.sh "$fuzz_seconds"; fi
+if [ "$fuzz_seconds" -gt 0 ]; then
+  finish
+  bash scripts/fuzz.sh "$fuzz_seconds"
+fi
