@@ -23,7 +23,7 @@ fuzz_seconds="${FOUNDRY_FUZZ_SECONDS:-60}"
 start() {
   log="build/$1.log"
   shift
-  setsid nice -n 19 bash -c "$*" >"$log" 2>&1 &
+  nice -n 19 bash -c "$*" >"$log" 2>&1 &
   build=$!
 }
 finish() {
@@ -32,8 +32,19 @@ finish() {
   cat "$log"
   return "$status"
 }
-# A build still running when the script stops early (a test failed) stops with it, its whole group.
-trap 'if [ -n "${build:-}" ]; then kill -- "-$build" 2>/dev/null || true; fi' EXIT
+# A build still running when the script stops early (a test failed) stops with it: the build's shell
+# and every process below it. (Not a session of its own, which would make it a scheduling group of
+# its own too where the kernel groups by session, and nice 19 would then weigh nothing against the
+# tests.)
+stop() {
+  local pids=("$1") i=0
+  while [ "$i" -lt "${#pids[@]}" ]; do
+    pids+=($(cat /proc/"${pids[$i]}"/task/*/children 2>/dev/null))
+    i=$((i + 1))
+  done
+  kill "${pids[@]}" 2>/dev/null || true
+}
+trap 'if [ -n "${build:-}" ]; then stop "$build"; fi' EXIT
 
 # Every suite, release build.
 cmake --preset release
