@@ -29,6 +29,7 @@ start() {
 finish() {
   local status=0
   wait "$build" || status=$?
+  build=""
   cat "$log"
   return "$status"
 }
@@ -39,12 +40,13 @@ finish() {
 stop() {
   local pids=("$1") i=0
   while [ "$i" -lt "${#pids[@]}" ]; do
-    pids+=($(cat /proc/"${pids[$i]}"/task/*/children 2>/dev/null))
+    pids+=($(cat /proc/"${pids[$i]}"/task/*/children 2>/dev/null || true))
     i=$((i + 1))
   done
   kill "${pids[@]}" 2>/dev/null || true
 }
-trap 'if [ -n "${build:-}" ]; then stop "$build"; fi' EXIT
+# The trap keeps the script's own exit status: a build already awaited is not stopped again.
+trap 'status=$?; if [ -n "${build:-}" ]; then stop "$build"; fi; exit "$status"' EXIT
 
 # Every suite, release build.
 cmake --preset release
