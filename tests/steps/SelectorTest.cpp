@@ -21,6 +21,7 @@ using test::decodeShape;
 using test::prefillShape;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) {
   return static_cast<std::uint32_t>((a + b - 1) / b);
@@ -1217,6 +1218,13 @@ TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
     EXPECT_EQ(v.keyGranule(32), v.warps * 16u);
     EXPECT_THAT(v.key(), HasSubstr("_tc_"));
   }
+  // The plan's decisions describe the tensor-core kernel, not the lane split it replaced.
+  const AttentionPlan described = Selector::plan(
+      describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8, DType::F16, false)), h200,
+      AttentionOptions::fromEnvironment(on));
+  EXPECT_THAT(described.describe(), HasSubstr("keys per warp = 1 (the tensor-core kernel's 16-key tiles"));
+  EXPECT_THAT(described.describe(), HasSubstr("unroll = 1 (the tensor-core kernel's 16-key tiles"));
+  EXPECT_THAT(described.describe(), Not(HasSubstr("K dot products")));
   const auto refused = [&](DType kv, std::uint32_t d, const DeviceInfo& device, const char* why) {
     try {
       plan(kv, d, on, device);

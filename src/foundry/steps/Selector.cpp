@@ -267,6 +267,15 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     const std::string reason = !blocked.empty() ? blocked : c.unusableReason(sg);
     if (!reason.empty()) rejectKnob(o, "FOUNDRY_FA_DECODE_TENSOR_CORES", 1, reason, "auto, 0");
     v = c;
+    // The lane split chosen above is not this kernel's: its decisions say what the kernel does instead.
+    std::erase_if(why, [](const Decision& d) {
+      return d.what == "idle lanes" || d.what == "tail words" || d.what == "K dot products";
+    });
+    const std::string tiles = "the tensor-core kernel's 16-key tiles";
+    revise(why, "q", "shared memory", tiles + ": Q staged once as fragments");
+    revise(why, "vector width", std::to_string(v.vecWidth), tiles + ": 16-byte loads");
+    revise(why, "keys per warp", "1", tiles + ": a subgroup takes whole tiles");
+    revise(why, "unroll", "1", tiles + ": the next tile's loads in flight");
     why.push_back({"tensor cores", fmt::format("{}-key tiles, the {} heads as rows of 16x16 f16 products",
                                                DecodeVariant::kTensorTileKeys, v.heads),
                    "FOUNDRY_FA_DECODE_TENSOR_CORES"});
