@@ -666,7 +666,7 @@ PY
     # `bash bench/h200.sh tensor-decode copies` (here, before packing) writes the kernel copies the
     # variants after "tc" run through FOUNDRY_KERNEL_DIR: v1, the first version (one staging area
     # for K then V, four barriers a tile, over every storage class); full, the present one with its
-    # barriers over every storage class; t32, bench/variants/decode_coopmat_t32.glsl (32-key tiles, Q
+    # barriers over every storage class; t32, kernels/ with bench/patches/decode_coopmat_t32.diff (32-key tiles, Q
     # from one shared copy; run with 2 subgroups). V1_KERNELS unset: no v1. TC_VARIANTS picks the
     # variants (NAME:KNOBS; a copy named NAME runs through FOUNDRY_KERNEL_DIR); SKIP_TESTS=1 skips the
     # parity cases.
@@ -674,7 +674,7 @@ PY
       rm -rf .device/kx && mkdir -p .device/kx
       if [ -n "${V1_KERNELS:-}" ]; then cp -r "$V1_KERNELS" .device/kx/v1; fi
       mkdir -p .device/kx/t32 && cp -r kernels/. .device/kx/t32
-      cp bench/variants/decode_coopmat_t32.glsl .device/kx/t32/flashattention/decode_coopmat.glsl
+      patch -s -d .device/kx/t32 -p2 <bench/patches/decode_coopmat_t32.diff
       source bench/kernel_copies.sh
       KERNEL_FILE=flashattention/decode_coopmat.glsl kernel_copy .device/kx full \
         '#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)' \
