@@ -659,26 +659,41 @@ PY
     exit $status
     ;;
   tensor-decode)
-    # Issue 14: decode with the GQA group's heads as rows of tensor-core products
-    # (FOUNDRY_FA_DECODE_TENSOR_CORES=1: 16-key tiles staged per subgroup, the softmax on the quad
-    # layout) against the plan, int8 and f16, each variant a process of its own, alternating, two
-    # rounds; the driver's registers and shared bytes per kernel after. The parity cases first.
-    # `bash bench/h200.sh tensor-decode copies` (here, before packing) writes the kernel copies the
-    # variants after "tc" run through FOUNDRY_KERNEL_DIR: v1, the first version (one staging area
-    # for K then V, four barriers a tile, over every storage class); full, the present one with its
-    # barriers over every storage class; t32, kernels/ with bench/patches/decode_coopmat_t32.diff (32-key tiles, Q
-    # from one shared copy; run with 2 subgroups). V1_KERNELS unset: no v1. TC_VARIANTS picks the
-    # variants (NAME:KNOBS; a copy named NAME runs through FOUNDRY_KERNEL_DIR); SKIP_TESTS=1 skips the
-    # parity cases.
+    # Issue 14: decode on the tensor cores (FOUNDRY_FA_DECODE_TENSOR_CORES=1: the keys as rows and the
+    # GQA group's heads as the columns of 16x8 products, 16-key tiles staged per subgroup, int8 K in
+    # int8 products) against the plan, int8 and f16, each variant a process of its own, alternating,
+    # ROUNDS rounds (2); the driver's registers and shared bytes per kernel after. The parity cases
+    # first (SKIP_TESTS=1 skips them). TC_VARIANTS picks the variants (NAME:KNOBS; a copy named NAME
+    # under .device/kx runs through FOUNDRY_KERNEL_DIR), SHAPES the shapes.
+    # `bash bench/h200.sh tensor-decode copies` (here, before packing) writes ablations of the int8
+    # kernel, each computing a wrong output for its time only: no-s (no K loads from shared memory and
+    # no score products), k-const (score products on a constant K, no loads), no-vscale (V's products
+    # added unscaled), no-pv (no P^T V products), no-scales (no scale loads), skeleton (all of
+    # these out at once, and V staged without widening).
     if [ "${2:-}" = copies ]; then
       rm -rf .device/kx && mkdir -p .device/kx
-      if [ -n "${V1_KERNELS:-}" ]; then cp -r "$V1_KERNELS" .device/kx/v1; fi
-      mkdir -p .device/kx/t32 && cp -r kernels/. .device/kx/t32
-      patch -s -d .device/kx/t32 -p2 <bench/patches/decode_coopmat_t32.diff
       source bench/kernel_copies.sh
-      KERNEL_FILE=flashattention/decode_coopmat.glsl kernel_copy .device/kx full \
-        '#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)' \
-        '#define DC_SYNC() subgroupMemoryBarrierShared(); subgroupBarrier()'
+      export KERNEL_FILE=flashattention/decode_coopmat.glsl
+      local_s='        I8A kc;
+        coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+        I32C acc = coopMatMulAddNV(kc, q_hi[c], I32C(0));
+        acc = coopMatMulAddNV(kc, q_lo[c], acc * 128);
+        s = s + F32C(acc) * subgroupShuffle(scale, c);'
+      kernel_copy .device/kx no-s "$local_s" '        s = s + F32C(subgroupShuffle(scale, c));'
+      kernel_copy .device/kx k-const 'coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);' 'kc = I8A(int8_t(c));'
+      kernel_copy .device/kx no-vscale ' * subgroupShuffle(scale, DC_CHUNKS_K + j * 16u / KV_BLOCK_DIMS);' ';'
+      local_pv='        o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scale, DC_CHUNKS_K + j * 16u / KV_BLOCK_DIMS);'
+      kernel_copy .device/kx no-pv "$local_pv" '        o[j] = o[j] + F32C(float(pt[0]));'
+      local_scales='  x.scale = lane < DC_CHUNKS_K ? ks : vs;'
+      kernel_copy .device/kx no-scales "$local_scales" ''
+      local_widen='    dc_tile[at] = uvec4(packFloat2x16(i8_even_f16(r.x)), packFloat2x16(i8_odd_f16(r.x)),
+                        packFloat2x16(i8_even_f16(r.y)), packFloat2x16(i8_odd_f16(r.y)));
+    dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
+                             packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));'
+      # skeleton: every int8 part above out at once (loads, staging, softmax, P^T, f16 P V, barriers)
+      kernel_copy .device/kx skeleton "$local_s" '        s = s + F32C(1.0);' "$local_scales" '' \
+        "$local_widen" '    dc_tile[at] = r;
+    dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);'
       exit 0
     fi
     on_device
@@ -690,7 +705,7 @@ PY
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests from" "$out/tc-tests.log" | cut -c1-160
     fi
     for round in $(seq "${ROUNDS:-2}"); do
-      for v in ${TC_VARIANTS:-plan tc:FA_DECODE_TENSOR_CORES=1 v1:FA_DECODE_TENSOR_CORES=1 full:FA_DECODE_TENSOR_CORES=1}; do
+      for v in ${TC_VARIANTS:-plan tc:FA_DECODE_TENSOR_CORES=1}; do
         variant_sets "$v"
         name=${v%%:*}
         if [ -d ".device/kx/$name" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$name; else unset FOUNDRY_KERNEL_DIR; fi

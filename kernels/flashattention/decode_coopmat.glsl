@@ -1,51 +1,57 @@
 //! requires: flashattention/common.glsl flashattention/hooks_keys.glsl
-// Flash decoding on NV cooperative matrices (tensor cores). The DECODE_HEADS query heads of one KV
-// head are rows 0 .. DECODE_HEADS - 1 of 16-row fragments (the other rows hold zeros and are never
-// written). Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles
-// starting at multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block.
-// Per tile, in this subgroup alone (its own staging rows for K and for V, subgroup barriers only):
-//   the next tile's rows are loaded into registers first, 16 bytes a load;
-//   this tile's K and V rows go to the staging rows as f16 (int8: the codes as they are, exact in
-//   f16), then one barrier;
-//   S = Q K^T, int8 per 32-dimension chunk, each chunk's sum scaled once by its scale;
-//   the softmax in registers on the quad layout (CM_ROW_OF / CM_COL_OF: each lane knows the row and
-//   key of its elements; row maxima take two xor shuffles within a quad);
-//   O += P V, int8 per 16-dimension slice, scaled once; a barrier before the next tile's rows.
-// The barriers order shared memory only (DC_SYNC); barriers over every storage class, which could
-// have waited for the next tile's loads, measured the same on the H200 (docs/performance.md).
-// int8 codes widen to f16 pairs (bytes 0 and 2, 1 and 3 of a word), stored as they widen: a staged
-// row holds dimension DC_DIM(p) at position p (1 and 2 of every 4 swapped); Q is staged the same way
-// and O's columns are read back through it, so no code is moved to restore the order.
+// Flash decoding on NV cooperative matrices (tensor cores), transposed: the keys are the rows and the
+// GQA group's DECODE_HEADS query heads the 8 columns of 16x8 products, so no accumulator pads the
+// heads to 16 rows.
+//   S^T (16 keys x 8 heads) = K Q^T: int8 K as it is stored against q quantized to two bytes, in
+//     int8 products summed exactly in int32 per 32-dimension chunk and scaled once; f16 in f16 products;
+//   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
+// Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
+// multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
+// tiles are in flight in registers (16-byte loads); as one is staged in the subgroup's own rows of
+// shared memory (K as stored, V widened to f16), the tile DC_RING ahead is loaded in its place.
+// The softmax runs in registers on the device's 16x8 accumulator layout (CM8_ROW_OF / CM8_COL_OF, from
+// the probe): element e of a lane is key CM8_ROW_OF[e] + lane / 4 and head CM8_COL_OF[e] + 2 * (lane % 4),
+// so a lane holds two heads (CM8_COL_OF is 0 or 1). P^T goes through shared memory to become a
+// product's operand.
+// int8 V codes widen to f16 pairs (bytes 0 and 2, 1 and 3 of a word), stored as they widen: a staged
+// V row holds dimension DC_DIM(p) at position p (1 and 2 of every 4 swapped); O^T's rows are written
+// back through it, so no code is moved to restore the order.
 
-#define F16MAT fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define F32MAT fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define F16A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define F16B fcoopmatNV<16, gl_ScopeSubgroup, 16, 8>
+#define F32C fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>
 
-const uint DC_KEYS = 16u;                                   // keys per tile
-const uint DC_D = HEAD_DIM / 16u, DC_DV = VALUE_DIM / 16u;  // 16-wide slices of q/k and of v/o
-const uint DC_ROW4 = (max(HEAD_DIM, VALUE_DIM) + 8u) / 8u;  // a staged row, in uvec4, skewed by 16 bytes
-const uint DC_STAGE4 = 16u * DC_ROW4;                       // one subgroup's K (or V) staging rows
+const uint DC_KEYS = 16u, DC_COLS = 8u;                     // keys per tile; heads per product
+const uint DC_DV = VALUE_DIM / 16u;                         // 16-row slices of O^T
 const uint DC_SEGS_K = HEAD_DIM / KV_WIDTH, DC_SEGS_V = VALUE_DIM / KV_WIDTH;  // 16-byte loads per row
 const uint DC_LOADS_K = DC_KEYS * DC_SEGS_K / SUBGROUP_SIZE, DC_LOADS_V = DC_KEYS * DC_SEGS_V / SUBGROUP_SIZE;
+// One subgroup's staging, in uvec4: K rows as stored (and Q before the loop), V rows in f16, P^T's
+// 16 rows of 8 f16. Rows are skewed by 16 bytes so that 8 rows read together hit distinct banks.
+const uint DC_ROW4K = DC_SEGS_K + 1u, DC_ROW4V = VALUE_DIM / 8u + 1u;
+const uint DC_STAGE4 = DC_KEYS * (DC_ROW4K + DC_ROW4V + 1u);
 
 #if DC_INT8
+#define I8A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
+#define I8B icoopmatNV<8, gl_ScopeSubgroup, 32, 8>
+#define I32C icoopmatNV<32, gl_ScopeSubgroup, 16, 8>
 const uint DC_CHUNKS_K = HEAD_DIM / KV_BLOCK_DIMS, DC_CHUNKS_V = VALUE_DIM / KV_BLOCK_DIMS;
-const uint DC_SLICES_PER_CHUNK = KV_BLOCK_DIMS / 16u;
+const uint DC_QUNIT = 16383u;  // q's largest |q| in two-byte units: hi * 128 + lo, hi signed, lo 0..127
 uint DC_DIM(uint p) { return (p & ~3u) | ((p & 1u) << 1u) | ((p & 2u) >> 1u); }
 uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k_codes(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v_codes(row, d); }
 #else
-const uint DC_CHUNKS_K = 1u, DC_CHUNKS_V = 1u;
+const uint DC_KSLICES = HEAD_DIM / 16u;
 uint DC_DIM(uint p) { return p; }
 uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v(row, d); }
 #endif
 
 // One tile's rows as loaded: load j of a lane is segment g = lane + SUBGROUP_SIZE * j, key g / segs.
+// int8: lane c < DC_CHUNKS_K holds K's scale of chunk c, the next DC_CHUNKS_V lanes V's.
 struct DcTile {
   uvec4 k[DC_LOADS_K];
   uvec4 v[DC_LOADS_V];
-  float ks[DC_CHUNKS_K];  // int8: the tile's scale of each 32-dimension chunk
-  float vs[DC_CHUNKS_V];
+  float scale;
 };
 
 void dc_load(uint t, uint last, uint b, uint kv_h, out DcTile x) {
@@ -58,37 +64,38 @@ void dc_load(uint t, uint last, uint b, uint kv_h, out DcTile x) {
     const uint g = lane + SUBGROUP_SIZE * j;
     x.v[j] = dc_load_v(kv_v_row(b, kv_h, min(t + g / DC_SEGS_V, last)), (g % DC_SEGS_V) * KV_WIDTH);
   }
+  x.scale = 1.0;
 #if DC_INT8
-  // Every key of the tile lies in the scale block of its first.
-  const KV_ROW k0 = kv_k_row(b, kv_h, t), v0 = kv_v_row(b, kv_h, t);
-  [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) x.ks[c] = kv_k_scale(k0, c * KV_BLOCK_DIMS);
-  [[unroll]] for (uint c = 0u; c < DC_CHUNKS_V; ++c) x.vs[c] = kv_v_scale(v0, c * KV_BLOCK_DIMS);
-#else
-  x.ks[0] = x.vs[0] = 1.0;
+  // Every key of the tile lies in the scale block of its first. Every lane loads a K and a V scale:
+  // loads under a branch on the lane cost the next tiles their time in flight (121 against 72 us on
+  // the H200, docs/performance.md).
+  const float ks = kv_k_scale(kv_k_row(b, kv_h, t), (lane % DC_CHUNKS_K) * KV_BLOCK_DIMS);
+  const float vs = kv_v_scale(kv_v_row(b, kv_h, t), ((lane - DC_CHUNKS_K) % DC_CHUNKS_V) * KV_BLOCK_DIMS);
+  x.scale = lane < DC_CHUNKS_K ? ks : vs;
 #endif
 }
 
-// Writes loads `rows` of one tile (segs loads per row) to the staging rows at `base` as f16.
-#define DC_STAGE(rows, loads, segs, base)                                                  \
-  [[unroll]] for (uint j = 0u; j < (loads); ++j) {                                        \
-    const uint g = gl_SubgroupInvocationID + SUBGROUP_SIZE * j;                            \
-    const uint at = (base) + (g / (segs)) * DC_ROW4 + (g % (segs)) * (KV_WIDTH / 8u);       \
-    dc_stage_load(rows[j], at);                                                            \
+// Stages a tile: K's rows as loaded, V's widened to f16 (int8) or as loaded (f16).
+void dc_stage(DcTile x, uint kbase, uint vbase) {
+  const uint lane = gl_SubgroupInvocationID;
+  [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) {
+    const uint g = lane + SUBGROUP_SIZE * j;
+    dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = x.k[j];
   }
-
-void dc_stage_load(uvec4 r, uint at) {
+  [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
+    const uint g = lane + SUBGROUP_SIZE * j;
+    const uint at = vbase + (g / DC_SEGS_V) * DC_ROW4V + (g % DC_SEGS_V) * (KV_WIDTH / 8u);
 #if DC_INT8
-  // 16 codes: each word's even and odd pairs, in the order they widen.
-  uvec4 lo, hi;
-  lo.x = packFloat2x16(i8_even_f16(r.x)), lo.y = packFloat2x16(i8_odd_f16(r.x));
-  lo.z = packFloat2x16(i8_even_f16(r.y)), lo.w = packFloat2x16(i8_odd_f16(r.y));
-  hi.x = packFloat2x16(i8_even_f16(r.z)), hi.y = packFloat2x16(i8_odd_f16(r.z));
-  hi.z = packFloat2x16(i8_even_f16(r.w)), hi.w = packFloat2x16(i8_odd_f16(r.w));
-  dc_tile[at] = lo;
-  dc_tile[at + 1u] = hi;
+    // 16 codes: each word's even and odd pairs, in the order they widen.
+    const uvec4 r = x.v[j];
+    dc_tile[at] = uvec4(packFloat2x16(i8_even_f16(r.x)), packFloat2x16(i8_odd_f16(r.x)),
+                        packFloat2x16(i8_even_f16(r.y)), packFloat2x16(i8_odd_f16(r.y)));
+    dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
+                             packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));
 #else
-  dc_tile[at] = r;
+    dc_tile[at] = x.v[j];
 #endif
+  }
 }
 
 #define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
@@ -96,141 +103,178 @@ void dc_stage_load(uvec4 r, uint at) {
 void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0, uint q_pos,
                           uvec4 keys) {
   const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
-  const uint base4 = 2u * sg * DC_STAGE4, vbase4 = base4 + DC_STAGE4;
+  const uint kbase = sg * DC_STAGE4, vbase = kbase + DC_KEYS * DC_ROW4K, pbase = vbase + DC_KEYS * DC_ROW4V;
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
 
-  // q through the staging rows as A fragments, each head's row divided by its largest |q| (so f32 q
-  // and large values stay within f16); row_unit multiplies the scores back, with the logit scale.
+  // Q^T as the B operand, staged as rows [head][dim] in K's rows and read column-major; each head's
+  // row divided by its largest |q| (so f32 q and large values stay within f16, and int8's two bytes
+  // span the row); unit[c] multiplies the scores of this lane's column c back, with the logit scale.
   float top[DECODE_HEADS];
   [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
     float x = 0.0;
     for (uint d = lane; d < HEAD_DIM; d += SUBGROUP_SIZE) x = max(x, abs(q_shared[h * HEAD_DIM + d]));
     top[h] = subgroupMax(x);
   }
-  float row_unit[CM_SLOTS];
-  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
-    const uint row = CM_SLOT_ROW[r] + lane_row;
+  float unit[2];
+  [[unroll]] for (uint c = 0u; c < 2u; ++c) {
     float t = 0.0;
-    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) t = row == h ? top[h] : t;
-    row_unit[r] = t * fa_logit_scale(qk_scale);
+    [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) t = lane_col + c == h ? top[h] : t;
+#if DC_INT8
+    unit[c] = t / float(DC_QUNIT) * fa_logit_scale(qk_scale);
+#else
+    unit[c] = t * fa_logit_scale(qk_scale);
+#endif
   }
-  for (uint i = lane; i < 16u * (HEAD_DIM / 2u); i += SUBGROUP_SIZE) {
-    const uint row = i / (HEAD_DIM / 2u), p = 2u * (i % (HEAD_DIM / 2u));
-    vec2 x = vec2(0.0);
-    if (row < DECODE_HEADS && top[min(row, DECODE_HEADS - 1u)] > 0.0) {
-      const float inv = 1.0 / top[min(row, DECODE_HEADS - 1u)];
-      x = vec2(q_shared[row * HEAD_DIM + DC_DIM(p)], q_shared[row * HEAD_DIM + DC_DIM(p + 1u)]) * inv;
+  for (uint i = lane; i < DC_COLS * (HEAD_DIM / 4u); i += SUBGROUP_SIZE) {
+    const uint h = i / (HEAD_DIM / 4u), d = 4u * (i % (HEAD_DIM / 4u));
+    vec4 x = vec4(0.0);
+    if (h < DECODE_HEADS && top[min(h, DECODE_HEADS - 1u)] > 0.0) {
+      const uint at = h * HEAD_DIM + d;
+      x = vec4(q_shared[at], q_shared[at + 1u], q_shared[at + 2u], q_shared[at + 3u]) / top[min(h, DECODE_HEADS - 1u)];
     }
-    dc_tile[base4 + row * DC_ROW4 + p / 8u][(p / 2u) % 4u] = packFloat2x16(f16vec2(x));
+#if DC_INT8
+    // Row h holds the high bytes, row DC_COLS + h the low ones: q = (hi * 128 + lo) / DC_QUNIT.
+    const ivec4 qi = ivec4(round(x * float(DC_QUNIT)));
+    const ivec4 hi = qi >> 7, lo = qi & 127;
+    dc_tile[kbase + h * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(hi)));
+    dc_tile[kbase + (DC_COLS + h) * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(lo)));
+#else
+    dc_tile[kbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u] = packFloat2x16(f16vec2(x.xy));
+    dc_tile[kbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u + 1u] = packFloat2x16(f16vec2(x.zw));
+#endif
   }
   DC_SYNC();
-  F16MAT q[DC_D];
-  [[unroll]] for (uint dd = 0u; dd < DC_D; ++dd) coopMatLoadNV(q[dd], dc_tile, base4 + dd * 2u, DC_ROW4, false);
+#if DC_INT8
+  I8B q_hi[DC_CHUNKS_K], q_lo[DC_CHUNKS_K];
+  [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
+    coopMatLoadNV(q_hi[c], dc_tile, kbase + c * 2u, DC_ROW4K, true);
+    coopMatLoadNV(q_lo[c], dc_tile, kbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K, true);
+  }
+#else
+  F16B q[DC_KSLICES];
+  [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) coopMatLoadNV(q[dd], dc_tile, kbase + dd * 2u, DC_ROW4K, true);
+#endif
   DC_SYNC();
 
-  F32MAT o[DC_DV];
-  [[unroll]] for (uint j = 0u; j < DC_DV; ++j) o[j] = F32MAT(0.0);
-  float m[CM_SLOTS], l[CM_SLOTS];  // l: this lane's share of its rows' sums
-  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
-    m[r] = NEG_BIG;
-    l[r] = 0.0;
+  F32C o[DC_DV];
+  [[unroll]] for (uint j = 0u; j < DC_DV; ++j) o[j] = F32C(0.0);
+  float m[2], l[2];  // this lane's columns; l: its share of their sums
+  [[unroll]] for (uint c = 0u; c < 2u; ++c) {
+    m[c] = NEG_BIG;
+    l[c] = 0.0;
   }
 
   const uint last = kv_end - 1u;
   const uint stride = DECODE_WARPS * DC_KEYS;
   const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
-  uint t = kv_begin - kv_begin % DC_KEYS + sg * DC_KEYS;
-  DcTile cur;
-  if (t < kv_end) dc_load(t, last, b, kv_h, cur);
-  for (; t < kv_end; t += stride) {
-    DcTile next;
-    if (t + stride < kv_end) dc_load(t + stride, last, b, kv_h, next);
+  const uint first = kv_begin - kv_begin % DC_KEYS + sg * DC_KEYS;
+  DcTile ring[DC_RING];
+  [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
+    if (first + r * stride < kv_end) dc_load(first + r * stride, last, b, kv_h, ring[r]);
+  }
+  for (uint t0 = first; t0 < kv_end; t0 += DC_RING * stride) {
+    [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
+      const uint t = t0 + r * stride;
+      if (t >= kv_end) break;
+      dc_stage(ring[r], kbase, vbase);
+      const float scale = ring[r].scale;
+      if (t + DC_RING * stride < kv_end) dc_load(t + DC_RING * stride, last, b, kv_h, ring[r]);
+      DC_SYNC();
 
-    DC_STAGE(cur.k, DC_LOADS_K, DC_SEGS_K, base4)
-    DC_STAGE(cur.v, DC_LOADS_V, DC_SEGS_V, vbase4)
-    DC_SYNC();
-    F32MAT s = F32MAT(0.0);
-    [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
+      F32C s = F32C(0.0);
 #if DC_INT8
-      F32MAT sc = F32MAT(0.0);
-      [[unroll]] for (uint i = 0u; i < DC_SLICES_PER_CHUNK; ++i) {
-        const uint dd = c * DC_SLICES_PER_CHUNK + i;
-        F16MAT kb;  // K^T slice: element (dim, key) read column-major from the key rows
-        coopMatLoadNV(kb, dc_tile, base4 + dd * 2u, DC_ROW4, true);
-        sc = coopMatMulAddNV(q[dd], kb, sc);
+      [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
+        I8A kc;
+        coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+        I32C acc = coopMatMulAddNV(kc, q_hi[c], I32C(0));
+        acc = coopMatMulAddNV(kc, q_lo[c], acc * 128);
+        s = s + F32C(acc) * subgroupShuffle(scale, c);
       }
-      s = s + sc * cur.ks[c];
 #else
-      [[unroll]] for (uint dd = 0u; dd < DC_D; ++dd) {
-        F16MAT kb;
-        coopMatLoadNV(kb, dc_tile, base4 + dd * 2u, DC_ROW4, true);
-        s = coopMatMulAddNV(q[dd], kb, s);
+      [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
+        F16A kc;
+        coopMatLoadNV(kc, dc_tile, kbase + dd * 2u, DC_ROW4K, false);
+        s = coopMatMulAddNV(kc, q[dd], s);
       }
 #endif
-    }
 
-    // The softmax on this lane's elements: rows past the heads, keys outside the range and keys the
-    // masks hide score NEG_BIG.
-    float mx[CM_SLOTS];
-    [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) mx[r] = NEG_BIG;
-    [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
-      const uint row = CM_ROW_OF[e] + lane_row, key = t + CM_COL_OF[e] + lane_col;
-      const uint h = h0 + min(row, DECODE_HEADS - 1u), at = min(key, last);
-      float x = s[e] * row_unit[CM_SLOT_OF[e]];
-      if (FA_SCORE_CHANGED) x = fa_score_log2(x, b, h, q_pos, at);
-      const bool valid = row < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
-      s[e] = valid ? x : NEG_BIG;
-      mx[CM_SLOT_OF[e]] = max(mx[CM_SLOT_OF[e]], s[e]);
-    }
-    float alpha[CM_SLOTS];
-    [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
-      mx[r] = max(mx[r], subgroupShuffleXor(mx[r], 1u));
-      mx[r] = max(mx[r], subgroupShuffleXor(mx[r], 2u));
-      const float m_new = max(m[r], mx[r]);
-      alpha[r] = exp2(m[r] - m_new);
-      m[r] = m_new;
-      l[r] *= alpha[r];
-    }
-    [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
-      [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) o[j][e] *= alpha[CM_SLOT_OF[e]];
-    }
-    [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
-      const float p = s[e] > 0.5 * NEG_BIG ? exp2(s[e] - m[CM_SLOT_OF[e]]) : 0.0;
-      s[e] = p;
-      l[CM_SLOT_OF[e]] += p;
-    }
-    const F16MAT pm = F16MAT(s);
-    [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
-      F16MAT vb;
-      coopMatLoadNV(vb, dc_tile, vbase4 + j * 2u, DC_ROW4, false);
+      // The softmax on this lane's elements: columns past the heads, keys outside the range and keys
+      // the masks hide score NEG_BIG.
+      float x[CM8_ELEMS], mx[2];
+      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
+        const uint key = t + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
+        const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
+        float v = s[e] * unit[CM8_COL_OF[e]];
+        if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
+        const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
+        x[e] = valid ? v : NEG_BIG;
+      }
+      float alpha[2];
+      [[unroll]] for (uint c = 0u; c < 2u; ++c) {
+        mx[c] = NEG_BIG;
+        [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) mx[c] = CM8_COL_OF[e] == c ? max(mx[c], x[e]) : mx[c];
+        mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 4u));
+        mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 8u));
+        mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 16u));
+        const float m_new = max(m[c], mx[c]);
+        alpha[c] = exp2(m[c] - m_new);
+        m[c] = m_new;
+        l[c] *= alpha[c];
+      }
+      if (subgroupAny(alpha[0] != 1.0 || alpha[1] != 1.0)) {
+        [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
+          [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) o[j][e] *= alpha[CM8_COL_OF[e]];
+        }
+      }
+      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
+        x[e] = x[e] > 0.5 * NEG_BIG ? exp2(x[e] - m[CM8_COL_OF[e]]) : 0.0;
+        l[CM8_COL_OF[e]] += x[e];
+      }
+      // P^T's rows: a lane's two heads of one key are one word.
+      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
+        if (CM8_COL_OF[e] == 0u) {
+          float next = 0.0;
+          [[unroll]] for (uint f = 0u; f < CM8_ELEMS; ++f) {
+            next = CM8_ROW_OF[f] == CM8_ROW_OF[e] && CM8_COL_OF[f] == 1u ? x[f] : next;
+          }
+          dc_tile[pbase + CM8_ROW_OF[e] + lane_row][lane & 3u] = packFloat2x16(f16vec2(x[e], next));
+        }
+      }
+      DC_SYNC();
+      F16B pt;
+      coopMatLoadNV(pt, dc_tile, pbase, 1u, false);
+      [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
+        F16A vt;  // V^T slice: element (dim, key) read column-major from the key rows
+        coopMatLoadNV(vt, dc_tile, vbase + j * 2u, DC_ROW4V, true);
 #if DC_INT8
-      o[j] = o[j] + coopMatMulAddNV(pm, vb, F32MAT(0.0)) * cur.vs[j / DC_SLICES_PER_CHUNK];
+        o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scale, DC_CHUNKS_K + j * 16u / KV_BLOCK_DIMS);
 #else
-      o[j] = coopMatMulAddNV(pm, vb, o[j]);
+        o[j] = coopMatMulAddNV(vt, pt, o[j]);
 #endif
+      }
+      DC_SYNC();  // every lane has read K, V and P^T before the next tile's rows take their places
     }
-    DC_SYNC();  // every lane has read K and V before the next tile's rows take their places
-    cur = next;
   }
 
-  // The subgroup's normalised partial of each real row, through the staged order of O's columns.
-  float inv[CM_SLOTS];
-  [[unroll]] for (uint r = 0u; r < CM_SLOTS; ++r) {
-    l[r] += subgroupShuffleXor(l[r], 1u);
-    l[r] += subgroupShuffleXor(l[r], 2u);
-    inv[r] = l[r] > 0.0 ? 1.0 / l[r] : 0.0;
-    const uint row = CM_SLOT_ROW[r] + lane_row;
-    if (row < DECODE_HEADS && (lane & 3u) == 0u) {
-      part_m[sg * DECODE_HEADS + row] = m[r];
-      part_l[sg * DECODE_HEADS + row] = l[r];
+  // The subgroup's normalised partial of each real head, through the staged order of O^T's rows.
+  float inv[2];
+  [[unroll]] for (uint c = 0u; c < 2u; ++c) {
+    l[c] += subgroupShuffleXor(l[c], 4u);
+    l[c] += subgroupShuffleXor(l[c], 8u);
+    l[c] += subgroupShuffleXor(l[c], 16u);
+    inv[c] = l[c] > 0.0 ? 1.0 / l[c] : 0.0;
+    const uint h = lane_col + c;
+    if (h < DECODE_HEADS && lane_row == 0u) {
+      part_m[sg * DECODE_HEADS + h] = m[c];
+      part_l[sg * DECODE_HEADS + h] = l[c];
     }
   }
   [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
-    [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
-      const uint row = CM_ROW_OF[e] + lane_row;
-      if (row < DECODE_HEADS) {
-        const uint d = DC_DIM(j * 16u + CM_COL_OF[e] + lane_col);
-        part_o[(sg * DECODE_HEADS + row) * VALUE_DIM + d] = PART_T(PART_CLAMP(o[j][e] * inv[CM_SLOT_OF[e]]));
+    [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
+      const uint h = CM8_COL_OF[e] + lane_col;
+      if (h < DECODE_HEADS) {
+        const uint d = DC_DIM(j * 16u + CM8_ROW_OF[e] + lane_row);
+        part_o[(sg * DECODE_HEADS + h) * VALUE_DIM + d] = PART_T(PART_CLAMP(o[j][e] * inv[CM8_COL_OF[e]]));
       }
     }
   }

@@ -24,33 +24,42 @@ class CoopMatProbeStage : public Stage {
     k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
     k.extension("GL_KHR_shader_subgroup_basic");
   }
+  // 16x16, then (after SUBGROUP_SIZE * kMaxElements + 1 words) 16x8: each element's flat index, and
+  // the element count last.
   void emit(GlslWriter& w, const DeviceInfo&) const override {
     w.line("for (uint i = gl_LocalInvocationIndex; i < 256u; i += WORKGROUP_SIZE) probe_src[i] = float(i);");
     w.line("barrier();");
+    w.line("const uint lane = gl_SubgroupInvocationID, half_at = SUBGROUP_SIZE * {}u + 1u;", kMaxElements);
     w.line("fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> m;");
     w.line("coopMatLoadNV(m, probe_src, 0u, 16u, false);");
-    w.line("const uint lane = gl_SubgroupInvocationID;");
     w.line("for (uint e = 0u; e < m.length() && e < {}u; ++e) probe_out[lane * {}u + e] = uint(m[e]);", kMaxElements,
            kMaxElements);
-    w.line("if (lane == 0u) probe_out[SUBGROUP_SIZE * {}u] = uint(m.length());", kMaxElements);
+    w.line("if (lane == 0u) probe_out[half_at - 1u] = uint(m.length());");
+    w.line("fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> h;");
+    w.line("coopMatLoadNV(h, probe_src, 0u, 8u, false);");
+    w.line("for (uint e = 0u; e < h.length() && e < {}u; ++e) probe_out[half_at + lane * {}u + e] = uint(h[e]);",
+           kMaxElements, kMaxElements);
+    w.line("if (lane == 0u) probe_out[2u * half_at - 1u] = uint(h.length());");
   }
   std::string key() const override { return ""; }
 };
 
 }  // namespace
 
-CoopMatLayout quadLayoutFrom(const CoopMatProbeResult& probe) {
-  const std::uint32_t n = probe.elements;
-  if (n == 0 || n > kMaxElements || probe.subgroupSize < 4 || probe.flat.size() != probe.subgroupSize * n) return {};
+CoopMatLayout quadLayoutFrom(const CoopMatProbeResult& probe, std::uint32_t columns) {
+  const bool narrow = columns == 8;
+  const std::uint32_t n = narrow ? probe.elements8 : probe.elements;
+  const std::vector<std::uint32_t>& flat = narrow ? probe.flat8 : probe.flat;
+  if (n == 0 || n > kMaxElements || probe.subgroupSize < 4 || flat.size() != probe.subgroupSize * n) return {};
   CoopMatLayout layout;
   for (std::uint32_t e = 0; e < n; ++e) {
-    layout.rowOf.push_back(static_cast<std::uint8_t>(probe.flat[e] / 16));
-    layout.colOf.push_back(static_cast<std::uint8_t>(probe.flat[e] % 16));
+    layout.rowOf.push_back(static_cast<std::uint8_t>(flat[e] / columns));
+    layout.colOf.push_back(static_cast<std::uint8_t>(flat[e] % columns));
   }
   for (std::uint32_t lane = 0; lane < probe.subgroupSize; ++lane) {
     for (std::uint32_t e = 0; e < n; ++e) {
       const std::uint32_t row = layout.rowOf[e] + lane / 4, col = layout.colOf[e] + 2 * (lane % 4);
-      if (row >= 16 || col >= 16 || probe.flat[lane * n + e] != row * 16 + col) return {};
+      if (row >= 16 || col >= columns || flat[lane * n + e] != row * columns + col) return {};
     }
   }
   return layout;
@@ -63,7 +72,8 @@ KernelSource coopMatProbeKernel(const DeviceInfo& device, std::shared_ptr<const 
 CoopMatProbeResult runCoopMatProbe(Runtime& rt) {
   const std::uint32_t sg = rt.info().subgroupSize;
   const KernelSource k = coopMatProbeKernel(rt.info(), rt.snippets());
-  const Tensor out = rt.allocate("coopmat_probe", DType::F32, {sg * kMaxElements + 1});
+  const std::uint32_t halfAt = sg * kMaxElements + 1;
+  const Tensor out = rt.allocate("coopmat_probe", DType::F32, {2 * halfAt});
   out.buffer->fill(0xffffffffu);
   auto d = rt.dispatcher();
   d->dispatch(k, Arguments().bind("probe_out", out), {1});
@@ -74,10 +84,15 @@ CoopMatProbeResult runCoopMatProbe(Runtime& rt) {
   std::memcpy(words.data(), bytes.data(), bytes.size());
   CoopMatProbeResult r;
   r.subgroupSize = sg;
-  r.elements = words.back();
+  r.elements = words[halfAt - 1];
+  r.elements8 = words.back();
   if (r.elements == 0 || r.elements > kMaxElements) return r;
   for (std::uint32_t lane = 0; lane < sg; ++lane) {
     for (std::uint32_t e = 0; e < r.elements; ++e) r.flat.push_back(words[lane * kMaxElements + e]);
+  }
+  if (r.elements8 == 0 || r.elements8 > kMaxElements) return r;
+  for (std::uint32_t lane = 0; lane < sg; ++lane) {
+    for (std::uint32_t e = 0; e < r.elements8; ++e) r.flat8.push_back(words[halfAt + lane * kMaxElements + e]);
   }
   return r;
 }

@@ -18,6 +18,7 @@ std::string_view dtypeName(DType dtype) {
     case DType::U32: return "u32";
     case DType::I8: return "int8";
     case DType::Q8_0: return "q8_0";
+    case DType::I32: return "i32";
   }
   return "?";
 }
@@ -34,7 +35,8 @@ std::optional<DType> parseDType(std::string_view name) {
 std::size_t dtypeBytes(DType dtype) {
   switch (dtype) {
     case DType::F32:
-    case DType::U32: return 4;
+    case DType::U32:
+    case DType::I32: return 4;
     case DType::I8: return 1;
     case DType::Q8_0: throw InternalError("q8_0 elements are not whole bytes: size q8_0 tensors with storageBytes");
     default: return 2;
@@ -54,6 +56,7 @@ std::string_view glslScalarType(DType dtype) {
     case DType::F32: return "float";
     case DType::BF16: return "uint16_t";  // bits only: kernels widen with StorageFormat.h's glsl::read
     case DType::U32: return "uint";
+    case DType::I32: return "int";
     case DType::I8: return "uint";       // four values per word
     case DType::Q8_0: return "uint16_t";  // blocks of 17 words: the scale, then 16 pairs of values
   }

@@ -13,7 +13,8 @@ namespace foundry {
 /// up to 2^24. I8 and Q8_0 are KV cache formats only, quantized in blocks (foundry/KvQuant.h): I8 is
 /// int8 values with f16 scales in a companion tensor (Tensor::scales), Q8_0 is llama.cpp's block of 32
 /// int8 values after their own f16 scale (34 bytes).
-enum class DType { F16, F32, BF16, U32, I8, Q8_0 };
+/// I32 only describes int8 cooperative-matrix accumulators (DeviceInfo's shapes): no tensor or cache is i32.
+enum class DType { F16, F32, BF16, U32, I8, Q8_0, I32 };
 
 std::string_view dtypeName(DType dtype);          ///< "f16", "f32", "bf16", "u32"
 std::optional<DType> parseDType(std::string_view name);

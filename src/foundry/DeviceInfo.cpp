@@ -122,8 +122,11 @@ bool DeviceInfo::hasCoopMat(const CoopMatShape& shape) const {
 std::vector<CoopMatShape> nvidiaCoopMatShapes() {
   return {{16, 16, 16, DType::F16, DType::F32}, {16, 16, 16, DType::F16, DType::F16},
           {16, 8, 16, DType::F16, DType::F32},  {16, 8, 16, DType::F16, DType::F16},
-          {16, 8, 8, DType::F16, DType::F32},   {16, 8, 8, DType::F16, DType::F16}};
+          {16, 8, 8, DType::F16, DType::F32},   {16, 8, 8, DType::F16, DType::F16},
+          {16, 8, 32, DType::I8, DType::I32}};
 }
+
+CoopMatLayout nvidiaQuadLayout8() { return {{0, 0, 8, 8}, {0, 1, 0, 1}}; }
 
 CoopMatLayout nvidiaQuadLayout() {
   // Elements 0-3 cover columns 0-7, 4-7 columns 8-15; pairs of elements alternate rows r and r + 8.

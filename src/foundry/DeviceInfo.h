@@ -47,7 +47,9 @@ struct CoopMatLayout {
 
 /// The layout NVIDIA's mma.m16n8k16 accumulators have (two 16x8 halves side by side).
 CoopMatLayout nvidiaQuadLayout();
-/// The shapes NVIDIA drivers offer through GL_NV_cooperative_matrix (f16 inputs).
+/// The layout of NVIDIA's 16x8 f32 accumulators (mma.m16n8k16's): rows r and r + 8, columns c and c + 1.
+CoopMatLayout nvidiaQuadLayout8();
+/// The shapes NVIDIA drivers offer through GL_NV_cooperative_matrix (f16 inputs, and int8 into int32).
 std::vector<CoopMatShape> nvidiaCoopMatShapes();
 
 /// A device's capabilities. The Selector, the KernelBuilder and Steps plan against one of these.
@@ -88,6 +90,7 @@ struct DeviceInfo {
   /// The most invocations a workgroup with workgroup-scope matrices may have.
   std::uint32_t coopMat2MaxWorkgroup = 0;
   CoopMatLayout coopMatLayout;
+  CoopMatLayout coopMatLayout8;  ///< the same for 16x8 f32 accumulators (columns 0-7)
   std::uint32_t computeUnits = 1;
   std::array<std::uint8_t, 16> uuid{};
   std::uint32_t driverVersion = 0;
@@ -115,7 +118,8 @@ struct DeviceInfo {
 ///   coopmat=0|none (no shapes, no layout) | 1 (NVIDIA's shapes and quad layout, if there were none) |
 ///           MxNxK:input:accumulator joined by + (exactly these shapes), e.g. 16x16x16:f16:f32+16x8x16:f16:f16
 ///   layout=none | nvidia-quad | rowOf/colOf, each a list of numbers joined by . (e.g. 0.0.8/0.1.0)
-///   quad=0|1 (the NVIDIA quad layout where there are shapes, else none)
+///   layout8=the same for 16x8 accumulators (nvidia-quad: 0.0.8.8/0.1.0.1)
+///   quad=0|1 (the NVIDIA quad layouts where there are shapes, else none)
 ///
 /// e.g. "h200,subgroup=64,shared=32768,coopmat=0,cus=8". toString() writes "custom" and every key but
 /// quad. An unknown preset, key or value is a UserError naming it and what is accepted.

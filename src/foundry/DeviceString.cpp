@@ -70,7 +70,9 @@ CoopMatShape parseShape(std::string_view key, std::string_view text) {
   const std::size_t c1 = text.find(':'), c2 = c1 == std::string_view::npos ? c1 : text.find(':', c1 + 1);
   if (c2 == std::string_view::npos) reject(key, text, kShapesAccepted);
   const auto dims = parseList<std::uint32_t>(key, text.substr(0, c1), 'x', std::numeric_limits<std::uint32_t>::max());
-  const auto input = parseDType(text.substr(c1 + 1, c2 - c1 - 1)), acc = parseDType(text.substr(c2 + 1));
+  // Accumulators may be i32 (int8 products), which no tensor is.
+  const auto parse = [](std::string_view t) { return t == "i32" ? std::optional(DType::I32) : parseDType(t); };
+  const auto input = parse(text.substr(c1 + 1, c2 - c1 - 1)), acc = parse(text.substr(c2 + 1));
   if (dims.size() != 3 || !input || !acc) reject(key, text, kShapesAccepted);
   return {dims[0], dims[1], dims[2], *input, *acc};
 }
@@ -78,11 +80,12 @@ CoopMatShape parseShape(std::string_view key, std::string_view text) {
 void setCoopMat(DeviceInfo& d, std::string_view key, std::string_view value) {
   if (value == "0" || value == "none") {
     d.coopMatShapes.clear();
-    d.coopMatLayout = {};
+    d.coopMatLayout = d.coopMatLayout8 = {};
   } else if (value == "1") {
     if (d.coopMatShapes.empty()) {
       d.coopMatShapes = nvidiaCoopMatShapes();
       d.coopMatLayout = nvidiaQuadLayout();
+      d.coopMatLayout8 = nvidiaQuadLayout8();
     }
   } else {
     d.coopMatShapes.clear();
@@ -99,24 +102,21 @@ std::string coopMatText(const DeviceInfo& d) {
   return fmt::format("{}", fmt::join(shapes, "+"));
 }
 
-void setLayout(DeviceInfo& d, std::string_view key, std::string_view value) {
+CoopMatLayout parseLayout(std::string_view key, std::string_view value, const CoopMatLayout& nvidia) {
   const std::size_t slash = value.find('/');
-  if (value == "none") {
-    d.coopMatLayout = {};
-  } else if (value == "nvidia-quad") {
-    d.coopMatLayout = nvidiaQuadLayout();
-  } else if (slash == std::string_view::npos) {
+  if (value == "none") return {};
+  if (value == "nvidia-quad") return nvidia;
+  if (slash == std::string_view::npos) {
     reject(key, value, "none, nvidia-quad, or rowOf/colOf as numbers joined by . (e.g. 0.0.8.8/0.1.0.1)");
-  } else {
-    d.coopMatLayout = {parseList<std::uint8_t>(key, value.substr(0, slash), '.', 255),
-                       parseList<std::uint8_t>(key, value.substr(slash + 1), '.', 255)};
   }
+  return {parseList<std::uint8_t>(key, value.substr(0, slash), '.', 255),
+          parseList<std::uint8_t>(key, value.substr(slash + 1), '.', 255)};
 }
 
-std::string layoutText(const DeviceInfo& d) {
-  if (d.coopMatLayout == CoopMatLayout{}) return "none";
-  if (d.coopMatLayout == nvidiaQuadLayout()) return "nvidia-quad";
-  return fmt::format("{}/{}", fmt::join(d.coopMatLayout.rowOf, "."), fmt::join(d.coopMatLayout.colOf, "."));
+std::string layoutText(const CoopMatLayout& layout, const CoopMatLayout& nvidia) {
+  if (layout == CoopMatLayout{}) return "none";
+  if (layout == nvidia) return "nvidia-quad";
+  return fmt::format("{}/{}", fmt::join(layout.rowOf, "."), fmt::join(layout.colOf, "."));
 }
 
 void setUuid(DeviceInfo& d, std::string_view key, std::string_view value) {
@@ -217,10 +217,17 @@ const std::vector<Key>& keys() {
       flag("cm2", &DeviceInfo::coopMat2),
       number("cm2-reserve", &DeviceInfo::coopMat2ReservedShared),
       number("cm2-invocations", &DeviceInfo::coopMat2MaxWorkgroup),
-      {"layout", setLayout, layoutText},
+      {"layout",
+       [](DeviceInfo& d, std::string_view key, std::string_view v) { d.coopMatLayout = parseLayout(key, v, nvidiaQuadLayout()); },
+       [](const DeviceInfo& d) { return layoutText(d.coopMatLayout, nvidiaQuadLayout()); }},
+      {"layout8",
+       [](DeviceInfo& d, std::string_view key, std::string_view v) { d.coopMatLayout8 = parseLayout(key, v, nvidiaQuadLayout8()); },
+       [](const DeviceInfo& d) { return layoutText(d.coopMatLayout8, nvidiaQuadLayout8()); }},
       {"quad",
        [](DeviceInfo& d, std::string_view key, std::string_view v) {
-         d.coopMatLayout = parseFlag(key, v) && !d.coopMatShapes.empty() ? nvidiaQuadLayout() : CoopMatLayout{};
+         const bool on = parseFlag(key, v) && !d.coopMatShapes.empty();
+         d.coopMatLayout = on ? nvidiaQuadLayout() : CoopMatLayout{};
+         d.coopMatLayout8 = on ? nvidiaQuadLayout8() : CoopMatLayout{};
        },
        {}},
       number("cus", &DeviceInfo::computeUnits),

@@ -63,7 +63,8 @@ void Runtime::start() {
   if (device_->coopMatEnabled()) {
     // Where the accumulator layout is the quad pattern, prefill keeps its softmax in registers.
     try {
-      device_->setCoopMatLayout(quadLayoutFrom(runCoopMatProbe(*this)));
+      const CoopMatProbeResult probe = runCoopMatProbe(*this);
+      device_->setCoopMatLayout(quadLayoutFrom(probe), quadLayoutFrom(probe, 8));
     } catch (const Error& e) {
       spdlog::warn("cooperative-matrix layout probe failed ({}); prefill takes the portable route", e.what());
     }

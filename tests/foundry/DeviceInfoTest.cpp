@@ -217,6 +217,31 @@ TEST(CoopMatLayout, TheQuadPatternIsRecognisedAndAnythingElseRejected) {
   empty.elements = 0;
   empty.flat.clear();
   EXPECT_FALSE(quadLayoutFrom(empty).quad());
+  // 16x8 accumulators, as the H200's driver (580.159.04) lays them out; it orders the 16x16 ones row
+  // half first (0.0.0.0.8.8.8.8/0.1.8.9.0.1.8.9), which is a quad layout too.
+  const CoopMatLayout h200 = {{0, 0, 0, 0, 8, 8, 8, 8}, {0, 1, 8, 9, 0, 1, 8, 9}}, nv8 = nvidiaQuadLayout8();
+  probe.flat.clear();
+  for (std::uint32_t lane = 0; lane < 32; ++lane) {
+    for (std::uint32_t e = 0; e < 8; ++e) {
+      probe.flat.push_back((h200.rowOf[e] + lane / 4) * 16 + h200.colOf[e] + 2 * (lane % 4));
+    }
+    for (std::uint32_t e = 0; e < 4; ++e) probe.flat8.push_back((nv8.rowOf[e] + lane / 4) * 8 + nv8.colOf[e] + 2 * (lane % 4));
+  }
+  probe.elements8 = 4;
+  EXPECT_EQ(quadLayoutFrom(probe), h200);
+  EXPECT_EQ(quadLayoutFrom(probe, 8), nv8);
+  EXPECT_FALSE(quadLayoutFrom(empty, 8).quad());
+  std::swap(probe.flat8[3 * 4 + 1], probe.flat8[3 * 4 + 2]);
+  EXPECT_FALSE(quadLayoutFrom(probe, 8).quad());
+  // Both round-trip through the device string.
+  DeviceInfo d = parseDevicePreset("h200");
+  EXPECT_EQ(d.coopMatLayout8, nv8);
+  d.coopMatLayout = h200;
+  d.coopMatLayout8 = {{8, 8, 0, 0}, {0, 1, 0, 1}};
+  const DeviceInfo back = parseDevicePreset(d.toString());
+  EXPECT_EQ(back.coopMatLayout, h200);
+  EXPECT_EQ(back.coopMatLayout8, d.coopMatLayout8);
+  EXPECT_FALSE(parseDevicePreset("h200,coopmat=0").coopMatLayout8.quad());
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ TEST_P(KvFormatParity, FlashMatchesCpuReference) {
   const bool tensorCores =
       std::find(f.knobs.begin(), f.knobs.end(), std::pair<std::string, std::string>{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}) !=
       f.knobs.end();
-  if (tensorCores && !tensorCoreDecode(runtime().info())) {
+  if (tensorCores && !tensorCoreDecode(runtime().info(), f.c.dtype)) {
     GTEST_SKIP() << "the device has no cooperative matrices with the quad accumulator layout";
   }
   const AttentionResult r = runFlash(f.c, AttentionOptions::fromEnvironment({f.knobs.begin(), f.knobs.end()}));

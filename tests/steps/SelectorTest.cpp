@@ -1208,12 +1208,16 @@ TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
   };
   const std::map<std::string, std::string> on = {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}};
   EXPECT_FALSE(plan(DType::I8, 128, {}, h200).tensorCores);  // not the plan by default
-  for (const auto& [kv, width] : {std::pair{DType::I8, 16u}, std::pair{DType::F16, 8u}}) {
+  // Two tiles in flight (32 registers a tile of int8 D128 rows, 64 of f16, at most 128); warps as many
+  // as shared memory holds (int8: 6912 bytes a subgroup, f16: 8960).
+  for (const auto& [kv, width, ring] : {std::tuple{DType::I8, 16u, 2u}, std::tuple{DType::F16, 8u, 2u}}) {
     const DecodeVariant v = plan(kv, 128, on, h200);
     EXPECT_TRUE(v.tensorCores);
     EXPECT_EQ(v.vecWidth, width);  // 16-byte loads
     EXPECT_EQ(v.keysPerWarp, 1u);
-    EXPECT_EQ(v.unroll, 1u);
+    EXPECT_EQ(v.unroll, ring);
+    EXPECT_EQ(v.warps, 4u);
+    EXPECT_LE(v.sharedBytes(32), h200.maxSharedMemoryBytes);
     EXPECT_FALSE(v.halfProducts || v.stepScales || v.scatter || v.lazyRescale);
     EXPECT_EQ(v.keyGranule(32), v.warps * 16u);
     EXPECT_THAT(v.key(), HasSubstr("_tc_"));
@@ -1223,7 +1227,18 @@ TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
       describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8, DType::F16, false)), h200,
       AttentionOptions::fromEnvironment(on));
   EXPECT_THAT(described.describe(), HasSubstr("keys per warp = 1 (the tensor-core kernel's 16-key tiles"));
-  EXPECT_THAT(described.describe(), HasSubstr("unroll = 1 (the tensor-core kernel's 16-key tiles"));
+  EXPECT_THAT(described.describe(), HasSubstr("unroll = 2 (the tensor-core kernel's 16-key tiles: 2 in flight"));
+  EXPECT_THAT(described.describe(), HasSubstr("the 4 heads as columns of 16x8 products (int8 x int8 K)"));
+  // As many as asked where registers hold them: 4 int8 D128 tiles, not 4 f16 ones.
+  const std::map<std::string, std::string> four = {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}, {"FOUNDRY_FA_DECODE_UNROLL", "4"}};
+  EXPECT_EQ(plan(DType::I8, 128, four, h200).unroll, 4u);
+  EXPECT_EQ(plan(DType::F16, 64, four, h200).unroll, 4u);
+  try {
+    plan(DType::F16, 128, four, h200);
+    ADD_FAILURE() << "accepted 4 f16 D128 tiles in flight";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("1 to 4 tiles in flight of 64 registers each, at most 128 registers; not 4"));
+  }
   EXPECT_THAT(described.describe(), Not(HasSubstr("K dot products")));
   const auto refused = [&](DType kv, std::uint32_t d, const DeviceInfo& device, const char* why) {
     try {
@@ -1234,12 +1249,31 @@ TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
       EXPECT_THAT(e.what(), HasSubstr(why));
     }
   };
-  refused(DType::I8, 128, parseDevicePreset("lavapipe"), "has no 16x16x16 f16 cooperative matrices");
+  refused(DType::I8, 128, parseDevicePreset("lavapipe"), "has no 16x8x16 f16 cooperative matrices");
+  DeviceInfo noInt8 = h200;
+  std::erase_if(noInt8.coopMatShapes, [](const CoopMatShape& c) { return c.input == DType::I8; });
+  refused(DType::I8, 128, noInt8, "has no 16x8x32 int8 cooperative matrices");
+  EXPECT_TRUE(plan(DType::F16, 128, on, noInt8).tensorCores);
+  // 16 heads of a GQA group are more than a product's 8 columns: two workgroups of 8 read the KV head.
+  EXPECT_LE(Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 2, 65536, 128), DType::F16, DType::I8,
+                                                   DType::F16, false)),
+                           h200, AttentionOptions::fromEnvironment(on))
+                .decodeVariant.heads,
+            8u);
+  DecodeVariant sixteen = plan(DType::F16, 128, on, h200);
+  sixteen.heads = 16;
+  EXPECT_THAT(sixteen.unusableReason(32), HasSubstr("up to 8 heads as columns, not 16"));
+  // One workgroup to each of the 132 compute units (two measured slower: 89.5 against 76.5 us).
+  EXPECT_EQ(Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8,
+                                                   DType::F16, false)),
+                           h200, AttentionOptions::fromEnvironment(on))
+                .splits,
+            16u);
   refused(DType::BF16, 128, h200, "tensor-core decode takes f16 or int8 K/V, not bf16");
   refused(DType::I8, 80, h200, "multiples of 32, not 80 and 80");  // int8 scale chunks are whole
   DeviceInfo noLayout = h200;
-  noLayout.coopMatLayout = {};
-  refused(DType::F16, 128, noLayout, "no known accumulator layout");
+  noLayout.coopMatLayout8 = {};
+  refused(DType::F16, 128, noLayout, "no known 16x8 accumulator layout");
 }
 
 TEST(SelectorFormats, HalfProductsNeedInt8WithStepScales) {

@@ -425,9 +425,10 @@ AttentionResult runRopeThenFlash(const AttentionCase& c, const AttentionOptions&
   return finish(rt, c, in, std::move(record), ropedQuery(c, rope, in.q));
 }
 
-bool tensorCoreDecode(const DeviceInfo& device) {
-  return device.hasCoopMat({16, 16, 16, DType::F16, DType::F32}) && device.coopMatLayout.quad() &&
-         device.fp16Arithmetic;
+bool tensorCoreDecode(const DeviceInfo& device, DType kv) {
+  return device.hasCoopMat({16, 8, 16, DType::F16, DType::F32}) &&
+         (kv != DType::I8 || device.hasCoopMat({16, 8, 32, DType::I8, DType::I32})) &&
+         device.coopMatLayout8.quad() && device.coopMatLayout8.rowOf.size() == 4 && device.fp16Arithmetic;
 }
 
 AttentionResult runReference(const AttentionCase& c) {

@@ -17,7 +17,7 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   bytes += 2 * pad(parts * heads * 4);                                                    // part_m, part_l
   if (scalar) bytes += pad(heads * workgroupSize(subgroupSize) * 4) + 3 * pad(heads * 4);  // block_*
   if (split && fusedReduce) bytes += pad(4);                                              // merge_here
-  if (tensorCores) bytes += 2 * warps * kTensorTileKeys * tensorRowBytes();               // dc_tile: K and V
+  if (tensorCores) bytes += warps * tensorStageBytes();                                   // dc_tile
   return bytes;
 }
 
@@ -152,20 +152,29 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
     return fmt::format("a tile of {} rows of {} and {} does not split into whole loads over a subgroup of {}",
                        kTensorTileKeys, headDim, vDim(), subgroupSize);
   }
-  if (heads > 16) return fmt::format("tensor-core decode holds up to 16 heads as rows, not {}", heads);
+  if (heads > 8) return fmt::format("tensor-core decode holds up to 8 heads as columns, not {}", heads);
   if (pageSize % kTensorTileKeys != 0) {
     return fmt::format("tensor-core decode takes pages of a multiple of {} rows, not {}", kTensorTileKeys, pageSize);
   }
-  if (keysPerWarp != 1 || unroll != 1 || queryShared || int8Dot || idleLanes || tailWords || scatter || stepScales ||
-      halfProducts || lazyRescale) {
-    return "tensor-core decode has its own tiles: no keys per warp or unroll, q shared, integer dot products, idle "
-           "lanes, tail words, scattered scores, step scales, half products or lazy rescale";
+  if (keysPerWarp != 1 || queryShared || int8Dot || idleLanes || tailWords || scatter || stepScales || halfProducts ||
+      lazyRescale) {
+    return "tensor-core decode has its own tiles: no keys per warp, q shared, integer dot products, idle lanes, tail "
+           "words, scattered scores, step scales, half products or lazy rescale";
+  }
+  // unroll: tiles in flight, each lane holding its loads of K's and V's rows; more would spill beside
+  // O^T's and Q's fragments.
+  const std::uint32_t tileRegisters = kTensorTileKeys * (headDim + vDim()) * storageFormat(dtype).bytes / 4 / subgroupSize;
+  if (unroll < 1 || unroll > 4 || unroll * tileRegisters > 128) {
+    return fmt::format("tensor-core decode holds 1 to 4 tiles in flight of {} registers each, at most 128 registers; "
+                       "not {}", tileRegisters, unroll);
   }
   return {};
 }
 
-std::uint32_t DecodeVariant::tensorRowBytes() const {
-  return (std::max(headDim, vDim()) + 8) * 2;  // f16, skewed by 16 bytes
+std::uint32_t DecodeVariant::tensorStageBytes() const {
+  // K's rows as stored, V's in f16 and P^T's 16 rows of 8 f16, each row skewed by 16 bytes.
+  const std::uint32_t k = headDim * storageFormat(dtype).bytes + 16, v = vDim() * 2 + 16;
+  return kTensorTileKeys * (k + v + 16);
 }
 
 std::string DecodeVariant::splitSuffix() const {

@@ -62,10 +62,11 @@ struct DecodeVariant {
   /// O's rescale skipped at steps where no lane's running maximum grew (a rescale by exactly 1), decided
   /// by a subgroupAny vote (the device's subgroupVote).
   bool lazyRescale = false;
-  /// The heads as rows 0 .. heads - 1 of 16x16 f16 cooperative-matrix products (tensor cores): each
-  /// subgroup takes 16-key tiles through its own staging rows in shared memory, S = Q K^T and O += P V
-  /// on the tensor cores, the softmax in registers on the device's quad accumulator layout
-  /// (decode_coopmat.glsl). f16 or int8 K/V in 16-byte loads; keysPerWarp and unroll stay 1.
+  /// The keys as rows and the heads as the 8 columns of 16x8 cooperative-matrix products (tensor cores):
+  /// each subgroup takes 16-key tiles through its own staging rows in shared memory, S^T = K Q^T (int8
+  /// products for int8 K) and O^T += V^T P^T on the tensor cores, the softmax in registers on the
+  /// device's quad accumulator layout (decode_coopmat.glsl). f16 or int8 K/V in 16-byte loads, `unroll`
+  /// tiles in flight; keysPerWarp stays 1.
   bool tensorCores = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
@@ -107,8 +108,8 @@ struct DecodeVariant {
   /// Keys a subgroup takes per iteration (a step of every unrolled block).
   std::uint32_t stepKeys() const { return keysPerWarp * unroll; }
 
-  /// A staged row of the tensor-core variant, in bytes.
-  std::uint32_t tensorRowBytes() const;
+  /// One subgroup's staging in the tensor-core variant, in bytes.
+  std::uint32_t tensorStageBytes() const;
 
  private:
   std::string tensorCoresUnusableReason(std::uint32_t subgroupSize) const;

@@ -81,15 +81,17 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.shared("block_m", "float", v.heads, 4).shared("block_l", "float", v.heads, 4).shared("block_alpha", "float", v.heads, 4);
     k.snippet("flashattention/decode_scalar.glsl");
   } else if (v.tensorCores) {
-    // 16-key tiles of f16 rows through each subgroup's own K and V staging rows, the softmax on the quad
-    // layout.
-    k.constant("DECODE_WARPS", v.warps).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
-    k.shared("dc_tile", "uvec4", 2 * v.warps * DecodeVariant::kTensorTileKeys * v.tensorRowBytes() / 16, 16);
-    declareQuadLayout(k, device.coopMatLayout);
+    // 16-key tiles through each subgroup's own staging rows, the softmax on the quad layout.
+    k.constant("DECODE_WARPS", v.warps).constant("DC_RING", v.unroll).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
+    k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
+    declareQuadLayout(k, device.coopMatLayout8, "CM8");
     k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
     k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+    if (v.dtype == DType::I8) {
+      k.extension("GL_NV_integer_cooperative_matrix").extension("GL_EXT_shader_explicit_arithmetic_types_int8");
+    }
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
-    k.extension("GL_KHR_shader_subgroup_arithmetic");
+    k.extension("GL_KHR_shader_subgroup_arithmetic").extension("GL_KHR_shader_subgroup_vote");
     if (v.dtype == DType::I8) k.snippet("common/int8_half.glsl");
     k.snippet("flashattention/decode_coopmat.glsl");
   } else {

@@ -21,7 +21,7 @@ std::string uintArray(const std::vector<std::uint32_t>& v) {
 
 }  // namespace
 
-void declareQuadLayout(KernelInterface& k, const CoopMatLayout& layout) {
+void declareQuadLayout(KernelInterface& k, const CoopMatLayout& layout, std::string_view prefix) {
   FOUNDRY_CHECK_INTERNAL(layout.quad(), "a register softmax planned for a device without the quad layout");
   std::vector<std::uint32_t> rows(layout.rowOf.begin(), layout.rowOf.end()), cols(layout.colOf.begin(), layout.colOf.end());
   std::vector<std::uint32_t> slotRows, slots;
@@ -31,11 +31,12 @@ void declareQuadLayout(KernelInterface& k, const CoopMatLayout& layout) {
     slots.push_back(static_cast<std::uint32_t>(it - slotRows.begin()));
   }
   const auto n = static_cast<std::uint32_t>(rows.size());
-  k.constant("CM_ELEMS", n).constant("CM_SLOTS", static_cast<std::uint32_t>(slotRows.size()));
-  k.constant("CM_ROW_OF", fmt::format("uint[{}]", n), uintArray(rows));
-  k.constant("CM_COL_OF", fmt::format("uint[{}]", n), uintArray(cols));
-  k.constant("CM_SLOT_OF", fmt::format("uint[{}]", n), uintArray(slots));
-  k.constant("CM_SLOT_ROW", fmt::format("uint[{}]", slotRows.size()), uintArray(slotRows));
+  const auto name = [&](const char* what) { return fmt::format("{}_{}", prefix, what); };
+  k.constant(name("ELEMS"), n).constant(name("SLOTS"), static_cast<std::uint32_t>(slotRows.size()));
+  k.constant(name("ROW_OF"), fmt::format("uint[{}]", n), uintArray(rows));
+  k.constant(name("COL_OF"), fmt::format("uint[{}]", n), uintArray(cols));
+  k.constant(name("SLOT_OF"), fmt::format("uint[{}]", n), uintArray(slots));
+  k.constant(name("SLOT_ROW"), fmt::format("uint[{}]", slotRows.size()), uintArray(slotRows));
 }
 
 }  // namespace foundry

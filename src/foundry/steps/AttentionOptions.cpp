@@ -120,9 +120,9 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "decided by a subgroup vote (1), or taken at every step (0)"),
       knob::force<&O::faDecodeTensorCores, O>(
           "FOUNDRY_FA_DECODE_TENSOR_CORES",
-          "f16 and int8 decode: the GQA group's heads as the rows of 16x16 cooperative-matrix products over 16-key "
-          "tiles staged per subgroup, the softmax in registers (1; devices with GL_NV_cooperative_matrix and the quad "
-          "accumulator layout), or the subgroup kernel's products (0)"),
+          "f16 and int8 decode: 16-key tiles staged per subgroup as the rows and the GQA group's heads as the columns "
+          "of 16x8 cooperative-matrix products (int8 K in int8 products), the softmax in registers (1; devices with "
+          "GL_NV_cooperative_matrix and a quad 16x8 accumulator layout), or the subgroup kernel's products (0)"),
       knob::force<&O::faDecodeGroupRows, O>(
           "FOUNDRY_FA_DECODE_GROUP_ROWS",
           "decode: the query heads of each KV head's GQA group taken as the rows of one prefill query, so the "

@@ -249,21 +249,32 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                        ? tune.sourceOf("decodeUnroll")
                        : fmt::format("{} K/V rows in flight would not fit in registers", tune.decodeUnroll)});
   }
-  // The heads as the rows of tensor-core products (only where asked: not yet faster on any device measured).
+  // The heads as the columns of tensor-core products (only where asked: not yet faster on any device
+  // measured).
   if (o.faDecodeTensorCores == Force::On) {
+    const bool int8 = p.dtype == DType::I8;
+    const CoopMatShape scores = int8 ? CoopMatShape{16, 8, 32, DType::I8, DType::I32} : CoopMatShape{16, 8, 16, DType::F16, DType::F32};
     const std::string blocked =
         v.scalar ? std::string("the scalar decode variant loads one element at a time")
-        : !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
-            ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices (GL_NV_cooperative_matrix)", device.name)
-        : !device.coopMatLayout.quad()
-            ? fmt::format("device '{}' has no known accumulator layout for a softmax in registers", device.name)
+        : !device.hasCoopMat({16, 8, 16, DType::F16, DType::F32})
+            ? fmt::format("device '{}' has no 16x8x16 f16 cooperative matrices (GL_NV_cooperative_matrix)", device.name)
+        : !device.hasCoopMat(scores)
+            ? fmt::format("device '{}' has no 16x8x32 int8 cooperative matrices (GL_NV_cooperative_matrix)", device.name)
+        : !(device.coopMatLayout8.quad() && device.coopMatLayout8.rowOf.size() == 4)
+            ? fmt::format("device '{}' has no known 16x8 accumulator layout for a softmax in registers", device.name)
         : !device.fp16Arithmetic ? fmt::format("device '{}' has no f16 arithmetic", device.name)
                                  : std::string();
     DecodeVariant c = v;
     c.tensorCores = true;
-    c.keysPerWarp = c.unroll = 1;
+    c.keysPerWarp = 1;
     c.vecWidth = 16 / storageFormat(p.dtype).bytes;
     c.queryShared = c.int8Dot = c.idleLanes = c.tailWords = false;
+    // Tiles in flight: 2 where registers hold them (H200, int8 D128 kv 65536: 76.5 us against 86.5
+    // with 4, which take 255 registers).
+    if (!o.faDecodeUnroll) {
+      c.unroll = 2;
+      while (c.unroll > 1 && !c.unusableReason(sg).empty()) c.unroll /= 2;
+    }
     const std::string reason = !blocked.empty() ? blocked : c.unusableReason(sg);
     if (!reason.empty()) rejectKnob(o, "FOUNDRY_FA_DECODE_TENSOR_CORES", 1, reason, "auto, 0");
     v = c;
@@ -275,9 +286,11 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     revise(why, "q", "shared memory", tiles + ": Q staged once as fragments");
     revise(why, "vector width", std::to_string(v.vecWidth), tiles + ": 16-byte loads");
     revise(why, "keys per warp", "1", tiles + ": a subgroup takes whole tiles");
-    revise(why, "unroll", "1", tiles + ": the next tile's loads in flight");
-    why.push_back({"tensor cores", fmt::format("{}-key tiles, the {} heads as rows of 16x16 f16 products",
-                                               DecodeVariant::kTensorTileKeys, v.heads),
+    revise(why, "unroll", std::to_string(v.unroll),
+           o.faDecodeUnroll ? std::string("FOUNDRY_FA_DECODE_UNROLL") : tiles + ": 2 in flight where registers hold them");
+    why.push_back({"tensor cores",
+                   fmt::format("{}-key tiles as rows, the {} heads as columns of 16x8 products ({} K)",
+                               DecodeVariant::kTensorTileKeys, v.heads, int8 ? "int8 x int8" : "f16"),
                    "FOUNDRY_FA_DECODE_TENSOR_CORES"});
   }
   if (o.faDecodeWarps) {
@@ -454,7 +467,7 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
-      !v.scalar && wide.unusableReason(sg).empty()) {
+      !v.scalar && !v.tensorCores && wide.unusableReason(sg).empty()) {
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
     const std::string reasonWide =

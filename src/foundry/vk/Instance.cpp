@@ -63,6 +63,8 @@ DeviceKind kindFromType(VkPhysicalDeviceType t) {
 std::optional<DType> coopComponent(VkComponentTypeNV t) {
   if (t == VK_COMPONENT_TYPE_FLOAT16_NV) return DType::F16;
   if (t == VK_COMPONENT_TYPE_FLOAT32_NV) return DType::F32;
+  if (t == VK_COMPONENT_TYPE_SINT8_NV) return DType::I8;
+  if (t == VK_COMPONENT_TYPE_SINT32_NV) return DType::I32;
   return std::nullopt;
 }
 

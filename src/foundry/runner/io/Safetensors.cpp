@@ -69,6 +69,7 @@ std::string_view safetensorsDTypeName(DType dtype) {
     case DType::BF16: return "BF16";
     case DType::U32: return "U32";
     case DType::I8: return "I8";
+    case DType::I32: return "I32";
     case DType::Q8_0: return "?";  // no safetensors name: a llama.cpp block format
   }
   return "?";
