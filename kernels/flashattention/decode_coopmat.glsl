@@ -25,10 +25,8 @@ const uint DC_KEYS = 16u, DC_COLS = 8u;                     // keys per tile; he
 const uint DC_DV = VALUE_DIM / 16u;                         // 16-row slices of O^T
 const uint DC_SEGS_K = HEAD_DIM / KV_WIDTH, DC_SEGS_V = VALUE_DIM / KV_WIDTH;  // 16-byte loads per row
 const uint DC_LOADS_K = DC_KEYS * DC_SEGS_K / SUBGROUP_SIZE, DC_LOADS_V = DC_KEYS * DC_SEGS_V / SUBGROUP_SIZE;
-// One subgroup's staging, in uvec4: K rows as stored (and Q before the loop), V rows in f16, P^T's
-// 16 rows of 8 f16. Rows are skewed by 16 bytes so that 8 rows read together hit distinct banks.
-const uint DC_ROW4K = DC_SEGS_K + 1u, DC_ROW4V = VALUE_DIM / 8u + 1u;
-const uint DC_STAGE4 = DC_KEYS * (DC_ROW4K + DC_ROW4V + 1u);
+// One subgroup's staging (DC_STAGE4 uvec4, from DecodeVariant): 16 K rows as stored (and Q before
+// the loop) of DC_ROW4K uvec4, 16 V rows in f16 of DC_ROW4V, then P^T's 16 rows of 8 f16.
 
 #if DC_INT8
 #define I8A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>

@@ -426,9 +426,7 @@ AttentionResult runRopeThenFlash(const AttentionCase& c, const AttentionOptions&
 }
 
 bool tensorCoreDecode(const DeviceInfo& device, DType kv) {
-  return device.hasCoopMat({16, 8, 16, DType::F16, DType::F32}) &&
-         (kv != DType::I8 || device.hasCoopMat({16, 8, 32, DType::I8, DType::I32})) &&
-         device.coopMatLayout8.quad() && device.coopMatLayout8.rowOf.size() == 4 && device.fp16Arithmetic;
+  return DecodeVariant::tensorCoresUnavailable(device, kv).empty();
 }
 
 AttentionResult runReference(const AttentionCase& c) {

@@ -126,8 +126,8 @@ AttentionResult runFlash(const AttentionCase& c, const AttentionOptions& options
                          const std::optional<RopeSpec>& rope = std::nullopt);
 /// Runs SdpaReferenceStep on the test runtime.
 AttentionResult runReference(const AttentionCase& c);
-/// Whether FOUNDRY_FA_DECODE_TENSOR_CORES=1 can run on this device with this KV format: 16x8x16 f16
-/// cooperative matrices (and 16x8x32 int8 ones for int8) with the quad accumulator layout (not lavapipe).
+/// Whether FOUNDRY_FA_DECODE_TENSOR_CORES=1 can run on this device with this KV format
+/// (DecodeVariant::tensorCoresUnavailable; not lavapipe).
 bool tensorCoreDecode(const DeviceInfo& device, DType kv = DType::F16);
 
 /// Runs FlashAttentionStep once per (case, knobs) pair, all recorded into one command buffer with one

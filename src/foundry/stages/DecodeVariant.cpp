@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/DeviceInfo.h"
 #include "foundry/StorageFormat.h"
 #include "foundry/stages/HeadLayoutStage.h"
 
@@ -171,10 +172,24 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
   return {};
 }
 
+std::uint32_t DecodeVariant::tensorRow4K() const { return headDim * storageFormat(dtype).bytes / 16 + 1; }
+std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 + 1; }
 std::uint32_t DecodeVariant::tensorStageBytes() const {
-  // K's rows as stored, V's in f16 and P^T's 16 rows of 8 f16, each row skewed by 16 bytes.
-  const std::uint32_t k = headDim * storageFormat(dtype).bytes + 16, v = vDim() * 2 + 16;
-  return kTensorTileKeys * (k + v + 16);
+  return kTensorTileKeys * (tensorRow4K() + tensorRow4V() + 1) * 16;
+}
+
+std::string DecodeVariant::tensorCoresUnavailable(const DeviceInfo& device, DType kv) {
+  if (!device.hasCoopMat({16, 8, 16, DType::F16, DType::F32})) {
+    return fmt::format("device '{}' has no 16x8x16 f16 cooperative matrices (GL_NV_cooperative_matrix)", device.name);
+  }
+  if (kv == DType::I8 && !device.hasCoopMat({16, 8, 32, DType::I8, DType::I32})) {
+    return fmt::format("device '{}' has no 16x8x32 int8 cooperative matrices (GL_NV_cooperative_matrix)", device.name);
+  }
+  if (!device.coopMatLayout8.quad() || device.coopMatLayout8.rowOf.size() != 4) {
+    return fmt::format("device '{}' has no known 16x8 accumulator layout for a softmax in registers", device.name);
+  }
+  if (!device.fp16Arithmetic) return fmt::format("device '{}' has no f16 arithmetic", device.name);
+  return {};
 }
 
 std::string DecodeVariant::splitSuffix() const {

@@ -10,6 +10,8 @@
 
 namespace foundry {
 
+struct DeviceInfo;
+
 /// How decode partial results across subgroups are kept in shared memory.
 enum class PartialStorage { Float, Half };
 inline std::string_view partialStorageName(PartialStorage storage) {
@@ -17,7 +19,7 @@ inline std::string_view partialStorageName(PartialStorage storage) {
 }
 
 struct DecodeVariant {
-  /// Keys per subgroup tile of the tensor-core variant (the rows of a 16x16 K^T slice).
+  /// Keys per subgroup tile of the tensor-core variant (the rows of a 16x8 S^T product).
   static constexpr std::uint32_t kTensorTileKeys = 16;
   std::uint32_t headDim = 128;       ///< of q and k
   std::uint32_t valueDim = 0;        ///< of v and out; 0: headDim
@@ -108,8 +110,16 @@ struct DecodeVariant {
   /// Keys a subgroup takes per iteration (a step of every unrolled block).
   std::uint32_t stepKeys() const { return keysPerWarp * unroll; }
 
-  /// One subgroup's staging in the tensor-core variant, in bytes.
+  /// The tensor-core variant's staging rows, in 16-byte units: K's as stored and V's in f16, each
+  /// skewed by 16 bytes so that 8 rows read together hit distinct banks; and one subgroup's staging
+  /// (16 rows of each, then P^T's 16 rows of 8 f16), in bytes.
+  std::uint32_t tensorRow4K() const;
+  std::uint32_t tensorRow4V() const;
   std::uint32_t tensorStageBytes() const;
+  /// Why this device cannot run the tensor-core variant for K/V of `kv`, or empty: it needs 16x8x16
+  /// f16 cooperative matrices (and 16x8x32 int8 ones for int8), the quad 16x8 accumulator layout and
+  /// f16 arithmetic.
+  static std::string tensorCoresUnavailable(const DeviceInfo& device, DType kv);
 
  private:
   std::string tensorCoresUnusableReason(std::uint32_t subgroupSize) const;

@@ -83,6 +83,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   } else if (v.tensorCores) {
     // 16-key tiles through each subgroup's own staging rows, the softmax on the quad layout.
     k.constant("DECODE_WARPS", v.warps).constant("DC_RING", v.unroll).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
+    k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
+    k.constant("DC_STAGE4", v.tensorStageBytes() / 16);
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
     declareQuadLayout(k, device.coopMatLayout8, "CM8");
     k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");

@@ -253,17 +253,8 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   // measured).
   if (o.faDecodeTensorCores == Force::On) {
     const bool int8 = p.dtype == DType::I8;
-    const CoopMatShape scores = int8 ? CoopMatShape{16, 8, 32, DType::I8, DType::I32} : CoopMatShape{16, 8, 16, DType::F16, DType::F32};
-    const std::string blocked =
-        v.scalar ? std::string("the scalar decode variant loads one element at a time")
-        : !device.hasCoopMat({16, 8, 16, DType::F16, DType::F32})
-            ? fmt::format("device '{}' has no 16x8x16 f16 cooperative matrices (GL_NV_cooperative_matrix)", device.name)
-        : !device.hasCoopMat(scores)
-            ? fmt::format("device '{}' has no 16x8x32 int8 cooperative matrices (GL_NV_cooperative_matrix)", device.name)
-        : !(device.coopMatLayout8.quad() && device.coopMatLayout8.rowOf.size() == 4)
-            ? fmt::format("device '{}' has no known 16x8 accumulator layout for a softmax in registers", device.name)
-        : !device.fp16Arithmetic ? fmt::format("device '{}' has no f16 arithmetic", device.name)
-                                 : std::string();
+    const std::string blocked = v.scalar ? std::string("the scalar decode variant loads one element at a time")
+                                         : DecodeVariant::tensorCoresUnavailable(device, p.dtype);
     DecodeVariant c = v;
     c.tensorCores = true;
     c.keysPerWarp = 1;
