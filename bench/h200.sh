@@ -157,6 +157,19 @@ time_variants() {
     done
   done
 }
+# Each bench --json file matching GLOB: per result and kernel, the min us, the check's error and the
+# driver's registers and shared bytes.
+kernel_stats() {  # GLOB
+  python3 - "$1" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1])):
+    for r in json.load(open(f))["results"]:
+        for k, st in (r.get("statistics") or {}).items():
+            d = dict(st)
+            print(f.split("/")[-1], r["name"], round(r["min_us"], 1), "err %.1e" % (r.get("rel_error") or 0), k[-44:],
+                  "regs", d.get("Register Count"), "shared", d.get("Shared Memory Size"))
+PY
+}
 # On the device: the driver's statistics of the decode kernels for head_dim D (Hq 32, Hkv 8) under
 # each variant NAME:KNOB=VALUE,... ("plan" sets nothing), printed as "PREFIX NAME stats: ...".
 driver_stats() {  # D PREFIX VARIANT...
@@ -715,16 +728,32 @@ PY
       done
     done
     unset FOUNDRY_KERNEL_DIR
-    python3 - "$out" <<'PY'
-import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1] + "/tc-1-*.json")):
-    for r in json.load(open(f))["results"]:
-        for k, st in (r.get("statistics") or {}).items():
-            d = dict(st)
-            print(f.split("/")[-1], r["name"], round(r["min_us"], 1), "err %.1e" % (r.get("rel_error") or 0), k[-44:],
-                  "regs", d.get("Register Count"), "shared", d.get("Shared Memory Size"))
-PY
+    kernel_stats "$out/tc-1-*.json"
     rm -f "$out"/tc-2-*.json
+    exit $status
+    ;;
+  tc-waves)
+    # Issue 14: whether two 4-subgroup workgroups of the tensor-core decode share an SM. Each variant
+    # (NAME:KNOBS; NAME starting "sk": the skeleton copy of `bash bench/h200.sh tensor-decode copies`)
+    # a process of its own with the decode probe's build (`bench --probe`: the workgroups' start spread
+    # and stream time), ROUNDS rounds (2), int8 D128 B1 kv 65536; the driver's registers and shared
+    # bytes after.
+    on_device
+    status=0
+    gpu_name
+    for round in $(seq "${ROUNDS:-2}"); do
+      for v in ${TC_VARIANTS:-plan tc:FA_DECODE_TENSOR_CORES=1}; do
+        variant_sets "$v"
+        name=${v%%:*}
+        if [ "${name#sk}" != "$name" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/skeleton; else unset FOUNDRY_KERNEL_DIR; fi
+        timeout 60 foundry "${sets[@]}" bench --runs 30 --probe --json "$out/tw-$round-$name.json" \
+          --shape ${SHAPES:-decode:1:32:8:65536:128+int8} 2>&1 | grep -E "us$|probe:|rror" | cut -c1-330 |
+          sed "s/^/round $round $name: /" || status=1
+      done
+    done
+    unset FOUNDRY_KERNEL_DIR
+    kernel_stats "$out/tw-1-*.json"
+    rm -f "$out"/tw-*.json
     exit $status
     ;;
   int8-half-warps)
