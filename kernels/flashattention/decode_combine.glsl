@@ -8,7 +8,7 @@ void decode_combine(uint h, uint d, out float o_unnorm, out float m_all, out flo
   for (uint w = 0u; w < DECODE_PARTS; ++w) {
     const float weight = part_l[w * DECODE_HEADS + h] * exp2(part_m[w * DECODE_HEADS + h] - m_max);
     l_sum += weight;
-    o_sum += weight * float(part_o[(w * DECODE_HEADS + h) * VALUE_DIM + d]);
+    o_sum += weight * PART_O_READ((w * DECODE_HEADS + h) * VALUE_DIM + d);
   }
   o_unnorm = o_sum;
   m_all = m_max;

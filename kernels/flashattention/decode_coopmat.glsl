@@ -7,8 +7,11 @@
 //   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
 // Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
 // multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
-// tiles are in flight in registers (16-byte loads); as one is staged in the subgroup's own rows of
-// shared memory (K as stored, V widened to f16), the tile DC_RING ahead is loaded in its place.
+// tiles are in flight in registers (16-byte loads). A subgroup's own 16 rows of shared memory take a
+// tile's K as stored, then, once the scores are taken, its V widened to f16, and after the loop the
+// subgroup's partials (so that 8 subgroups' staging fits where an SM holds two 20 KB workgroups; see
+// docs/performance.md, "Tensor-core decode: how many workgroups share an SM"); as each half of a tile
+// is staged, that half of the tile DC_RING ahead is loaded in its place.
 // The softmax runs in registers on the device's 16x8 accumulator layout (CM8_ROW_OF / CM8_COL_OF, from
 // the probe): element e of a lane is key CM8_ROW_OF[e] + lane / 4 and head CM8_COL_OF[e] + 2 * (lane % 4),
 // so a lane holds two heads (CM8_COL_OF is 0 or 1). P^T goes through shared memory to become a
@@ -25,8 +28,9 @@ const uint DC_KEYS = 16u, DC_COLS = 8u;                     // keys per tile; he
 const uint DC_DV = VALUE_DIM / 16u;                         // 16-row slices of O^T
 const uint DC_SEGS_K = HEAD_DIM / KV_WIDTH, DC_SEGS_V = VALUE_DIM / KV_WIDTH;  // 16-byte loads per row
 const uint DC_LOADS_K = DC_KEYS * DC_SEGS_K / SUBGROUP_SIZE, DC_LOADS_V = DC_KEYS * DC_SEGS_V / SUBGROUP_SIZE;
-// One subgroup's staging (DC_STAGE4 uvec4, from DecodeVariant): 16 K rows as stored (and Q before
-// the loop) of DC_ROW4K uvec4, 16 V rows in f16 of DC_ROW4V, then P^T's 16 rows of 8 f16.
+// One subgroup's staging (DC_STAGE4 uvec4, from DecodeVariant): DC_ROWS4 for 16 K rows as stored of
+// DC_ROW4K uvec4 (and Q before the loop), or 16 V rows in f16 of DC_ROW4V, or the partials; then
+// P^T's 16 rows of 8 f16.
 
 #if DC_INT8
 #define I8A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
@@ -45,41 +49,54 @@ uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v(row, d); }
 #endif
 
 // One tile's rows as loaded: load j of a lane is segment g = lane + SUBGROUP_SIZE * j, key g / segs.
-// int8: lane c < DC_CHUNKS_K holds K's scale of chunk c, the next DC_CHUNKS_V lanes V's.
 struct DcTile {
   uvec4 k[DC_LOADS_K];
   uvec4 v[DC_LOADS_V];
-  float scale;
 };
 
-void dc_load(uint t, uint last, uint b, uint kv_h, out DcTile x) {
+// K's rows of the tile at t.
+void dc_load_keys(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
   const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j;
     x.k[j] = dc_load_k(kv_k_row(b, kv_h, min(t + g / DC_SEGS_K, last)), (g % DC_SEGS_K) * KV_WIDTH);
   }
+}
+
+#if DC_INT8
+// The scales of DC_STILES of a subgroup's tiles in one K and one V load a lane: lane l holds chunk
+// l % DC_SCHUNKS of tile l / DC_SCHUNKS of the group (every key of a tile lies in the scale block of
+// its first). A load a tile cost 8.6 us of 58 (H200, int8 D128 kv 65536; docs/performance.md).
+const uint DC_SCHUNKS = max(DC_CHUNKS_K, DC_CHUNKS_V), DC_STILES = SUBGROUP_SIZE / DC_SCHUNKS;
+vec2 dc_load_scales(uint t, uint stride, uint last, uint b, uint kv_h) {
+  const uint lane = gl_SubgroupInvocationID, c = lane % DC_SCHUNKS;
+  const uint key = min(t + (lane / DC_SCHUNKS) * stride, last);
+  return vec2(kv_k_scale(kv_k_row(b, kv_h, key), min(c, DC_CHUNKS_K - 1u) * KV_BLOCK_DIMS),
+              kv_v_scale(kv_v_row(b, kv_h, key), min(c, DC_CHUNKS_V - 1u) * KV_BLOCK_DIMS));
+}
+#endif
+
+// V's rows of the tile at t.
+void dc_load_values(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
+  const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j;
     x.v[j] = dc_load_v(kv_v_row(b, kv_h, min(t + g / DC_SEGS_V, last)), (g % DC_SEGS_V) * KV_WIDTH);
   }
-  x.scale = 1.0;
-#if DC_INT8
-  // Every key of the tile lies in the scale block of its first. Every lane loads a K and a V scale:
-  // loads under a branch on the lane held up the tiles after them (H200, int8 D128: 121 us with the
-  // branch, 86.5 without, 72.3 with no scale loads at all; docs/performance.md).
-  const float ks = kv_k_scale(kv_k_row(b, kv_h, t), (lane % DC_CHUNKS_K) * KV_BLOCK_DIMS);
-  const float vs = kv_v_scale(kv_v_row(b, kv_h, t), ((lane - DC_CHUNKS_K) % DC_CHUNKS_V) * KV_BLOCK_DIMS);
-  x.scale = lane < DC_CHUNKS_K ? ks : vs;
-#endif
 }
 
-// Stages a tile: K's rows as loaded, V's widened to f16 (int8) or as loaded (f16).
-void dc_stage(DcTile x, uint kbase, uint vbase) {
+// Stages a tile's K rows as loaded.
+void dc_stage_keys(DcTile x, uint kbase) {
   const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j;
     dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = x.k[j];
   }
+}
+
+// Stages a tile's V rows, widened to f16 (int8) or as loaded (f16).
+void dc_stage_values(DcTile x, uint vbase) {
+  const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j;
     const uint at = vbase + (g / DC_SEGS_V) * DC_ROW4V + (g % DC_SEGS_V) * (KV_WIDTH / 8u);
@@ -98,10 +115,17 @@ void dc_stage(DcTile x, uint kbase, uint vbase) {
 
 #define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
 
+// Element i of the partials as decode_combine indexes them ((subgroup * DECODE_HEADS + head) *
+// VALUE_DIM + dimension): each subgroup's lie in its own staging rows.
+float dc_part_read(uint i) {
+  const uint w = i / (DECODE_HEADS * VALUE_DIM), at = i % (DECODE_HEADS * VALUE_DIM);
+  return uintBitsToFloat(dc_tile[w * DC_STAGE4 + at / 4u][at % 4u]);
+}
+
 void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0, uint q_pos,
                           uvec4 keys) {
   const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
-  const uint kbase = sg * DC_STAGE4, vbase = kbase + DC_KEYS * DC_ROW4K, pbase = vbase + DC_KEYS * DC_ROW4V;
+  const uint rbase = sg * DC_STAGE4, pbase = rbase + DC_ROWS4;  // the rows (K, V, partials), P^T
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
 
   // Q^T as the B operand, staged as rows [head][dim] in K's rows and read column-major; each head's
@@ -134,23 +158,23 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
     // Row h holds the high bytes, row DC_COLS + h the low ones: q = (hi * 128 + lo) / DC_QUNIT.
     const ivec4 qi = ivec4(round(x * float(DC_QUNIT)));
     const ivec4 hi = qi >> 7, lo = qi & 127;
-    dc_tile[kbase + h * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(hi)));
-    dc_tile[kbase + (DC_COLS + h) * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(lo)));
+    dc_tile[rbase + h * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(hi)));
+    dc_tile[rbase + (DC_COLS + h) * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(lo)));
 #else
-    dc_tile[kbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u] = packFloat2x16(f16vec2(x.xy));
-    dc_tile[kbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u + 1u] = packFloat2x16(f16vec2(x.zw));
+    dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u] = packFloat2x16(f16vec2(x.xy));
+    dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u + 1u] = packFloat2x16(f16vec2(x.zw));
 #endif
   }
   DC_SYNC();
 #if DC_INT8
   I8B q_hi[DC_CHUNKS_K], q_lo[DC_CHUNKS_K];
   [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
-    coopMatLoadNV(q_hi[c], dc_tile, kbase + c * 2u, DC_ROW4K, true);
-    coopMatLoadNV(q_lo[c], dc_tile, kbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K, true);
+    coopMatLoadNV(q_hi[c], dc_tile, rbase + c * 2u, DC_ROW4K, true);
+    coopMatLoadNV(q_lo[c], dc_tile, rbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K, true);
   }
 #else
   F16B q[DC_KSLICES];
-  [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) coopMatLoadNV(q[dd], dc_tile, kbase + dd * 2u, DC_ROW4K, true);
+  [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) coopMatLoadNV(q[dd], dc_tile, rbase + dd * 2u, DC_ROW4K, true);
 #endif
   DC_SYNC();
 
@@ -167,31 +191,47 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
   const uint first = kv_begin - kv_begin % DC_KEYS + sg * DC_KEYS;
   DcTile ring[DC_RING];
+#if DC_INT8
+  // This group's scales, and the next group's, loaded a group ahead.
+  vec2 scales = dc_load_scales(first, stride, last, b, kv_h);
+  vec2 scales_next = dc_load_scales(first + DC_STILES * stride, stride, last, b, kv_h);
+#endif
   [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
-    if (first + r * stride < kv_end) dc_load(first + r * stride, last, b, kv_h, ring[r]);
+    if (first + r * stride < kv_end) {
+      dc_load_keys(first + r * stride, last, b, kv_h, ring[r]);
+      dc_load_values(first + r * stride, last, b, kv_h, ring[r]);
+    }
   }
   for (uint t0 = first; t0 < kv_end; t0 += DC_RING * stride) {
     [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
       const uint t = t0 + r * stride;
       if (t >= kv_end) break;
-      dc_stage(ring[r], kbase, vbase);
-      const float scale = ring[r].scale;
-      if (t + DC_RING * stride < kv_end) dc_load(t + DC_RING * stride, last, b, kv_h, ring[r]);
+      const bool more = t + DC_RING * stride < kv_end;
+      dc_stage_keys(ring[r], rbase);
+#if DC_INT8
+      const uint slot = ((t - first) / stride) % DC_STILES;
+      if (slot == 0u && t != first) {
+        scales = scales_next;
+        if (t + DC_STILES * stride < kv_end) scales_next = dc_load_scales(t + DC_STILES * stride, stride, last, b, kv_h);
+      }
+      const uint sbase = slot * DC_SCHUNKS;
+#endif
+      if (more) dc_load_keys(t + DC_RING * stride, last, b, kv_h, ring[r]);
       DC_SYNC();
 
       F32C s = F32C(0.0);
 #if DC_INT8
       [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
         I8A kc;
-        coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+        coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);
         I32C acc = coopMatMulAddNV(kc, q_hi[c], I32C(0));
         acc = coopMatMulAddNV(kc, q_lo[c], acc * 128);
-        s = s + F32C(acc) * subgroupShuffle(scale, c);
+        s = s + F32C(acc) * subgroupShuffle(scales.x, sbase + c);
       }
 #else
       [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
         F16A kc;
-        coopMatLoadNV(kc, dc_tile, kbase + dd * 2u, DC_ROW4K, false);
+        coopMatLoadNV(kc, dc_tile, rbase + dd * 2u, DC_ROW4K, false);
         s = coopMatMulAddNV(kc, q[dd], s);
       }
 #endif
@@ -238,23 +278,27 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
           dc_tile[pbase + CM8_ROW_OF[e] + lane_row][lane & 3u] = packFloat2x16(f16vec2(x[e], next));
         }
       }
+      DC_SYNC();  // every lane has read K's rows before V's take their place, and P^T is written
+      dc_stage_values(ring[r], rbase);
+      if (more) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r]);
       DC_SYNC();
       F16B pt;
       coopMatLoadNV(pt, dc_tile, pbase, 1u, false);
       [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
         F16A vt;  // V^T slice: element (dim, key) read column-major from the key rows
-        coopMatLoadNV(vt, dc_tile, vbase + j * 2u, DC_ROW4V, true);
+        coopMatLoadNV(vt, dc_tile, rbase + j * 2u, DC_ROW4V, true);
 #if DC_INT8
-        o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scale, DC_CHUNKS_K + j * 16u / KV_BLOCK_DIMS);
+        o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase + j * 16u / KV_BLOCK_DIMS);
 #else
         o[j] = coopMatMulAddNV(vt, pt, o[j]);
 #endif
       }
-      DC_SYNC();  // every lane has read K, V and P^T before the next tile's rows take their places
+      DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places
     }
   }
 
-  // The subgroup's normalised partial of each real head, through the staged order of O^T's rows.
+  // The subgroup's normalised partial of each real head, through the staged order of O^T's rows, in its
+  // own rows (read back by dc_part_read).
   float inv[2];
   [[unroll]] for (uint c = 0u; c < 2u; ++c) {
     l[c] += subgroupShuffleXor(l[c], 4u);
@@ -272,7 +316,8 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       const uint h = CM8_COL_OF[e] + lane_col;
       if (h < DECODE_HEADS) {
         const uint d = DC_DIM(j * 16u + CM8_ROW_OF[e] + lane_row);
-        part_o[(sg * DECODE_HEADS + h) * VALUE_DIM + d] = PART_T(PART_CLAMP(o[j][e] * inv[CM8_COL_OF[e]]));
+        const uint at = h * VALUE_DIM + d;
+        dc_tile[rbase + at / 4u][at % 4u] = floatBitsToUint(o[j][e] * inv[CM8_COL_OF[e]]);
       }
     }
   }

@@ -295,11 +295,11 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{D72, Knobs().warps(8).splitK(29).merged(), 29},
         // The heads as columns of tensor-core products (where the device has them): GQA 8 and MQA 4,
         // rows of 64, 80, 96 and 128, Split-K merged or reduced, 4 and 8 subgroups, 1 to 4 tiles in
-        // flight, half partials.
+        // flight.
         VariantCase{C, Knobs().tensorCores(), 1}, VariantCase{A, Knobs().tensorCores().warps(4), 1},
         VariantCase{Long, Knobs().tensorCores().splitK(5), 5}, VariantCase{Long, Knobs().tensorCores().unroll(1).splitK(2), 2},
         VariantCase{Long, Knobs().tensorCores().splitK(3).reduceKernel().warps(4), 3},
-        VariantCase{D80, Knobs().tensorCores().splitK(2), 2}, VariantCase{D96, Knobs().tensorCores().half().splitK(1), 1}),
+        VariantCase{D80, Knobs().tensorCores().splitK(2), 2}, VariantCase{D96, Knobs().tensorCores().warps(8).splitK(1), 1}),
     variantName);
 
 // ---- Prefill.

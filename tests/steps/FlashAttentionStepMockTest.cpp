@@ -225,22 +225,37 @@ TEST_F(StepMockTest, PagedDecodePlansAsContiguousAndBindsTheBlockTable) {
 
 TEST_F(StepMockTest, Int8DecodeOnH200RecordsSixteenCodeLoadsAndBindsTheScales) {
   pretend("h200");
-  // 65536 int8 keys: 16 codes per load, 4 keys per subgroup step, 4 steps in flight (the H200's best),
-  // split over the compute units and merged in the last workgroup; the scales bound beside the codes
-  // with their own strides (one f16 per 32 keys x 32 dimensions).
+  // 65536 int8 keys: the tensor-core kernel (16-byte loads of 16-key tiles, 2 in flight, 8 subgroups),
+  // 16 splits of 4096 keys over the compute units merged in the last workgroup; the scales bound beside
+  // the codes with their own strides (one f16 per 32 keys x 32 dimensions).
   AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 65536));
   for (Tensor* t : {&call.k, &call.v}) {
     t->dtype = DType::I8;
     t->scales = std::make_shared<Tensor>(scalesShape(*t));
   }
+  const auto binds = AllOf(Binds("k_cache", "k_cache"), Binds("k_scales", "k_cache.scales"),
+                           Binds("v_scales", "v_cache.scales"), PushU32("k_scale_stride_h", 2048 * 4),
+                           PushU32("k_scale_stride_s", 4));
   EXPECT_CALL(dispatcher,
               dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
-                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w16_D128_int8_h4_w8_k4_u4_v16"))),
-                       AllOf(Binds("k_cache", "k_cache"), Binds("k_scales", "k_cache.scales"),
-                             Binds("v_scales", "v_cache.scales"), PushU32("k_scale_stride_h", 2048 * 4),
-                             PushU32("k_scale_stride_s", 4), PushU32("kv_len", 65536)),
-                       _));
+                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w16_D128_int8_h4_w8_k1_u2_v16_tc_"
+                                                   "float_split_merged"))),
+                       AllOf(binds, PushU32("kv_len", 65536), PushU32("kv_chunk", 4096), PushU32("n_splits", 16)),
+                       Grid{16, 8, 1}));
   run(call);
+  // 4096 keys split 16 ways leave 256 a workgroup: the subgroup kernel (16 codes per load, 4 keys per
+  // subgroup step, 4 steps in flight).
+  AttentionCall shorter = test::shapeCall(decodeShape(1, 32, 8, 4096));
+  for (Tensor* t : {&shorter.k, &shorter.v}) {
+    t->dtype = DType::I8;
+    t->scales = std::make_shared<Tensor>(scalesShape(*t));
+  }
+  EXPECT_CALL(dispatcher,
+              dispatch(KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w16_D128_int8_h4_w8_k4_u4_v16")),
+                       AllOf(Binds("k_scales", "k_cache.scales"), PushU32("k_scale_stride_h", 128 * 4),
+                             PushU32("kv_len", 4096), PushU32("kv_chunk", 256)),
+                       _));
+  run(shorter);
 }
 
 TEST_F(StepMockTest, APreparedDecodeIsFittedToEachCallsKvLength) {

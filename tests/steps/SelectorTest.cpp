@@ -1034,9 +1034,10 @@ TEST(SelectorFormats, Bf16DecodeLoadsLikeF16AndKeepsItsTypesInTheKernelKey) {
 TEST(SelectorFormats, HopperInt8AndQ8D128DecodeScattersItsScores) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
+  const AttentionOptions subgroup = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}});
   for (const DType kv : {DType::I8, DType::Q8_0}) {
     const AttentionPlan plan =
-        Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
+        Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, subgroup);
     EXPECT_TRUE(plan.decodeVariant.scatter) << plan.decodeVariant.key();
     EXPECT_EQ(plan.decodeVariant.lanesPerKey(h200.subgroupSize), 8u) << plan.decodeVariant.key();
   }
@@ -1089,9 +1090,12 @@ TEST(SelectorFormats, TokenMajorCachesPassTheirRowStrideAndKeepWideLoads) {
 TEST(SelectorFormats, EightBitRowsTakeSixteenCodeLoadsWithFourStepsInFlight) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
+  // The subgroup kernel's plans (int8 D128 takes the tensor cores unless the knob says 0).
+  const AttentionOptions subgroup = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}});
   for (const DType kv : {DType::I8, DType::Q8_0}) {
     SCOPED_TRACE(dtypeName(kv));
-    const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, {});
+    const AttentionPlan plan =
+        Selector::plan(describeCall(formatCall(s, DType::F16, kv, DType::F16, false)), h200, subgroup);
     const DecodeVariant& v = plan.decodeVariant;
     // The H200's int8 plans: 16 codes per load, 4 keys per subgroup step, 4 steps in flight (85.5 us,
     // against 91.8 with 8 codes and 8 steps); 16 codes per lane hold twice the q and o registers, and
@@ -1122,8 +1126,8 @@ TEST(SelectorFormats, EightBitRowsTakeSixteenCodeLoadsWithFourStepsInFlight) {
                               AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "16"}})),
                UserError);
   // The register model: 16 codes per lane with 8 steps in flight do not fit, with 4 they do.
-  DecodeVariant wide = Selector::plan(describeCall(formatCall(s, DType::F16, DType::I8, DType::F16, false)), h200, {})
-                           .decodeVariant;
+  DecodeVariant wide =
+      Selector::plan(describeCall(formatCall(s, DType::F16, DType::I8, DType::F16, false)), h200, subgroup).decodeVariant;
   wide.keysPerWarp = 4, wide.vecWidth = 16, wide.unroll = 8;
   EXPECT_THAT(wide.unusableReason(32), HasSubstr("too many registers"));
   wide.unroll = 4;
@@ -1160,13 +1164,14 @@ TEST(SelectorFormats, LazyRescaleWhereTheTuningTableMeasuredIt) {
   };
   // The H200's int8 rows of 96 and more skip a rescale by exactly 1, and f16 rows of 256 (137 against
   // 150 us); int8 D64 (38.0 both ways) and f16 D64 and D128 (73.4 against 71.0) do not.
+  // (int8 D128 with the subgroup kernel: the tensor cores are the plan there.)
   for (const std::uint32_t d : {96u, 128u, 256u}) {
-    const AttentionPlan p = plan(d, DType::I8, {}, h200);
+    const AttentionPlan p = plan(d, DType::I8, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}, h200);
     EXPECT_TRUE(p.decodeVariant.lazyRescale) << d;
     EXPECT_THAT(p.decodeVariant.key(), HasSubstr("_lr_")) << d;
     EXPECT_THAT(p, HasDecision("rescale", HasSubstr("tuning table")));
   }
-  EXPECT_FALSE(plan(64, DType::I8, {}, h200).decodeVariant.lazyRescale);
+  EXPECT_FALSE(plan(64, DType::I8, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}, h200).decodeVariant.lazyRescale);
   for (const std::uint32_t d : {64u, 128u}) {
     const DecodeVariant v = plan(d, DType::F16, {}, h200).decodeVariant;
     EXPECT_FALSE(v.lazyRescale) << d;
@@ -1198,7 +1203,7 @@ TEST(SelectorFormats, LazyRescaleWhereTheTuningTableMeasuredIt) {
   }
 }
 
-TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
+TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const auto plan = [&](DType kv, std::uint32_t d, std::map<std::string, std::string> env, const DeviceInfo& device) {
     return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::F16, kv, DType::F16,
@@ -1207,16 +1212,59 @@ TEST(SelectorFormats, TensorCoreDecodeOnlyWhereAskedAndPossible) {
         .decodeVariant;
   };
   const std::map<std::string, std::string> on = {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}};
-  EXPECT_FALSE(plan(DType::I8, 128, {}, h200).tensorCores);  // not the plan by default
+  // By default: the Hopper row's int8 rows of 64 and 128, where the device has the products; elsewhere
+  // (D256, f16, q8_0, a device without them, the knob at 0) the subgroup kernel, without an error.
+  EXPECT_TRUE(plan(DType::I8, 128, {}, h200).tensorCores);
+  EXPECT_TRUE(plan(DType::I8, 64, {}, h200).tensorCores);
+  EXPECT_FALSE(plan(DType::I8, 256, {}, h200).tensorCores);
+  EXPECT_FALSE(plan(DType::F16, 128, {}, h200).tensorCores);
+  EXPECT_FALSE(plan(DType::Q8_0, 128, {}, h200).tensorCores);
+  EXPECT_FALSE(plan(DType::I8, 128, {}, parseDevicePreset("lavapipe")).tensorCores);
+  EXPECT_FALSE(plan(DType::I8, 128, {}, parseDevicePreset("amd-rdna3")).tensorCores);
+  const DecodeVariant off = plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}, h200);
+  EXPECT_FALSE(off.tensorCores);
+  EXPECT_TRUE(off.halfProducts && off.lazyRescale);  // the subgroup kernel's Hopper int8 plan
+  // A knob of the subgroup kernel asks for that kernel.
+  for (const auto& [knob, value] : std::vector<std::pair<std::string, std::string>>{
+           {"FOUNDRY_FA_DECODE_INT8_DOT", "1"}, {"FOUNDRY_FA_DECODE_HALF_PRODUCTS", "0"},
+           {"FOUNDRY_FA_DECODE_LAZY_RESCALE", "0"}, {"FOUNDRY_FA_DECODE_VEC", "8"}, {"FOUNDRY_FA_DECODE_SCALAR", "1"},
+           {"FOUNDRY_FA_DECODE_TG_OUT", "half"}}) {
+    EXPECT_FALSE(plan(DType::I8, 128, {{knob, value}}, h200).tensorCores) << knob;
+  }
+  EXPECT_TRUE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_UNROLL", "1"}}, h200).tensorCores);  // both kernels' knob
+  // From 2048 keys a workgroup: 4096 keys in 16 splits of 256 take the subgroup kernel, and say why; the
+  // knob takes the tensor cores there too.
+  const auto shortPlan = [&](std::map<std::string, std::string> env) {
+    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 4096, 128), DType::F16, DType::I8,
+                                                  DType::F16, false)),
+                          h200, AttentionOptions::fromEnvironment(env));
+  };
+  const AttentionPlan fewKeys = shortPlan({});
+  EXPECT_FALSE(fewKeys.decodeVariant.tensorCores);
+  EXPECT_EQ(fewKeys.kvChunk, 256u);
+  EXPECT_TRUE(fewKeys.decodeVariant.halfProducts);
+  EXPECT_THAT(fewKeys, HasDecision("tensor cores", HasSubstr("256 keys per workgroup, under 2048")));
+  EXPECT_TRUE(shortPlan(on).decodeVariant.tensorCores);
+  EXPECT_TRUE(Selector::plan(describeCall(formatCall(test::decodeShape(32, 32, 8, 2048, 128), DType::F16, DType::I8,
+                                                     DType::F16, false)),
+                             h200, AttentionOptions{})
+                  .decodeVariant.tensorCores);  // 256 workgroups of 2048 keys
+  EXPECT_THAT(Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8,
+                                                     DType::F16, false)),
+                             h200, AttentionOptions{})
+                  .describe(),
+              HasSubstr("tuning table: Hopper, int8 rows of 64 and 128: decode on the tensor cores"));
   // Two tiles in flight (32 registers a tile of int8 D128 rows, 64 of f16, at most 128); warps as many
-  // as shared memory holds (int8: 6912 bytes a subgroup, f16: 8960).
+  // as shared memory holds: 8, at 4608 bytes a subgroup for int8 and f16 D128 (16 rows that take K,
+  // then V, then the partials, and P^T's rows), so that no part_o is declared beside them.
   for (const auto& [kv, width, ring] : {std::tuple{DType::I8, 16u, 2u}, std::tuple{DType::F16, 8u, 2u}}) {
     const DecodeVariant v = plan(kv, 128, on, h200);
     EXPECT_TRUE(v.tensorCores);
     EXPECT_EQ(v.vecWidth, width);  // 16-byte loads
     EXPECT_EQ(v.keysPerWarp, 1u);
     EXPECT_EQ(v.unroll, ring);
-    EXPECT_EQ(v.warps, 4u);
+    EXPECT_EQ(v.warps, 8u);
+    EXPECT_EQ(v.tensorStageBytes(), 4608u);
     EXPECT_LE(v.sharedBytes(32), h200.maxSharedMemoryBytes);
     EXPECT_FALSE(v.halfProducts || v.stepScales || v.scatter || v.lazyRescale);
     EXPECT_EQ(v.keyGranule(32), v.warps * 16u);

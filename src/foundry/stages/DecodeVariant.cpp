@@ -14,7 +14,8 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   auto pad = [](std::uint32_t b) { return (b + 15u) & ~15u; };
   const std::uint32_t parts = scalar ? 1 : warps;
   std::uint32_t bytes = pad(heads * headDim * 4);                                         // q_shared
-  bytes += pad(parts * heads * vDim() * (partial == PartialStorage::Float ? 4 : 2));      // part_o
+  // The tensor-core kernel writes its partials over its staging rows (dc_tile).
+  if (!tensorCores) bytes += pad(parts * heads * vDim() * (partial == PartialStorage::Float ? 4 : 2));  // part_o
   bytes += 2 * pad(parts * heads * 4);                                                    // part_m, part_l
   if (scalar) bytes += pad(heads * workgroupSize(subgroupSize) * 4) + 3 * pad(heads * 4);  // block_*
   if (split && fusedReduce) bytes += pad(4);                                              // merge_here
@@ -154,6 +155,10 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
                        kTensorTileKeys, headDim, vDim(), subgroupSize);
   }
   if (heads > 8) return fmt::format("tensor-core decode holds up to 8 heads as columns, not {}", heads);
+  if (partial != PartialStorage::Float || heads * vDim() * 4 > tensorRowsBytes()) {
+    return fmt::format("tensor-core decode keeps its partials in float over its staging rows ({} bytes), not {} of {} "
+                       "heads x {}", tensorRowsBytes(), partialStorageName(partial), heads, vDim());
+  }
   if (pageSize % kTensorTileKeys != 0) {
     return fmt::format("tensor-core decode takes pages of a multiple of {} rows, not {}", kTensorTileKeys, pageSize);
   }
@@ -174,9 +179,10 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
 
 std::uint32_t DecodeVariant::tensorRow4K() const { return headDim * storageFormat(dtype).bytes / 16 + 1; }
 std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 + 1; }
-std::uint32_t DecodeVariant::tensorStageBytes() const {
-  return kTensorTileKeys * (tensorRow4K() + tensorRow4V() + 1) * 16;
+std::uint32_t DecodeVariant::tensorRowsBytes() const {
+  return kTensorTileKeys * std::max(tensorRow4K(), tensorRow4V()) * 16;
 }
+std::uint32_t DecodeVariant::tensorStageBytes() const { return tensorRowsBytes() + kTensorTileKeys * 16; }
 
 std::string DecodeVariant::tensorCoresUnavailable(const DeviceInfo& device, DType kv) {
   if (!device.hasCoopMat({16, 8, 16, DType::F16, DType::F32})) {

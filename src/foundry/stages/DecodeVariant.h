@@ -111,10 +111,12 @@ struct DecodeVariant {
   std::uint32_t stepKeys() const { return keysPerWarp * unroll; }
 
   /// The tensor-core variant's staging rows, in 16-byte units: K's as stored and V's in f16, each
-  /// skewed by 16 bytes so that 8 rows read together hit distinct banks; and one subgroup's staging
-  /// (16 rows of each, then P^T's 16 rows of 8 f16), in bytes.
+  /// skewed by 16 bytes so that 8 rows read together hit distinct banks. A subgroup's 16 rows hold a
+  /// tile's K, then its V, then the subgroup's partials (tensorRowsBytes); its staging is those rows
+  /// and P^T's 16 rows of 8 f16 (tensorStageBytes), in bytes.
   std::uint32_t tensorRow4K() const;
   std::uint32_t tensorRow4V() const;
+  std::uint32_t tensorRowsBytes() const;
   std::uint32_t tensorStageBytes() const;
   /// Why this device cannot run the tensor-core variant for K/V of `kv`, or empty: it needs 16x8x16
   /// f16 cooperative matrices (and 16x8x32 int8 ones for int8), the quad 16x8 accumulator layout and

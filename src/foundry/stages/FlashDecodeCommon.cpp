@@ -73,7 +73,11 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   const bool halfPartial = v.partial == PartialStorage::Half;
   k.define("PART_T", halfPartial ? "float16_t" : "float");
   k.define("PART_CLAMP(x)", halfPartial ? "clamp_to_half(x)" : "(x)");
-  k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.vDim(), halfPartial ? 2 : 4);
+  // The tensor-core kernel's partials lie over its staging rows (decode_coopmat.glsl: dc_part_read).
+  if (!v.tensorCores) {
+    k.shared("part_o", halfPartial ? "float16_t" : "float", parts * v.heads * v.vDim(), halfPartial ? 2 : 4);
+    k.define("PART_O_READ(i)", "float(part_o[i])");
+  }
   k.shared("part_m", "float", parts * v.heads, 4).shared("part_l", "float", parts * v.heads, 4);
   if (writesOutput) glsl::declareWrite(k, "OUT_STORE", v.oType());
   if (v.scalar) {
@@ -84,7 +88,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     // 16-key tiles through each subgroup's own staging rows, the softmax on the quad layout.
     k.constant("DECODE_WARPS", v.warps).constant("DC_RING", v.unroll).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
-    k.constant("DC_STAGE4", v.tensorStageBytes() / 16);
+    k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);
+    k.define("PART_O_READ(i)", "dc_part_read(i)");
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
     declareQuadLayout(k, device.coopMatLayout8, "CM8");
     k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");

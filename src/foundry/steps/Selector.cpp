@@ -249,9 +249,17 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                        ? tune.sourceOf("decodeUnroll")
                        : fmt::format("{} K/V rows in flight would not fit in registers", tune.decodeUnroll)});
   }
-  // The heads as the columns of tensor-core products (only where asked: not yet faster on any device
-  // measured).
-  if (o.faDecodeTensorCores == Force::On) {
+  // The heads as the columns of tensor-core products: where asked, or where the tuning table has them, no
+  // knob of the subgroup kernel is set, and the variant can take the problem (else the subgroup kernel
+  // planned above stays).
+  const bool tensorForced = o.faDecodeTensorCores == Force::On;
+  const bool subgroupKnobs =
+      o.faDecodeScalar || o.faDecodeVectorWidth || o.faDecodeKeysPerWarp || o.faDecodeQueryShared == Force::On ||
+      o.faDecodeInt8Dot == Force::On || o.faDecodeIdleLanes == Force::On || o.faDecodeTailWords == Force::On ||
+      o.faDecodeScatter != Force::Auto || o.faDecodeStepScales != Force::Auto ||
+      o.faDecodeHalfProducts != Force::Auto || o.faDecodeLazyRescale != Force::Auto ||
+      o.faDecodeTgOut == PartialStorage::Half;
+  if (tensorForced || (o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs)) {
     const bool int8 = p.dtype == DType::I8;
     const std::string blocked = v.scalar ? std::string("the scalar decode variant loads one element at a time")
                                          : DecodeVariant::tensorCoresUnavailable(device, p.dtype);
@@ -260,29 +268,31 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     c.keysPerWarp = 1;
     c.vecWidth = 16 / storageFormat(p.dtype).bytes;
     c.queryShared = c.int8Dot = c.idleLanes = c.tailWords = false;
-    // Tiles in flight: 2 where registers hold them (H200, int8 D128 kv 65536: 76.5 us against 86.5
-    // with 4, which take 255 registers).
+    // Tiles in flight: 2 where registers hold them (H200, int8 D128 kv 65536, 8 subgroups: 51.6 us; one
+    // tile 59.3 and 4 tiles 62.2 before the scales were loaded once for several tiles).
     if (!o.faDecodeUnroll) {
       c.unroll = 2;
       while (c.unroll > 1 && !c.unusableReason(sg).empty()) c.unroll /= 2;
     }
     const std::string reason = !blocked.empty() ? blocked : c.unusableReason(sg);
-    if (!reason.empty()) rejectKnob(o, "FOUNDRY_FA_DECODE_TENSOR_CORES", 1, reason, "auto, 0");
-    v = c;
-    // The lane split chosen above is not this kernel's: its decisions say what the kernel does instead.
-    std::erase_if(why, [](const Decision& d) {
-      return d.what == "idle lanes" || d.what == "tail words" || d.what == "K dot products";
-    });
-    const std::string tiles = "the tensor-core kernel's 16-key tiles";
-    revise(why, "q", "shared memory", tiles + ": Q staged once as fragments");
-    revise(why, "vector width", std::to_string(v.vecWidth), tiles + ": 16-byte loads");
-    revise(why, "keys per warp", "1", tiles + ": a subgroup takes whole tiles");
-    revise(why, "unroll", std::to_string(v.unroll),
-           o.faDecodeUnroll ? std::string("FOUNDRY_FA_DECODE_UNROLL") : tiles + ": 2 in flight where registers hold them");
-    why.push_back({"tensor cores",
-                   fmt::format("{}-key tiles as rows, the {} heads as columns of 16x8 products ({} K)",
-                               DecodeVariant::kTensorTileKeys, v.heads, int8 ? "int8 x int8" : "f16"),
-                   "FOUNDRY_FA_DECODE_TENSOR_CORES"});
+    if (!reason.empty() && tensorForced) rejectKnob(o, "FOUNDRY_FA_DECODE_TENSOR_CORES", 1, reason, "auto, 0");
+    if (reason.empty()) {
+      v = c;
+      // The lane split chosen above is not this kernel's: its decisions say what the kernel does instead.
+      std::erase_if(why, [](const Decision& d) {
+        return d.what == "idle lanes" || d.what == "tail words" || d.what == "K dot products";
+      });
+      const std::string tiles = "the tensor-core kernel's 16-key tiles";
+      revise(why, "q", "shared memory", tiles + ": Q staged once as fragments");
+      revise(why, "vector width", std::to_string(v.vecWidth), tiles + ": 16-byte loads");
+      revise(why, "keys per warp", "1", tiles + ": a subgroup takes whole tiles");
+      revise(why, "unroll", std::to_string(v.unroll),
+             o.faDecodeUnroll ? std::string("FOUNDRY_FA_DECODE_UNROLL") : tiles + ": 2 in flight where registers hold them");
+      why.push_back({"tensor cores",
+                     fmt::format("{}-key tiles as rows, the {} heads as columns of 16x8 products ({} K)",
+                                 DecodeVariant::kTensorTileKeys, v.heads, int8 ? "int8 x int8" : "f16"),
+                     tensorForced ? std::string("FOUNDRY_FA_DECODE_TENSOR_CORES") : tune.sourceOf("decodeTensorCores")});
+    }
   }
   if (o.faDecodeWarps) {
     v.warps = *o.faDecodeWarps;
@@ -330,6 +340,10 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), "half cannot be used here: the scalar decode variant accumulates its "
                                                 "outputs in float partials; accepted with it: auto, float");
   }
+  if (o.faDecodeTgOut == PartialStorage::Half && v.tensorCores) {
+    throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), "half cannot be used here: the tensor-core decode keeps its "
+                                                "partials in float over its staging rows; accepted with it: auto, float");
+  }
   if (o.faDecodeTgOut) {
     v.partial = *o.faDecodeTgOut;
     why.push_back({"partial storage", std::string(partialStorageName(v.partial)), "FOUNDRY_FA_DECODE_TG_OUT"});
@@ -337,7 +351,7 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     v.partial = PartialStorage::Float;
     // Half partials only for f16 inputs: for f32 they would cost f32 attention its accuracy.
     if (v.sharedBytes(sg) > device.maxSharedMemoryBytes && device.fp16Arithmetic && p.dtype == DType::F16 &&
-        !v.scalar) {
+        !v.scalar && !v.tensorCores) {
       v.partial = PartialStorage::Half;
     }
     why.push_back({"partial storage", std::string(partialStorageName(v.partial)),
@@ -369,7 +383,8 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   }
   if (v.sharedBytes(sg) > device.maxSharedMemoryBytes) {
     const bool halfHelps =
-        v.partial == PartialStorage::Float && device.fp16Arithmetic && p.dtype == DType::F16 && !v.scalar;
+        v.partial == PartialStorage::Float && device.fp16Arithmetic && p.dtype == DType::F16 && !v.scalar &&
+        !v.tensorCores;
     throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_WARPS"),
                     fmt::format("decode with {} warps, {} heads per workgroup and {} partials needs {} bytes of shared "
                                 "memory; device '{}' has {}. Use fewer warps{}",
@@ -453,6 +468,18 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   }
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
+  // The tuning table's tensor cores only over long enough ranges per workgroup: below, the subgroup
+  // kernel's plan for the same call.
+  if (v.tensorCores && o.faDecodeTensorCores == Force::Auto && plan.kvChunk < tune.decodeTensorCoresKeys) {
+    AttentionOptions subgroup = o;
+    subgroup.faDecodeTensorCores = Force::Off;
+    AttentionPlan fitted = fitDecode(decodeChoices(p, device, subgroup), p, device, subgroup);
+    fitted.decisions.push_back(
+        {"tensor cores", "no",
+         fmt::format("{} keys per workgroup, under {}; {}", plan.kvChunk, tune.decodeTensorCoresKeys,
+                     tune.sourceOf("decodeTensorCoresKeys"))});
+    return fitted;
+  }
   // Long ranges per workgroup: wider loads and more steps in flight (a longer pipeline, slower to
   // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;

@@ -28,7 +28,8 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeInt8Dot),       FOUNDRY_TUNING_FIELD(decodeIdleLanes),
     FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeScatter),
     FOUNDRY_TUNING_FIELD(decodeHalfProducts),  FOUNDRY_TUNING_FIELD(decodeGroupRows),
-    FOUNDRY_TUNING_FIELD(decodeLazyRescale),
+    FOUNDRY_TUNING_FIELD(decodeLazyRescale),   FOUNDRY_TUNING_FIELD(decodeTensorCores),
+    FOUNDRY_TUNING_FIELD(decodeTensorCoresKeys),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -51,6 +52,7 @@ const std::vector<TuningRow>& tuningTable() {
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
         .decodeHalfProducts = 0, .decodeLazyRescale = 0, .decodeGroupRows = 0,
+        .decodeTensorCores = 0, .decodeTensorCoresKeys = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -112,6 +114,14 @@ const std::vector<TuningRow>& tuningTable() {
        "(H200, int8 batch 1 kv 65536, 2026-11-28: D128 60.0-60.3 us against 61.6-61.8, D96 56.4-56.5 against "
        "62.1, D256 129.5-129.7 against 130.5-130.8 with a vote per head; D128 batch 8 kv 16384 106.1 against "
        "111.2-111.5); not at D64 (38.0 both ways); q8_0 not measured"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 1, .headDims = {64, 128}},
+       {.decodeTensorCores = 1, .decodeTensorCoresKeys = 2048},
+       "Hopper, int8 rows of 64 and 128: decode on the tensor cores, 16-key tiles as rows and the heads as columns, "
+       "from 2048 keys per workgroup (H200, 2026-11-29, against the subgroup kernel: batch 1 kv 65536 D128 51.6-55.8 "
+       "us against 58.8-60.3, pages of 64 55.1-57.2 against 64.6, D64 34.8-41.2 against 36.9-38.1; D128 batch 8 kv "
+       "16384 89.5-91.6 against 105.1-106.7, batch 32 kv 2048 55.0-55.2 against 62.0; not at 256 keys per workgroup: "
+       "batch 1 kv 4096 31.8-37.3 against 27.1, kv 1024 42.0-42.4 against 30.0); not at D256 (218.8-227.2 against "
+       "124.1-126.0) or for f16 (69.9-72.4 against 67.7-69.7); q8_0 keeps the subgroup kernel"},
       {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {256}},
        {.decodeLazyRescale = 1},
        "Hopper, 16-bit rows of 256: O's rescale skipped where no lane's maximum grew, one vote for the 4 heads (H200, "

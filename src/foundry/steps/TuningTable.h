@@ -40,6 +40,8 @@ struct TuningValues {
   std::optional<std::uint32_t> decodeHalfProducts;  ///< 1: int8 codes multiplied in packed f16 (step scales)
   std::optional<std::uint32_t> decodeLazyRescale;  ///< 1: O's rescale skipped where no maximum grew (a vote)
   std::optional<std::uint32_t> decodeGroupRows;   ///< 1: decode as a prefill of each KV head's GQA group (its rows)
+  std::optional<std::uint32_t> decodeTensorCores; ///< 1: decode on tensor cores (16-key tiles, heads as columns)
+  std::optional<std::uint32_t> decodeTensorCoresKeys; ///< keys per workgroup from which decodeTensorCores applies
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
   std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
@@ -106,6 +108,8 @@ struct Tuning {
   std::uint32_t decodeHalfProducts = 0;  ///< 1: int8 codes multiplied in packed f16 (step scales)
   std::uint32_t decodeLazyRescale = 0;  ///< 1: O's rescale skipped where no maximum grew (a vote)
   std::uint32_t decodeGroupRows = 0;    ///< 1: decode as a prefill of each KV head's GQA group (its rows)
+  std::uint32_t decodeTensorCores = 0;  ///< 1: decode on tensor cores (16-key tiles, heads as columns)
+  std::uint32_t decodeTensorCoresKeys = 0;  ///< keys per workgroup from which decodeTensorCores applies
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0, coop2Subgroup = 0, coop2Groups = 0;
