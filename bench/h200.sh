@@ -712,7 +712,7 @@ PY
     # kernel, each computing a wrong output for its time only: no-s (no K loads from shared memory and
     # no score products), k-const (score products on a constant K, no loads), no-vscale (V's products
     # added unscaled), no-pv (no P^T V products), no-scales (no scale loads), skeleton (all of
-    # these out at once, and V staged without widening).
+    # these out at once, and V staged without widening), sk-nosync (the skeleton without barriers).
     if [ "${2:-}" = copies ]; then
       rm -rf .device/kx && mkdir -p .device/kx
       source bench/kernel_copies.sh
@@ -738,6 +738,11 @@ PY
       kernel_copy .device/kx skeleton "$local_s" '        s = s + F32C(1.0);' "$local_scales" '  return vec2(1.0);' \
         "$local_widen" '    dc_tile[at] = r;
     dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);'
+      # sk-nosync: the skeleton without its subgroup barriers (what the four a tile cost)
+      local_sync='#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)'
+      kernel_copy .device/kx sk-nosync "$local_s" '        s = s + F32C(1.0);' "$local_scales" '  return vec2(1.0);' \
+        "$local_widen" '    dc_tile[at] = r;
+    dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);' "$local_sync" '#define DC_SYNC()'
       exit 0
     fi
     on_device
