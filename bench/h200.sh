@@ -735,14 +735,13 @@ PY
     dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
                              packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));'
       # skeleton: every int8 part above out at once (loads, staging, softmax, P^T, f16 P V, barriers)
-      kernel_copy .device/kx skeleton "$local_s" '        s = s + F32C(1.0);' "$local_scales" '  return vec2(1.0);' \
+      local_skeleton=("$local_s" '        s = s + F32C(1.0);' "$local_scales" '  return vec2(1.0);'
         "$local_widen" '    dc_tile[at] = r;
-    dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);'
+    dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);')
+      kernel_copy .device/kx skeleton "${local_skeleton[@]}"
       # sk-nosync: the skeleton without its subgroup barriers (what the four a tile cost)
       local_sync='#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)'
-      kernel_copy .device/kx sk-nosync "$local_s" '        s = s + F32C(1.0);' "$local_scales" '  return vec2(1.0);' \
-        "$local_widen" '    dc_tile[at] = r;
-    dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);' "$local_sync" '#define DC_SYNC()'
+      kernel_copy .device/kx sk-nosync "${local_skeleton[@]}" "$local_sync" '#define DC_SYNC()'
       exit 0
     fi
     on_device

@@ -1245,6 +1245,19 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
   EXPECT_TRUE(fewKeys.decodeVariant.halfProducts);
   EXPECT_THAT(fewKeys, HasDecision("tensor cores", HasSubstr("256 keys per workgroup, under 2048")));
   EXPECT_TRUE(shortPlan(on).decodeVariant.tensorCores);
+  // A variant planned at 65536 keys and fitted to 4096 takes the subgroup variant planned with it.
+  const AttentionProblem longCall = describeCall(
+      formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8, DType::F16, false));
+  const AttentionPlan variant = Selector::variant(longCall, h200, {});
+  ASSERT_TRUE(variant.shortRanges);
+  EXPECT_FALSE(variant.shortRanges->decodeVariant.tensorCores);
+  AttentionProblem shorter = longCall;
+  shorter.kvLen = 4096;
+  const AttentionPlan refit = Selector::fit(variant, shorter, h200, {});
+  EXPECT_EQ(refit.decodeVariant.key(), fewKeys.decodeVariant.key());
+  EXPECT_EQ(refit.kvChunk, 256u);
+  EXPECT_TRUE(Selector::fit(variant, longCall, h200, {}).decodeVariant.tensorCores);
+  EXPECT_FALSE(shortPlan(on).shortRanges);  // the knob's tensor cores hold at every length
   EXPECT_TRUE(Selector::plan(describeCall(formatCall(test::decodeShape(32, 32, 8, 2048, 128), DType::F16, DType::I8,
                                                      DType::F16, false)),
                              h200, AttentionOptions{})

@@ -435,6 +435,11 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   }
   v.probe = o.faDecodeProbe;
   if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_DECODE_PROBE: a measuring build of the kernel"});
+  if (v.tensorCores && o.faDecodeTensorCores == Force::Auto) {
+    AttentionOptions subgroup = o;
+    subgroup.faDecodeTensorCores = Force::Off;
+    plan.shortRanges = std::make_shared<const AttentionPlan>(decodeChoices(p, device, subgroup));
+  }
 
   return plan;
 }
@@ -470,10 +475,8 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
   // The tuning table's tensor cores only over long enough ranges per workgroup: below, the subgroup
   // kernel's plan for the same call.
-  if (v.tensorCores && o.faDecodeTensorCores == Force::Auto && plan.kvChunk < tune.decodeTensorCoresKeys) {
-    AttentionOptions subgroup = o;
-    subgroup.faDecodeTensorCores = Force::Off;
-    AttentionPlan fitted = fitDecode(decodeChoices(p, device, subgroup), p, device, subgroup);
+  if (variant.shortRanges && plan.kvChunk < tune.decodeTensorCoresKeys) {
+    AttentionPlan fitted = fitDecode(*variant.shortRanges, p, device, o);
     fitted.decisions.push_back(
         {"tensor cores", "no",
          fmt::format("{} keys per workgroup, under {}; {}", plan.kvChunk, tune.decodeTensorCoresKeys,

@@ -3,6 +3,7 @@
 // Split-K factor and the grids, and gives a reason for every decision. Knobs beat the heuristics; a
 // knob value this device cannot honour is a UserError naming the knob and what is accepted here.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct AttentionPlan {
   TileShape tile;                 ///< the prefill kernel's (query rows, keys) per tile; 0 x 0 for decode
   std::uint32_t visibleKeys = 0;  ///< the most keys one workgroup's rows can see (what splits divide)
   std::vector<Decision> decisions;
+  /// A decode variant the tuning table put on the tensor cores: the subgroup kernel's variant for the
+  /// same call, which fit() takes where a workgroup would read fewer keys than the table's bound
+  /// (planned once here, so that fitting a length stays cheap).
+  std::shared_ptr<const AttentionPlan> shortRanges;
 
   /// Whether a separate reduce kernel merges the Split-K partials (not when decode merges them in
   /// its last workgroup).
