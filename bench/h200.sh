@@ -682,11 +682,14 @@ PY
     on_device
     status=0
     # (The KV-format, paged and append suites as well took 208 s of a 560 s call on 2026-11-29.)
+    # INT8_TC_VARIANTS (NAME:KNOBS) replaces the two; a copy named NAME under .device/kx (`bash
+    # bench/h200.sh tensor-decode copies`) runs through FOUNDRY_KERNEL_DIR.
     [ -n "${SKIP_TESTS:-}" ] || suite_subset int8-tc-tests '*DecodeTensorCores*:*DecodeVariants*_tc*'
     timeout 150 python3 bench/torch_formats.py | tee "$out/torch-formats.jsonl" || status=1
     for round in 1 2; do
-      for v in plan sg:FA_DECODE_TENSOR_CORES=0; do
+      for v in ${INT8_TC_VARIANTS:-plan sg:FA_DECODE_TENSOR_CORES=0}; do
         variant_sets "$v"
+        if [ -d ".device/kx/${v%%:*}" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/${v%%:*}; else unset FOUNDRY_KERNEL_DIR; fi
         timeout 120 foundry "${sets[@]}" bench --runs 30 --json "$out/int8-tc-$round-${v%%:*}.json" --shape \
           ${SHAPES:-decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 \
             decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8 decode:1:32:8:4096:128+int8 \
@@ -694,6 +697,7 @@ PY
           2>&1 | grep --line-buffered -E "us$|rror|FAIL" | sed -u "s/^/round $round ${v%%:*}: /" || status=1
       done
     done
+    unset FOUNDRY_KERNEL_DIR
     kernel_stats "$out/int8-tc-1-*.json"
     rm -f "$out"/int8-tc-2-*.json
     timeout 100 foundry run configs/llama-3.1-8b.json --kv-dtype int8 --prompt-len 4096 --decode-tokens 32 --layers 4 \
@@ -712,16 +716,18 @@ PY
     # kernel, each computing a wrong output for its time only: no-s (no K loads from shared memory and
     # no score products), k-const (score products on a constant K, no loads), no-vscale (V's products
     # added unscaled), no-pv (no P^T V products), no-scales (no scale loads), skeleton (all of
-    # these out at once, and V staged without widening), sk-nosync (the skeleton without barriers).
+    # these out at once, and V staged without widening), sk-nosync (the skeleton without barriers),
+    # stream and stage (bench/decode_loop_copies.py), and with BASE_REF set, base (the kernel as
+    # committed at BASE_REF).
     if [ "${2:-}" = copies ]; then
       rm -rf .device/kx && mkdir -p .device/kx
       source bench/kernel_copies.sh
       export KERNEL_FILE=flashattention/decode_coopmat.glsl
       local_s='        I8A kc;
         coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);
-        I32C acc = coopMatMulAddNV(kc, q_hi[c], I32C(0));
-        acc = coopMatMulAddNV(kc, q_lo[c], acc * 128);
-        s = s + F32C(acc) * subgroupShuffle(scales.x, sbase + c);'
+        // Two independent products, not one accumulating into the other: no product waits on another.
+        const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+        s = s + F32C(hi * 128 + lo) * subgroupShuffle(scales.x, sbase + c);'
       kernel_copy .device/kx no-s "$local_s" '        s = s + F32C(subgroupShuffle(scales.x, sbase + c));'
       kernel_copy .device/kx k-const 'coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);' 'kc = I8A(int8_t(c));'
       kernel_copy .device/kx no-vscale ' * subgroupShuffle(scales.y, sbase + j * 16u / KV_BLOCK_DIMS);' ';'
@@ -742,6 +748,13 @@ PY
       # sk-nosync: the skeleton without its subgroup barriers (what the four a tile cost)
       local_sync='#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)'
       kernel_copy .device/kx sk-nosync "${local_skeleton[@]}" "$local_sync" '#define DC_SYNC()'
+      # stream (the loads alone) and stage (the loads and the staging round trips)
+      python3 bench/decode_loop_copies.py .device/kx || exit 2
+      # base: the kernel as committed at BASE_REF, for a change to race its predecessor
+      if [ -n "${BASE_REF:-}" ]; then
+        kernel_copy .device/kx base
+        git show "$BASE_REF:kernels/$KERNEL_FILE" >".device/kx/base/$KERNEL_FILE" || exit 2
+      fi
       exit 0
     fi
     on_device

@@ -25,6 +25,7 @@
 #define F32C fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>
 
 const uint DC_KEYS = 16u, DC_COLS = 8u;                     // keys per tile; heads per product
+const float DC_HEADROOM = 8.0;  // log2 units a score may exceed the running maximum by before it moves
 const uint DC_DV = VALUE_DIM / 16u;                         // 16-row slices of O^T
 const uint DC_SEGS_K = HEAD_DIM / KV_WIDTH, DC_SEGS_V = VALUE_DIM / KV_WIDTH;  // 16-byte loads per row
 const uint DC_LOADS_K = DC_KEYS * DC_SEGS_K / SUBGROUP_SIZE, DC_LOADS_V = DC_KEYS * DC_SEGS_V / SUBGROUP_SIZE;
@@ -224,9 +225,9 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
         I8A kc;
         coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);
-        I32C acc = coopMatMulAddNV(kc, q_hi[c], I32C(0));
-        acc = coopMatMulAddNV(kc, q_lo[c], acc * 128);
-        s = s + F32C(acc) * subgroupShuffle(scales.x, sbase + c);
+        // Two independent products, not one accumulating into the other: no product waits on another.
+        const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+        s = s + F32C(hi * 128 + lo) * subgroupShuffle(scales.x, sbase + c);
       }
 #else
       [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
@@ -247,19 +248,24 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
         x[e] = valid ? v : NEG_BIG;
       }
-      float alpha[2];
-      [[unroll]] for (uint c = 0u; c < 2u; ++c) {
-        mx[c] = NEG_BIG;
-        [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) mx[c] = CM8_COL_OF[e] == c ? max(mx[c], x[e]) : mx[c];
-        mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 4u));
-        mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 8u));
-        mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 16u));
-        const float m_new = max(m[c], mx[c]);
-        alpha[c] = exp2(m[c] - m_new);
-        m[c] = m_new;
-        l[c] *= alpha[c];
-      }
-      if (subgroupAny(alpha[0] != 1.0 || alpha[1] != 1.0)) {
+      // The running maximum moves only where a score passes it by more than DC_HEADROOM: below that
+      // P stays under 2^DC_HEADROOM, which f16 holds, and the tile skips the reduction across lanes
+      // and the rescale (past the first keys, nearly every tile).
+      bool passed = false;
+      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) passed = passed || x[e] > m[CM8_COL_OF[e]] + DC_HEADROOM;
+      if (subgroupAny(passed)) {
+        float alpha[2];
+        [[unroll]] for (uint c = 0u; c < 2u; ++c) {
+          mx[c] = NEG_BIG;
+          [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) mx[c] = CM8_COL_OF[e] == c ? max(mx[c], x[e]) : mx[c];
+          mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 4u));
+          mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 8u));
+          mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 16u));
+          const float m_new = max(m[c], mx[c]);
+          alpha[c] = exp2(m[c] - m_new);
+          m[c] = m_new;
+          l[c] *= alpha[c];
+        }
         [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
           [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) o[j][e] *= alpha[CM8_COL_OF[e]];
         }
