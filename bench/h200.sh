@@ -144,6 +144,11 @@ variant_sets() {
   IFS=, read -r -a knobs <<<"${1#*:}"
   for k in "${knobs[@]}"; do sets+=(--set "$k"); done
 }
+# A variant NAME's kernels: the copy .device/kx/NAME where there is one (`bash bench/h200.sh
+# tensor-decode copies`), else the binary's own, through FOUNDRY_KERNEL_DIR.
+variant_kernels() {
+  if [ -d ".device/kx/$1" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$1; else unset FOUNDRY_KERNEL_DIR; fi
+}
 # On the device: the plan and each of "${variants[@]}" (NAME:KNOB=VALUE,...) timed over "${shapes[@]}",
 # ROUNDS rounds in alternation, each run under TIMEOUT seconds with any further bench arguments; the
 # lines "NAME (round R): ..." printed and added to $out/FILE; sets status=1 where a run fails.
@@ -689,7 +694,7 @@ PY
     for round in 1 2; do
       for v in ${INT8_TC_VARIANTS:-plan sg:FA_DECODE_TENSOR_CORES=0}; do
         variant_sets "$v"
-        if [ -d ".device/kx/${v%%:*}" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/${v%%:*}; else unset FOUNDRY_KERNEL_DIR; fi
+        variant_kernels "${v%%:*}"
         timeout 120 foundry "${sets[@]}" bench --runs 30 --json "$out/int8-tc-$round-${v%%:*}.json" --shape \
           ${SHAPES:-decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 \
             decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8 decode:1:32:8:4096:128+int8 \
@@ -769,7 +774,7 @@ PY
       for v in ${TC_VARIANTS:-plan tc:FA_DECODE_TENSOR_CORES=1}; do
         variant_sets "$v"
         name=${v%%:*}
-        if [ -d ".device/kx/$name" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$name; else unset FOUNDRY_KERNEL_DIR; fi
+        variant_kernels "$name"
         timeout 100 foundry "${sets[@]}" bench --runs 30 --json "$out/tc-$round-$name.json" --shape \
           ${SHAPES:-decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128 decode:8:32:8:16384:128+int8 decode:1:32:8:65536:64+int8} \
           2>&1 | grep -E "us$|rror|FAIL" | sed "s/^/round $round $name: /" || status=1

@@ -239,7 +239,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
 
       // The softmax on this lane's elements: columns past the heads, keys outside the range and keys
       // the masks hide score NEG_BIG.
-      float x[CM8_ELEMS], mx[2];
+      float x[CM8_ELEMS];
       [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
         const uint key = t + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
         const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
@@ -256,12 +256,12 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       if (subgroupAny(passed)) {
         float alpha[2];
         [[unroll]] for (uint c = 0u; c < 2u; ++c) {
-          mx[c] = NEG_BIG;
-          [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) mx[c] = CM8_COL_OF[e] == c ? max(mx[c], x[e]) : mx[c];
-          mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 4u));
-          mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 8u));
-          mx[c] = max(mx[c], subgroupShuffleXor(mx[c], 16u));
-          const float m_new = max(m[c], mx[c]);
+          float mx = NEG_BIG;
+          [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) mx = CM8_COL_OF[e] == c ? max(mx, x[e]) : mx;
+          mx = max(mx, subgroupShuffleXor(mx, 4u));
+          mx = max(mx, subgroupShuffleXor(mx, 8u));
+          mx = max(mx, subgroupShuffleXor(mx, 16u));
+          const float m_new = max(m[c], mx);
           alpha[c] = exp2(m[c] - m_new);
           m[c] = m_new;
           l[c] *= alpha[c];
