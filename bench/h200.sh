@@ -28,6 +28,8 @@
 #                                        # the head-dim shapes
 #   bash bench/h200.sh int8-heads        # on the device: int8 decode, scale once per load, fewer heads
 #                                        # per workgroup: parity, plans against f16, forced variants
+#   bash bench/h200.sh int8-floor        # on the device: int8 decode against base copies, its time
+#                                        # with more or fewer input copies, the decode probe, PyTorch
 #   bash bench/h200.sh int8-tc           # on the device: int8 decode as planned (tensor cores) against
 #                                        # the subgroup kernel, parity first, PyTorch, Llama 3.1 int8 --check
 #   bash bench/h200.sh int8-tune         # on the device: the int8 decode plans against f16 and PyTorch
@@ -708,6 +710,37 @@ PY
     timeout 100 foundry run configs/llama-3.1-8b.json --kv-dtype int8 --prompt-len 4096 --decode-tokens 32 --layers 4 \
       --check >"$out/run-int8.txt" 2>&1 || status=1
     tail -4 "$out/run-int8.txt"
+    exit $status
+    ;;
+  int8-floor)
+    # Issue 14: what int8 decode's time is made of besides its reads. Two rounds of: the plan and each
+    # of INT8_FLOOR_VARIANTS (NAME:KNOBS, a copy under .device/kx through FOUNDRY_KERNEL_DIR; default
+    # `base`) on int8 B1 D128 kv 65536, contiguous and in shuffled pages of 64, with f16 beside, each a
+    # process of its own; then the plan with the inputs rotated over 2 copies (--l2-mib 1) and over
+    # 32 (--l2-mib 1024) instead of 3, for what touching more memory between calls costs. Then the
+    # decode probe of both shapes (setup, stream, the splits' ends, hand-over, merge) and PyTorch's f16
+    # flash decode on the same shape.
+    on_device
+    status=0
+    gpu_name
+    floor_shapes=(decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 decode:1:32:8:65536:128)
+    for round in 1 2; do
+      for v in plan ${INT8_FLOOR_VARIANTS:-base:}; do
+        variant_sets "$v"
+        variant_kernels "${v%%:*}"
+        timeout 60 foundry "${sets[@]}" bench --runs 30 --shape "${floor_shapes[@]}" 2>&1 |
+          grep --line-buffered -E "us$|rror|FAIL" | grep -v ceilings | sed -u "s/^/round $round ${v%%:*}: /" || status=1
+      done
+      unset FOUNDRY_KERNEL_DIR
+      for mib in 1 1024; do
+        timeout 60 foundry bench --runs 30 --l2-mib "$mib" --shape decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128 2>&1 |
+          grep --line-buffered -E "us$|rror|FAIL" | grep -v ceilings | sed -u "s/^/round $round l2-mib $mib: /" || status=1
+      done
+    done
+    timeout 60 foundry bench --probe --runs 30 --shape decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128 \
+      >"$out/probe.txt" 2>&1 || status=1
+    grep -v "^\s*$" "$out/probe.txt" | tail -30
+    timeout 60 python3 bench/torch_formats.py decode:1:1:65536:f16 | tee "$out/torch.jsonl" || status=1
     exit $status
     ;;
   tensor-decode)

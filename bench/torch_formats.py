@@ -2,6 +2,7 @@
 # KV formats on, with torch_batch.py's method (triton do_bench median, L2 flushed), and each output
 # checked against float64 math first. One JSON line per (shape, dtype).
 import json
+import sys
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
@@ -9,8 +10,13 @@ import triton.testing as tt
 
 torch.manual_seed(0)
 SHAPES = (("decode", 1, 1, 65536), ("decode", 8, 1, 16384), ("prefill", 1, 8192, 8192))
-for kind, B, Sq, Skv in SHAPES:
-    for dtype in (torch.float16, torch.bfloat16):
+DTYPES = (torch.float16, torch.bfloat16)
+# Arguments KIND:B:SQ:SKV:DTYPE (f16 or bf16) time those alone.
+if len(sys.argv) > 1:
+    SHAPES = [a.split(":") for a in sys.argv[1:]]
+for shape in SHAPES:
+    kind, B, Sq, Skv = shape[0], int(shape[1]), int(shape[2]), int(shape[3])
+    for dtype in DTYPES if len(shape) < 5 else ({"f16": torch.float16, "bf16": torch.bfloat16}[shape[4]],):
         q = torch.randn(B, 32, Sq, 128, device="cuda", dtype=dtype)
         k = torch.randn(B, 8, Skv, 128, device="cuda", dtype=dtype)
         v = torch.randn(B, 8, Skv, 128, device="cuda", dtype=dtype)

@@ -49,18 +49,23 @@ uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v(row, d); }
 #endif
 
-// One tile's rows as loaded: load j of a lane is segment g = lane + SUBGROUP_SIZE * j, key g / segs.
+// One tile's rows as loaded: load j of a lane is segment g = lane + SUBGROUP_SIZE * j, key g / segs;
+// seq: the tile's kv_seq. A tile starts at a multiple of 16 and pages hold whole tiles (DecodeVariant
+// takes pages of a multiple of 16 rows), so its rows take one block-table lookup, made as its K rows
+// are loaded and kept for its V rows.
 struct DcTile {
   uvec4 k[DC_LOADS_K];
   uvec4 v[DC_LOADS_V];
+  uint seq;
 };
 
 // K's rows of the tile at t.
 void dc_load_keys(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
   const uint lane = gl_SubgroupInvocationID;
+  x.seq = kv_seq(b, min(t, last));
   [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) {
-    const uint g = lane + SUBGROUP_SIZE * j;
-    x.k[j] = dc_load_k(kv_k_row(b, kv_h, min(t + g / DC_SEGS_K, last)), (g % DC_SEGS_K) * KV_WIDTH);
+    const uint g = lane + SUBGROUP_SIZE * j, key = min(t + g / DC_SEGS_K, last);
+    x.k[j] = dc_load_k(kv_k_row_in(x.seq, kv_h, key), (g % DC_SEGS_K) * KV_WIDTH);
   }
 }
 
@@ -77,12 +82,12 @@ vec2 dc_load_scales(uint t, uint stride, uint last, uint b, uint kv_h) {
 }
 #endif
 
-// V's rows of the tile at t.
+// V's rows of the tile at t (its K rows loaded into x before).
 void dc_load_values(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
   const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
-    const uint g = lane + SUBGROUP_SIZE * j;
-    x.v[j] = dc_load_v(kv_v_row(b, kv_h, min(t + g / DC_SEGS_V, last)), (g % DC_SEGS_V) * KV_WIDTH);
+    const uint g = lane + SUBGROUP_SIZE * j, key = min(t + g / DC_SEGS_V, last);
+    x.v[j] = dc_load_v(kv_v_row_in(x.seq, kv_h, key), (g % DC_SEGS_V) * KV_WIDTH);
   }
 }
 

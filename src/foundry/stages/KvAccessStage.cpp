@@ -18,12 +18,13 @@ std::string KvAccess::key() const {
 
 namespace {
 
-// The opening of every row function: `seq`, what the batch stride steps over (the sequence, or the
-// page through the block table), and `slot`, what the row stride steps over (the key, or its row in
-// the page).
-std::string rowSlot(const KvAccess& a) {
-  return a.pageSize ? "const uint seq = kv_page(b, key), slot = key % KV_PAGE_SIZE; "
-                    : "const uint seq = b, slot = key; ";
+// A row function of `kv`'s rows returning `type` from `seq`, what the batch stride steps over (the
+// sequence, or the page through the block table: kv_seq), and `slot`, what the row stride steps over
+// (the key, or its row in the page): kv_{kv}_row_in(seq, h, key), and kv_{kv}_row(b, h, key) through it.
+std::string rowFunctions(const KvAccess& a, char kv, const std::string& type, const std::string& body) {
+  return fmt::format("{0} kv_{1}_row_in(uint seq, uint h, uint key) {{ const uint slot = {2}; return {3}; }}\n"
+                     "{0} kv_{1}_row(uint b, uint h, uint key) {{ return kv_{1}_row_in(kv_seq(b, key), h, key); }}\n",
+                     type, kv, a.pageSize ? "key % KV_PAGE_SIZE" : "key", body);
 }
 
 // The element offset of a row for the strides `{prefix}_stride_b/h/s`, from seq, h and `slot`.
@@ -33,8 +34,7 @@ std::string rowOffset(const std::string& prefix, const std::string& slot = "slot
 
 // Float formats: a row is an element offset, a load is one view element.
 std::string floatAccess(const KvAccess& a, char kv) {
-  std::string text = fmt::format("uint kv_{}_row(uint b, uint h, uint key) {{ {}return {}; }}\n", kv, rowSlot(a),
-                                 rowOffset(std::string(1, kv)));
+  std::string text = rowFunctions(a, kv, "uint", rowOffset(std::string(1, kv)));
   if (a.write) {
     return text + fmt::format("void kv_store_{0}(uint row, uint d, float x) {{ {0}_cache[row + d] = {1}; }}\n", kv,
                               glsl::convert(a.format, "x"));
@@ -53,8 +53,8 @@ std::string floatAccess(const KvAccess& a, char kv) {
 // uvec2(element offset, offset of its block row of scales).
 std::string int8Access(const KvAccess& a, char kv) {
   const std::string k(1, kv);
-  std::string text = fmt::format("uvec2 kv_{}_row(uint b, uint h, uint key) {{ {}return uvec2({}, {}); }}\n", kv,
-                                 rowSlot(a), rowOffset(k), rowOffset(k + "_scale", "(slot / KV_BLOCK_KEYS)"));
+  std::string text = rowFunctions(a, kv, "uvec2",
+                                  fmt::format("uvec2({}, {})", rowOffset(k), rowOffset(k + "_scale", "(slot / KV_BLOCK_KEYS)")));
   text += fmt::format(
       "float kv_{0}_scale(uvec2 row, uint d) {{ return unpackHalf2x16(uint({0}_scales[row.y + d / KV_BLOCK_DIMS])).x; }}\n",
       kv);
@@ -83,8 +83,7 @@ std::string int8Access(const KvAccess& a, char kv) {
 // q8_0: blocks of 17 uint16_t (the f16 scale, then 32 codes two to a word); a row is an element offset
 // at a block boundary.
 std::string q8Access(const KvAccess& a, char kv) {
-  std::string text = fmt::format("uint kv_{}_row(uint b, uint h, uint key) {{ {}return {}; }}\n", kv, rowSlot(a),
-                                 rowOffset(std::string(1, kv)));
+  std::string text = rowFunctions(a, kv, "uint", rowOffset(std::string(1, kv)));
   text += fmt::format(
       "uint kv_{0}_word(uint at) {{ return (at / 32u) * 17u + 1u + (at % 32u) / 2u; }}\n"
       "uint kv_{0}_pair(uint i) {{ return uint({0}_cache[i]) | (uint({0}_cache[i + 1u]) << 16u); }}\n"
@@ -141,7 +140,9 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   if (a_.pageSize) {
     k.buffer("block_table", DType::U32, Access::ReadOnly).push("block_table_stride", PushType::U32);
     k.define("KV_PAGE_SIZE", fmt::format("{}u", a_.pageSize));
-    text += "uint kv_page(uint b, uint key) { return block_table[b * pc.block_table_stride + key / KV_PAGE_SIZE]; }\n";
+    text += "uint kv_seq(uint b, uint key) { return block_table[b * pc.block_table_stride + key / KV_PAGE_SIZE]; }\n";
+  } else {
+    text += "uint kv_seq(uint b, uint key) { return b; }\n";
   }
   if (!q.version) {
     // A single element is widened as it is loaded: 16-bit registers would need 16-bit arithmetic types.

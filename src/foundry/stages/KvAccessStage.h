@@ -9,6 +9,10 @@
 //                                              page_size of page block_table[b][key / page_size], the
 //                                              batch stride stepping over pages). A uint element
 //                                              offset; int8: also the offset of the row's scales
+//   uint kv_seq(uint b, uint key)              what the batch stride steps over for that key: b, or
+//                                              paged, its page (the block-table lookup)
+//   KV_ROW kv_k_row_in(uint seq, uint h, uint key)  the row from a kv_seq already looked up, so that
+//   KV_ROW kv_v_row_in(uint seq, uint h, uint key)  keys of one page take one lookup
 //   KV_RAW kv_load_k(KV_ROW row, uint d)       `width` elements from dimension d (a multiple of the
 //   KV_RAW kv_load_v(KV_ROW row, uint d)       width), in their stored form (f32 for width 1)
 //   KV_UNPACK(r, p)                            chunk p (min(width, 4) elements) of a load, as f32
