@@ -30,6 +30,8 @@
 #                                        # per workgroup: parity, plans against f16, forced variants
 #   bash bench/h200.sh int8-floor        # on the device: int8 decode against base copies, its time
 #                                        # with more or fewer input copies, the decode probe, PyTorch
+#   bash bench/h200.sh paged-spread      # on the device: paged against contiguous decode over several
+#                                        # processes; a paged int8 Llama run, --check
 #   bash bench/h200.sh int8-tc           # on the device: int8 decode as planned (tensor cores) against
 #                                        # the subgroup kernel, parity first, PyTorch, Llama 3.1 int8 --check
 #   bash bench/h200.sh int8-tune         # on the device: the int8 decode plans against f16 and PyTorch
@@ -741,6 +743,23 @@ PY
       >"$out/probe.txt" 2>&1 || status=1
     grep -v "^\s*$" "$out/probe.txt" | tail -30
     timeout 60 python3 bench/torch_formats.py decode:1:1:65536:f16 | tee "$out/torch.jsonl" || status=1
+    exit $status
+    ;;
+  paged-spread)
+    # Issue 14: how paged decode's time against contiguous varies between processes. ROUNDS (4)
+    # processes of the plan on int8 and f16 B1 D128 kv 65536, contiguous and in shuffled pages of 64
+    # (and 256 for int8); then Llama 3.1 8B with an int8 cache in pages of 64, --check.
+    on_device
+    status=0
+    gpu_name
+    for round in $(seq "${ROUNDS:-4}"); do
+      timeout 90 foundry bench --runs 30 --shape decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 \
+        decode:1:32:8:65536:128+int8+pg256 decode:1:32:8:65536:128 decode:1:32:8:65536:128+pg64 2>&1 |
+        grep --line-buffered -E "us$|rror|FAIL" | grep -v ceilings | sed -u "s/^/round $round: /" || status=1
+    done
+    timeout 90 foundry run configs/llama-3.1-8b.json --kv-dtype int8 --page-size 64 --prompt-len 4096 \
+      --decode-tokens 32 --layers 4 --check >"$out/run-int8-pg64.txt" 2>&1 || status=1
+    tail -4 "$out/run-int8-pg64.txt"
     exit $status
     ;;
   tensor-decode)
