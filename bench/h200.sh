@@ -153,9 +153,10 @@ variant_sets() {
 variant_kernels() {
   if [ -d ".device/kx/$1" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$1; else unset FOUNDRY_KERNEL_DIR; fi
 }
-# On the device: the plan and each of "${variants[@]}" (NAME:KNOB=VALUE,...) timed over "${shapes[@]}",
-# ROUNDS rounds in alternation, each run under TIMEOUT seconds with any further bench arguments; the
-# lines "NAME (round R): ..." printed and added to $out/FILE; sets status=1 where a run fails.
+# On the device: the plan and each of "${variants[@]}" (NAME:KNOB=VALUE,...; a kernel copy named NAME
+# through variant_kernels) timed over "${shapes[@]}", ROUNDS rounds in alternation, each run under
+# TIMEOUT seconds with any further bench arguments; the lines "NAME (round R): ..." printed and added
+# to $out/FILE; sets status=1 where a run fails.
 time_variants() {
   local rounds=$1 limit=$2 file=$3 round v name
   shift 3
@@ -163,10 +164,12 @@ time_variants() {
     for v in plan "${variants[@]}"; do
       name=${v%%:*}
       variant_sets "$v"
+      variant_kernels "$name"
       timeout "$limit" foundry "${sets[@]}" bench "$@" --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror" |
         grep -v ceilings | sed "s/^/$name (round $round): /" | tee -a "$out/$file" || status=1
     done
   done
+  unset FOUNDRY_KERNEL_DIR
 }
 # Each bench --json file matching GLOB: per result and kernel, the min us, the check's error and the
 # driver's registers and shared bytes.
@@ -718,25 +721,20 @@ PY
     # Issue 14: what int8 decode's time is made of besides its reads. Two rounds of: the plan and each
     # of INT8_FLOOR_VARIANTS (NAME:KNOBS, a copy under .device/kx through FOUNDRY_KERNEL_DIR; default
     # `base`) on int8 B1 D128 kv 65536, contiguous and in shuffled pages of 64, with f16 beside, each a
-    # process of its own; then the plan with the inputs rotated over 2 copies (--l2-mib 1) and over
-    # 32 (--l2-mib 1024) instead of 3, for what touching more memory between calls costs. Then the
-    # decode probe of both shapes (setup, stream, the splits' ends, hand-over, merge) and PyTorch's f16
-    # flash decode on the same shape.
+    # process of its own; then two rounds of the plan with the inputs rotated over 2 copies (--l2-mib 1)
+    # and over 32 (--l2-mib 1024) instead of 3, for what touching more memory between calls costs. Then
+    # the decode probe of both shapes (setup, stream, the splits' ends, hand-over, merge) and PyTorch's
+    # f16 flash decode on the same shape.
     on_device
     status=0
     gpu_name
-    floor_shapes=(decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 decode:1:32:8:65536:128)
+    shapes=(decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 decode:1:32:8:65536:128)
+    read -r -a variants <<<"${INT8_FLOOR_VARIANTS:-base:}"
+    time_variants 2 60 int8-floor.txt --runs 30
     for round in 1 2; do
-      for v in plan ${INT8_FLOOR_VARIANTS:-base:}; do
-        variant_sets "$v"
-        variant_kernels "${v%%:*}"
-        timeout 60 foundry "${sets[@]}" bench --runs 30 --shape "${floor_shapes[@]}" 2>&1 |
-          grep --line-buffered -E "us$|rror|FAIL" | grep -v ceilings | sed -u "s/^/round $round ${v%%:*}: /" || status=1
-      done
-      unset FOUNDRY_KERNEL_DIR
       for mib in 1 1024; do
         timeout 60 foundry bench --runs 30 --l2-mib "$mib" --shape decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128 2>&1 |
-          grep --line-buffered -E "us$|rror|FAIL" | grep -v ceilings | sed -u "s/^/round $round l2-mib $mib: /" || status=1
+          grep -E "us$|rror" | grep -v ceilings | sed "s/^/l2-mib $mib (round $round): /" | tee -a "$out/int8-floor.txt" || status=1
       done
     done
     timeout 60 foundry bench --probe --runs 30 --shape decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128 \

@@ -62,7 +62,7 @@ struct DcTile {
 // K's rows of the tile at t.
 void dc_load_keys(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
   const uint lane = gl_SubgroupInvocationID;
-  x.seq = kv_seq(b, min(t, last));
+  x.seq = kv_seq(b, t);  // t < kv_end wherever a tile is loaded
   [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j, key = min(t + g / DC_SEGS_K, last);
     x.k[j] = dc_load_k(kv_k_row_in(x.seq, kv_h, key), (g % DC_SEGS_K) * KV_WIDTH);
