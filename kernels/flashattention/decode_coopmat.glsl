@@ -209,60 +209,74 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
     }
   }
   for (uint t0 = first; t0 < kv_end; t0 += DC_RING * stride) {
-    [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
-      const uint t = t0 + r * stride;
-      if (t >= kv_end) break;
-      const bool more = t + DC_RING * stride < kv_end;
-      dc_stage_keys(ring[r], rbase);
+    // DC_PAIR tiles at a time: their K rows staged together (tile p in rows [16p, 16p + 16)), their
+    // scores taken and their softmax run as one, then their V rows one tile after the other.
+    [[unroll]] for (uint r0 = 0u; r0 < DC_RING; r0 += DC_PAIR) {
+      if (t0 + r0 * stride >= kv_end) break;
 #if DC_INT8
-      const uint slot = ((t - first) / stride) % DC_STILES;
-      if (slot == 0u && t != first) {
-        scales = scales_next;
-        if (t + DC_STILES * stride < kv_end) scales_next = dc_load_scales(t + DC_STILES * stride, stride, last, b, kv_h);
-      }
-      const uint sbase = slot * DC_SCHUNKS;
+      uint sbase[DC_PAIR];
 #endif
-      if (more) dc_load_keys(t + DC_RING * stride, last, b, kv_h, ring[r]);
+      bool more[DC_PAIR];
+      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
+        const uint t = t0 + (r0 + p) * stride;
+        more[p] = t + DC_RING * stride < kv_end;
+        dc_stage_keys(ring[r0 + p], rbase + p * DC_KEYS * DC_ROW4K);
+#if DC_INT8
+        const uint slot = ((t - first) / stride) % DC_STILES;
+        if (slot == 0u && t != first) {
+          scales = scales_next;
+          if (t + DC_STILES * stride < kv_end) scales_next = dc_load_scales(t + DC_STILES * stride, stride, last, b, kv_h);
+        }
+        sbase[p] = slot * DC_SCHUNKS;
+#endif
+        if (more[p]) dc_load_keys(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+      }
       DC_SYNC();
 
-      F32C s = F32C(0.0);
+      F32C s[DC_PAIR];
+      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
+        const uint kbase = rbase + p * DC_KEYS * DC_ROW4K;
+        s[p] = F32C(0.0);
 #if DC_INT8
-      [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
-        I8A kc;
-        coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);
-        // Two independent products, not one accumulating into the other: no product waits on another.
-        const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
-        s = s + F32C(hi * 128 + lo) * subgroupShuffle(scales.x, sbase + c);
-      }
+        [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
+          I8A kc;
+          coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+          // Two independent products, not one accumulating into the other: no product waits on another.
+          const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+          s[p] = s[p] + F32C(hi * 128 + lo) * subgroupShuffle(scales.x, sbase[p] + c);
+        }
 #else
-      [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
-        F16A kc;
-        coopMatLoadNV(kc, dc_tile, rbase + dd * 2u, DC_ROW4K, false);
-        s = coopMatMulAddNV(kc, q[dd], s);
-      }
+        [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
+          F16A kc;
+          coopMatLoadNV(kc, dc_tile, kbase + dd * 2u, DC_ROW4K, false);
+          s[p] = coopMatMulAddNV(kc, q[dd], s[p]);
+        }
 #endif
+      }
 
-      // The softmax on this lane's elements: columns past the heads, keys outside the range and keys
-      // the masks hide score NEG_BIG.
-      float x[CM8_ELEMS];
-      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
-        const uint key = t + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
-        const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
-        float v = s[e] * unit[CM8_COL_OF[e]];
-        if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
-        const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
-        x[e] = valid ? v : NEG_BIG;
+      // The softmax on this lane's elements of the DC_PAIR tiles (element p * CM8_ELEMS + e): columns
+      // past the heads, keys outside the range and keys the masks hide score NEG_BIG.
+      float x[DC_PAIR * CM8_ELEMS];
+      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
+        [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
+          const uint key = t0 + (r0 + p) * stride + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
+          const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
+          float v = s[p][e] * unit[CM8_COL_OF[e]];
+          if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
+          const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
+          x[p * CM8_ELEMS + e] = valid ? v : NEG_BIG;
+        }
       }
       // The running maximum moves only where a score passes it by more than DC_HEADROOM: below that
-      // P stays under 2^DC_HEADROOM, which f16 holds, and the tile skips the reduction across lanes
+      // P stays under 2^DC_HEADROOM, which f16 holds, and the tiles skip the reduction across lanes
       // and the rescale (past the first keys, nearly every tile).
       bool passed = false;
-      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) passed = passed || x[e] > m[CM8_COL_OF[e]] + DC_HEADROOM;
+      [[unroll]] for (uint i = 0u; i < DC_PAIR * CM8_ELEMS; ++i) passed = passed || x[i] > m[CM8_COL_OF[i % CM8_ELEMS]] + DC_HEADROOM;
       if (subgroupAny(passed)) {
         float alpha[2];
         [[unroll]] for (uint c = 0u; c < 2u; ++c) {
           float mx = NEG_BIG;
-          [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) mx = CM8_COL_OF[e] == c ? max(mx, x[e]) : mx;
+          [[unroll]] for (uint i = 0u; i < DC_PAIR * CM8_ELEMS; ++i) mx = CM8_COL_OF[i % CM8_ELEMS] == c ? max(mx, x[i]) : mx;
           mx = max(mx, subgroupShuffleXor(mx, 4u));
           mx = max(mx, subgroupShuffleXor(mx, 8u));
           mx = max(mx, subgroupShuffleXor(mx, 16u));
@@ -275,36 +289,43 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
           [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) o[j][e] *= alpha[CM8_COL_OF[e]];
         }
       }
-      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
-        x[e] = x[e] > 0.5 * NEG_BIG ? exp2(x[e] - m[CM8_COL_OF[e]]) : 0.0;
-        l[CM8_COL_OF[e]] += x[e];
+      [[unroll]] for (uint i = 0u; i < DC_PAIR * CM8_ELEMS; ++i) {
+        x[i] = x[i] > 0.5 * NEG_BIG ? exp2(x[i] - m[CM8_COL_OF[i % CM8_ELEMS]]) : 0.0;
+        l[CM8_COL_OF[i % CM8_ELEMS]] += x[i];
       }
-      // P^T's rows: a lane's two heads of one key are one word.
-      [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
-        if (CM8_COL_OF[e] == 0u) {
-          float next = 0.0;
-          [[unroll]] for (uint f = 0u; f < CM8_ELEMS; ++f) {
-            next = CM8_ROW_OF[f] == CM8_ROW_OF[e] && CM8_COL_OF[f] == 1u ? x[f] : next;
+      // P^T's rows, tile p's in rows [16p, 16p + 16): a lane's two heads of one key are one word.
+      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
+        [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
+          if (CM8_COL_OF[e] == 0u) {
+            float next = 0.0;
+            [[unroll]] for (uint f = 0u; f < CM8_ELEMS; ++f) {
+              next = CM8_ROW_OF[f] == CM8_ROW_OF[e] && CM8_COL_OF[f] == 1u ? x[p * CM8_ELEMS + f] : next;
+            }
+            dc_tile[pbase + p * DC_KEYS + CM8_ROW_OF[e] + lane_row][lane & 3u] =
+                packFloat2x16(f16vec2(x[p * CM8_ELEMS + e], next));
           }
-          dc_tile[pbase + CM8_ROW_OF[e] + lane_row][lane & 3u] = packFloat2x16(f16vec2(x[e], next));
         }
       }
       DC_SYNC();  // every lane has read K's rows before V's take their place, and P^T is written
-      dc_stage_values(ring[r], rbase);
-      if (more) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r]);
-      DC_SYNC();
-      F16B pt;
-      coopMatLoadNV(pt, dc_tile, pbase, 1u, false);
-      [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
-        F16A vt;  // V^T slice: element (dim, key) read column-major from the key rows
-        coopMatLoadNV(vt, dc_tile, rbase + j * 2u, DC_ROW4V, true);
+      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
+        const uint t = t0 + (r0 + p) * stride;
+        if (t >= kv_end) break;
+        dc_stage_values(ring[r0 + p], rbase);
+        if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+        DC_SYNC();
+        F16B pt;
+        coopMatLoadNV(pt, dc_tile, pbase + p * DC_KEYS, 1u, false);
+        [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
+          F16A vt;  // V^T slice: element (dim, key) read column-major from the key rows
+          coopMatLoadNV(vt, dc_tile, rbase + j * 2u, DC_ROW4V, true);
 #if DC_INT8
-        o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase + j * 16u / KV_BLOCK_DIMS);
+          o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);
 #else
-        o[j] = coopMatMulAddNV(vt, pt, o[j]);
+          o[j] = coopMatMulAddNV(vt, pt, o[j]);
 #endif
+        }
+        DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places
       }
-      DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places
     }
   }
 

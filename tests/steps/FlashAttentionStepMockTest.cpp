@@ -225,9 +225,9 @@ TEST_F(StepMockTest, PagedDecodePlansAsContiguousAndBindsTheBlockTable) {
 
 TEST_F(StepMockTest, Int8DecodeOnH200RecordsSixteenCodeLoadsAndBindsTheScales) {
   pretend("h200");
-  // 65536 int8 keys: the tensor-core kernel (16-byte loads of 16-key tiles, 2 in flight, 8 subgroups),
-  // 16 splits of 4096 keys over the compute units merged in the last workgroup; the scales bound beside
-  // the codes with their own strides (one f16 per 32 keys x 32 dimensions).
+  // 65536 int8 keys: the tensor-core kernel (16-byte loads of 16-key tiles, 2 in flight taken as a pair,
+  // 8 subgroups), 16 splits of 4096 keys over the compute units merged in the last workgroup; the scales
+  // bound beside the codes with their own strides (one f16 per 32 keys x 32 dimensions).
   AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 65536));
   for (Tensor* t : {&call.k, &call.v}) {
     t->dtype = DType::I8;
@@ -238,7 +238,7 @@ TEST_F(StepMockTest, Int8DecodeOnH200RecordsSixteenCodeLoadsAndBindsTheScales) {
                            PushU32("k_scale_stride_s", 4));
   EXPECT_CALL(dispatcher,
               dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
-                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w16_D128_int8_h4_w8_k1_u2_v16_tc_"
+                             KernelNamed(HasSubstr("KvAccess_FlashDecode__g4_int8v1_w16_D128_int8_h4_w8_k1_u2_v16_tcp_"
                                                    "float_split_merged"))),
                        AllOf(binds, PushU32("kv_len", 65536), PushU32("kv_chunk", 4096), PushU32("n_splits", 16)),
                        Grid{16, 8, 1}));

@@ -680,7 +680,9 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
   for (const DType kv : {DType::F16, DType::I8}) {
     for (const std::uint32_t d : {64u, 96u, 128u}) {
       if (kv == DType::I8 && d == 96) continue;  // int8 takes whole 32-dimension scale chunks
-      AttentionOptions o = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}});
+      const bool pairs = kv == DType::I8;
+      AttentionOptions o = AttentionOptions::fromEnvironment(
+          {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}, {"FOUNDRY_FA_DECODE_TILE_PAIRS", pairs ? "1" : "auto"}});
       FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
       test::CallShape s;
       s.nHeads = 32;
@@ -698,6 +700,7 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
       if (d == 96) call.modifiers = {std::make_shared<SoftCapStage>(30.0)};
       const AttentionPlan plan = step.plan(call);
       EXPECT_TRUE(plan.decodeVariant.tensorCores) << plan.describe();
+      EXPECT_EQ(plan.decodeVariant.tilePairs, pairs) << plan.describe();
       for (const auto& k : step.kernelsFor(call)) {
         try {
           EXPECT_FALSE(compiler.compile(k).empty()) << k.name;

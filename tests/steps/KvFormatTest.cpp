@@ -225,6 +225,11 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("q8_0_kvtok", 1, 300, Q8, F16, F16, true)),
     formatName);
 
+FormatCase withHeadDim(FormatCase f, std::uint32_t d) {
+  f.c.headDim = d;
+  return f;
+}
+
 // Decode on the tensor cores (FOUNDRY_FA_DECODE_TENSOR_CORES; skipped where the device has no
 // cooperative matrices with the quad layout): int8 and f16, Split-K, f32 q and output, a window whose
 // first key is not a multiple of the 16-key tile, score hooks with lengths ending inside a tile, pages
@@ -244,6 +249,23 @@ INSTANTIATE_TEST_SUITE_P(
                       withPages(formatCase("int8_tc_pages", 1, 4100, I8, F16, F16, false,
                                            tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
                       formatCase("int8_tc_kvtok", 1, 300, I8, F16, F16, true, tensorCores({})),
+                      // Two tiles at a time: ranges that end inside a pair, a window, pages, hooks.
+                      withModifiers(formatCase("int8_tc_pairs", 1, 4100, I8, F16, F16, false,
+                                               tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},
+                                                            {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      withWindow(formatCase("int8_tc_pairs_window", 1, 4100, I8, F16, F16, false,
+                                            tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                         {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})), 1001),
+                      withPages(formatCase("int8_tc_pairs_pages", 1, 4100, I8, F16, F16, false,
+                                           tensorCores({{"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})), 32),
+                      formatCase("int8_tc_pairs_f32", 1, 300, I8, F32, F32, false,
+                                 tensorCores({{"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})),
+                      // Rows of 128, where the Hopper row takes the pairs by default.
+                      withHeadDim(formatCase("int8_tc_d128", 1, 4100, I8, F16, F16, false,
+                                             tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 128),
+                      withPages(withHeadDim(formatCase("int8_tc_d128_pages", 1, 4100, I8, F16, F16, false,
+                                                       tensorCores({})), 128), 64),
                       formatCase("f16_tc", 1, 4100, F16, F16, F16, false, tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
                       formatCase("f16_tc_kvtok_f32out", 1, 300, F16, F16, F32, true, tensorCores({})),
                       withPages(formatCase("f16_tc_pages", 1, 4100, F16, F16, F16, false, tensorCores({})), 16)),

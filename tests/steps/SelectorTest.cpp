@@ -1203,6 +1203,43 @@ TEST(SelectorFormats, LazyRescaleWhereTheTuningTableMeasuredIt) {
   }
 }
 
+TEST(SelectorFormats, TensorCoreTilePairsWhereTheTableOrTheKnobAsks) {
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const auto plan = [&](DType kv, std::uint32_t d, std::map<std::string, std::string> env) {
+    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::F16, kv, DType::F16,
+                                                  false)),
+                          h200, AttentionOptions::fromEnvironment(env));
+  };
+  // The Hopper row: int8 rows of 128 on the tensor cores, not 64 (not shown faster there).
+  const AttentionPlan paired = plan(DType::I8, 128, {});
+  EXPECT_TRUE(paired.decodeVariant.tensorCores && paired.decodeVariant.tilePairs);
+  EXPECT_THAT(paired, HasDecision("tiles", HasSubstr("tuning table: Hopper, int8 rows of 128 on the tensor cores")));
+  EXPECT_FALSE(plan(DType::I8, 64, {}).decodeVariant.tilePairs);
+  EXPECT_TRUE(plan(DType::I8, 64, {{"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}}).decodeVariant.tilePairs);
+  EXPECT_FALSE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"}}).decodeVariant.tilePairs);
+  // Where the subgroup kernel runs, or one tile is in flight, the table's pairs step aside; the knob's fail.
+  EXPECT_FALSE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}).decodeVariant.tilePairs);
+  const AttentionPlan one = plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_UNROLL", "1"}});
+  EXPECT_TRUE(one.decodeVariant.tensorCores);
+  EXPECT_FALSE(one.decodeVariant.tilePairs);
+  const auto refused = [&](std::map<std::string, std::string> env, DType kv, const char* why) {
+    env["FOUNDRY_FA_DECODE_TILE_PAIRS"] = "1";
+    try {
+      plan(kv, 128, env);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_TILE_PAIRS"));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  refused({{"FOUNDRY_FA_DECODE_UNROLL", "1"}}, DType::I8, "an even number of tiles in flight, not 1");
+  refused({}, DType::F16, "the pairs are of the tensor-core kernel's tiles");
+  EXPECT_FALSE(Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8,
+                                                      DType::F16, false)),
+                              parseDevicePreset("lavapipe"), AttentionOptions{})
+                   .decodeVariant.tilePairs);
+}
+
 TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const auto plan = [&](DType kv, std::uint32_t d, std::map<std::string, std::string> env, const DeviceInfo& device) {
@@ -1270,18 +1307,21 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
   // Two tiles in flight (32 registers a tile of int8 D128 rows, 64 of f16, at most 128); warps as many
   // as shared memory holds: 8, at 4608 bytes a subgroup for int8 and f16 D128 (16 rows that take K,
   // then V, then the partials, and P^T's rows), so that no part_o is declared beside them.
-  for (const auto& [kv, width, ring] : {std::tuple{DType::I8, 16u, 2u}, std::tuple{DType::F16, 8u, 2u}}) {
+  // int8 D128 takes its tiles two at a time (the tuning table): 32 K rows staged together, 16 rows of
+  // P^T more, 5120 bytes a subgroup.
+  for (const auto& [kv, width, ring, stage, key] :
+       {std::tuple{DType::I8, 16u, 2u, 5120u, "_tcp_"}, std::tuple{DType::F16, 8u, 2u, 4608u, "_tc_"}}) {
     const DecodeVariant v = plan(kv, 128, on, h200);
     EXPECT_TRUE(v.tensorCores);
     EXPECT_EQ(v.vecWidth, width);  // 16-byte loads
     EXPECT_EQ(v.keysPerWarp, 1u);
     EXPECT_EQ(v.unroll, ring);
     EXPECT_EQ(v.warps, 8u);
-    EXPECT_EQ(v.tensorStageBytes(), 4608u);
+    EXPECT_EQ(v.tensorStageBytes(), stage);
     EXPECT_LE(v.sharedBytes(32), h200.maxSharedMemoryBytes);
     EXPECT_FALSE(v.halfProducts || v.stepScales || v.scatter || v.lazyRescale);
     EXPECT_EQ(v.keyGranule(32), v.warps * 16u);
-    EXPECT_THAT(v.key(), HasSubstr("_tc_"));
+    EXPECT_THAT(v.key(), HasSubstr(key));
   }
   // The plan's decisions describe the tensor-core kernel, not the lane split it replaced.
   const AttentionPlan described = Selector::plan(

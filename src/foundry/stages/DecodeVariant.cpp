@@ -162,6 +162,9 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
   if (pageSize % kTensorTileKeys != 0) {
     return fmt::format("tensor-core decode takes pages of a multiple of {} rows, not {}", kTensorTileKeys, pageSize);
   }
+  if (tilePairs && unroll % 2 != 0) {
+    return fmt::format("tile pairs take an even number of tiles in flight, not {}", unroll);
+  }
   if (keysPerWarp != 1 || queryShared || int8Dot || idleLanes || tailWords || scatter || stepScales || halfProducts ||
       lazyRescale) {
     return "tensor-core decode has its own tiles: no keys per warp, q shared, integer dot products, idle lanes, tail "
@@ -180,9 +183,11 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
 std::uint32_t DecodeVariant::tensorRow4K() const { return headDim * storageFormat(dtype).bytes / 16 + 1; }
 std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 + 1; }
 std::uint32_t DecodeVariant::tensorRowsBytes() const {
-  return kTensorTileKeys * std::max(tensorRow4K(), tensorRow4V()) * 16;
+  return kTensorTileKeys * std::max((tilePairs ? 2 : 1) * tensorRow4K(), tensorRow4V()) * 16;
 }
-std::uint32_t DecodeVariant::tensorStageBytes() const { return tensorRowsBytes() + kTensorTileKeys * 16; }
+std::uint32_t DecodeVariant::tensorStageBytes() const {
+  return tensorRowsBytes() + (tilePairs ? 2 : 1) * kTensorTileKeys * 16;
+}
 
 std::string DecodeVariant::tensorCoresUnavailable(const DeviceInfo& device, DType kv) {
   if (!device.hasCoopMat({16, 8, 16, DType::F16, DType::F32})) {
@@ -217,8 +222,8 @@ std::string DecodeVariant::key() const {
   return fmt::format("{}_{}_h{}_w{}_k{}_u{}_v{}{}{}{}{}{}{}_{}{}", dims, dtypeName(dtype), heads, warps, keysPerWarp,
                      unroll, vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "",
                      queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? "_ss" : "",
-                     halfProducts ? "_hp" : "", lazyRescale ? "_lr" : tensorCores ? "_tc" : "", partialStorageName(partial),
-                     splitSuffix());
+                     halfProducts ? "_hp" : "", lazyRescale ? "_lr" : tilePairs ? "_tcp" : tensorCores ? "_tc" : "",
+                     partialStorageName(partial), splitSuffix());
 }
 
 }  // namespace foundry

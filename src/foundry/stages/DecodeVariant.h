@@ -70,6 +70,10 @@ struct DecodeVariant {
   /// device's quad accumulator layout (decode_coopmat.glsl). f16 or int8 K/V in 16-byte loads, `unroll`
   /// tiles in flight; keysPerWarp stays 1.
   bool tensorCores = false;
+  /// With tensorCores and an even unroll: two tiles at a time, their K rows staged together, their
+  /// scores taken and their softmax run as one (one vote and one maximum for 32 keys), their V rows
+  /// one after the other.
+  bool tilePairs = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the

@@ -142,6 +142,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
+      knob::force<&O::faDecodeTilePairs, O>(
+          "FOUNDRY_FA_DECODE_TILE_PAIRS",
+          "tensor-core decode: two tiles at a time, their scores and softmax taken as one (1), or one tile at a time "
+          "(0)"),
       knob::force<&O::decodeReplay, O>(
           "FOUNDRY_DECODE_REPLAY",
           "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "

@@ -29,7 +29,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeTailWords),     FOUNDRY_TUNING_FIELD(decodeScatter),
     FOUNDRY_TUNING_FIELD(decodeHalfProducts),  FOUNDRY_TUNING_FIELD(decodeGroupRows),
     FOUNDRY_TUNING_FIELD(decodeLazyRescale),   FOUNDRY_TUNING_FIELD(decodeTensorCores),
-    FOUNDRY_TUNING_FIELD(decodeTensorCoresKeys),
+    FOUNDRY_TUNING_FIELD(decodeTensorCoresKeys), FOUNDRY_TUNING_FIELD(decodeTilePairs),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -52,7 +52,7 @@ const std::vector<TuningRow>& tuningTable() {
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
         .decodeHalfProducts = 0, .decodeLazyRescale = 0, .decodeGroupRows = 0,
-        .decodeTensorCores = 0, .decodeTensorCoresKeys = 0,
+        .decodeTensorCores = 0, .decodeTensorCoresKeys = 0, .decodeTilePairs = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -122,6 +122,12 @@ const std::vector<TuningRow>& tuningTable() {
        "16384 89.5-91.6 against 105.1-106.7, batch 32 kv 2048 55.0-55.2 against 62.0; not at 256 keys per workgroup: "
        "batch 1 kv 4096 31.8-37.3 against 27.1, kv 1024 42.0-42.4 against 30.0); not at D256 (218.8-227.2 against "
        "124.1-126.0) or for f16 (69.9-72.4 against 67.7-69.7); q8_0 keeps the subgroup kernel"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 1, .headDims = {128}},
+       {.decodeTilePairs = 1},
+       "Hopper, int8 rows of 128 on the tensor cores: two tiles at a time, their K rows staged together and one "
+       "softmax for 32 keys (H200, 2026-11-29, against one tile at a time in the same calls: batch 1 kv 65536 "
+       "49.1-49.3 us against 50.7-50.8, batch 8 kv 16384 82.4-83.0 against 86.7-87.5 in two calls; pages of 64 "
+       "spread 50-67 us both ways); not at D64 (34.9-51.7 against 35.8-50.1, not told apart)"},
       {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {256}},
        {.decodeLazyRescale = 1},
        "Hopper, 16-bit rows of 256: O's rescale skipped where no lane's maximum grew, one vote for the 4 heads (H200, "
