@@ -7,11 +7,12 @@
 //   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
 // Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
 // multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
-// tiles are in flight in registers (16-byte loads). A subgroup's own 16 rows of shared memory take a
-// tile's K as stored, then, once the scores are taken, its V widened to f16, and after the loop the
-// subgroup's partials (so that 8 subgroups' staging fits where an SM holds two 20 KB workgroups; see
-// docs/performance.md, "Tensor-core decode: how many workgroups share an SM"); as each half of a tile
-// is staged, that half of the tile DC_RING ahead is loaded in its place.
+// tiles are in flight in registers (16-byte loads), taken DC_PAIR at a time (2: both tiles' K staged
+// at once, one softmax for their 32 keys, V a tile at a time). A subgroup's own rows of shared memory
+// take DC_PAIR tiles' K as stored, then, once the scores are taken, a tile's V widened to f16, and
+// after the loop the subgroup's partials (so that 8 subgroups' staging fits where an SM holds two 20 KB
+// workgroups; see docs/performance.md, "Tensor-core decode: how many workgroups share an SM"); as each
+// half of a tile is staged, that half of the tile DC_RING ahead is loaded in its place.
 // The softmax runs in registers on the device's 16x8 accumulator layout (CM8_ROW_OF / CM8_COL_OF, from
 // the probe): element e of a lane is key CM8_ROW_OF[e] + lane / 4 and head CM8_COL_OF[e] + 2 * (lane % 4),
 // so a lane holds two heads (CM8_COL_OF is 0 or 1). P^T goes through shared memory to become a
@@ -29,9 +30,9 @@ const float DC_HEADROOM = 8.0;  // log2 units a score may exceed the running max
 const uint DC_DV = VALUE_DIM / 16u;                         // 16-row slices of O^T
 const uint DC_SEGS_K = HEAD_DIM / KV_WIDTH, DC_SEGS_V = VALUE_DIM / KV_WIDTH;  // 16-byte loads per row
 const uint DC_LOADS_K = DC_KEYS * DC_SEGS_K / SUBGROUP_SIZE, DC_LOADS_V = DC_KEYS * DC_SEGS_V / SUBGROUP_SIZE;
-// One subgroup's staging (DC_STAGE4 uvec4, from DecodeVariant): DC_ROWS4 for 16 K rows as stored of
-// DC_ROW4K uvec4 (and Q before the loop), or 16 V rows in f16 of DC_ROW4V, or the partials; then
-// P^T's 16 rows of 8 f16.
+// One subgroup's staging (DC_STAGE4 uvec4, from DecodeVariant): DC_ROWS4 for DC_PAIR x 16 K rows as
+// stored of DC_ROW4K uvec4 (and Q before the loop), or 16 V rows in f16 of DC_ROW4V, or the partials;
+// then P^T's DC_PAIR x 16 rows of 8 f16.
 
 #if DC_INT8
 #define I8A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
