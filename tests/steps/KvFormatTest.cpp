@@ -82,6 +82,11 @@ FormatCase withPages(FormatCase f, std::uint32_t rows) {
   return f;
 }
 
+FormatCase withHeadDim(FormatCase f, std::uint32_t d) {
+  f.c.headDim = d;
+  return f;
+}
+
 class KvFormatParity : public ::testing::TestWithParam<FormatCase> {};
 
 TEST_P(KvFormatParity, FlashMatchesCpuReference) {
@@ -224,11 +229,6 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("q8_0_splitk", 1, 4100, Q8, BF16, BF16, false, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}),
                       formatCase("q8_0_kvtok", 1, 300, Q8, F16, F16, true)),
     formatName);
-
-FormatCase withHeadDim(FormatCase f, std::uint32_t d) {
-  f.c.headDim = d;
-  return f;
-}
 
 // Decode on the tensor cores (FOUNDRY_FA_DECODE_TENSOR_CORES; skipped where the device has no
 // cooperative matrices with the quad layout): int8 and f16, Split-K, f32 q and output, a window whose

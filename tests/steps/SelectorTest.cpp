@@ -1305,10 +1305,9 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
                   .describe(),
               HasSubstr("tuning table: Hopper, int8 rows of 64 and 128: decode on the tensor cores"));
   // Two tiles in flight (32 registers a tile of int8 D128 rows, 64 of f16, at most 128); warps as many
-  // as shared memory holds: 8, at 4608 bytes a subgroup for int8 and f16 D128 (16 rows that take K,
-  // then V, then the partials, and P^T's rows), so that no part_o is declared beside them.
-  // int8 D128 takes its tiles two at a time (the tuning table): 32 K rows staged together, 16 rows of
-  // P^T more, 5120 bytes a subgroup.
+  // as shared memory holds: 8, at 4608 bytes a subgroup for f16 D128 (16 rows that take K, then V,
+  // then the partials, and P^T's rows) and 5120 for int8 D128, whose tiles the tuning table pairs (32
+  // K rows staged together, 16 rows of P^T more), so that no part_o is declared beside them.
   for (const auto& [kv, width, ring, stage, key] :
        {std::tuple{DType::I8, 16u, 2u, 5120u, "_tcp_"}, std::tuple{DType::F16, 8u, 2u, 4608u, "_tc_"}}) {
     const DecodeVariant v = plan(kv, 128, on, h200);

@@ -183,10 +183,10 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
 std::uint32_t DecodeVariant::tensorRow4K() const { return headDim * storageFormat(dtype).bytes / 16 + 1; }
 std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 + 1; }
 std::uint32_t DecodeVariant::tensorRowsBytes() const {
-  return kTensorTileKeys * std::max((tilePairs ? 2 : 1) * tensorRow4K(), tensorRow4V()) * 16;
+  return kTensorTileKeys * std::max(tensorTilesAtOnce() * tensorRow4K(), tensorRow4V()) * 16;
 }
 std::uint32_t DecodeVariant::tensorStageBytes() const {
-  return tensorRowsBytes() + (tilePairs ? 2 : 1) * kTensorTileKeys * 16;
+  return tensorRowsBytes() + tensorTilesAtOnce() * kTensorTileKeys * 16;
 }
 
 std::string DecodeVariant::tensorCoresUnavailable(const DeviceInfo& device, DType kv) {

@@ -115,9 +115,10 @@ struct DecodeVariant {
   std::uint32_t stepKeys() const { return keysPerWarp * unroll; }
 
   /// The tensor-core variant's staging rows, in 16-byte units: K's as stored and V's in f16, each
-  /// skewed by 16 bytes so that 8 rows read together hit distinct banks. A subgroup's 16 rows hold a
-  /// tile's K, then its V, then the subgroup's partials (tensorRowsBytes); its staging is those rows
-  /// and P^T's 16 rows of 8 f16 (tensorStageBytes), in bytes.
+  /// skewed by 16 bytes so that 8 rows read together hit distinct banks. A subgroup's rows hold the K of
+  /// the tiles it takes at once, then a tile's V, then the subgroup's partials (tensorRowsBytes); its
+  /// staging is those rows and P^T's rows of 8 f16, 16 a tile (tensorStageBytes), in bytes.
+  std::uint32_t tensorTilesAtOnce() const { return tilePairs ? 2 : 1; }
   std::uint32_t tensorRow4K() const;
   std::uint32_t tensorRow4V() const;
   std::uint32_t tensorRowsBytes() const;

@@ -88,7 +88,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     // 16-key tiles through each subgroup's own staging rows, the softmax on the quad layout.
     k.constant("DECODE_WARPS", v.warps).constant("DC_RING", v.unroll).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
-    k.constant("DC_PAIR", v.tilePairs ? 2u : 1u);
+    k.constant("DC_PAIR", v.tensorTilesAtOnce());
     k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);
     k.define("PART_O_READ(i)", "dc_part_read(i)");
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
