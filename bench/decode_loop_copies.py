@@ -4,38 +4,48 @@ for timing through FOUNDRY_KERNEL_DIR (bench/h200.sh tensor-decode copies). Each
 output for its time only.
   stream: the loads alone, each tile's words folded into one value that the output depends on: the
           time this load structure reads the cache in.
-  stage:  the loads, K's and V's rows staged as loaded, one word of each read back, the four
-          subgroup barriers: the stream and the shared-memory round trips, without products or softmax.
+  stage:  the loads, K's and V's rows staged as loaded a tile at a time, one word of each read back,
+          four subgroup barriers a tile: the stream and the shared-memory round trips, without
+          products or softmax.
 Usage: decode_loop_copies.py ROOT (writes ROOT/stream and ROOT/stage)."""
 import shutil
 import sys
 from pathlib import Path
 
 KERNEL = "flashattention/decode_coopmat.glsl"
-BEGIN = "      const bool more = t + DC_RING * stride < kv_end;\n"
-END = "      DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places\n"
-NEXT = "t + DC_RING * stride, last, b, kv_h, ring[r]"
+BEGIN = "      if (t0 + r0 * stride >= kv_end) break;\n"
+END = ("        DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places\n"
+       "      }\n")
+# Each of the DC_PAIR tiles of a pass in turn, tile t in ring slot r0 + p; the next loads as the plan's.
+TILE = """      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
+        const uint t = t0 + (r0 + p) * stride;
+        if (t >= kv_end) break;
+        const bool more = t + DC_RING * stride < kv_end;
+"""
+NEXT = "t + DC_RING * stride, last, b, kv_h, ring[r0 + p]"
 BODIES = {
-    "stream": f"""      [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) sink ^= ring[r].k[j];
-      [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) sink ^= ring[r].v[j];
-      if (more) {{
-        dc_load_keys({NEXT});
-        dc_load_values({NEXT});
+    "stream": TILE + f"""        [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) sink ^= ring[r0 + p].k[j];
+        [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) sink ^= ring[r0 + p].v[j];
+        if (more) {{
+          dc_load_keys({NEXT});
+          dc_load_values({NEXT});
+        }}
       }}
 """,
-    "stage": f"""      dc_stage_keys(ring[r], rbase);
-      if (more) dc_load_keys({NEXT});
-      DC_SYNC();
-      sink ^= dc_tile[rbase + lane];
-      DC_SYNC();
-      [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {{
-        const uint g = lane + SUBGROUP_SIZE * j;
-        dc_tile[rbase + (g / DC_SEGS_V) * DC_ROW4V + (g % DC_SEGS_V) * (KV_WIDTH / 8u)] = ring[r].v[j];
+    "stage": TILE + f"""        dc_stage_keys(ring[r0 + p], rbase);
+        if (more) dc_load_keys({NEXT});
+        DC_SYNC();
+        sink ^= dc_tile[rbase + lane];
+        DC_SYNC();
+        [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {{
+          const uint g = lane + SUBGROUP_SIZE * j;
+          dc_tile[rbase + (g / DC_SEGS_V) * DC_ROW4V + (g % DC_SEGS_V) * (KV_WIDTH / 8u)] = ring[r0 + p].v[j];
+        }}
+        if (more) dc_load_values({NEXT});
+        DC_SYNC();
+        sink ^= dc_tile[rbase + lane + 32u];
+        DC_SYNC();
       }}
-      if (more) dc_load_values({NEXT});
-      DC_SYNC();
-      sink ^= dc_tile[rbase + lane + 32u];
-      DC_SYNC();
 """,
 }
 

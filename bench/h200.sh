@@ -94,6 +94,10 @@
 #   bash bench/h200.sh decode-probe      # on the device: the decode probe's cases, then decode shapes
 #                                        # timed and probed (each workgroup's setup, stream, hand-over
 #                                        # and merge; PROBE_SHAPES overrides the shapes)
+#   bash bench/h200.sh bench-clock       # on the device: the plan against base copies with the SM clock
+#                                        # sampled every 100 ms; PyTorch's f16/bf16 decode
+#   bash bench/h200.sh sm-fill           # on the device: decode on 128 workgroups against 132 (every
+#                                        # SM) at the same work a workgroup; the int8 plan's slope
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -778,16 +782,22 @@ PY
       rm -rf .device/kx && mkdir -p .device/kx
       source bench/kernel_copies.sh
       export KERNEL_FILE=flashattention/decode_coopmat.glsl
-      local_s='        I8A kc;
-        coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);
-        // Two independent products, not one accumulating into the other: no product waits on another.
-        const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
-        s = s + F32C(hi * 128 + lo) * subgroupShuffle(scales.x, sbase + c);'
-      kernel_copy .device/kx no-s "$local_s" '        s = s + F32C(subgroupShuffle(scales.x, sbase + c));'
-      kernel_copy .device/kx k-const 'coopMatLoadNV(kc, dc_tile, rbase + c * 2u, DC_ROW4K, false);' 'kc = I8A(int8_t(c));'
-      kernel_copy .device/kx no-vscale ' * subgroupShuffle(scales.y, sbase + j * 16u / KV_BLOCK_DIMS);' ';'
-      local_pv='        o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase + j * 16u / KV_BLOCK_DIMS);'
-      kernel_copy .device/kx no-pv "$local_pv" '        o[j] = o[j] + F32C(float(pt[0]));'
+      local_s='          I8A kc;
+          coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+          const float scale = subgroupShuffle(scales.x, sbase[p] + c);
+          if (DC_QCOLS) {
+            const I32C both = coopMatMulAddNV(kc, q_hi[c], I32C(0));
+            s[p] = s[p] + F32C(both) * scale;
+          } else {
+            // Two independent products, not one accumulating into the other: no product waits on another.
+            const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+            s[p] = s[p] + F32C(hi * 128 + lo) * scale;
+          }'
+      kernel_copy .device/kx no-s "$local_s" '          s[p] = s[p] + F32C(subgroupShuffle(scales.x, sbase[p] + c));'
+      kernel_copy .device/kx k-const 'coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);' 'kc = I8A(int8_t(c));'
+      kernel_copy .device/kx no-vscale ' * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);' ';'
+      local_pv='          o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);'
+      kernel_copy .device/kx no-pv "$local_pv" '          o[j] = o[j] + F32C(float(pt[0]));'
       local_scales='  return vec2(kv_k_scale(kv_k_row(b, kv_h, key), min(c, DC_CHUNKS_K - 1u) * KV_BLOCK_DIMS),
               kv_v_scale(kv_v_row(b, kv_h, key), min(c, DC_CHUNKS_V - 1u) * KV_BLOCK_DIMS));'
       kernel_copy .device/kx no-scales "$local_scales" '  return vec2(1.0);'
@@ -796,9 +806,9 @@ PY
     dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
                              packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));'
       # skeleton: every int8 part above out at once (loads, staging, softmax, P^T, f16 P V, barriers)
-      local_skeleton=("$local_s" '        s = s + F32C(1.0);' "$local_scales" '  return vec2(1.0);'
+      local_skeleton=("$local_s" '          s[p] = s[p] + F32C(1.0);' "$local_scales" '  return vec2(1.0);'
         "$local_widen" '    dc_tile[at] = r;
-    dc_tile[at + 1u] = r;' "$local_pv" '        o[j] = coopMatMulAddNV(vt, pt, o[j]);')
+    dc_tile[at + 1u] = r;' "$local_pv" '          o[j] = coopMatMulAddNV(vt, pt, o[j]);')
       kernel_copy .device/kx skeleton "${local_skeleton[@]}"
       # sk-nosync: the skeleton without its subgroup barriers (what the four a tile cost)
       local_sync='#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)'
@@ -833,6 +843,76 @@ PY
     unset FOUNDRY_KERNEL_DIR
     kernel_stats "$out/tc-1-*.json"
     rm -f "$out"/tc-2-*.json
+    exit $status
+    ;;
+  bench-clock)
+    # Issue 14: the bench with its batches queued one ahead (no idle gap between them), the SM clock
+    # sampled every 100 ms meanwhile into $out/clocks.csv: the plan against BENCH_VARIANTS (NAME:KNOBS,
+    # a copy under .device/kx through variant_kernels; default base:, the copy of `bench/h200.sh
+    # tensor-decode copies` with BASE_REF; names starting `gapped` with --wait-each-batch, as the bench
+    # timed before), ROUNDS rounds (2) over SHAPES, each a process of its own, with each shape's time
+    # a call over whole batches beside the median;
+    # then EXTRA (NAME:KNOBS) once on the first shape, PyTorch's f16 and bf16 flash decode, and PyTorch's
+    # f16 decode timed as the bench times, queued and gapped (bench/torch_protocols.py); SKIP_TORCH=1 skips
+    # PyTorch.
+    on_device
+    status=0
+    gpu_name
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,clocks_throttle_reasons.active --format=csv,noheader \
+      -lms 100 >"$out/clocks.csv" 2>&1 &
+    smi=$!
+    shapes=(${SHAPES:-decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+int8+pg64 decode:1:32:8:65536:128})
+    for round in $(seq "${ROUNDS:-2}"); do
+      for v in plan ${BENCH_VARIANTS:-base:}; do
+        variant_sets "$v"
+        name=${v%%:*}
+        variant_kernels "$name"
+        wait_each=(); [ "${name#gapped}" != "$name" ] && wait_each=(--wait-each-batch)
+        echo "$(date +%T.%N | cut -c1-12) round $round $name begins"
+        timeout 200 foundry "${sets[@]}" bench "${wait_each[@]}" --runs 30 --json "$out/bc-$round-$name.json" \
+          --shape "${shapes[@]}" 2>&1 | grep -E "us$|rror|FAIL" | sed "s/^/round $round $name: /" || status=1
+        python3 -c "import json, sys; [print('  batches:', r['name'], round(r['batch_us'], 1), 'us a call') for r in json.load(open(sys.argv[1]))['results']]" \
+          "$out/bc-$round-$name.json" || status=1
+      done
+    done
+    for v in ${EXTRA:-}; do
+      variant_sets "$v"
+      name=${v%%:*}
+      variant_kernels "$name"
+      echo "$(date +%T.%N | cut -c1-12) $name begins"
+      timeout 100 foundry "${sets[@]}" bench --runs 30 --shape "${shapes[0]}" 2>&1 | grep -E "us$|rror|FAIL" |
+        sed "s/^/extra $name: /" || status=1
+    done
+    unset FOUNDRY_KERNEL_DIR
+    if [ -z "${SKIP_TORCH:-}" ]; then
+      timeout 90 python3 bench/torch_formats.py decode:1:1:65536 | tee "$out/torch-formats.jsonl" || status=1
+      # PyTorch timed as the bench times, queued and gapped, beside do_bench (bench/torch_protocols.py)
+      timeout 120 python3 bench/torch_protocols.py | tee "$out/torch-protocols.jsonl" || status=1
+    fi
+    kill "$smi"
+    kernel_stats "$out/bc-1-*.json"
+    exit $status
+    ;;
+  sm-fill)
+    # Issue 14: whether decode is limited per SM or by the memory as a whole. The same work a workgroup
+    # (4096 keys of one GQA group of 4 heads) on 128 workgroups and on 132 (every SM of an H200), int8
+    # on the tensor cores and f16 on the subgroup kernel, each shape:knobs a process of its own, ROUNDS
+    # rounds (2) in alternation; then the int8 plan at three cache lengths (its fixed cost and slope).
+    on_device
+    status=0
+    gpu_name
+    S4=FA_DECODE_SPLIT_K=4
+    for round in $(seq "${ROUNDS:-2}"); do
+      for c in "w128:decode:1:32:8:65536:128+int8:" "w128s4:decode:1:128:32:16384:128+int8:$S4" \
+               "w132s4:decode:1:132:33:16384:128+int8:$S4" "f16w128:decode:1:32:8:65536:128:" \
+               "f16w128s4:decode:1:128:32:16384:128:$S4" "f16w132s4:decode:1:132:33:16384:128:$S4" \
+               "kv32k:decode:1:32:8:32768:128+int8:" "kv128k:decode:1:32:8:131072:128+int8:"; do
+        name=${c%%:*}; rest=${c#*:}; knobs=${rest##*:}; shape=${rest%:*}
+        sets=(); [ -n "$knobs" ] && sets=(--set "$knobs")
+        timeout 100 foundry "${sets[@]}" bench --runs 30 --shape "$shape" 2>&1 | grep -E "us$|rror|FAIL" |
+          sed "s/^/round $round $name: /" || status=1
+      done
+    done
     exit $status
     ;;
   tc-waves)

@@ -50,6 +50,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   cmd->add_option("--runs", a->options.runs, "Timed runs per shape (median reported)")->capture_default_str();
   cmd->add_option("--warmup", a->options.warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
+  cmd->add_flag("!--wait-each-batch", a->options.queueAhead,
+                "Wait for each batch of timed calls before recording the next (the GPU idles in between, and its "
+                "clock may drop there); by default the next batch is queued first");
   cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each optionally with +window<W>, +softcap<C>, +alibi, +sinks, and the storage +bf16, +kvtok, +int8, +q8_0");
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
   cmd->add_flag("--probe", a->probe,

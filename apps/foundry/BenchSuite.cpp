@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -137,28 +138,46 @@ Runner::Runner(Runtime& runtime, Options options) : rt_(runtime), options_(std::
 
 // Calls run back to back in batches (a barrier between calls keeps them from overlapping), so the
 // GPU stays busy and at its working clock, as it would in a model; each call is timed from its
-// first dispatch's start to its last dispatch's end. Warm-up lasts until the GPU has been busy for
-// a while (clocks ramp up over tens of milliseconds), then samples are taken until there are
-// enough of them and enough GPU time.
+// first dispatch's start to its last dispatch's end. A batch is queued before the one ahead of it is
+// waited for, so the GPU never idles while the host reads timings and records: with a gap after each
+// batch the H200's driver held its clock at 1155-1710 MHz instead of 1980 in some processes, and
+// compute-bound kernels took up to 40% longer there (docs/performance.md, "The bench's clock").
+// Warm-up lasts until the GPU has been busy for a while (clocks ramp up over tens of milliseconds),
+// then samples are taken until there are enough of them and enough GPU time.
 double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& record, std::uint32_t copies,
-                        std::vector<double>& samples) {
+                        std::vector<double>& samples, double* batchUs) {
   auto dispatcher = rt_.dispatcher();
   std::uint32_t next = 0;
-  auto batch = [&](std::uint32_t calls) {
+  struct Queued {
+    Submission submission;
+    std::uint32_t calls = 0;
+  };
+  auto queue = [&](std::uint32_t calls) {
     for (std::uint32_t c = 0; c < calls; ++c) {
       record(*dispatcher, next++ % copies);
       dispatcher->barrier();
     }
-    return dispatcher->submit();
+    return Queued{dispatcher->submitAsync(), calls};
   };
-  // Group a submission's dispatches into calls: every call records the same number of dispatches.
-  auto perCall = [&](const SubmitResult& r, std::uint32_t calls, std::vector<double>& out) {
-    const std::size_t each = r.dispatches.size() / calls;
-    for (std::uint32_t c = 0; c < calls; ++c) {
+  // Queues a batch of `calls` and waits for the batch ahead of it (with queueAhead false, in the other
+  // order); the waited batch's calls' times go to `out`.
+  Queued ahead = queue(1);
+  auto take = [&](std::uint32_t calls, std::vector<double>& out) {
+    const Queued now = ahead;
+    if (options_.queueAhead) ahead = queue(calls);
+    const SubmitResult r = dispatcher->wait(now.submission);
+    if (!options_.queueAhead) ahead = queue(calls);
+    // Group the submission's dispatches into calls: every call records the same number of dispatches.
+    const std::size_t each = r.dispatches.size() / now.calls;
+    for (std::uint32_t c = 0; c < now.calls; ++c) {
       const auto& first = r.dispatches[c * each];
       const auto& last = r.dispatches[c * each + each - 1];
       out.push_back(last.endMicros - first.startMicros);
     }
+    return std::pair{r.totalGpuMicros, now.calls};
+  };
+  auto batchFor = [](double estimate) {
+    return estimate > 0 ? std::clamp<std::uint32_t>(std::uint32_t(5000.0 / estimate), 1, 128) : 1u;
   };
   double busy = 0, estimate = 0;
   std::uint32_t warmed = 0;
@@ -166,22 +185,22 @@ double Runner::timeCall(const std::function<void(Dispatcher&, std::uint32_t)>& r
   const auto started = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   while (warmed < options_.warmup || busy < options_.warmupMicros || seconds() < options_.warmupSeconds) {
-    const std::uint32_t calls = estimate > 0 ? std::clamp<std::uint32_t>(std::uint32_t(5000.0 / estimate), 1, 128) : 1;
-    const SubmitResult r = batch(calls);
-    busy += r.totalGpuMicros;
-    warmed += calls;
     scratch.clear();
-    perCall(r, calls, scratch);
+    const auto [gpu, calls] = take(batchFor(estimate), scratch);
+    busy += gpu;
+    warmed += calls;
     estimate = *std::min_element(scratch.begin(), scratch.end());
   }
   samples.clear();
   double measured = 0;
+  std::uint32_t timed = 0;
   while (samples.size() < options_.runs || measured < options_.minTimedMicros) {
-    const std::uint32_t calls = std::clamp<std::uint32_t>(std::uint32_t(5000.0 / std::max(estimate, 1.0)), 1, 128);
-    const SubmitResult r = batch(calls);
-    measured += r.totalGpuMicros;
-    perCall(r, calls, samples);
+    const auto [gpu, calls] = take(batchFor(std::max(estimate, 1.0)), samples);
+    measured += gpu;
+    timed += calls;
   }
+  if (batchUs) *batchUs = measured / timed;
+  dispatcher->wait(ahead.submission);  // the batch queued last, untimed
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
 }
@@ -382,7 +401,7 @@ Result Runner::measure(Prepared& pr, const AttentionOptions& knobs, const Ceilin
         StepContext ctx{d, workspace, nullptr};
         step.run(ctx, pr.calls[copy]);
       },
-      res.copies, samples);
+      res.copies, samples, &res.batchUs);
   res.minUs = samples.front();
   res.tflops = s.flops() / res.medianUs / 1e6;
   res.kvGBs = s.kvBytes() / res.medianUs / 1e3;
@@ -632,7 +651,7 @@ nlohmann::json toJson(const Result& r) {
   return {{"kind", r.shape.kind},       {"name", r.shape.name()},      {"B", r.shape.batch},
           {"Hq", r.shape.heads},        {"Hkv", r.shape.kvHeads},      {"Sq", r.shape.qLen},
           {"Skv", r.shape.kvLen},       {"D", r.shape.headDim},        {"causal", r.shape.causal},
-          {"us", r.medianUs},           {"min_us", r.minUs},           {"tflops", r.tflops},
+          {"us", r.medianUs},           {"min_us", r.minUs},           {"batch_us", r.batchUs},           {"tflops", r.tflops},
           {"kv_gbs", r.kvGBs},          {"pct_ceiling", orNull(r.percentOfCeiling)}, {"ceiling", r.ceiling}, {"rel_error", r.relError},
           {"variant", r.variant},       {"modifiers", r.shape.modifiers},
           {"checked", r.checked},       {"copies", r.copies},          {"kernels", r.kernels},

@@ -46,6 +46,7 @@ struct Options {
   double warmupMicros = 500000;             ///< and at least this much GPU time first (clocks ramp up)
   double warmupSeconds = 1.0;               ///< and at least this long
   double minTimedMicros = 50000;            ///< timed calls continue until this much GPU time
+  bool queueAhead = true;                   ///< queue each batch before waiting for the one ahead
   std::uint64_t l2Bytes = 64ull << 20;      ///< inputs rotate over more than 4x this
   std::uint32_t checkRows = 48;             ///< sampled output rows checked per shape
   AttentionOptions knobs;                   ///< the attention knobs a suite runs with
@@ -63,6 +64,9 @@ struct Ceilings {
 struct Result {
   Shape shape;
   double medianUs = 0, minUs = 0;
+  /// The GPU time of the timed batches over their calls: the median's check against timestamps that
+  /// start a call before the one ahead of it ends.
+  double batchUs = 0;
   double tflops = 0, kvGBs = 0;
   /// decode: of the read ceiling; prefill: of the MMA ceiling; nullopt where that ceiling was not
   /// measured. Over 100 where the data came from a cache faster than the cold read stream.
@@ -117,7 +121,7 @@ class Runner {
   std::pair<std::vector<std::uint32_t>, std::uint32_t> probeWords(Prepared& prepared, AttentionOptions probing,
                                                                   bool AttentionOptions::*probeKnob);
   double timeCall(const std::function<void(Dispatcher&, std::uint32_t copy)>& record, std::uint32_t copies,
-                  std::vector<double>& samples);
+                  std::vector<double>& samples, double* batchUs = nullptr);
   Runtime& rt_;
   Options options_;
 };
