@@ -40,6 +40,11 @@ const uint DC_LOADS_K = DC_KEYS * DC_SEGS_K / SUBGROUP_SIZE, DC_LOADS_V = DC_KEY
 #define I32C icoopmatNV<32, gl_ScopeSubgroup, 16, 8>
 const uint DC_CHUNKS_K = HEAD_DIM / KV_BLOCK_DIMS, DC_CHUNKS_V = VALUE_DIM / KV_BLOCK_DIMS;
 const uint DC_QUNIT = 16383u;  // q's largest |q| in two-byte units: hi * 128 + lo, hi signed, lo 0..127
+// With at most half the columns' heads, q's two bytes share one product: column h holds head h's high
+// bytes and column h + DC_COLS / 2 its low ones, so a chunk takes one int8 product instead of two. The
+// lane holding column h + 4 of a key is lane ^ 2 of the one holding column h (the layout above), and
+// one shuffle joins the two halves of a score.
+const bool DC_QCOLS = 2u * DECODE_HEADS <= DC_COLS;
 uint DC_DIM(uint p) { return (p & ~3u) | ((p & 1u) << 1u) | ((p & 2u) >> 1u); }
 uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k_codes(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v_codes(row, d); }
@@ -156,17 +161,27 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   }
   for (uint i = lane; i < DC_COLS * (HEAD_DIM / 4u); i += SUBGROUP_SIZE) {
     const uint h = i / (HEAD_DIM / 4u), d = 4u * (i % (HEAD_DIM / 4u));
+#if DC_INT8
+    const uint head = DC_QCOLS ? h % (DC_COLS / 2u) : h;  // whose q row h holds
+#else
+    const uint head = h;
+#endif
     vec4 x = vec4(0.0);
-    if (h < DECODE_HEADS && top[min(h, DECODE_HEADS - 1u)] > 0.0) {
-      const uint at = h * HEAD_DIM + d;
-      x = vec4(q_shared[at], q_shared[at + 1u], q_shared[at + 2u], q_shared[at + 3u]) / top[min(h, DECODE_HEADS - 1u)];
+    if (head < DECODE_HEADS && top[min(head, DECODE_HEADS - 1u)] > 0.0) {
+      const uint at = head * HEAD_DIM + d;
+      x = vec4(q_shared[at], q_shared[at + 1u], q_shared[at + 2u], q_shared[at + 3u]) / top[min(head, DECODE_HEADS - 1u)];
     }
 #if DC_INT8
-    // Row h holds the high bytes, row DC_COLS + h the low ones: q = (hi * 128 + lo) / DC_QUNIT.
+    // q = (hi * 128 + lo) / DC_QUNIT. DC_QCOLS: row h < DC_COLS / 2 holds head h's high bytes, row
+    // DC_COLS / 2 + h its low ones; else row h the high bytes and row DC_COLS + h the low ones.
     const ivec4 qi = ivec4(round(x * float(DC_QUNIT)));
     const ivec4 hi = qi >> 7, lo = qi & 127;
-    dc_tile[rbase + h * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(hi)));
-    dc_tile[rbase + (DC_COLS + h) * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(lo)));
+    if (DC_QCOLS) {
+      dc_tile[rbase + h * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(h < DC_COLS / 2u ? hi : lo)));
+    } else {
+      dc_tile[rbase + h * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(hi)));
+      dc_tile[rbase + (DC_COLS + h) * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(lo)));
+    }
 #else
     dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u] = packFloat2x16(f16vec2(x.xy));
     dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u + 1u] = packFloat2x16(f16vec2(x.zw));
@@ -177,7 +192,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   I8B q_hi[DC_CHUNKS_K], q_lo[DC_CHUNKS_K];
   [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
     coopMatLoadNV(q_hi[c], dc_tile, rbase + c * 2u, DC_ROW4K, true);
-    coopMatLoadNV(q_lo[c], dc_tile, rbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K, true);
+    if (!DC_QCOLS) coopMatLoadNV(q_lo[c], dc_tile, rbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K, true);
   }
 #else
   F16B q[DC_KSLICES];
@@ -242,9 +257,15 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
           I8A kc;
           coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
-          // Two independent products, not one accumulating into the other: no product waits on another.
-          const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
-          s[p] = s[p] + F32C(hi * 128 + lo) * subgroupShuffle(scales.x, sbase[p] + c);
+          const float scale = subgroupShuffle(scales.x, sbase[p] + c);
+          if (DC_QCOLS) {
+            const I32C both = coopMatMulAddNV(kc, q_hi[c], I32C(0));
+            s[p] = s[p] + F32C(both) * scale;
+          } else {
+            // Two independent products, not one accumulating into the other: no product waits on another.
+            const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+            s[p] = s[p] + F32C(hi * 128 + lo) * scale;
+          }
         }
 #else
         [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
@@ -262,7 +283,14 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
           const uint key = t0 + (r0 + p) * stride + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
           const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
-          float v = s[p][e] * unit[CM8_COL_OF[e]];
+#if DC_INT8
+          // DC_QCOLS: the high bytes' sum here, the low bytes' in lane ^ 2 (what the lanes of the low
+          // bytes' columns make of it is no head's score, and those columns are not valid).
+          const float raw = DC_QCOLS ? s[p][e] * 128.0 + subgroupShuffleXor(s[p][e], 2u) : s[p][e];
+#else
+          const float raw = s[p][e];
+#endif
+          float v = raw * unit[CM8_COL_OF[e]];
           if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
           const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
           x[p * CM8_ELEMS + e] = valid ? v : NEG_BIG;

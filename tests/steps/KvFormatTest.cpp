@@ -86,6 +86,12 @@ FormatCase withHeadDim(FormatCase f, std::uint32_t d) {
   f.c.headDim = d;
   return f;
 }
+// GQA groups of `group` query heads (2 KV heads).
+FormatCase withGroup(FormatCase f, std::uint32_t group) {
+  f.c.kvHeads = 2;
+  f.c.heads = 2 * group;
+  return f;
+}
 
 class KvFormatParity : public ::testing::TestWithParam<FormatCase> {};
 
@@ -266,6 +272,14 @@ INSTANTIATE_TEST_SUITE_P(
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 128),
                       withPages(withHeadDim(formatCase("int8_tc_d128_pages", 1, 4100, I8, F16, F16, false,
                                                        tensorCores({})), 128), 64),
+                      // Groups of up to 4 heads take q's two bytes in one product's columns, groups of
+                      // 8 in two products; a group of 3 leaves a column of each half empty.
+                      withModifiers(withGroup(formatCase("int8_tc_group8", 1, 4100, I8, F16, F16, false,
+                                                         tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                                      {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})), 8),
+                                    {softCap(20.0), keyLengths({4093, 1001})}),
+                      withWindow(withGroup(formatCase("int8_tc_group3", 1, 4100, I8, F32, F32, false,
+                                                      tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 3), 1001),
                       formatCase("f16_tc", 1, 4100, F16, F16, F16, false, tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
                       formatCase("f16_tc_kvtok_f32out", 1, 300, F16, F16, F32, true, tensorCores({})),
                       withPages(formatCase("f16_tc_pages", 1, 4100, F16, F16, F16, false, tensorCores({})), 16)),

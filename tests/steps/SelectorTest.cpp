@@ -68,6 +68,13 @@ AttentionPlan planFor(const DeviceInfo& device, const CallShape& shape, const At
   return Selector::plan(describeCall(test::shapeCall(shape)), device, options);
 }
 
+/// Knobs with the tensor-core decode off, for the subgroup kernel's rules where a device's table plans
+/// the tensor cores (the H200's f16 rows of 64 and 128 from 2048 keys per workgroup).
+AttentionOptions subgroupDecode(std::map<std::string, std::string> env = {}) {
+  env["FOUNDRY_FA_DECODE_TENSOR_CORES"] = "0";
+  return AttentionOptions::fromEnvironment(env);
+}
+
 const Decision* findDecision(const AttentionPlan& plan, const std::string& what) {
   for (const auto& d : plan.decisions) {
     if (d.what == what) return &d;
@@ -102,7 +109,7 @@ class H200DecodeSplit : public ::testing::TestWithParam<DecodeCase> {};
 TEST_P(H200DecodeSplit, FollowsTheDocumentedRule) {
   const DecodeCase& c = GetParam();
   const DeviceInfo device = parseDevicePreset("h200");
-  const AttentionPlan plan = planFor(device, c.shape);
+  const AttentionPlan plan = planFor(device, c.shape, subgroupDecode());
   ASSERT_TRUE(plan.decode);
   const DecodeVariant& v = plan.decodeVariant;
   EXPECT_FALSE(v.scalar);
@@ -552,7 +559,8 @@ TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   // Batch 8, kv 16384: 2 splits of 8192 keys per workgroup.
   const CallShape longRanges = decodeShape(8, 32, 8, 16384, 128);
-  const AttentionPlan wide = planFor(h200, longRanges);
+  // The subgroup kernel's rule (the H200 plans these f16 rows on the tensor cores).
+  const AttentionPlan wide = planFor(h200, longRanges, subgroupDecode());
   EXPECT_EQ(wide.decodeVariant.vecWidth, 8u);
   EXPECT_EQ(wide.decodeVariant.unroll, 8u);
   EXPECT_EQ(wide.kvChunk, 8192u);
@@ -560,17 +568,17 @@ TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
   EXPECT_THAT(wide, HasDecision("vector width", HasSubstr("4096 keys per workgroup")));
   EXPECT_THAT(wide, HasDecision("unroll", HasSubstr("4096 keys per workgroup")));
   // Batch 1, kv 16384: 16 splits of 1024 keys keep 8-byte loads and unroll 4.
-  const AttentionPlan shortRanges = planFor(h200, decodeShape(1, 32, 8, 16384, 128));
+  const AttentionPlan shortRanges = planFor(h200, decodeShape(1, 32, 8, 16384, 128), subgroupDecode());
   EXPECT_EQ(shortRanges.kvChunk, 1024u);
   EXPECT_EQ(shortRanges.decodeVariant.vecWidth, 4u);
   EXPECT_EQ(shortRanges.decodeVariant.unroll, 4u);
   // A knob on either keeps the other at its default.
   const AttentionPlan unroll4 =
-      planFor(h200, longRanges, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_UNROLL", "4"}}));
+      planFor(h200, longRanges, subgroupDecode({{"FOUNDRY_FA_DECODE_UNROLL", "4"}}));
   EXPECT_EQ(unroll4.decodeVariant.vecWidth, 4u);
   EXPECT_EQ(unroll4.decodeVariant.unroll, 4u);
   const AttentionPlan vec8 =
-      planFor(h200, decodeShape(1, 32, 8, 16384, 128), AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_VEC", "8"}}));
+      planFor(h200, decodeShape(1, 32, 8, 16384, 128), subgroupDecode({{"FOUNDRY_FA_DECODE_VEC", "8"}}));
   EXPECT_EQ(vec8.decodeVariant.vecWidth, 8u);
   EXPECT_EQ(vec8.decodeVariant.unroll, 4u);
   // f32 K/V: 8 elements are 32 bytes; the knob is refused by name.
@@ -584,7 +592,7 @@ TEST(Selector, DecodeTakesSixteenByteLoadsOnlyForLongRangesOfF16OnAGpu) {
   CallShape bf16 = longRanges;
   bf16.dtype = DType::BF16;
   EXPECT_EQ(planFor(h200, bf16).decodeVariant.vecWidth, 8u);
-  EXPECT_EQ(planFor(h200, bf16).decodeVariant.unroll, planFor(h200, longRanges).decodeVariant.unroll);
+  EXPECT_EQ(planFor(h200, bf16).decodeVariant.unroll, wide.decodeVariant.unroll);
   // A CPU driver keeps one step in flight whatever the length.
   const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
   const DecodeVariant cpu = planFor(lavapipe, longRanges).decodeVariant;
@@ -1017,8 +1025,11 @@ AttentionCall formatCall(test::CallShape s, DType q, DType kv, DType o, bool tok
 TEST(SelectorFormats, Bf16DecodeLoadsLikeF16AndKeepsItsTypesInTheKernelKey) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
-  const AttentionPlan f16 = Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, {});
+  // bf16 has no tensor-core decode: it loads like f16 on the subgroup kernel.
+  const AttentionPlan f16 =
+      Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, subgroupDecode());
   const AttentionPlan bf16 = Selector::plan(describeCall(formatCall(s, DType::BF16, DType::BF16, DType::BF16, false)), h200, {});
+  EXPECT_FALSE(bf16.decodeVariant.tensorCores);
   EXPECT_EQ(bf16.decodeVariant.vecWidth, f16.decodeVariant.vecWidth);
   EXPECT_EQ(bf16.decodeVariant.unroll, f16.decodeVariant.unroll);
   EXPECT_EQ(bf16.splits, f16.splits);
@@ -1233,7 +1244,7 @@ TEST(SelectorFormats, TensorCoreTilePairsWhereTheTableOrTheKnobAsks) {
     }
   };
   refused({{"FOUNDRY_FA_DECODE_UNROLL", "1"}}, DType::I8, "an even number of tiles in flight, not 1");
-  refused({}, DType::F16, "the pairs are of the tensor-core kernel's tiles");
+  refused({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}, DType::F16, "the pairs are of the tensor-core kernel's tiles");
   EXPECT_FALSE(Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8,
                                                       DType::F16, false)),
                               parseDevicePreset("lavapipe"), AttentionOptions{})
@@ -1249,12 +1260,20 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
         .decodeVariant;
   };
   const std::map<std::string, std::string> on = {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}};
-  // By default: the Hopper row's int8 rows of 64 and 128, where the device has the products; elsewhere
-  // (D256, f16, q8_0, a device without them, the knob at 0) the subgroup kernel, without an error.
+  // By default: the Hopper rows' int8 and f16 rows of 64 and 128, where the device has the products;
+  // elsewhere (D256, bf16, q8_0, a device without them, the knob at 0) the subgroup kernel, without an error.
   EXPECT_TRUE(plan(DType::I8, 128, {}, h200).tensorCores);
   EXPECT_TRUE(plan(DType::I8, 64, {}, h200).tensorCores);
   EXPECT_FALSE(plan(DType::I8, 256, {}, h200).tensorCores);
-  EXPECT_FALSE(plan(DType::F16, 128, {}, h200).tensorCores);
+  EXPECT_TRUE(plan(DType::F16, 128, {}, h200).tensorCores);
+  EXPECT_TRUE(plan(DType::F16, 64, {}, h200).tensorCores);
+  EXPECT_FALSE(plan(DType::F16, 256, {}, h200).tensorCores);
+  EXPECT_FALSE(plan(DType::BF16, 128, {}, h200).tensorCores);
+  const AttentionPlan f16 = Selector::plan(
+      describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::F16, DType::F16, false)), h200,
+      {});
+  EXPECT_THAT(f16, HasDecision("tensor cores", HasSubstr("tuning table: Hopper, f16 rows of 64 and 128")));
+  EXPECT_FALSE(plan(DType::F16, 128, {}, parseDevicePreset("amd-rdna3")).tensorCores);
   EXPECT_FALSE(plan(DType::Q8_0, 128, {}, h200).tensorCores);
   EXPECT_FALSE(plan(DType::I8, 128, {}, parseDevicePreset("lavapipe")).tensorCores);
   EXPECT_FALSE(plan(DType::I8, 128, {}, parseDevicePreset("amd-rdna3")).tensorCores);
