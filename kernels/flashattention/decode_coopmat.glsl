@@ -3,7 +3,8 @@
 // GQA group's DECODE_HEADS query heads the 8 columns of 16x8 products, so no accumulator pads the
 // heads to 16 rows.
 //   S^T (16 keys x 8 heads) = K Q^T: int8 K as it is stored against q quantized to two bytes, in
-//     int8 products summed exactly in int32 per 32-dimension chunk and scaled once; f16 in f16 products;
+//     int8 products summed exactly in int32 per 32-dimension chunk and scaled once (both bytes in one
+//     product's columns where the group has at most 4 heads, DC_QCOLS); f16 in f16 products;
 //   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
 // Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
 // multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
