@@ -51,6 +51,7 @@ uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k_codes(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v_codes(row, d); }
 #else
 const uint DC_KSLICES = HEAD_DIM / 16u;
+const bool DC_QCOLS = false;  // f16 q takes one product a slice already
 uint DC_DIM(uint p) { return p; }
 uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v(row, d); }
@@ -162,11 +163,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   }
   for (uint i = lane; i < DC_COLS * (HEAD_DIM / 4u); i += SUBGROUP_SIZE) {
     const uint h = i / (HEAD_DIM / 4u), d = 4u * (i % (HEAD_DIM / 4u));
-#if DC_INT8
     const uint head = DC_QCOLS ? h % (DC_COLS / 2u) : h;  // whose q row h holds
-#else
-    const uint head = h;
-#endif
     vec4 x = vec4(0.0);
     if (head < DECODE_HEADS && top[min(head, DECODE_HEADS - 1u)] > 0.0) {
       const uint at = head * HEAD_DIM + d;
@@ -284,13 +281,9 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
           const uint key = t0 + (r0 + p) * stride + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
           const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
-#if DC_INT8
           // DC_QCOLS: the high bytes' sum here, the low bytes' in lane ^ 2 (what the lanes of the low
           // bytes' columns make of it is no head's score, and those columns are not valid).
           const float raw = DC_QCOLS ? s[p][e] * 128.0 + subgroupShuffleXor(s[p][e], 2u) : s[p][e];
-#else
-          const float raw = s[p][e];
-#endif
           float v = raw * unit[CM8_COL_OF[e]];
           if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
           const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
