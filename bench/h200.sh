@@ -96,6 +96,8 @@
 #                                        # and merge; PROBE_SHAPES overrides the shapes)
 #   bash bench/h200.sh bench-clock       # on the device: the plan against base copies with the SM clock
 #                                        # sampled every 100 ms; PyTorch's f16/bf16 decode
+#   bash bench/h200.sh bf16-tc           # on the device: bf16 decode on the tensor cores: parity, then
+#                                        # bench-clock against the subgroup kernel, PyTorch f16/bf16
 #   bash bench/h200.sh sm-fill           # on the device: decode on 128 workgroups against 132 (every
 #                                        # SM) at the same work a workgroup; the int8 plan's slope
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
@@ -184,8 +186,11 @@ for f in sorted(glob.glob(sys.argv[1])):
     for r in json.load(open(f))["results"]:
         for k, st in (r.get("statistics") or {}).items():
             d = dict(st)
+            # NVIDIA's driver reports local memory (spills, arrays it could not keep in registers) in
+            # the low 32 bits, with bit 36 set.
+            local = int(d.get("Local Memory Size", 0)) & 0xFFFFFFFF
             print(f.split("/")[-1], r["name"], round(r["min_us"], 1), "err %.1e" % (r.get("rel_error") or 0), k[-44:],
-                  "regs", d.get("Register Count"), "shared", d.get("Shared Memory Size"))
+                  "regs", d.get("Register Count"), "shared", d.get("Shared Memory Size"), "local", local)
 PY
 }
 # On the device: the driver's statistics of the decode kernels for head_dim D (Hq 32, Hkv 8) under
@@ -853,8 +858,8 @@ PY
     # timed before), ROUNDS rounds (2) over SHAPES, each a process of its own, with each shape's time
     # a call over whole batches beside the median;
     # then EXTRA (NAME:KNOBS) once on the first shape, PyTorch's f16 and bf16 flash decode, and PyTorch's
-    # f16 decode timed as the bench times, queued and gapped (bench/torch_protocols.py); SKIP_TORCH=1 skips
-    # PyTorch.
+    # f16 decode timed as the bench times, queued and gapped (bench/torch_protocols.py; TORCH_DTYPES, e.g.
+    # "float16 bfloat16", for more); SKIP_TORCH=1 skips PyTorch.
     on_device
     status=0
     gpu_name
@@ -887,10 +892,26 @@ PY
     if [ -z "${SKIP_TORCH:-}" ]; then
       timeout 90 python3 bench/torch_formats.py decode:1:1:65536 | tee "$out/torch-formats.jsonl" || status=1
       # PyTorch timed as the bench times, queued and gapped, beside do_bench (bench/torch_protocols.py)
-      timeout 120 python3 bench/torch_protocols.py | tee "$out/torch-protocols.jsonl" || status=1
+      for dt in ${TORCH_DTYPES:-float16}; do
+        timeout 120 python3 bench/torch_protocols.py 65536 "$dt" | tee -a "$out/torch-protocols.jsonl" || status=1
+      done
     fi
     kill "$smi"
     kernel_stats "$out/bc-1-*.json"
+    exit $status
+    ;;
+  bf16-tc)
+    # Issue 14: bf16 decode on the tensor cores (f16 products, a power of two per tile). The tensor-core
+    # parity cases first (SKIP_TESTS=1 skips them), then bench-clock: the plan against the subgroup
+    # kernel on bf16, f16 and int8 at kv 65536 (and bf16 batch 8, D64), queued, ROUNDS rounds, with
+    # PyTorch's f16 and bf16 flash decode timed the same ways.
+    on_device
+    status=0
+    [ -n "${SKIP_TESTS:-}" ] || suite_subset bf16-tc-tests '*DecodeTensorCores*:*DecodeVariants*_tc*'
+    SHAPES="${SHAPES:-decode:1:32:8:65536:128+bf16 decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 \
+      decode:8:32:8:16384:128+bf16 decode:8:32:8:16384:128 decode:1:32:8:65536:64+bf16 decode:1:32:8:65536:64}" \
+      BENCH_VARIANTS="${BENCH_VARIANTS:-sg:FA_DECODE_TENSOR_CORES=0}" TORCH_DTYPES="float16 bfloat16" \
+      ROUNDS="${ROUNDS:-3}" bash bench/h200.sh bench-clock || status=1
     exit $status
     ;;
   sm-fill)

@@ -1,4 +1,5 @@
-# PyTorch's f16 flash decode (B1, Hq 32, Hkv 8, D128, kv 65536 unless given KV) timed three ways, to
+# PyTorch's flash decode (B1, Hq 32, Hkv 8, D128, kv 65536 unless given KV; f16, or the dtype named
+# second: float16, bfloat16) timed three ways, to
 # set beside `foundry bench` with and without --wait-each-batch in the same device call:
 #   do_bench   triton's do_bench (each call after an L2 flush, back to back): the numbers of
 #              bench/torch_formats.py;
@@ -18,11 +19,11 @@ import triton.testing as tt
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 KV = int(sys.argv[1]) if len(sys.argv) > 1 else 65536
+DTYPE = sys.argv[2] if len(sys.argv) > 2 else "float16"
 COPIES, CALLS, BATCHES = 3, 70, 40
 torch.manual_seed(0)
-ins = [(torch.randn(1, 32, 1, 128, device="cuda", dtype=torch.float16),
-        torch.randn(1, 8, KV, 128, device="cuda", dtype=torch.float16),
-        torch.randn(1, 8, KV, 128, device="cuda", dtype=torch.float16)) for _ in range(COPIES)]
+ins = [tuple(torch.randn(1, heads, rows, 128, device="cuda", dtype=getattr(torch, DTYPE))
+             for heads, rows in ((32, 1), (8, KV), (8, KV))) for _ in range(COPIES)]
 
 
 def call(i):
@@ -63,5 +64,5 @@ with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         else:
             batches(0.003 if proto == "gapped" else 0)  # warm-up
             us = batches(0.003 if proto == "gapped" else 0)
-        print(json.dumps(dict(kind="decode", B=1, Hq=32, Hkv=8, Skv=KV, D=128, dtype="float16", protocol=proto,
+        print(json.dumps(dict(kind="decode", B=1, Hq=32, Hkv=8, Skv=KV, D=128, dtype=DTYPE, protocol=proto,
                               us=round(us, 2), smi_after=smi())), flush=True)

@@ -4,7 +4,8 @@
 // heads to 16 rows.
 //   S^T (16 keys x 8 heads) = K Q^T: int8 K as it is stored against q quantized to two bytes, in
 //     int8 products summed exactly in int32 per 32-dimension chunk and scaled once (both bytes in one
-//     product's columns where the group has at most 4 heads, DC_QCOLS); f16 in f16 products;
+//     product's columns where the group has at most 4 heads, DC_QCOLS); f16 in f16 products; bf16
+//     (DC_BF16) in f16 products over a power of two a tile, K's and V's apart;
 //   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
 // Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
 // multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
@@ -57,6 +58,43 @@ uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v(row, d); }
 #endif
 
+#if DC_BF16
+// bf16 rows reach the f16 products through a power of two per tile (K's and V's apart), which the
+// tile's scores or its P V products are multiplied back by. The tile's largest magnitude lands in
+// [2^14, 2^15), so no value overflows; every value within 2^-28 of the largest keeps its 8 bits in
+// f16's normals (2^-31 with its subnormals), and smaller ones lose under 2^-28 of the largest, below
+// f32's rounding of the sums they enter. Every bf16 value, however large or small, is within reach.
+uint dc_bf16_top(uvec4 r) {
+  const uvec4 a = max(r & 0x7fffu, (r >> 16u) & 0x7fffu);
+  return max(max(a.x, a.y), max(a.z, a.w));
+}
+// 2^s as f32 for |s| <= 126.
+float dc_pow2(int s) { return uintBitsToFloat(uint(s + 127) << 23u); }
+// The shift that brings a tile whose largest magnitude has the bits `top` into [2^14, 2^15): its
+// exponent field e is 127 + log2 of its power of two. All-zero and subnormal tiles take 2^126.
+int dc_bf16_shift(uint top) { return clamp(141 - int(top >> 7u), -126, 126); }
+// All ones for a tile's row from `skip` on, else zero: rows before (the first tile's keys before the
+// range) are staged as zeros, so that what they hold neither sets the power of two nor reaches a product.
+uint dc_keep(uint row, uint skip) { return row >= skip ? 0xffffffffu : 0u; }
+uvec4 dc_bf16_f16(uvec4 r, float scale) {
+  return uvec4(packHalf2x16(bf16x2_to_f32(r.x) * scale), packHalf2x16(bf16x2_to_f32(r.y) * scale),
+               packHalf2x16(bf16x2_to_f32(r.z) * scale), packHalf2x16(bf16x2_to_f32(r.w) * scale));
+}
+// `shift` and `scale` (2^shift) of a tile's rows (x.k or x.v: n loads a lane, segs of them a row), in
+// the staging function's scope. A macro, not a function: one that took the tile by value left the
+// tiles in flight in local memory on the H200 (docs/performance.md, "bf16 decode on the tensor cores").
+#define DC_BF16_SCALE(rows, n, segs)                                                             \
+  uint top = 0u;                                                                                 \
+  [[unroll]] for (uint j = 0u; j < n; ++j) {                                                     \
+    top = max(top, dc_bf16_top(rows[j] & dc_keep((lane + SUBGROUP_SIZE * j) / segs, skip)));     \
+  }                                                                                              \
+  const int shift = dc_bf16_shift(subgroupMax(top));                                             \
+  const float scale = dc_pow2(shift)
+#define DC_STAGED_UNIT dc_pow2(-shift)  // what a staged tile's products are multiplied by
+#else
+#define DC_STAGED_UNIT 1.0
+#endif
+
 // One tile's rows as loaded: load j of a lane is segment g = lane + SUBGROUP_SIZE * j, key g / segs;
 // seq: the tile's kv_seq. A tile starts at a multiple of 16 and pages hold whole tiles (DecodeVariant
 // takes pages of a multiple of 16 rows), so its rows take one block-table lookup, made as its K rows
@@ -99,18 +137,31 @@ void dc_load_values(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
   }
 }
 
-// Stages a tile's K rows as loaded.
-void dc_stage_keys(DcTile x, uint kbase) {
+// Stages a tile's K rows as loaded (bf16: in f16, scaled, its `skip` rows before the range zero);
+// returns what its scores are multiplied by.
+float dc_stage_keys(DcTile x, uint kbase, uint skip) {
   const uint lane = gl_SubgroupInvocationID;
+#if DC_BF16
+  DC_BF16_SCALE(x.k, DC_LOADS_K, DC_SEGS_K);
+#endif
   [[unroll]] for (uint j = 0u; j < DC_LOADS_K; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j;
+#if DC_BF16
+    dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = dc_bf16_f16(x.k[j] & dc_keep(g / DC_SEGS_K, skip), scale);
+#else
     dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = x.k[j];
+#endif
   }
+  return DC_STAGED_UNIT;
 }
 
-// Stages a tile's V rows, widened to f16 (int8) or as loaded (f16).
-void dc_stage_values(DcTile x, uint vbase) {
+// Stages a tile's V rows, widened to f16 (int8), in f16 and scaled (bf16, as K's) or as loaded (f16);
+// returns what its P V products are multiplied by (bf16), else 1.
+float dc_stage_values(DcTile x, uint vbase, uint skip) {
   const uint lane = gl_SubgroupInvocationID;
+#if DC_BF16
+  DC_BF16_SCALE(x.v, DC_LOADS_V, DC_SEGS_V);
+#endif
   [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
     const uint g = lane + SUBGROUP_SIZE * j;
     const uint at = vbase + (g / DC_SEGS_V) * DC_ROW4V + (g % DC_SEGS_V) * (KV_WIDTH / 8u);
@@ -121,10 +172,13 @@ void dc_stage_values(DcTile x, uint vbase) {
                         packFloat2x16(i8_even_f16(r.y)), packFloat2x16(i8_odd_f16(r.y)));
     dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
                              packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));
+#elif DC_BF16
+    dc_tile[at] = dc_bf16_f16(x.v[j] & dc_keep(g / DC_SEGS_V, skip), scale);
 #else
     dc_tile[at] = x.v[j];
 #endif
   }
+  return DC_STAGED_UNIT;
 }
 
 #define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
@@ -231,10 +285,11 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       uint sbase[DC_PAIR];
 #endif
       bool more[DC_PAIR];
+      float kunit[DC_PAIR];  // what a tile's scores are multiplied by (bf16's power of two, else 1)
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * stride;
         more[p] = t + DC_RING * stride < kv_end;
-        dc_stage_keys(ring[r0 + p], rbase + p * DC_KEYS * DC_ROW4K);
+        kunit[p] = dc_stage_keys(ring[r0 + p], rbase + p * DC_KEYS * DC_ROW4K, kv_begin > t ? kv_begin - t : 0u);
 #if DC_INT8
         const uint slot = ((t - first) / stride) % DC_STILES;
         if (slot == 0u && t != first) {
@@ -284,7 +339,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
           // DC_QCOLS: the high bytes' sum here, the low bytes' in lane ^ 2 (what the lanes of the low
           // bytes' columns make of it is no head's score, and those columns are not valid).
           const float raw = DC_QCOLS ? s[p][e] * 128.0 + subgroupShuffleXor(s[p][e], 2u) : s[p][e];
-          float v = raw * unit[CM8_COL_OF[e]];
+          float v = raw * (unit[CM8_COL_OF[e]] * kunit[p]);
           if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
           const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
           x[p * CM8_ELEMS + e] = valid ? v : NEG_BIG;
@@ -333,7 +388,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * stride;
         if (t >= kv_end) break;
-        dc_stage_values(ring[r0 + p], rbase);
+        const float vunit = dc_stage_values(ring[r0 + p], rbase, kv_begin > t ? kv_begin - t : 0u);
         if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         F16B pt;
@@ -343,6 +398,8 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
           coopMatLoadNV(vt, dc_tile, rbase + j * 2u, DC_ROW4V, true);
 #if DC_INT8
           o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);
+#elif DC_BF16
+          o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * vunit;
 #else
           o[j] = coopMatMulAddNV(vt, pt, o[j]);
 #endif

@@ -44,10 +44,11 @@ FormatCase formatCase(std::string label, std::uint32_t qLen, std::uint32_t kvLen
 // bf16 inputs no f16 could hold: q and k in f16's subnormal range (a softmax scale brings the logits
 // back to order 1) and v far beyond 65504. A kernel that took any of them through f16 would flush
 // the first and overflow the second.
-FormatCase extremeBf16(FormatCase f) {
+// (The mean of more keys' values is smaller: 4100 keys take values up to 1e8.)
+FormatCase extremeBf16(FormatCase f, float valueMagnitude = 1e6f) {
   f.c.magnitude = 3e-5f;
   f.c.scale = 1.0f / (3e-5f * 3e-5f * 8.0f);
-  f.c.valueMagnitude = 1e6f;
+  f.c.valueMagnitude = valueMagnitude;
   f.label += "_extreme";
   return f;
 }
@@ -84,6 +85,16 @@ FormatCase withPages(FormatCase f, std::uint32_t rows) {
 
 FormatCase withHeadDim(FormatCase f, std::uint32_t d) {
   f.c.headDim = d;
+  return f;
+}
+// Row `token` of K and of V, of every sequence's first KV head, holds infinities.
+FormatCase withInfiniteRow(FormatCase f, std::uint32_t token) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (std::uint32_t b = 0; b < f.c.batch; ++b) {
+    for (const Operand operand : {Operand::K, Operand::V}) {
+      f.c.pokes.push_back({.operand = operand, .batch = b, .head = 0, .token = token, .value = inf});
+    }
+  }
   return f;
 }
 // GQA groups of `group` query heads (2 KV heads).
@@ -281,6 +292,21 @@ INSTANTIATE_TEST_SUITE_P(
                       withWindow(withGroup(formatCase("int8_tc_group3", 1, 4100, I8, F32, F32, false,
                                                       tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 3), 1001),
                       formatCase("f16_tc", 1, 4100, F16, F16, F16, false, tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
+                      // bf16 through f16 products, a power of two per tile: values beyond f16's range and in
+                      // its subnormal range, pages, hooks, token-major rows, and a window whose first tile
+                      // holds a hidden row of infinities (rows before the range set no power and reach no
+                      // product).
+                      extremeBf16(formatCase("bf16_tc", 1, 4100, BF16, BF16, BF16, false,
+                                             tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})), 1e8f),
+                      withPages(extremeBf16(formatCase("bf16_tc_pages_f32out", 1, 4100, BF16, BF16, F32, false,
+                                                       tensorCores({})), 1e8f), 64),
+                      withModifiers(withHeadDim(formatCase("bf16_tc_d128_hooks", 1, 4100, BF16, F32, F32, false,
+                                                           tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 128),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      formatCase("bf16_tc_kvtok", 1, 300, BF16, F16, BF16, true, tensorCores({})),
+                      withInfiniteRow(withWindow(formatCase("bf16_tc_window", 1, 4100, BF16, BF16, BF16, false,
+                                                            tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 1001),
+                                      3090),
                       formatCase("f16_tc_kvtok_f32out", 1, 300, F16, F16, F32, true, tensorCores({})),
                       withPages(formatCase("f16_tc_pages", 1, 4100, F16, F16, F16, false, tensorCores({})), 16)),
     formatName);

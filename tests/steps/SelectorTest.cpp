@@ -1025,7 +1025,8 @@ AttentionCall formatCall(test::CallShape s, DType q, DType kv, DType o, bool tok
 TEST(SelectorFormats, Bf16DecodeLoadsLikeF16AndKeepsItsTypesInTheKernelKey) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::decodeShape(1, 32, 8, 65536, 128);
-  // bf16 has no tensor-core decode: it loads like f16 on the subgroup kernel.
+  // bf16 keeps the subgroup kernel where f16 takes the tensor cores (its tensor-core route converts each
+  // tile as staged and measured slower; it is there when asked), and loads like f16 there.
   const AttentionPlan f16 =
       Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F16, false)), h200, subgroupDecode());
   const AttentionPlan bf16 = Selector::plan(describeCall(formatCall(s, DType::BF16, DType::BF16, DType::BF16, false)), h200, {});
@@ -1261,7 +1262,8 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
   };
   const std::map<std::string, std::string> on = {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}};
   // By default: the Hopper rows' int8 and f16 rows of 64 and 128, where the device has the products;
-  // elsewhere (D256, bf16, q8_0, a device without them, the knob at 0) the subgroup kernel, without an error.
+  // elsewhere (D256, bf16, q8_0, a device without them, the knob at 0) the subgroup kernel, without an error
+  // (bf16 takes them when asked).
   EXPECT_TRUE(plan(DType::I8, 128, {}, h200).tensorCores);
   EXPECT_TRUE(plan(DType::I8, 64, {}, h200).tensorCores);
   EXPECT_FALSE(plan(DType::I8, 256, {}, h200).tensorCores);
@@ -1388,7 +1390,15 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
                            h200, AttentionOptions::fromEnvironment(on))
                 .splits,
             16u);
-  refused(DType::BF16, 128, h200, "tensor-core decode takes f16 or int8 K/V, not bf16");
+  refused(DType::F32, 128, h200, "tensor-core decode takes f16, bf16 or int8 K/V, not f32");
+  // bf16 when asked: f16 products over a power of two a tile, one tile in flight.
+  const AttentionPlan bf16 = Selector::plan(
+      describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::BF16, DType::BF16, DType::BF16, false)),
+      h200, AttentionOptions::fromEnvironment(on));
+  EXPECT_TRUE(bf16.decodeVariant.tensorCores);
+  EXPECT_EQ(bf16.decodeVariant.unroll, 1u);
+  EXPECT_THAT(bf16.describe(), HasSubstr("the 4 heads as columns of 16x8 products (bf16 in f16 over a power of two a tile K)"));
+  EXPECT_THAT(bf16.describe(), HasSubstr("bf16, converted as staged, 1 in flight"));
   refused(DType::I8, 80, h200, "multiples of 32, not 80 and 80");  // int8 scale chunks are whole
   DeviceInfo noLayout = h200;
   noLayout.coopMatLayout8 = {};

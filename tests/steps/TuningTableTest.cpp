@@ -77,6 +77,8 @@ TEST(TuningTable, MatchesByEachKey) {
   EXPECT_FALSE(tuningMatches({.maxHeadDim = 127}, h200, 128, DType::F16));
   EXPECT_FALSE(tuningMatches({.elementBytes = 4}, h200, 128, DType::F16));
   EXPECT_TRUE(tuningMatches({.elementBytes = 2}, h200, 128, DType::BF16));  // bf16 loads like f16
+  EXPECT_FALSE(tuningMatches({.format = DType::F16}, h200, 128, DType::BF16));  // unless a row names one format
+  EXPECT_TRUE(tuningMatches({.format = DType::F16}, h200, 128, DType::F16));
   EXPECT_FALSE(tuningMatches({.narrowSubgroup = true}, h200, 128, DType::F16));
   EXPECT_TRUE(tuningMatches({.headDims = {80, 112}}, h200, 112, DType::F16));
   EXPECT_FALSE(tuningMatches({.headDims = {80, 112}}, h200, 96, DType::F16));

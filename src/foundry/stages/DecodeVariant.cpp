@@ -137,8 +137,8 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
 }
 
 std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize) const {
-  if (dtype != DType::F16 && dtype != DType::I8) {
-    return fmt::format("tensor-core decode takes f16 or int8 K/V, not {}", dtypeName(dtype));
+  if (dtype != DType::F16 && dtype != DType::BF16 && dtype != DType::I8) {
+    return fmt::format("tensor-core decode takes f16, bf16 or int8 K/V, not {}", dtypeName(dtype));
   }
   if (vecWidth != 16 / storageFormat(dtype).bytes) {
     return fmt::format("tensor-core decode loads 16 bytes at a time: {} elements of {}, not {}",

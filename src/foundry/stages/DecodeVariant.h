@@ -67,7 +67,7 @@ struct DecodeVariant {
   /// The keys as rows and the heads as the 8 columns of 16x8 cooperative-matrix products (tensor cores):
   /// each subgroup takes 16-key tiles through its own staging rows in shared memory, S^T = K Q^T (int8
   /// products for int8 K) and O^T += V^T P^T on the tensor cores, the softmax in registers on the
-  /// device's quad accumulator layout (decode_coopmat.glsl). f16 or int8 K/V in 16-byte loads, `unroll`
+  /// device's quad accumulator layout (decode_coopmat.glsl). f16, bf16 or int8 K/V in 16-byte loads, `unroll`
   /// tiles in flight; keysPerWarp stays 1.
   bool tensorCores = false;
   /// With tensorCores and an even unroll: two tiles at a time, their K rows staged together, their

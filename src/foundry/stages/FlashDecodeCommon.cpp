@@ -87,6 +87,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   } else if (v.tensorCores) {
     // 16-key tiles through each subgroup's own staging rows, the softmax on the quad layout.
     k.constant("DECODE_WARPS", v.warps).constant("DC_RING", v.unroll).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
+    k.define("DC_BF16", v.dtype == DType::BF16 ? "1" : "0");
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
     k.constant("DC_PAIR", v.tensorTilesAtOnce());
     k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);

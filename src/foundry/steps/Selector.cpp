@@ -269,9 +269,10 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     c.vecWidth = 16 / storageFormat(p.dtype).bytes;
     c.queryShared = c.int8Dot = c.idleLanes = c.tailWords = false;
     // Tiles in flight: 2 where registers hold them (H200, int8 D128 kv 65536, 8 subgroups: 51.6 us; one
-    // tile 59.3 and 4 tiles 62.2 before the scales were loaded once for several tiles).
+    // tile 59.3 and 4 tiles 62.2 before the scales were loaded once for several tiles); bf16, whose
+    // staging converts each tile, one (H200, D128 kv 65536, 2026-11-29: 93.8 us against 104.9).
     if (!o.faDecodeUnroll) {
-      c.unroll = 2;
+      c.unroll = p.dtype == DType::BF16 ? 1 : 2;
       while (c.unroll > 1 && !c.unusableReason(sg).empty()) c.unroll /= 2;
     }
     const std::string reason = !blocked.empty() ? blocked : c.unusableReason(sg);
@@ -287,10 +288,15 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       revise(why, "vector width", std::to_string(v.vecWidth), tiles + ": 16-byte loads");
       revise(why, "keys per warp", "1", tiles + ": a subgroup takes whole tiles");
       revise(why, "unroll", std::to_string(v.unroll),
-             o.faDecodeUnroll ? std::string("FOUNDRY_FA_DECODE_UNROLL") : tiles + ": 2 in flight where registers hold them");
+             o.faDecodeUnroll            ? std::string("FOUNDRY_FA_DECODE_UNROLL")
+             : p.dtype == DType::BF16 ? tiles + ": bf16, converted as staged, 1 in flight"
+                                      : tiles + ": 2 in flight where registers hold them");
       why.push_back({"tensor cores",
                      fmt::format("{}-key tiles as rows, the {} heads as columns of 16x8 products ({} K)",
-                                 DecodeVariant::kTensorTileKeys, v.heads, int8 ? "int8 x int8" : "f16"),
+                                 DecodeVariant::kTensorTileKeys, v.heads,
+                                 int8                      ? "int8 x int8"
+                                 : p.dtype == DType::BF16 ? "bf16 in f16 over a power of two a tile"
+                                                          : "f16"),
                      tensorForced ? std::string("FOUNDRY_FA_DECODE_TENSOR_CORES") : tune.sourceOf("decodeTensorCores")});
     }
   }

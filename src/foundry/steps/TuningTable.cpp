@@ -122,14 +122,15 @@ const std::vector<TuningRow>& tuningTable() {
        "16384 89.5-91.6 against 105.1-106.7, batch 32 kv 2048 55.0-55.2 against 62.0; not at 256 keys per workgroup: "
        "batch 1 kv 4096 31.8-37.3 against 27.1, kv 1024 42.0-42.4 against 30.0); not at D256 (218.8-227.2 against "
        "124.1-126.0); q8_0 keeps the subgroup kernel (f16: the next row, measured with the GPU kept busy)"},
-      {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {64, 128}},
+      {{.family = DeviceFamily::Hopper, .format = DType::F16, .headDims = {64, 128}},
        {.decodeTensorCores = 1, .decodeTensorCoresKeys = 2048},
-       "Hopper, f16 rows of 64 and 128 (bf16 has no tensor-core decode and keeps the subgroup kernel): decode on the "
-       "tensor cores from 2048 keys per workgroup. Timed with batches queued back to back (the GPU kept busy, as a "
-       "model keeps it), the subgroup kernel's f32 products reach the power cap and its clock drops; the tensor "
-       "cores do not (H200, 2026-11-29: batch 1 kv 65536 D128 71.1-72.1 us against 81.6-97.0 over ten processes, "
-       "batch 8 kv 16384 130.0 against 138.6, batch 32 kv 2048 73.0 against 97.8, D64 41.3 against 42.3); with "
-       "the GPU idle between batches the subgroup kernel is 2% faster at D128 (69.7-71.0 against 71.4)"},
+       "Hopper, f16 rows of 64 and 128: decode on the tensor cores from 2048 keys per workgroup. Timed with batches "
+       "queued back to back (the GPU kept busy, as a model keeps it), the subgroup kernel's f32 products reach the "
+       "power cap and its clock drops; the tensor cores do not (H200, 2026-11-29: batch 1 kv 65536 D128 71.1-72.1 us "
+       "against 81.6-97.0 over ten processes, batch 8 kv 16384 130.0 against 138.6, batch 32 kv 2048 73.0 against "
+       "97.8, D64 41.3 against 42.3); with the GPU idle between batches the subgroup kernel is 2% faster at D128 "
+       "(69.7-71.0 against 71.4). Not bf16: its tensor-core route (f16 products over a power of two a tile) took "
+       "93.8-94.0 us at batch 1 kv 65536 D128, one tile in flight, against the subgroup kernel's 72.4-96.9"},
       {{.family = DeviceFamily::Hopper, .elementBytes = 1, .headDims = {128}},
        {.decodeTilePairs = 1},
        "Hopper, int8 rows of 128 on the tensor cores: two tiles at a time, their K rows staged together and one "
@@ -222,7 +223,7 @@ std::vector<std::string_view> tuningValueNames() {
 
 bool tuningMatches(const TuningMatch& m, const DeviceInfo& device, std::uint32_t headDim, DType dtype) {
   return (!m.family || *m.family == device.family) && headDim >= m.minHeadDim && headDim <= m.maxHeadDim &&
-         (!m.elementBytes || *m.elementBytes == storageFormat(dtype).bytes) &&
+         (!m.elementBytes || *m.elementBytes == storageFormat(dtype).bytes) && (!m.format || *m.format == dtype) &&
          (!m.narrowSubgroup || *m.narrowSubgroup == (device.subgroupSize < 32)) &&
          (m.headDims.empty() || std::ranges::find(m.headDims, headDim) != m.headDims.end());
 }

@@ -84,6 +84,7 @@ struct TuningMatch {
   std::uint32_t minHeadDim = 0;
   std::uint32_t maxHeadDim = UINT32_MAX;
   std::optional<std::uint32_t> elementBytes;  ///< of the K/V format: 2 for f16 and bf16 alike
+  std::optional<DType> format;  ///< where set, only this K/V format (a measurement that set it apart)
   /// Devices whose default subgroup is narrower than 32 (a family that does not fix its width).
   std::optional<bool> narrowSubgroup;
   /// Where not empty, only these head dims (inside the bounds above): a measurement that picked them.
