@@ -32,7 +32,7 @@ BODIES = {
         }}
       }}
 """,
-    "stage": TILE + f"""        dc_stage_keys(ring[r0 + p], rbase);
+    "stage": TILE + f"""        dc_stage_keys(ring[r0 + p], rbase, 0u);
         if (more) dc_load_keys({NEXT});
         DC_SYNC();
         sink ^= dc_tile[rbase + lane];

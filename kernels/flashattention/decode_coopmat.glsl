@@ -81,7 +81,7 @@ uvec4 dc_bf16_f16(uvec4 r, float scale) {
                packHalf2x16(bf16x2_to_f32(r.z) * scale), packHalf2x16(bf16x2_to_f32(r.w) * scale));
 }
 // `shift` and `scale` (2^shift) of a tile's rows (x.k or x.v: n loads a lane, segs of them a row), in
-// the staging function's scope. A macro, not a function: one that took the tile by value left the
+// the staging function's scope (its `lane` and `skip`). A macro, not a function: one that took the tile by value left the
 // tiles in flight in local memory on the H200 (docs/performance.md, "bf16 decode on the tensor cores").
 #define DC_BF16_SCALE(rows, n, segs)                                                             \
   uint top = 0u;                                                                                 \
