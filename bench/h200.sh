@@ -76,6 +76,9 @@
 #                                        # cases, then causal prefill with the plan against coopmat2
 #                                        # tilings, interleaved (FOUNDRY_GLSLC from .device/compilers;
 #                                        # `prepare coopmat2` packs it)
+#   bash bench/h200.sh bf16-prefill [V...] # on the device: bf16 prefill on coopmat2 matrices with bf16
+#                                        # operands: parity, then the plan against f16, bf16 tilings and
+#                                        # the subgroup kernel, PyTorch, bf16 replays (`prepare coopmat2`)
 #   bash bench/h200.sh wide-rows [V...]  # on the device: wide-row prefill (D256 with Q staged in passes)
 #                                        # with the plan and other tilings; WIDE_DECODE=1: D80/D96 decode
 #                                        # with idle lanes against the plan
@@ -272,7 +275,8 @@ case "${1:-}" in
       exit 0
     fi
     if [ "${2:-}" = coopmat2 ]; then
-      # The coopmat2 mode alone: foundry, the attention suite, and Debian 13's glslc (scripts/newer-compilers.sh).
+      # The coopmat2 and bf16-prefill modes alone: foundry, the attention suite, and the newer glslc
+      # (scripts/newer-compilers.sh).
       cmake --build --preset release --target foundry foundry_attention_tests
       ../shared/device/pack.sh build/release/apps/foundry/foundry build/release/tests/foundry_attention_tests
       rm -rf .device/compilers .device/mpi .device/ggml
@@ -1361,6 +1365,45 @@ PY
           grep -v '^[-| ]*$' || status=1
       done
     done
+    exit $status
+    ;;
+  bf16-prefill)
+    # bf16 prefill on coopmat2 matrices with bf16 operands (VK_KHR_shader_bfloat16, GL_EXT_bfloat16),
+    # compiled by the glslc scripts/newer-compilers.sh makes (`prepare coopmat2` packs it): what the
+    # driver lists, the parity cases (BF16_TESTS; SKIP_TESTS=1: none), then causal prefill, bf16 as
+    # planned against f16 and against bf16 tilings (further arguments NAME:KNOB=VALUE,...), two rounds;
+    # bf16 on the subgroup kernel (no bf16 operands: FOUNDRY_GLSLC empty) once; PyTorch's flash SDPA in
+    # bf16 and f16; the bf16 replays of Llama 3.1 8B and gpt-oss-20b (its window and sinks past 128
+    # tokens) with --check.
+    on_device
+    status=0
+    export FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc
+    gpu_name
+    FOUNDRY_LOG_LEVEL=debug foundry devices >"$out/devices.txt" 2>&1 || status=1
+    grep -E "flexible-dimension|compiler|pretend" "$out/devices.txt" | sort -u | head -40
+    if [ -z "${SKIP_TESTS:-}" ]; then
+      .device/bin/foundry_attention_tests --gtest_brief=1 \
+        --gtest_filter="${BF16_TESTS:-Prefill*/KvFormat*:*PrefillVariants*:*LseOutput*}" >"$out/bf16-tests.log" 2>&1 ||
+        { echo "FAILED: the parity cases"; status=1; }
+      grep -E "FAILED|PASSED|tests ran|Failure" "$out/bf16-tests.log" | tail -30
+      echo "skipped: $(grep -c "^\[  SKIPPED" "$out/bf16-tests.log" || true)"
+    fi
+    read -r -a shapes <<<"${BF16_SHAPES:-prefill:1:32:8:8192:128+bf16 prefill:1:32:8:8192:128 prefill:1:32:8:2048:128+bf16 prefill:1:32:8:2048:128 prefill:1:32:8:8192:64+bf16 prefill:1:32:8:8192:64}"
+    shift
+    variants=("$@")
+    time_variants 2 300 bf16-prefill.txt
+    FOUNDRY_GLSLC= foundry bench --shape prefill:1:32:8:2048:128+bf16 2>&1 | grep -E "us$|rror" |
+      sed "s/^/bf16 on the subgroup kernel (no glslc for bf16 operands): /" || status=1
+    timeout 120 python3 bench/torch_formats.py prefill:1:8192:8192:bf16 prefill:1:8192:8192:f16 \
+      prefill:1:2048:2048:bf16 prefill:1:2048:2048:f16 | tee "$out/torch-prefill.jsonl" || status=1
+    bash bench/h200.sh formats-replay || status=1
+    {
+      python3 bench/replay_torch.py configs/gpt-oss-20b.json --layers 2 --prompt-len 300 --decode-tokens 8 --dtype bf16 \
+        --out /tmp/replay-bf16-long >/dev/null &&
+        foundry run /tmp/replay-bf16-long/config.json --layers 2 --prompt-len 300 --decode-tokens 8 --dtype bf16 \
+          --inputs /tmp/replay-bf16-long/inputs.safetensors --expect /tmp/replay-bf16-long/expect.safetensors --check
+    } >"$out/replay-bf16-long.txt" 2>&1 || { status=1; echo "gpt-oss-20b bf16 replay, prompt 300: FAILED"; }
+    tail -5 "$out/replay-bf16-long.txt"
     exit $status
     ;;
   replays)

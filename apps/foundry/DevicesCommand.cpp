@@ -72,6 +72,7 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                          {"sm_builtins", c.smBuiltins},
                          {"cooperative_matrix", coopMatText(c)},
                          {"cooperative_matrix2", c.coopMat2},
+                         {"cooperative_matrix2_bf16", c.coopMat2Bf16},
                          {"compute_units", c.computeUnits},
                          {"memory_bytes", c.deviceMemoryBytes},
                          {"pretend", c.toString()}});
@@ -104,7 +105,8 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                    fromPath ? "FOUNDRY_GLSLC is unset and PATH has no glslc" : "FOUNDRY_GLSLC is empty");
       } else {
         fmt::print("coopmat2 compiler: {}{} ({}){}\n", command, fromPath ? " on PATH (FOUNDRY_GLSLC unset)" : "",
-                   glslc->version().empty() ? "?" : glslc->version(), glslc->coopMat2() ? "" : ": " + glslc->problem());
+                   glslc->version().empty() ? "?" : glslc->version(), glslc->coopMat2() ? (glslc->bf16() ? ", bf16 operands too" : "; " + glslc->bf16Problem())
+                                     : ": " + glslc->problem());
       }
       // What `foundry kernels --pretend` takes to plan for this device elsewhere.
       for (const auto& d : instance.devices()) fmt::print("#{} pretend: {}\n", d.index, infos[d.index].toString());

@@ -1,9 +1,10 @@
 //! requires: flashattention/prefill_coopmat_staging.glsl
-// Prefill attention on GL_NV_cooperative_matrix2 matrices (GL_KHR_cooperative_matrix types), f16 in,
-// f32 accumulate, each product a whole matrix of flexible dimensions. At workgroup scope the workgroup
-// owns its PF_BR query rows as one matrix and the driver splits every product, reduction and element
-// operation over the subgroups; at subgroup scope (CM2_SUBGROUP) each subgroup owns 16 of the rows as
-// matrices of its own (CM2_RB rows from CM2_ROW0) and all of it stays within the subgroup. K/V tiles
+// Prefill attention on GL_NV_cooperative_matrix2 matrices (GL_KHR_cooperative_matrix types), f16 or bf16
+// in (CM2_T: q, K and V as stored, P converted to it), f32 accumulate, each product a whole matrix of
+// flexible dimensions. At workgroup scope the workgroup owns its PF_BR query rows as one matrix and the
+// driver splits every product, reduction and element operation over the subgroups; at subgroup scope
+// (CM2_SUBGROUP) each subgroup owns 16 of the rows as matrices of its own (CM2_RB rows from CM2_ROW0)
+// and all of it stays within the subgroup. K/V tiles
 // are staged as in the GL_NV_cooperative_matrix kernel (prefill_coopmat_staging.glsl,
 // prefill_loop.glsl); per tile of PF_BC keys:
 //   S = Q K^T                       one CM2_RB x PF_BC product, Q held as an A matrix
@@ -18,7 +19,7 @@
 //   O = O + P V                     P converted to an A matrix
 // With PF_STAGES 0 there is no staging: each K/V tile loads straight from the cache through a tensor
 // layout whose rows end at the range's end (rows past it read as 0, never another head's data), so the
-// loop needs no barrier. That takes rows kv_k_row(b, h, 0) + key * k_stride_s apart (f16, not paged).
+// loop needs no barrier. That takes rows kv_k_row(b, h, 0) + key * k_stride_s apart (f16 or bf16, not paged).
 // m and L are CM2_RB x PF_BC accumulators whose every column holds the row's value (m) or a share of it
 // (L): element-wise operations between them and S need the same shape.
 
@@ -31,10 +32,10 @@ const uint CM2_RB = 16u;
 const uint CM2_RB = PF_BR;
 #define CM2_ROW0 0u
 #endif
-#define CM2_Q coopmat<float16_t, CM2_SCOPE, CM2_RB, HEAD_DIM, gl_MatrixUseA>
-#define CM2_KT coopmat<float16_t, CM2_SCOPE, HEAD_DIM, PF_BC, gl_MatrixUseB>
-#define CM2_V coopmat<float16_t, CM2_SCOPE, PF_BC, HEAD_DIM, gl_MatrixUseB>
-#define CM2_P coopmat<float16_t, CM2_SCOPE, CM2_RB, PF_BC, gl_MatrixUseA>
+#define CM2_Q coopmat<CM2_T, CM2_SCOPE, CM2_RB, HEAD_DIM, gl_MatrixUseA>
+#define CM2_KT coopmat<CM2_T, CM2_SCOPE, HEAD_DIM, PF_BC, gl_MatrixUseB>
+#define CM2_V coopmat<CM2_T, CM2_SCOPE, PF_BC, HEAD_DIM, gl_MatrixUseB>
+#define CM2_P coopmat<CM2_T, CM2_SCOPE, CM2_RB, PF_BC, gl_MatrixUseA>
 #define CM2_S coopmat<float, CM2_SCOPE, CM2_RB, PF_BC, gl_MatrixUseAccumulator>
 #define CM2_O coopmat<float, CM2_SCOPE, CM2_RB, HEAD_DIM, gl_MatrixUseAccumulator>
 #define CM2_ROW coopmat<float, CM2_SCOPE, CM2_RB, 16, gl_MatrixUseAccumulator>

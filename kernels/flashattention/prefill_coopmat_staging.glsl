@@ -30,8 +30,8 @@ void cm_fetch_kv(uint t, uint kv_last, uint b, uint kv_h, uint first, uint step,
   [[unroll]] for (uint j = 0u; j < PF_KV_LOADS; ++j) {
     const uint i = first + j * step;
     const uint key = min(t + i / (HEAD_DIM / 8u), kv_last), c = i % (HEAD_DIM / 8u);
-    kr[j] = KV_F16X8(kv_load_k(kv_k_row(b, kv_h, key), c * 8u));
-    vr[j] = KV_F16X8(kv_load_v(kv_v_row(b, kv_h, key), c * 8u));
+    kr[j] = KV_TILE8(kv_load_k(kv_k_row(b, kv_h, key), c * 8u));
+    vr[j] = KV_TILE8(kv_load_v(kv_v_row(b, kv_h, key), c * 8u));
   }
 }
 

@@ -85,6 +85,10 @@ struct DeviceInfo {
   /// VK_NV_cooperative_matrix2 (workgroup scope, flexible dimensions, reductions, conversions, element
   /// operations), and a Runtime found a glslc that compiles them (FOUNDRY_GLSLC; it clears this where not).
   bool coopMat2 = false;
+  /// Those kernels take bf16 operands too: VK_KHR_shader_bfloat16 with bf16 cooperative matrices, bf16 x
+  /// bf16 into f32 among the flexible dimensions, and a glslc that compiles GL_EXT_bfloat16 (a Runtime
+  /// clears this where not).
+  bool coopMat2Bf16 = false;
   /// Shared memory the driver keeps for itself in a kernel with workgroup-scope matrices.
   std::uint32_t coopMat2ReservedShared = 0;
   /// The most invocations a workgroup with workgroup-scope matrices may have.

@@ -215,6 +215,7 @@ const std::vector<Key>& keys() {
       flag("idot", &DeviceInfo::int8Dot),
       {"coopmat", setCoopMat, coopMatText},
       flag("cm2", &DeviceInfo::coopMat2),
+      flag("cm2-bf16", &DeviceInfo::coopMat2Bf16),
       number("cm2-reserve", &DeviceInfo::coopMat2ReservedShared),
       number("cm2-invocations", &DeviceInfo::coopMat2MaxWorkgroup),
       {"layout",

@@ -93,6 +93,26 @@ void main() {
 }
 )";
 
+/// The same products on bf16 operands (GL_EXT_bfloat16, glslang 15.3 and newer).
+constexpr const char* kProbeBf16 = R"(#version 450
+#extension GL_EXT_bfloat16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer B { float b[]; };
+layout(std430, binding = 1) buffer H { uvec4 h[]; };
+void main() {
+  coopmat<float, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseAccumulator> t;
+  coopMatLoad(t, b, 0, 32, gl_CooperativeMatrixLayoutRowMajor);
+  coopmat<bfloat16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA> a = coopmat<bfloat16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA>(t);
+  coopmat<bfloat16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseB> k;
+  coopMatLoad(k, h, 0, 4, gl_CooperativeMatrixLayoutColumnMajor);
+  t = coopMatMulAdd(a, k, t);
+  coopMatStore(t, b, 0, 32, gl_CooperativeMatrixLayoutRowMajor);
+}
+)";
+
 }  // namespace
 
 ExternalGlslc::ExternalGlslc(std::string command) : command_(std::move(command)) {
@@ -106,6 +126,12 @@ ExternalGlslc::ExternalGlslc(std::string command) : command_(std::move(command))
     std::getline(text, version_);
     compile(kProbe, "coopmat2_probe");
     coopMat2_ = true;
+    try {
+      compile(kProbeBf16, "coopmat2_bf16_probe");
+      bf16_ = true;
+    } catch (const Error& e) {
+      bf16Problem_ = fmt::format("'{}' does not compile GL_EXT_bfloat16: {}", printable(command_), e.what());
+    }
   } catch (const Error& e) {
     problem_ = fmt::format("'{}' does not compile GL_NV_cooperative_matrix2: {}", printable(command_), e.what());
   } catch (const std::exception& e) {

@@ -23,6 +23,11 @@ class ExternalGlslc {
   bool coopMat2() const { return coopMat2_; }
   /// Why coopMat2() is false, or "".
   const std::string& problem() const { return problem_; }
+  /// It compiles those kernels with bf16 operands too (GL_EXT_bfloat16: glslang 15.3 or newer; Debian
+  /// 13's 15.1 does not, Debian 14's does).
+  bool bf16() const { return bf16_; }
+  /// Why bf16() is false where coopMat2() is true, or "".
+  const std::string& bf16Problem() const { return bf16Problem_; }
 
   /// Compiles compute-shader GLSL to SPIR-V (Vulkan 1.3). Throws DeviceError with glslc's message,
   /// its file name `name`.comp.
@@ -32,8 +37,8 @@ class ExternalGlslc {
   std::string rejects(const std::vector<std::uint32_t>& spirv) const;
 
  private:
-  std::string command_, version_, problem_;
-  bool coopMat2_ = false;
+  std::string command_, version_, problem_, bf16Problem_;
+  bool coopMat2_ = false, bf16_ = false;
 };
 
 }  // namespace foundry

@@ -57,6 +57,10 @@ void Runtime::start() {
     spdlog::debug("device '{}' has VK_NV_cooperative_matrix2 but no compiler for it here: {}", device_->info().name,
                   compiler->external() ? compiler->external()->problem() : "FOUNDRY_GLSLC is empty");
     device_->clearCoopMat2();
+  } else if (device_->info().coopMat2Bf16 && !compiler->coopMat2Bf16()) {
+    spdlog::debug("device '{}' multiplies bf16 matrices but the coopmat2 compiler cannot: {}", device_->info().name,
+                  compiler->external()->bf16Problem());
+    device_->clearCoopMat2Bf16();
   }
   kernels_ = std::make_shared<KernelCache>(compiler, disk_, options_.dumpKernels);
   pipelines_ = std::make_shared<PipelineCache>(*device_, kernels_, disk_);

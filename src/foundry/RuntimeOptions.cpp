@@ -15,9 +15,10 @@ const std::vector<Knob<RuntimeOptions>>& RuntimeOptions::knobs() {
       knob::text<&O::kernelDir, O>("FOUNDRY_KERNEL_DIR", "a directory holding kernels/*.glsl",
                                    "read GLSL snippets from disk instead of the binary"),
       knob::text<&O::glslc, O>("FOUNDRY_GLSLC", "a glslc command (a path), or empty",
-                               "a glslc that compiles GL_NV_cooperative_matrix2 kernels, run for those alone; unset: "
-                               "glslc on PATH, where the device has the extension; empty: none (bash "
-                               "scripts/newer-compilers.sh makes one from Debian 13's packages)"),
+                               "a glslc that compiles GL_NV_cooperative_matrix2 kernels (and, glslang 15.3 or newer, "
+                               "their bf16 operands), run for those alone; unset: glslc on PATH, where the device has "
+                               "the extension; empty: none (bash scripts/newer-compilers.sh makes one from Debian's "
+                               "forky packages)"),
       {{"FOUNDRY_LOG_LEVEL", "trace, debug, info, warn, error, off", "log verbosity"},
        [](O& o, const std::string& v, const std::string& f) {
          static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};

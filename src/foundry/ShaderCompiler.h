@@ -36,6 +36,8 @@ class ShaderCompiler {
   }
   /// Kernels on GL_NV_cooperative_matrix2 compile here (an external glslc that can was given).
   bool coopMat2() const { return external_ && external_->coopMat2(); }
+  /// ... and with bf16 operands (GL_EXT_bfloat16).
+  bool coopMat2Bf16() const { return coopMat2() && external_->bf16(); }
   /// The external glslc, or null.
   const ExternalGlslc* external() const { return external_.get(); }
   /// How many times compile() ran shaderc (cache tests count this).

@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
 #include "foundry/ShaderCompiler.h"
@@ -74,6 +76,47 @@ TEST(CoopMat2Plan, ForcedOnADeviceThatHasItTakesTheScopeAsked) {
     EXPECT_LE(v.sharedBytes(32) + device.coopMat2ReservedShared, device.maxSharedMemoryBytes) << plan.describe();
     EXPECT_LE(v.workgroupSize(32), device.coopMat2MaxWorkgroup);
   }
+}
+
+// bf16 q, K and V: coopmat2 matrices with bf16 operands where the device and the glslc have them (whatever the
+// tuning table's coop2 rows say, and at any length: the alternative is the subgroup kernel's f32 tiles);
+// the subgroup kernel otherwise, and where FOUNDRY_FA_PREFILL_COOPMAT2 is 0. Mixed types never take them.
+TEST(CoopMat2Plan, Bf16TakesBf16OperandsWhereTheDeviceHasThem) {
+  const DeviceInfo bf16 = parseDevicePreset(std::string(kH200Cm2) + ",cm2-bf16=1");
+  const DeviceInfo noBf16 = parseDevicePreset(kH200Cm2);
+  const auto plan = [](const DeviceInfo& device, const AttentionOptions& o, std::uint32_t qLen, std::uint32_t d,
+                       DType q = DType::BF16) {
+    FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+    AttentionCall call = test::shapeCall(test::prefillShape(32, 8, qLen, qLen, d, DType::BF16));
+    call.q = Tensor::describe("q", q, call.q.dims, call.q.layout);
+    return step.plan(call);
+  };
+  for (const std::uint32_t d : {64u, 80u, 96u, 128u, 256u}) {
+    for (const std::uint32_t qLen : {100u, 8192u}) {
+      SCOPED_TRACE(fmt::format("D{} S{}", d, qLen));
+      const AttentionPlan p = plan(bf16, knobs({}), qLen, d);
+      EXPECT_TRUE(p.prefillVariant.coopMat && p.prefillVariant.coopMat2) << p.describe();
+      EXPECT_NE(p.prefillVariant.key().find("_bf16_coopmat2"), std::string::npos) << p.prefillVariant.key();
+      EXPECT_NE(p.describe().find("bf16 operands exist only in coopmat2 matrices"), std::string::npos) << p.describe();
+      const AttentionPlan without = plan(noBf16, knobs({}), qLen, d);
+      EXPECT_FALSE(without.prefillVariant.coopMat) << without.describe();
+      EXPECT_NE(without.describe().find("VK_KHR_shader_bfloat16"), std::string::npos) << without.describe();
+    }
+  }
+  // The tuning table's bf16 row: 64-key tiles at head_dim 64, where f16 keeps 32.
+  EXPECT_EQ(plan(bf16, knobs({}), 8192, 64).prefillVariant.keysPerTile, 64u);
+  FlashAttentionStep f16Step(bf16, SnippetLibrary::embedded(), knobs({}));
+  EXPECT_EQ(f16Step.plan(test::shapeCall(test::prefillShape(32, 8, 8192, 8192, 64))).prefillVariant.keysPerTile, 32u);
+  const AttentionPlan off = plan(bf16, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "0"}}), 2048, 128);
+  EXPECT_FALSE(off.prefillVariant.coopMat) << off.describe();
+  EXPECT_NE(off.describe().find("FOUNDRY_FA_PREFILL_COOPMAT2 is 0"), std::string::npos) << off.describe();
+  const AttentionPlan mixed = plan(bf16, knobs({}), 2048, 128, DType::F16);
+  EXPECT_FALSE(mixed.prefillVariant.coopMat) << mixed.describe();
+  // Tiles straight from the cache (0 staging buffers) on workgroup scope, bf16 as f16.
+  const AttentionPlan unstaged = plan(bf16, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", "workgroup"},
+                                                   {"FOUNDRY_FA_PREFILL_STAGES", "0"}}), 2048, 128);
+  EXPECT_EQ(unstaged.prefillVariant.stages, 0u) << unstaged.describe();
+  EXPECT_FALSE(unstaged.prefillVariant.coopMat2Subgroup) << unstaged.describe();
 }
 
 TEST(CoopMat2Plan, AutoTakesSubgroupScopeMatricesWhereTheTableSaysSo) {
@@ -255,6 +298,46 @@ TEST(CoopMat2Compile, EveryKernelCompilesAndValidates) {
     }
   }
   EXPECT_GE(names.size(), 72u);
+}
+
+// The bf16-operand kernels (GL_EXT_bfloat16) at each scope and staging depth, with and without Split-K,
+// and every head dim the tuning table names: where the glslc compiles them (glslang 15.3 or newer).
+TEST(CoopMat2Compile, Bf16KernelsCompileAndValidate) {
+  const char* glslc = std::getenv("FOUNDRY_GLSLC");
+  if (!glslc || !*glslc) GTEST_SKIP() << "FOUNDRY_GLSLC is not set (bash scripts/newer-compilers.sh makes one)";
+  const ShaderCompiler compiler(ShaderCompiler::Optimization::None, glslc);
+  ASSERT_TRUE(compiler.coopMat2()) << compiler.external()->problem();
+  if (!compiler.coopMat2Bf16()) GTEST_SKIP() << compiler.external()->bf16Problem();
+  const DeviceInfo device = parseDevicePreset(std::string(kH200Cm2) + ",cm2-bf16=1");
+  std::set<std::string> names;
+  for (const char* scope : {"workgroup", "subgroup"}) {
+    for (const char* stages : {"0", "1", "2"}) {
+      for (const char* split : {"1", "3"}) {
+        const AttentionOptions o = knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", scope},
+                                          {"FOUNDRY_FA_PREFILL_STAGES", stages},
+                                          {"FOUNDRY_FA_PREFILL_SPLIT_K", split}});
+        for (const std::uint32_t d : {64u, 80u, 96u, 128u, 256u}) {
+          AttentionCall call = test::shapeCall(test::prefillShape(8, 2, 200, 300, d, DType::BF16));
+          FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+          std::vector<KernelSource> kernels;
+          try {
+            kernels = step.kernelsFor(call);
+          } catch (const UserError&) {
+            continue;  // a staging depth or split that does not fit this head dim
+          }
+          for (const auto& k : kernels) {
+            if (!k.usesCoopMat2 || !names.insert(k.name).second) continue;
+            SCOPED_TRACE(k.name);
+            EXPECT_NE(k.name.find("_bf16_coopmat2"), std::string::npos);
+            std::vector<std::uint32_t> spirv;
+            ASSERT_NO_THROW(spirv = compiler.compile(k));
+            EXPECT_EQ(compiler.rejects(spirv, true), "");
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(names.size(), 24u);
 }
 
 }  // namespace

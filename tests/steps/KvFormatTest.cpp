@@ -1,8 +1,8 @@
 // KV formats and layouts against the CPU float64 reference: bf16 storage (values far beyond the f16
 // range, and values in f16's subnormal range), q, kv and o of separate types, and token-major caches
 // [B, S, Hkv, D] read in place, through every kernel variant (subgroup decode at each load width,
-// scalar decode, Split-K decode, subgroup prefill, Split-K prefill, the materialised reference) and
-// through KvAppendStep. Outputs are NaN-poisoned and rows past kv_len hold NaN (AttentionHarness).
+// scalar decode, Split-K decode, subgroup prefill, Split-K prefill, coopmat2 prefill on bf16 operands,
+// the materialised reference) and through KvAppendStep. Outputs are NaN-poisoned and rows past kv_len hold NaN (AttentionHarness).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -114,8 +114,18 @@ TEST_P(KvFormatParity, FlashMatchesCpuReference) {
   if (tensorCores && !tensorCoreDecode(runtime().info(), f.c.dtype)) {
     GTEST_SKIP() << "the device has no cooperative matrices with the quad accumulator layout";
   }
+  const bool coopMat2 =
+      std::find(f.knobs.begin(), f.knobs.end(), std::pair<std::string, std::string>{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"}) !=
+      f.knobs.end();
+  if (coopMat2 && f.c.dtype == DType::BF16 && !runtime().info().coopMat2Bf16) {
+    GTEST_SKIP() << "no bf16 operands in coopmat2 matrices here (the device's VK_KHR_shader_bfloat16, or a glslc that "
+                    "compiles GL_EXT_bfloat16: FOUNDRY_GLSLC)";
+  }
   const AttentionResult r = runFlash(f.c, AttentionOptions::fromEnvironment({f.knobs.begin(), f.knobs.end()}));
   EXPECT_TRUE(matchesReference(f.c, r)) << r.record.plan.describe();
+  if (coopMat2) {
+    EXPECT_TRUE(r.record.plan.prefillVariant.coopMat2) << r.record.plan.describe();
+  }
   if (quantized(f.c.dtype)) {
     EXPECT_LE(r.errorUnquantized.maxRel, quantizationBound(f.c.dtype)) << "against the values before quantization";
     EXPECT_GT(r.errorUnquantized.maxRel, r.error.maxRel) << "quantization must cost something, or the case proves nothing";
@@ -309,6 +319,37 @@ INSTANTIATE_TEST_SUITE_P(
                                       3090),
                       formatCase("f16_tc_kvtok_f32out", 1, 300, F16, F16, F32, true, tensorCores({})),
                       withPages(formatCase("f16_tc_pages", 1, 4100, F16, F16, F16, false, tensorCores({})), 16)),
+    formatName);
+
+// bf16 q, K and V as the operands of coopmat2 matrices (VK_KHR_shader_bfloat16), exact products of every
+// bf16 value: values beyond f16's range and in its subnormal range, each scope and staging depth (0: tiles
+// straight from the cache), Split-K, pages, token-major rows, score hooks and a window, wider rows.
+std::vector<std::pair<std::string, std::string>> bf16CoopMat2(const char* scope, const char* stages,
+                                                              std::vector<std::pair<std::string, std::string>> more = {}) {
+  more.insert(more.begin(), {{"FOUNDRY_FA_PREFILL_COOPMAT2", "1"},
+                             {"FOUNDRY_FA_PREFILL_COOPMAT2_SCOPE", scope},
+                             {"FOUNDRY_FA_PREFILL_STAGES", stages}});
+  return more;
+}
+INSTANTIATE_TEST_SUITE_P(
+    PrefillCoopMat2Bf16, KvFormatParity,
+    ::testing::Values(
+        extremeBf16(formatCase("bf16_cm2_sg", 37, 100, BF16, BF16, BF16, false, bf16CoopMat2("subgroup", "2"))),
+        extremeBf16(formatCase("bf16_cm2_wg_unstaged", 37, 100, BF16, BF16, BF16, false, bf16CoopMat2("workgroup", "0"))),
+        extremeBf16(formatCase("bf16_cm2_wg_f32out", 37, 100, BF16, BF16, F32, false, bf16CoopMat2("workgroup", "1"))),
+        formatCase("bf16_cm2_sg_splitk", 7, 1000, BF16, BF16, BF16, false,
+                   bf16CoopMat2("subgroup", "1", {{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})),
+        formatCase("bf16_cm2_wg_unstaged_splitk", 7, 1000, BF16, BF16, BF16, false,
+                   bf16CoopMat2("workgroup", "0", {{"FOUNDRY_FA_PREFILL_SPLIT_K", "3"}})),
+        withPages(extremeBf16(formatCase("bf16_cm2_sg_pages", 37, 100, BF16, BF16, BF16, false,
+                                         bf16CoopMat2("subgroup", "2"))), 16),
+        formatCase("bf16_cm2_sg_kvtok_f32out", 37, 100, BF16, BF16, F32, true, bf16CoopMat2("subgroup", "1")),
+        withModifiers(withHeadDim(formatCase("bf16_cm2_d128_hooks", 37, 300, BF16, BF16, BF16, false,
+                                             bf16CoopMat2("subgroup", "2")), 128),
+                      {softCap(20.0), alibi(), window(50)}),
+        withHeadDim(formatCase("bf16_cm2_d256", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("workgroup", "0")), 256),
+        withHeadDim(formatCase("bf16_cm2_d80", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("subgroup", "1")), 80),
+        withHeadDim(formatCase("bf16_cm2_d96", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("subgroup", "1")), 96)),
     formatName);
 
 INSTANTIATE_TEST_SUITE_P(

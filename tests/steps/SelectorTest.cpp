@@ -1058,7 +1058,7 @@ TEST(SelectorFormats, HopperInt8AndQ8D128DecodeScattersItsScores) {
   EXPECT_FALSE(f16.decodeVariant.scatter) << f16.decodeVariant.key();
 }
 
-TEST(SelectorFormats, PrefillTakesCooperativeMatricesOnlyForF16QueriesAndKeys) {
+TEST(SelectorFormats, PrefillTakesCooperativeMatricesForF16OrAllBf16Operands) {
   const DeviceInfo h200 = parseDevicePreset("h200");
   const test::CallShape s = test::prefillShape(32, 8, 1024, 1024);
   EXPECT_TRUE(Selector::plan(describeCall(formatCall(s, DType::F16, DType::F16, DType::F32, false)), h200, {})
@@ -1073,8 +1073,14 @@ TEST(SelectorFormats, PrefillTakesCooperativeMatricesOnlyForF16QueriesAndKeys) {
     const AttentionPlan plan = Selector::plan(describeCall(formatCall(s, q, kv, DType::F16, false)), h200, {});
     EXPECT_FALSE(plan.prefillVariant.coopMat) << dtypeName(q) << " " << dtypeName(kv);
     EXPECT_FALSE(plan.prefillVariant.tilesAreHalf());  // staged as f32: every bf16 value exactly
-    EXPECT_THAT(plan, HasDecision("variant", HasSubstr("f16 only")));
+    EXPECT_THAT(plan, HasDecision("variant", HasSubstr("coopmat2 matrices")));
   }
+  // Where coopmat2 matrices take bf16 operands, bf16 q, K and V multiply on them as stored; mixed types do not.
+  const DeviceInfo bf16 = parseDevicePreset("h200,cm2=1,cm2-bf16=1");
+  const AttentionPlan both = Selector::plan(describeCall(formatCall(s, DType::BF16, DType::BF16, DType::F32, false)), bf16, {});
+  EXPECT_TRUE(both.prefillVariant.coopMat && both.prefillVariant.coopMat2) << both.describe();
+  const AttentionPlan mixed = Selector::plan(describeCall(formatCall(s, DType::F16, DType::BF16, DType::F16, false)), bf16, {});
+  EXPECT_FALSE(mixed.prefillVariant.coopMat) << mixed.describe();
   EXPECT_THROW(Selector::plan(describeCall(formatCall(s, DType::BF16, DType::BF16, DType::BF16, false)), h200,
                               AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "1"}})),
                UnsupportedError);

@@ -39,7 +39,7 @@ TEST(TuningTable, EveryRowGivesSomeValueToSomePreset) {
     bool gives = false;
     for (const std::string& preset : devicePresetNames()) {
       for (const std::uint32_t d : kHeadDims) {
-        for (const DType t : {DType::F16, DType::F32, DType::I8}) {
+        for (const DType t : {DType::F16, DType::BF16, DType::F32, DType::I8}) {
           const Tuning tune = tuningFor(devicePreset(preset), d, t);
           for (const auto& [name, why] : tune.sources) gives = gives || why == table[i].why;
         }

@@ -151,8 +151,9 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
     k.define("KV_UNPACK(r, p)", single ? "(r)" : glsl::unpack(a_.format, a_.width, a_.words ? 2 : 0));
     if (a_.words) k.define("KV_WORD_UNPACK(r)", glsl::unpack(a_.format, 2));
     k.define("KV_SCALE(r)", "1.0").define("KV_CODES(r, p)", "KV_UNPACK(r, p)");
-    // Eight f16 values as the cooperative-matrix kernel stages them: f16 loads as they are.
-    if (a_.format == DType::F16 && a_.width == 8) k.define("KV_F16X8(r)", "(r)");
+    // Eight values as the cooperative-matrix kernels stage them: f16 and bf16 (coopmat2's bf16 operands)
+    // as they are loaded.
+    if ((a_.format == DType::F16 || a_.format == DType::BF16) && a_.width == 8) k.define("KV_TILE8(r)", "(r)");
     for (const char kv : roles) text += floatAccess(a_, kv);
     k.snippetText("kv_access", text);
     return;
@@ -179,7 +180,7 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
   if (a_.width >= 4) k.define("KV_CODE_WORD(r, p)", a_.width == 4 ? "(r).q" : "(r).q[p]");
   if (a_.width == 8) {
     // Dequantized to f16 for the cooperative-matrix kernel, saturating at the f16 range.
-    k.define("KV_F16X8(r)", "kv_f16x8(r)");
+    k.define("KV_TILE8(r)", "kv_f16x8(r)");
     text += "uvec4 kv_f16x8(KvQuantLoad r) {\n"
             "  const vec4 a = clamp(i8x4_to_f32(r.q.x) * r.s, -65504.0, 65504.0);\n"
             "  const vec4 b = clamp(i8x4_to_f32(r.q.y) * r.s, -65504.0, 65504.0);\n"

@@ -44,13 +44,15 @@ std::string PrefillVariant::workgroupScopeReason(std::uint32_t subgroupSize, boo
 }
 
 std::string PrefillVariant::unusableReason(std::uint32_t subgroupSize) const {
-  if (stages > 2 || (stages == 0 && !(coopMat2 && dtype == DType::F16 && pageSize == 0))) {
-    return fmt::format("{} staging buffers; 1 or 2 are supported, and 0 (tiles straight from an f16 cache that is not "
-                       "paged) on workgroup-scope matrices", stages);
+  if (stages > 2 || (stages == 0 && !(coopMat2 && tilesAsStored() && pageSize == 0))) {
+    return fmt::format("{} staging buffers; 1 or 2 are supported, and 0 (tiles straight from an f16 or bf16 cache "
+                       "that is not paged) on workgroup-scope matrices", stages);
   }
   if (coopMat) {
-    if ((dtype != DType::F16 && !quantized(dtype)) || qType() != DType::F16) {
-      return "the cooperative-matrix variant takes f16 q, and f16, int8 or q8_0 K and V";
+    if (dtype == DType::BF16 ? !(coopMat2 && qType() == DType::BF16)
+                             : (dtype != DType::F16 && !quantized(dtype)) || qType() != DType::F16) {
+      return "the cooperative-matrix variant takes f16 q with f16, int8 or q8_0 K and V, or bf16 q, K and V on "
+             "coopmat2 matrices";
     }
     if (strideAlign < 8) return "the cooperative-matrix variant loads 8 elements at once: strides must be multiples of 8";
     if (rowsPerWarp != 16) return "the cooperative-matrix variant gives each subgroup 16 rows";

@@ -68,6 +68,9 @@ struct PrefillVariant {
   }
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }
+  /// Cooperative-matrix variants: K and V tiles are the cache's rows as stored (f16, or bf16 on coopmat2
+  /// matrices), not dequantized.
+  bool tilesAsStored() const { return dtype == DType::F16 || dtype == DType::BF16; }
   /// The KvAccessStage the kernel's chain needs: 16-byte loads for the cooperative-matrix tiles.
   KvAccess kvAccess() const { return {dtype, coopMat ? 8u : 1u, false, pageSize}; }
   /// Tiles stay f16 only where every value staged in them (q, K, V) is f16 already: bf16 and f32

@@ -63,6 +63,10 @@ void declareCoopMat2(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.shared("kv_tile", "uvec4", v.sharedBytes(device.subgroupSize) / 16, 16);
   k.extension("GL_KHR_memory_scope_semantics").extension("GL_KHR_cooperative_matrix");
   k.extension("GL_NV_cooperative_matrix2").extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+  // bf16 q, K and V are the products' operands as stored (VK_KHR_shader_bfloat16).
+  const bool bf16 = v.dtype == DType::BF16;
+  if (bf16) k.extension("GL_EXT_bfloat16");
+  k.define("CM2_T", bf16 ? "bfloat16_t" : "float16_t");
   k.extension("GL_KHR_shader_subgroup_basic");
   if (v.coopMat2Subgroup) k.extension("GL_KHR_shader_subgroup_vote");  // the rescale's vote
   if (v.stages == 0) k.extension("GL_EXT_shader_explicit_arithmetic_types_int32");  // tensor layouts

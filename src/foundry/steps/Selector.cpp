@@ -573,16 +573,27 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   // Workgroups of query tiles of `rows` rows (before any Split-K).
   const auto queryTiles = [&](std::uint32_t rows) { return std::uint64_t(ceilDiv(p.qLen, rows)) * p.nHeads * p.batch; };
 
+  // bf16 q, K and V multiply as they are stored in coopmat2 matrices with bf16 operands: exact products
+  // of every bf16 value. Without them bf16 (and f32) go to the subgroup variant, which stages them as
+  // f32, where f16 operands would overflow past 65504 and flush the smallest to zero. int8 and q8_0
+  // rows are dequantized to f16 as they are staged (docs/attention.md).
+  const bool bf16Call = p.dtype == DType::BF16 && p.qType() == DType::BF16;
+  const std::string noBf16Coop2 =
+      !bf16Call ? std::string("q, K and V are not all bf16")
+      : !device.coopMat2Bf16
+          ? fmt::format("device '{}' has no bf16 operands in coopmat2 matrices here (VK_KHR_shader_bfloat16, and a "
+                        "glslc that compiles GL_EXT_bfloat16: FOUNDRY_GLSLC)", device.name)
+      : o.faPrefillCoopMat2 == Force::Off
+          ? std::string("FOUNDRY_FA_PREFILL_COOPMAT2 is 0, and bf16 operands exist only in coopmat2 matrices")
+          : PrefillVariant::workgroupScopeReason(sg, o.faPrefillLoader == Force::On, o.faPrefillProbe);
   // Why the cooperative-matrix variant cannot take this call, or empty.
   const std::string noCoop =
       !device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})
           ? fmt::format("device '{}' has no 16x16x16 f16 cooperative matrices with f32 accumulation", device.name)
-      // bf16 (and f32) go to the subgroup variant, which stages them as f32: exact for every bf16
-      // value, where f16 operands would overflow past 65504 and flush the smallest to zero. int8
-      // and q8_0 rows are dequantized to f16 as they are staged (docs/attention.md).
-      : (p.dtype != DType::F16 && !quantized(p.dtype)) || p.qType() != DType::F16
-          ? fmt::format("device '{}' takes cooperative matrices in f16 only and q is {}, K/V {}", device.name,
-                        dtypeName(p.qType()), dtypeName(p.dtype))
+      : bf16Call && !noBf16Coop2.empty() ? fmt::format("bf16 takes the tensor cores in coopmat2 matrices only: {}", noBf16Coop2)
+      : !bf16Call && ((p.dtype != DType::F16 && !quantized(p.dtype)) || p.qType() != DType::F16)
+          ? fmt::format("device '{}' takes cooperative matrices in f16 (or bf16 q, K and V in coopmat2 matrices) and q "
+                        "is {}, K/V {}", device.name, dtypeName(p.qType()), dtypeName(p.dtype))
       : v.strideAlign < 8 ? fmt::format("the cooperative-matrix tiles load 8 elements at once and the q/K/V strides are "
                                         "multiples of {} only", v.strideAlign)
       : p.headDim % 16 != 0   ? fmt::format("head_dim {} is not a multiple of 16, the cooperative matrices' size", p.headDim)
@@ -626,8 +637,8 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   }
   const std::uint64_t coop2Tiles = queryTiles(16 * tune.coop2Warps);
   const bool coop2Fills = coop2Tiles >= std::uint64_t(tune.coop2Groups) * device.computeUnits;
-  v.coopMat2 =
-      noCoop2.empty() && (askedCoop2 || (o.faPrefillCoopMat2 == Force::Auto && tune.coop2 != 0 && coop2Fills));
+  v.coopMat2 = noCoop2.empty() && (askedCoop2 || (v.coopMat && bf16Call) ||
+                                    (o.faPrefillCoopMat2 == Force::Auto && tune.coop2 != 0 && coop2Fills));
   v.coopMat2Subgroup = v.coopMat2 && o.faPrefillCoopMat2Subgroup.value_or(tune.coop2Subgroup != 0);
   if (v.coopMat) {
     why.push_back({"matrices",
@@ -638,6 +649,7 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
                                                                              : scopeKnob)
                    : o.faPrefillCoopMat2 != Force::Auto ? std::string("FOUNDRY_FA_PREFILL_COOPMAT2")
                    : !noCoop2.empty()                   ? noCoop2
+                   : bf16Call                           ? std::string("bf16 operands exist only in coopmat2 matrices")
                    : tune.coop2 != 0 && !coop2Fills
                        ? fmt::format("{} query tiles of {} rows are fewer than {} per compute unit; {}",
                                      coop2Tiles, 16 * tune.coop2Warps, tune.coop2Groups,
@@ -721,8 +733,8 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
       v.coopMat2 ? tune.coop2Stages == 1
                  : v.coopMat && tune.coopStages == 1 &&
                        queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits;
-  // Workgroup-scope tiles may skip staging (0) where the cache is f16 and not paged.
-  const bool unstaged = v.coopMat2 && tune.coop2Stages == 0 && p.dtype == DType::F16 && p.pageSize == 0;
+  // Workgroup-scope tiles may skip staging (0) where the cache is f16 or bf16 and not paged.
+  const bool unstaged = v.coopMat2 && tune.coop2Stages == 0 && v.tilesAsStored() && p.pageSize == 0;
   const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}
                                                  : unstaged        ? std::vector<std::uint32_t>{0u, 2u, 1u}
                                                  : v.loader        ? std::vector<std::uint32_t>{2u}

@@ -188,6 +188,11 @@ const std::vector<TuningRow>& tuningTable() {
        "causal prefill, 2026-11-28, against GL_NV_cooperative_matrix in the same calls: S 8192, 31 workgroups a "
        "SM, 1617.4-1619.4 us against 1699.8-1701.2, S 4096, 15.5 a SM, 437.9 against 452.7-453.2; S 2048, 7.75 a "
        "SM, 133.2-134.4 against 125.2-126.3, S 512 26.8-27.1 against 20.6-21.1)"},
+      {{.family = DeviceFamily::Hopper, .format = DType::BF16, .headDims = {64}},
+       {.coop2KeysPerTile = 64},
+       "Hopper, bf16 rows of 64 on coopmat2 matrices with bf16 operands: 64-key tiles (H200 causal prefill S 8192, "
+       "2026-11-29: 1494.9-1498.8 us against 1613.1 with 32-key tiles in two rounds; f16 in the same calls 1467.8-1468.7 "
+       "with 32 keys, 1493.1-1494.4 with 64)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 96, .maxHeadDim = 96},
        {.coop2 = 1, .coop2Warps = 8, .coop2KeysPerTile = 64, .coop2Stages = 1, .coop2Subgroup = 1, .coop2Groups = 1},
        "Hopper, head_dim 96, where a glslc compiles GL_NV_cooperative_matrix2 (FOUNDRY_GLSLC): subgroup-scope "

@@ -1,6 +1,8 @@
 #pragma once
 // VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2 as their registry defines them: Debian 12's
 // Vulkan headers (1.3.239) predate both. Where the headers have them, theirs are used.
+#include <cstdint>
+
 #include <vulkan/vulkan.h>
 
 namespace foundry::vkx {
@@ -10,6 +12,13 @@ constexpr const char* kCoopMat2Extension = "VK_NV_cooperative_matrix2";
 constexpr auto kCoopMatKhrFeaturesType = static_cast<VkStructureType>(1000506000);
 constexpr auto kCoopMat2FeaturesType = static_cast<VkStructureType>(1000593000);
 constexpr auto kCoopMat2PropertiesType = static_cast<VkStructureType>(1000593002);
+constexpr auto kFlexibleDimensionsType = static_cast<VkStructureType>(1000593001);
+// VK_KHR_shader_bfloat16 (extension 142): bf16 operands in cooperative matrices.
+constexpr const char* kBf16Extension = "VK_KHR_shader_bfloat16";
+constexpr auto kBf16FeaturesType = static_cast<VkStructureType>(1000141000);
+// VkComponentTypeKHR and VkScopeKHR values.
+constexpr std::uint32_t kComponentFloat32 = 1, kComponentBf16 = 1000141000;
+constexpr std::uint32_t kScopeWorkgroup = 2, kScopeSubgroup = 3;
 
 struct CoopMatKhrFeatures {
   VkStructureType sType = kCoopMatKhrFeaturesType;
@@ -43,5 +52,29 @@ struct CoopMat2Properties {
   uint32_t cooperativeMatrixFlexibleDimensionsMaxDimension = 0;
   uint32_t cooperativeMatrixWorkgroupScopeReservedSharedMemory = 0;
 };
+
+struct Bf16Features {
+  VkStructureType sType = kBf16FeaturesType;
+  void* pNext = nullptr;
+  VkBool32 shaderBFloat16Type = VK_FALSE;
+  VkBool32 shaderBFloat16DotProduct = VK_FALSE;
+  VkBool32 shaderBFloat16CooperativeMatrix = VK_FALSE;
+
+  bool coopMat() const { return shaderBFloat16Type && shaderBFloat16CooperativeMatrix; }
+};
+
+/// VkCooperativeMatrixFlexibleDimensionsPropertiesNV: one combination of types and scope the device
+/// multiplies in matrices of flexible dimensions.
+struct FlexibleDimensions {
+  VkStructureType sType = kFlexibleDimensionsType;
+  void* pNext = nullptr;
+  std::uint32_t MGranularity = 0, NGranularity = 0, KGranularity = 0;
+  std::uint32_t AType = 0, BType = 0, CType = 0, ResultType = 0;
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  std::uint32_t scope = 0;
+  std::uint32_t workgroupInvocations = 0;
+};
+
+using PFN_GetFlexibleDimensions = VkResult(VKAPI_PTR*)(VkPhysicalDevice, std::uint32_t*, FlexibleDimensions*);
 
 }  // namespace foundry::vkx

@@ -145,6 +145,12 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::
     extensions.push_back(vkx::kCoopMatKhrExtension);
     extensions.push_back(vkx::kCoopMat2Extension);
   }
+  vkx::Bf16Features ebf16;
+  if (info_.coopMat2 && info_.coopMat2Bf16) {
+    ebf16.shaderBFloat16Type = ebf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
+    chain(ebf16);
+    extensions.push_back(vkx::kBf16Extension);
+  }
   VkPhysicalDeviceShaderIntegerDotProductFeatures edot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
   if (info_.int8Dot) {
     edot.shaderIntegerDotProduct = VK_TRUE;
@@ -187,7 +193,7 @@ namespace {
 struct EnabledFeatures {
   bool storage16 = false, float16 = false, timeline = false, sizeControl = false, fullSubgroups = false,
        coopMat = false, executableProperties = false, subgroupClock = false, deviceClock = false, smBuiltins = false,
-       coopMatKhr = false, coopMat2 = false, int8Dot = false;
+       coopMatKhr = false, coopMat2 = false, int8Dot = false, bf16CoopMat = false;
 };
 
 EnabledFeatures readChain(const void* chain) {
@@ -247,6 +253,8 @@ EnabledFeatures readChain(const void* chain) {
           e.coopMatKhr |= reinterpret_cast<const vkx::CoopMatKhrFeatures*>(s)->cooperativeMatrix != 0;
         } else if (s->sType == vkx::kCoopMat2FeaturesType) {
           e.coopMat2 |= reinterpret_cast<const vkx::CoopMat2Features*>(s)->prefill();
+        } else if (s->sType == vkx::kBf16FeaturesType) {
+          e.bf16CoopMat |= reinterpret_cast<const vkx::Bf16Features*>(s)->coopMat();
         }
         break;
     }
@@ -308,6 +316,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const Exter
                   (external.apiVersion >= VK_API_VERSION_1_3 || enabled(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME));
   info_.coopMat2 = info_.coopMat2 && e.coopMatKhr && e.coopMat2 && enabled(vkx::kCoopMatKhrExtension) &&
                    enabled(vkx::kCoopMat2Extension);
+  info_.coopMat2Bf16 = info_.coopMat2 && info_.coopMat2Bf16 && e.bf16CoopMat && enabled(vkx::kBf16Extension);
   pipelineStatistics_ = e.executableProperties && enabled(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   createOwnObjects();
   spdlog::debug("adopted Vulkan device {}: {}, queue family {}", index_, info_.name, queueFamily_);

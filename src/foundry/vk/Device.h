@@ -66,7 +66,8 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
     info_.coopMatLayout8 = std::move(layout8);
   }
   /// A Runtime without a compiler for workgroup-scope cooperative matrices says so here.
-  void clearCoopMat2() { info_.coopMat2 = false; }
+  void clearCoopMat2() { info_.coopMat2 = info_.coopMat2Bf16 = false; }
+  void clearCoopMat2Bf16() { info_.coopMat2Bf16 = false; }
   /// VK_KHR_pipeline_executable_properties: register counts and the like for each pipeline.
   bool pipelineStatistics() const { return pipelineStatistics_; }
 

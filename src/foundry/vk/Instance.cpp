@@ -68,6 +68,30 @@ std::optional<DType> coopComponent(VkComponentTypeNV t) {
   return std::nullopt;
 }
 
+/// The device multiplies bf16 A and B matrices into f32 in matrices of flexible dimensions
+/// (VK_NV_cooperative_matrix2), at either scope.
+bool multipliesBf16(VkInstance instance, VkPhysicalDevice device) {
+  auto get = reinterpret_cast<vkx::PFN_GetFlexibleDimensions>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (!get) return false;
+  std::uint32_t n = 0;
+  if (get(device, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<vkx::FlexibleDimensions> all(n);
+  if (get(device, &n, all.data()) < 0) return false;
+  bool workgroup = false, subgroup = false;
+  for (const auto& f : all) {
+    spdlog::debug("flexible-dimension matrices: A {} B {} C {} result {} scope {}, granularity {}x{}x{}", f.AType,
+                  f.BType, f.CType, f.ResultType, f.scope, f.MGranularity, f.NGranularity, f.KGranularity);
+    if (f.AType != vkx::kComponentBf16 || f.BType != vkx::kComponentBf16 || f.CType != vkx::kComponentFloat32 ||
+        f.ResultType != vkx::kComponentFloat32) {
+      continue;
+    }
+    workgroup |= f.scope == vkx::kScopeWorkgroup;
+    subgroup |= f.scope == vkx::kScopeSubgroup;
+  }
+  return workgroup || subgroup;
+}
+
 }  // namespace
 
 std::vector<std::string> deviceExtensions(VkPhysicalDevice device) {
@@ -132,9 +156,11 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   if (v13 || contains(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) chain(fdot);
   vkx::CoopMatKhrFeatures fcoopKhr;
   vkx::CoopMat2Features fcoop2;
+  vkx::Bf16Features fbf16;
   if (hasCoop2) {
     chain(fcoopKhr);
     chain(fcoop2);
+    if (contains(exts, vkx::kBf16Extension)) chain(fbf16);
   }
   vkGetPhysicalDeviceFeatures2(device, &feats);
 
@@ -195,6 +221,7 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
     c.coopMat2 = true;
     c.coopMat2ReservedShared = coop2Props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
     c.coopMat2MaxWorkgroup = coop2Props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+    c.coopMat2Bf16 = fbf16.coopMat() && multipliesBf16(instance, device);
   }
   if (sm.shaderSMCount) c.computeUnits = sm.shaderSMCount;
   else if (amd.shaderEngineCount)
