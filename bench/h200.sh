@@ -792,20 +792,20 @@ PY
       source bench/kernel_copies.sh
       export KERNEL_FILE=flashattention/decode_coopmat.glsl
       local_s='          I8A kc;
-          coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+          DC_LOAD_ROWS(kc, kbase + c * 2u, DC_ROW4K);
           const float scale = subgroupShuffle(scales.x, sbase[p] + c);
           if (DC_QCOLS) {
-            const I32C both = coopMatMulAddNV(kc, q_hi[c], I32C(0));
+            const I32C both = DC_MMA(kc, q_hi[c], I32C(0));
             s[p] = s[p] + F32C(both) * scale;
           } else {
             // Two independent products, not one accumulating into the other: no product waits on another.
-            const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+            const I32C hi = DC_MMA(kc, q_hi[c], I32C(0)), lo = DC_MMA(kc, q_lo[c], I32C(0));
             s[p] = s[p] + F32C(hi * 128 + lo) * scale;
           }'
       kernel_copy .device/kx no-s "$local_s" '          s[p] = s[p] + F32C(subgroupShuffle(scales.x, sbase[p] + c));'
-      kernel_copy .device/kx k-const 'coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);' 'kc = I8A(int8_t(c));'
+      kernel_copy .device/kx k-const 'DC_LOAD_ROWS(kc, kbase + c * 2u, DC_ROW4K);' 'kc = I8A(int8_t(c));'
       kernel_copy .device/kx no-vscale ' * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);' ';'
-      local_pv='          o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);'
+      local_pv='          o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);'
       kernel_copy .device/kx no-pv "$local_pv" '          o[j] = o[j] + F32C(float(pt[0]));'
       local_scales='  return vec2(kv_k_scale(kv_k_row(b, kv_h, key), min(c, DC_CHUNKS_K - 1u) * KV_BLOCK_DIMS),
               kv_v_scale(kv_v_row(b, kv_h, key), min(c, DC_CHUNKS_V - 1u) * KV_BLOCK_DIMS));'
@@ -817,7 +817,7 @@ PY
       # skeleton: every int8 part above out at once (loads, staging, softmax, P^T, f16 P V, barriers)
       local_skeleton=("$local_s" '          s[p] = s[p] + F32C(1.0);' "$local_scales" '  return vec2(1.0);'
         "$local_widen" '    dc_tile[at] = r;
-    dc_tile[at + 1u] = r;' "$local_pv" '          o[j] = coopMatMulAddNV(vt, pt, o[j]);')
+    dc_tile[at + 1u] = r;' "$local_pv" '          o[j] = DC_MMA(vt, pt, o[j]);')
       kernel_copy .device/kx skeleton "${local_skeleton[@]}"
       # sk-nosync: the skeleton without its subgroup barriers (what the four a tile cost)
       local_sync='#define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)'
@@ -905,13 +905,19 @@ PY
     exit $status
     ;;
   bf16-tc)
-    # Issue 14: bf16 decode on the tensor cores (f16 products, a power of two per tile). The tensor-core
-    # parity cases first (SKIP_TESTS=1 skips them), then bench-clock: the plan against the subgroup
-    # kernel on bf16, f16 and int8 at kv 65536 (and bf16 batch 8, D64), queued, ROUNDS rounds, with
-    # PyTorch's f16 and bf16 flash decode timed the same ways.
+    # Issue 14: bf16 decode on the tensor cores: bf16 operands where the glslc packed by `prepare
+    # coopmat2` (.device/compilers, FOUNDRY_GLSLC) compiles them, else f16 products over a power of two a
+    # tile (the `--set GLSLC=` route). The tensor-core parity cases first, with the glslc and without
+    # (SKIP_TESTS=1 skips them), then bench-clock: the plan against the subgroup kernel on bf16, f16 and
+    # int8 at kv 65536 (and bf16 batch 8, D64), queued, ROUNDS rounds, with PyTorch's f16 and bf16 flash
+    # decode timed the same ways.
     on_device
     status=0
-    [ -n "${SKIP_TESTS:-}" ] || suite_subset bf16-tc-tests '*DecodeTensorCores*:*DecodeVariants*_tc*'
+    [ -x .device/compilers/bin/glslc ] && export FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc
+    if [ -z "${SKIP_TESTS:-}" ]; then
+      suite_subset bf16-tc-tests '*DecodeTensorCores*:*DecodeVariants*_tc*'
+      [ -z "${FOUNDRY_GLSLC:-}" ] || FOUNDRY_GLSLC= suite_subset bf16-tc-tests-staged '*DecodeTensorCores*bf16*'
+    fi
     SHAPES="${SHAPES:-decode:1:32:8:65536:128+bf16 decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 \
       decode:8:32:8:16384:128+bf16 decode:8:32:8:16384:128 decode:1:32:8:65536:64+bf16 decode:1:32:8:65536:64}" \
       BENCH_VARIANTS="${BENCH_VARIANTS:-sg:FA_DECODE_TENSOR_CORES=0}" TORCH_DTYPES="float16 bfloat16" \

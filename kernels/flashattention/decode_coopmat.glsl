@@ -5,7 +5,8 @@
 //   S^T (16 keys x 8 heads) = K Q^T: int8 K as it is stored against q quantized to two bytes, in
 //     int8 products summed exactly in int32 per 32-dimension chunk and scaled once (both bytes in one
 //     product's columns where the group has at most 4 heads, DC_QCOLS); f16 in f16 products; bf16
-//     (DC_BF16) in f16 products over a power of two a tile, K's and V's apart;
+//     in bf16 products where the device and glslc have them (DC_BF16_OPS), else (DC_BF16) in f16
+//     products over a power of two a tile, K's and V's apart;
 //   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
 // Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
 // multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
@@ -23,9 +24,29 @@
 // V row holds dimension DC_DIM(p) at position p (1 and 2 of every 4 swapped); O^T's rows are written
 // back through it, so no code is moved to restore the order.
 
+#if DC_BF16_OPS
+// bf16 q, K and V as the products' operands as stored (GL_KHR_cooperative_matrix types with
+// GL_EXT_bfloat16): every product exact in f32, P^T in bf16.
+#define F16A coopmat<bfloat16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define F16B coopmat<bfloat16_t, gl_ScopeSubgroup, 16, 8, gl_MatrixUseB>
+#define F32C coopmat<float, gl_ScopeSubgroup, 16, 8, gl_MatrixUseAccumulator>
+#define DC_LOAD_ROWS(m, at, stride) coopMatLoad(m, dc_tile, at, stride, gl_CooperativeMatrixLayoutRowMajor)
+#define DC_LOAD_COLS(m, at, stride) coopMatLoad(m, dc_tile, at, stride, gl_CooperativeMatrixLayoutColumnMajor)
+#define DC_MMA(a, b, c) coopMatMulAdd(a, b, c)
+// Two values as one word of a product's operand rows, the first in the low half.
+uint dc_pack2(float a, float b) { return bf16_bits(a) | (bf16_bits(b) << 16u); }
+// What q's rows are divided by: a power of two (no rounding in bf16) at or below its largest magnitude.
+float dc_q_unit(float top) { return uintBitsToFloat(floatBitsToUint(top) & 0x7f800000u); }
+#else
 #define F16A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define F16B fcoopmatNV<16, gl_ScopeSubgroup, 16, 8>
 #define F32C fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>
+#define DC_LOAD_ROWS(m, at, stride) coopMatLoadNV(m, dc_tile, at, stride, false)
+#define DC_LOAD_COLS(m, at, stride) coopMatLoadNV(m, dc_tile, at, stride, true)
+#define DC_MMA(a, b, c) coopMatMulAddNV(a, b, c)
+uint dc_pack2(float a, float b) { return packFloat2x16(f16vec2(a, b)); }
+float dc_q_unit(float top) { return top; }
+#endif
 
 const uint DC_KEYS = 16u, DC_COLS = 8u;                     // keys per tile; heads per product
 const float DC_HEADROOM = 8.0;  // log2 units a score may exceed the running maximum by before it moves
@@ -58,6 +79,11 @@ uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v(row, d); }
 #endif
 
+// All ones for a tile's row from `skip` on, else zero: rows before (the first tile's keys before the
+// range) are staged as zeros, so that what they hold neither sets bf16's power of two nor reaches a
+// product (a hidden infinity times a zero weight would be NaN).
+uint dc_keep(uint row, uint skip) { return row >= skip ? 0xffffffffu : 0u; }
+
 #if DC_BF16
 // bf16 rows reach the f16 products through a power of two per tile (K's and V's apart), which the
 // tile's scores or its P V products are multiplied back by. The tile's largest magnitude lands in
@@ -73,9 +99,6 @@ float dc_pow2(int s) { return uintBitsToFloat(uint(s + 127) << 23u); }
 // The shift that brings a tile whose largest magnitude has the bits `top` into [2^14, 2^15): its
 // exponent field e is 127 + log2 of its power of two. All-zero and subnormal tiles take 2^126.
 int dc_bf16_shift(uint top) { return clamp(141 - int(top >> 7u), -126, 126); }
-// All ones for a tile's row from `skip` on, else zero: rows before (the first tile's keys before the
-// range) are staged as zeros, so that what they hold neither sets the power of two nor reaches a product.
-uint dc_keep(uint row, uint skip) { return row >= skip ? 0xffffffffu : 0u; }
 uvec4 dc_bf16_f16(uvec4 r, float scale) {
   return uvec4(packHalf2x16(bf16x2_to_f32(r.x) * scale), packHalf2x16(bf16x2_to_f32(r.y) * scale),
                packHalf2x16(bf16x2_to_f32(r.z) * scale), packHalf2x16(bf16x2_to_f32(r.w) * scale));
@@ -137,7 +160,8 @@ void dc_load_values(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
   }
 }
 
-// Stages a tile's K rows as loaded (bf16: in f16, scaled, its `skip` rows before the range zero);
+// Stages a tile's K rows as loaded (bf16: in f16 and scaled, or as loaded for bf16 operands, its `skip`
+// rows before the range zero);
 // returns what its scores are multiplied by.
 float dc_stage_keys(DcTile x, uint kbase, uint skip) {
   const uint lane = gl_SubgroupInvocationID;
@@ -148,6 +172,8 @@ float dc_stage_keys(DcTile x, uint kbase, uint skip) {
     const uint g = lane + SUBGROUP_SIZE * j;
 #if DC_BF16
     dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = dc_bf16_f16(x.k[j] & dc_keep(g / DC_SEGS_K, skip), scale);
+#elif DC_BF16_OPS
+    dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = x.k[j] & dc_keep(g / DC_SEGS_K, skip);
 #else
     dc_tile[kbase + (g / DC_SEGS_K) * DC_ROW4K + g % DC_SEGS_K] = x.k[j];
 #endif
@@ -174,6 +200,8 @@ float dc_stage_values(DcTile x, uint vbase, uint skip) {
                              packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));
 #elif DC_BF16
     dc_tile[at] = dc_bf16_f16(x.v[j] & dc_keep(g / DC_SEGS_V, skip), scale);
+#elif DC_BF16_OPS
+    dc_tile[at] = x.v[j] & dc_keep(g / DC_SEGS_V, skip);
 #else
     dc_tile[at] = x.v[j];
 #endif
@@ -203,7 +231,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
     float x = 0.0;
     for (uint d = lane; d < HEAD_DIM; d += SUBGROUP_SIZE) x = max(x, abs(q_shared[h * HEAD_DIM + d]));
-    top[h] = subgroupMax(x);
+    top[h] = dc_q_unit(subgroupMax(x));
   }
   float unit[2];
   [[unroll]] for (uint c = 0u; c < 2u; ++c) {
@@ -235,20 +263,20 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       dc_tile[rbase + (DC_COLS + h) * DC_ROW4K + d / 16u][(d / 4u) % 4u] = uint(pack32(i8vec4(lo)));
     }
 #else
-    dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u] = packFloat2x16(f16vec2(x.xy));
-    dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u + 1u] = packFloat2x16(f16vec2(x.zw));
+    dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u] = dc_pack2(x.x, x.y);
+    dc_tile[rbase + h * DC_ROW4K + d / 8u][(d / 2u) % 4u + 1u] = dc_pack2(x.z, x.w);
 #endif
   }
   DC_SYNC();
 #if DC_INT8
   I8B q_hi[DC_CHUNKS_K], q_lo[DC_CHUNKS_K];
   [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
-    coopMatLoadNV(q_hi[c], dc_tile, rbase + c * 2u, DC_ROW4K, true);
-    if (!DC_QCOLS) coopMatLoadNV(q_lo[c], dc_tile, rbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K, true);
+    DC_LOAD_COLS(q_hi[c], rbase + c * 2u, DC_ROW4K);
+    if (!DC_QCOLS) DC_LOAD_COLS(q_lo[c], rbase + DC_COLS * DC_ROW4K + c * 2u, DC_ROW4K);
   }
 #else
   F16B q[DC_KSLICES];
-  [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) coopMatLoadNV(q[dd], dc_tile, rbase + dd * 2u, DC_ROW4K, true);
+  [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) DC_LOAD_COLS(q[dd], rbase + dd * 2u, DC_ROW4K);
 #endif
   DC_SYNC();
 
@@ -309,22 +337,22 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
 #if DC_INT8
         [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
           I8A kc;
-          coopMatLoadNV(kc, dc_tile, kbase + c * 2u, DC_ROW4K, false);
+          DC_LOAD_ROWS(kc, kbase + c * 2u, DC_ROW4K);
           const float scale = subgroupShuffle(scales.x, sbase[p] + c);
           if (DC_QCOLS) {
-            const I32C both = coopMatMulAddNV(kc, q_hi[c], I32C(0));
+            const I32C both = DC_MMA(kc, q_hi[c], I32C(0));
             s[p] = s[p] + F32C(both) * scale;
           } else {
             // Two independent products, not one accumulating into the other: no product waits on another.
-            const I32C hi = coopMatMulAddNV(kc, q_hi[c], I32C(0)), lo = coopMatMulAddNV(kc, q_lo[c], I32C(0));
+            const I32C hi = DC_MMA(kc, q_hi[c], I32C(0)), lo = DC_MMA(kc, q_lo[c], I32C(0));
             s[p] = s[p] + F32C(hi * 128 + lo) * scale;
           }
         }
 #else
         [[unroll]] for (uint dd = 0u; dd < DC_KSLICES; ++dd) {
           F16A kc;
-          coopMatLoadNV(kc, dc_tile, kbase + dd * 2u, DC_ROW4K, false);
-          s[p] = coopMatMulAddNV(kc, q[dd], s[p]);
+          DC_LOAD_ROWS(kc, kbase + dd * 2u, DC_ROW4K);
+          s[p] = DC_MMA(kc, q[dd], s[p]);
         }
 #endif
       }
@@ -379,8 +407,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
             [[unroll]] for (uint f = 0u; f < CM8_ELEMS; ++f) {
               next = CM8_ROW_OF[f] == CM8_ROW_OF[e] && CM8_COL_OF[f] == 1u ? x[p * CM8_ELEMS + f] : next;
             }
-            dc_tile[pbase + p * DC_KEYS + CM8_ROW_OF[e] + lane_row][lane & 3u] =
-                packFloat2x16(f16vec2(x[p * CM8_ELEMS + e], next));
+            dc_tile[pbase + p * DC_KEYS + CM8_ROW_OF[e] + lane_row][lane & 3u] = dc_pack2(x[p * CM8_ELEMS + e], next);
           }
         }
       }
@@ -392,16 +419,16 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         F16B pt;
-        coopMatLoadNV(pt, dc_tile, pbase + p * DC_KEYS, 1u, false);
+        DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
         [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
           F16A vt;  // V^T slice: element (dim, key) read column-major from the key rows
-          coopMatLoadNV(vt, dc_tile, rbase + j * 2u, DC_ROW4V, true);
+          DC_LOAD_COLS(vt, rbase + j * 2u, DC_ROW4V);
 #if DC_INT8
-          o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);
+          o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);
 #elif DC_BF16
-          o[j] = o[j] + coopMatMulAddNV(vt, pt, F32C(0.0)) * vunit;
+          o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * vunit;
 #else
-          o[j] = coopMatMulAddNV(vt, pt, o[j]);
+          o[j] = DC_MMA(vt, pt, o[j]);
 #endif
         }
         DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places

@@ -620,7 +620,11 @@ KernelSource KernelBuilder::build() const {
   if (halfValues) w.line("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require");
   for (const auto& e : m.extensions) {
     if (e == "GL_NV_cooperative_matrix") src.usesCoopMat = true;
-    if (e == "GL_NV_cooperative_matrix2") src.usesCoopMat2 = true;
+    // What Debian 12's shaderc cannot compile goes to the external glslc.
+    if (e == "GL_NV_cooperative_matrix2" || e == "GL_KHR_cooperative_matrix" || e == "GL_EXT_bfloat16") {
+      src.usesCoopMat2 = true;
+    }
+    if (e == "GL_EXT_bfloat16") src.usesBf16 = true;
     w.line("#extension {} : require", e);
   }
   w.blank();

@@ -48,7 +48,10 @@ struct KernelSource {
   std::vector<SourceBlock> blocks;  ///< where each line came from, for error messages
   std::vector<std::pair<std::string, std::string>> notes;  ///< decisions that produced the kernel
   bool usesCoopMat = false;
-  bool usesCoopMat2 = false;  ///< GL_NV_cooperative_matrix2 (workgroup-scope matrices)
+  /// GL_NV_cooperative_matrix2 (workgroup-scope matrices), GL_KHR_cooperative_matrix or GL_EXT_bfloat16:
+  /// compiled by the external glslc, run where the device has coopmat2 (DeviceInfo::coopMat2).
+  bool usesCoopMat2 = false;
+  bool usesBf16 = false;  ///< bf16 cooperative-matrix operands (DeviceInfo::coopMat2Bf16)
 };
 
 }  // namespace foundry

@@ -309,6 +309,18 @@ TEST(CoopMat2Compile, Bf16KernelsCompileAndValidate) {
   ASSERT_TRUE(compiler.coopMat2()) << compiler.external()->problem();
   if (!compiler.coopMat2Bf16()) GTEST_SKIP() << compiler.external()->bf16Problem();
   const DeviceInfo device = parseDevicePreset(std::string(kH200Cm2) + ",cm2-bf16=1");
+  // Compiles and validates each bf16-operand kernel of `kernels` not in `names` yet, named with `marker`.
+  const auto compileNew = [&](const std::vector<KernelSource>& kernels, std::set<std::string>& names,
+                              const char* marker) {
+    for (const auto& k : kernels) {
+      if (!k.usesBf16 || !names.insert(k.name).second) continue;
+      SCOPED_TRACE(k.name);
+      EXPECT_NE(k.name.find(marker), std::string::npos);
+      std::vector<std::uint32_t> spirv;
+      ASSERT_NO_THROW(spirv = compiler.compile(k));
+      EXPECT_EQ(compiler.rejects(spirv, true), "");
+    }
+  };
   std::set<std::string> names;
   for (const char* scope : {"workgroup", "subgroup"}) {
     for (const char* stages : {"0", "1", "2"}) {
@@ -317,27 +329,39 @@ TEST(CoopMat2Compile, Bf16KernelsCompileAndValidate) {
                                           {"FOUNDRY_FA_PREFILL_STAGES", stages},
                                           {"FOUNDRY_FA_PREFILL_SPLIT_K", split}});
         for (const std::uint32_t d : {64u, 80u, 96u, 128u, 256u}) {
-          AttentionCall call = test::shapeCall(test::prefillShape(8, 2, 200, 300, d, DType::BF16));
           FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
-          std::vector<KernelSource> kernels;
           try {
-            kernels = step.kernelsFor(call);
+            compileNew(step.kernelsFor(test::shapeCall(test::prefillShape(8, 2, 200, 300, d, DType::BF16))), names,
+                       "_bf16_coopmat2");
           } catch (const UserError&) {
             continue;  // a staging depth or split that does not fit this head dim
-          }
-          for (const auto& k : kernels) {
-            if (!k.usesCoopMat2 || !names.insert(k.name).second) continue;
-            SCOPED_TRACE(k.name);
-            EXPECT_NE(k.name.find("_bf16_coopmat2"), std::string::npos);
-            std::vector<std::uint32_t> spirv;
-            ASSERT_NO_THROW(spirv = compiler.compile(k));
-            EXPECT_EQ(compiler.rejects(spirv, true), "");
           }
         }
       }
     }
   }
   EXPECT_GE(names.size(), 24u);
+  // Decode on the tensor cores with bf16 operands (GL_KHR_cooperative_matrix types): one tile or two in
+  // flight, tile pairs, Split-K merged or reduced, a GQA group of 8.
+  std::set<std::string> decode;
+  for (const char* unroll : {"1", "2"}) {
+    for (const char* pairs : {"0", "1"}) {
+      for (const char* split : {"1", "4"}) {
+        if (pairs == std::string("1") && unroll == std::string("1")) continue;
+        const AttentionOptions o = knobs({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}, {"FOUNDRY_FA_DECODE_UNROLL", unroll},
+                                          {"FOUNDRY_FA_DECODE_TILE_PAIRS", pairs}, {"FOUNDRY_FA_DECODE_SPLIT_K", split}});
+        for (const std::uint32_t d : {64u, 128u}) {
+          for (const std::uint32_t kvHeads : {8u, 4u}) {
+            test::CallShape shape = test::decodeShape(1, 32, kvHeads, 8192, d);
+            shape.dtype = DType::BF16;
+            FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+            compileNew(step.kernelsFor(test::shapeCall(shape)), decode, "_bf16ops");
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(decode.size(), 8u);
 }
 
 }  // namespace

@@ -126,6 +126,12 @@ TEST_P(KvFormatParity, FlashMatchesCpuReference) {
   if (coopMat2) {
     EXPECT_TRUE(r.record.plan.prefillVariant.coopMat2) << r.record.plan.describe();
   }
+  // bf16 q, K and V on the tensor cores take bf16 operands wherever the device and glslc have them.
+  if (tensorCores && f.c.dtype == DType::BF16) {
+    EXPECT_EQ(r.record.plan.decodeVariant.bf16Operands,
+              f.c.qType.value_or(f.c.dtype) == DType::BF16 && runtime().info().coopMat2Bf16)
+        << r.record.plan.describe();
+  }
   if (quantized(f.c.dtype)) {
     EXPECT_LE(r.errorUnquantized.maxRel, quantizationBound(f.c.dtype)) << "against the values before quantization";
     EXPECT_GT(r.errorUnquantized.maxRel, r.error.maxRel) << "quantization must cost something, or the case proves nothing";

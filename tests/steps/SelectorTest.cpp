@@ -1405,6 +1405,33 @@ TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {
   EXPECT_EQ(bf16.decodeVariant.unroll, 1u);
   EXPECT_THAT(bf16.describe(), HasSubstr("the 4 heads as columns of 16x8 products (bf16 in f16 over a power of two a tile K)"));
   EXPECT_THAT(bf16.describe(), HasSubstr("bf16, converted as staged, 1 in flight"));
+  EXPECT_FALSE(bf16.decodeVariant.bf16Operands);
+  // Where the device and glslc take bf16 operands: bf16 q, K and V multiply as stored, two tiles in flight
+  // as f16's; an f16 q keeps the power-of-two route.
+  DeviceInfo withBf16 = h200;
+  withBf16.coopMat2 = withBf16.coopMat2Bf16 = true;
+  const AttentionPlan ops = Selector::plan(
+      describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::BF16, DType::BF16, DType::BF16, false)),
+      withBf16, AttentionOptions::fromEnvironment(on));
+  EXPECT_TRUE(ops.decodeVariant.tensorCores && ops.decodeVariant.bf16Operands) << ops.describe();
+  EXPECT_EQ(ops.decodeVariant.unroll, 2u);
+  EXPECT_THAT(ops.describe(), HasSubstr("(bf16 x bf16, as stored K)"));
+  EXPECT_NE(ops.decodeVariant.key().find("_bf16ops"), std::string::npos) << ops.decodeVariant.key();
+  const AttentionPlan mixed = Selector::plan(
+      describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::BF16, DType::BF16, false)),
+      withBf16, AttentionOptions::fromEnvironment(on));
+  EXPECT_TRUE(mixed.decodeVariant.tensorCores && !mixed.decodeVariant.bf16Operands) << mixed.describe();
+  // Unasked, the tuning table's Hopper bf16 row plans them at head_dim 128 with bf16 operands only.
+  const auto autoPlan = [](const DeviceInfo& device, std::uint32_t d) {
+    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::BF16, DType::BF16,
+                                                  DType::BF16, false)),
+                          device, {});
+  };
+  EXPECT_TRUE(autoPlan(withBf16, 128).decodeVariant.bf16Operands) << autoPlan(withBf16, 128).describe();
+  EXPECT_FALSE(autoPlan(withBf16, 64).decodeVariant.tensorCores) << autoPlan(withBf16, 64).describe();
+  const AttentionPlan staged = autoPlan(h200, 128);
+  EXPECT_FALSE(staged.decodeVariant.tensorCores) << staged.describe();
+  EXPECT_THAT(staged, HasDecision("tensor cores", HasSubstr("without bf16 operands")));
   refused(DType::I8, 80, h200, "multiples of 32, not 80 and 80");  // int8 scale chunks are whole
   DeviceInfo noLayout = h200;
   noLayout.coopMatLayout8 = {};

@@ -162,6 +162,9 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
   if (pageSize % kTensorTileKeys != 0) {
     return fmt::format("tensor-core decode takes pages of a multiple of {} rows, not {}", kTensorTileKeys, pageSize);
   }
+  if (bf16Operands && (dtype != DType::BF16 || qType() != DType::BF16)) {
+    return fmt::format("bf16 operands take bf16 q, K and V, not q {} and K/V {}", dtypeName(qType()), dtypeName(dtype));
+  }
   if (tilePairs && unroll % 2 != 0) {
     return fmt::format("tile pairs take an even number of tiles in flight, not {}", unroll);
   }
@@ -223,7 +226,8 @@ std::string DecodeVariant::key() const {
                      unroll, vecWidth, idleLanes ? "_il" : tailWords ? "_tw" : "",
                      queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? "_ss" : "",
                      halfProducts ? "_hp" : "", lazyRescale ? "_lr" : tilePairs ? "_tcp" : tensorCores ? "_tc" : "",
-                     partialStorageName(partial), splitSuffix());
+                     partialStorageName(partial), splitSuffix()) +
+         (bf16Operands ? "_bf16ops" : "");
 }
 
 }  // namespace foundry

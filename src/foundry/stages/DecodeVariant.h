@@ -74,6 +74,10 @@ struct DecodeVariant {
   /// scores taken and their softmax run as one (one vote and one maximum for 32 keys), their V rows
   /// one after the other.
   bool tilePairs = false;
+  /// With tensorCores, bf16 q, K and V: the products take bf16 operands as stored (GL_KHR_cooperative_matrix
+  /// with GL_EXT_bfloat16, compiled by the external glslc; DeviceInfo::coopMat2Bf16), not f16 over a power
+  /// of two a tile.
+  bool bf16Operands = false;
   bool scalar = false;               ///< no subgroup operations
   bool split = false;                ///< write unnormalised partials for a Split-K reduce
   /// With split: the last workgroup of each head group to finish merges the partials and writes the

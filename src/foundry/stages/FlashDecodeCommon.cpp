@@ -87,14 +87,18 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   } else if (v.tensorCores) {
     // 16-key tiles through each subgroup's own staging rows, the softmax on the quad layout.
     k.constant("DECODE_WARPS", v.warps).constant("DC_RING", v.unroll).define("DC_INT8", v.dtype == DType::I8 ? "1" : "0");
-    k.define("DC_BF16", v.dtype == DType::BF16 ? "1" : "0");
+    k.define("DC_BF16", v.dtype == DType::BF16 && !v.bf16Operands ? "1" : "0");
+    k.define("DC_BF16_OPS", v.bf16Operands ? "1" : "0");
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
     k.constant("DC_PAIR", v.tensorTilesAtOnce());
     k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);
     k.define("PART_O_READ(i)", "dc_part_read(i)");
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
     declareQuadLayout(k, device.coopMatLayout8, "CM8");
-    k.extension("GL_KHR_memory_scope_semantics").extension("GL_NV_cooperative_matrix");
+    k.extension("GL_KHR_memory_scope_semantics");
+    // bf16 operands are GL_KHR_cooperative_matrix types, which only the external glslc compiles.
+    if (v.bf16Operands) k.extension("GL_KHR_cooperative_matrix").extension("GL_EXT_bfloat16");
+    else k.extension("GL_NV_cooperative_matrix");
     k.extension("GL_EXT_shader_explicit_arithmetic_types_float16");
     if (v.dtype == DType::I8) {
       k.extension("GL_NV_integer_cooperative_matrix").extension("GL_EXT_shader_explicit_arithmetic_types_int8");

@@ -121,11 +121,12 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::faDecodeTensorCores, O>(
           "FOUNDRY_FA_DECODE_TENSOR_CORES",
           "f16, bf16 and int8 decode: 16-key tiles staged per subgroup as the rows and the GQA group's heads as the "
-          "columns of 16x8 cooperative-matrix products (int8 K in int8 products, bf16 in f16 over a power of two a "
-          "tile), the softmax in registers (1; devices with GL_NV_cooperative_matrix and a quad 16x8 accumulator "
-          "layout), or the subgroup kernel's products (0); auto: where the tuning table has it (Hopper int8 and f16 "
-          "rows of 64 and 128, from 2048 keys per workgroup) and no knob of the subgroup kernel (nor half partials) "
-          "is set"),
+          "columns of 16x8 cooperative-matrix products (int8 K in int8 products, bf16 q, K and V as bf16 operands "
+          "where the device and FOUNDRY_GLSLC take them, else bf16 in f16 over a power of two a tile), the softmax "
+          "in registers (1; devices with GL_NV_cooperative_matrix and a quad 16x8 accumulator layout), or the "
+          "subgroup kernel's products (0); auto: where the tuning table has it (Hopper int8 and f16 rows of 64 and "
+          "128, bf16 rows of 128 with bf16 operands, from 2048 keys per workgroup) and no knob of the subgroup "
+          "kernel (nor half partials) is set"),
       knob::force<&O::faDecodeGroupRows, O>(
           "FOUNDRY_FA_DECODE_GROUP_ROWS",
           "decode: the query heads of each KV head's GQA group taken as the rows of one prefill query, so the "

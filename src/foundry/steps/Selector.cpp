@@ -259,7 +259,17 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       o.faDecodeScatter != Force::Auto || o.faDecodeStepScales != Force::Auto ||
       o.faDecodeHalfProducts != Force::Auto || o.faDecodeLazyRescale != Force::Auto ||
       o.faDecodeTgOut == PartialStorage::Half;
-  if (tensorForced || (o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs)) {
+  // bf16 takes the tuning table's tensor cores only with bf16 operands: f16 over a power of two a tile
+  // is slower than the subgroup kernel (H200: 93.3-93.7 us against 70.0-88.4 at batch 1 kv 65536 D128).
+  const bool bf16Staged = p.dtype == DType::BF16 && !(p.qType() == DType::BF16 && device.coopMat2Bf16);
+  if (o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs && bf16Staged) {
+    why.push_back({"tensor cores", "no",
+                   fmt::format("bf16 {}without bf16 operands (the device's VK_KHR_shader_bfloat16 and a glslc that "
+                               "compiles GL_EXT_bfloat16: FOUNDRY_GLSLC), f16 over a power of two a tile is slower than "
+                               "the subgroup kernel", p.qType() == DType::BF16 ? "" : "K/V with a q of another type ")});
+  }
+  if (tensorForced ||
+      (o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs && !bf16Staged)) {
     const bool int8 = p.dtype == DType::I8;
     const std::string blocked = v.scalar ? std::string("the scalar decode variant loads one element at a time")
                                          : DecodeVariant::tensorCoresUnavailable(device, p.dtype);
@@ -268,11 +278,14 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     c.keysPerWarp = 1;
     c.vecWidth = 16 / storageFormat(p.dtype).bytes;
     c.queryShared = c.int8Dot = c.idleLanes = c.tailWords = false;
+    // bf16 q, K and V multiply as stored where the device and glslc take bf16 operands; otherwise bf16
+    // goes through f16 over a power of two a tile.
+    c.bf16Operands = p.dtype == DType::BF16 && !bf16Staged;
     // Tiles in flight: 2 where registers hold them (H200, int8 D128 kv 65536, 8 subgroups: 51.6 us; one
-    // tile 59.3 and 4 tiles 62.2 before the scales were loaded once for several tiles); bf16, whose
+    // tile 59.3 and 4 tiles 62.2 before the scales were loaded once for several tiles); bf16 in f16, whose
     // staging converts each tile, one (H200, D128 kv 65536, 2026-11-29: 93.8 us against 104.9).
     if (!o.faDecodeUnroll) {
-      c.unroll = p.dtype == DType::BF16 ? 1 : 2;
+      c.unroll = bf16Staged ? 1 : 2;
       while (c.unroll > 1 && !c.unusableReason(sg).empty()) c.unroll /= 2;
     }
     const std::string reason = !blocked.empty() ? blocked : c.unusableReason(sg);
@@ -289,14 +302,15 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       revise(why, "keys per warp", "1", tiles + ": a subgroup takes whole tiles");
       revise(why, "unroll", std::to_string(v.unroll),
              o.faDecodeUnroll            ? std::string("FOUNDRY_FA_DECODE_UNROLL")
-             : p.dtype == DType::BF16 ? tiles + ": bf16, converted as staged, 1 in flight"
-                                      : tiles + ": 2 in flight where registers hold them");
+             : bf16Staged ? tiles + ": bf16, converted as staged, 1 in flight"
+                          : tiles + ": 2 in flight where registers hold them");
       why.push_back({"tensor cores",
                      fmt::format("{}-key tiles as rows, the {} heads as columns of 16x8 products ({} K)",
                                  DecodeVariant::kTensorTileKeys, v.heads,
-                                 int8                      ? "int8 x int8"
-                                 : p.dtype == DType::BF16 ? "bf16 in f16 over a power of two a tile"
-                                                          : "f16"),
+                                 int8             ? "int8 x int8"
+                                 : c.bf16Operands ? "bf16 x bf16, as stored"
+                                 : bf16Staged     ? "bf16 in f16 over a power of two a tile"
+                                                  : "f16"),
                      tensorForced ? std::string("FOUNDRY_FA_DECODE_TENSOR_CORES") : tune.sourceOf("decodeTensorCores")});
     }
   }

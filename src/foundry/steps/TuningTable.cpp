@@ -131,6 +131,13 @@ const std::vector<TuningRow>& tuningTable() {
        "97.8, D64 41.3 against 42.3); with the GPU idle between batches the subgroup kernel is 2% faster at D128 "
        "(69.7-71.0 against 71.4). Not bf16: its tensor-core route (f16 products over a power of two a tile) took "
        "93.8-94.0 us at batch 1 kv 65536 D128, one tile in flight, against the subgroup kernel's 72.4-96.9"},
+      {{.family = DeviceFamily::Hopper, .format = DType::BF16, .headDims = {128}},
+       {.decodeTensorCores = 1, .decodeTensorCoresKeys = 2048},
+       "Hopper, bf16 rows of 128, where the device and glslc take bf16 operands (the Selector keeps the subgroup "
+       "kernel otherwise): decode on the tensor cores from 2048 keys per workgroup, bf16 multiplied as stored "
+       "(H200, 2026-11-29, queued: batch 1 kv 65536 72.3 us in two processes against f16's 71.3-71.4 in the same "
+       "processes and the subgroup kernel's 70.0-88.4, the power cap in two of four; batch 8 kv 16384 128.9 against "
+       "131.6-179.4; f16 over a power of two a tile took 93.3-93.7); not at D64 (42.2-42.4 against 39.6-39.7)"},
       {{.family = DeviceFamily::Hopper, .elementBytes = 1, .headDims = {128}},
        {.decodeTilePairs = 1},
        "Hopper, int8 rows of 128 on the tensor cores: two tiles at a time, their K rows staged together and one "

@@ -31,6 +31,10 @@ Pipeline::Pipeline(VulkanDevice& device, VkPipelineCache cache, const KernelSour
                                        "'{}' or this build's compiler does not offer (FOUNDRY_GLSLC)",
                                        source.name, caps.name));
   }
+  if (source.usesBf16 && !caps.coopMat2Bf16) {
+    throw UnsupportedError(fmt::format("kernel {} multiplies bf16 cooperative matrices (VK_KHR_shader_bfloat16), which "
+                                       "device '{}' or the glslc (FOUNDRY_GLSLC) does not offer", source.name, caps.name));
+  }
   // Each handle is owned as soon as it exists: a failure further down destroys what came before.
   VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   moduleInfo.codeSize = spirv.size() * 4;
