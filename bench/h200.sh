@@ -1377,10 +1377,11 @@ PY
     # bf16 prefill on coopmat2 matrices with bf16 operands (VK_KHR_shader_bfloat16, GL_EXT_bfloat16),
     # compiled by the glslc scripts/newer-compilers.sh makes (`prepare coopmat2` packs it): what the
     # driver lists, the parity cases (BF16_TESTS; SKIP_TESTS=1: none), then causal prefill, bf16 as
-    # planned against f16 and against bf16 tilings (further arguments NAME:KNOB=VALUE,...), two rounds;
-    # bf16 on the subgroup kernel (no bf16 operands: FOUNDRY_GLSLC empty) once; PyTorch's flash SDPA in
-    # bf16 and f16; the bf16 replays of Llama 3.1 8B and gpt-oss-20b (its window and sinks past 128
-    # tokens) with --check.
+    # planned against f16 and against bf16 tilings (further arguments NAME:KNOB=VALUE,...), ROUNDS
+    # rounds (2) over BF16_SHAPES; bf16 on the subgroup kernel (no bf16 operands: FOUNDRY_GLSLC empty)
+    # once over BF16_SUBGROUP_SHAPES; PyTorch's flash SDPA in bf16 and f16 (SKIP_TORCH=1: not); the bf16
+    # replays of Llama 3.1 8B and gpt-oss-20b (its window and sinks past 128 tokens) with --check
+    # (SKIP_REPLAYS=1: not).
     on_device
     status=0
     export FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc
@@ -1397,11 +1398,13 @@ PY
     read -r -a shapes <<<"${BF16_SHAPES:-prefill:1:32:8:8192:128+bf16 prefill:1:32:8:8192:128 prefill:1:32:8:2048:128+bf16 prefill:1:32:8:2048:128 prefill:1:32:8:8192:64+bf16 prefill:1:32:8:8192:64}"
     shift
     variants=("$@")
-    time_variants 2 300 bf16-prefill.txt
-    FOUNDRY_GLSLC= foundry bench --shape prefill:1:32:8:2048:128+bf16 2>&1 | grep -E "us$|rror" |
+    time_variants "${ROUNDS:-2}" 300 bf16-prefill.txt
+    # shellcheck disable=SC2086  # BF16_SUBGROUP_SHAPES is words
+    FOUNDRY_GLSLC= foundry bench --shape ${BF16_SUBGROUP_SHAPES:-prefill:1:32:8:2048:128+bf16} 2>&1 | grep -E "us$|rror" |
       sed "s/^/bf16 on the subgroup kernel (no glslc for bf16 operands): /" || status=1
-    timeout 120 python3 bench/torch_formats.py prefill:1:8192:8192:bf16 prefill:1:8192:8192:f16 \
-      prefill:1:2048:2048:bf16 prefill:1:2048:2048:f16 | tee "$out/torch-prefill.jsonl" || status=1
+    [ -n "${SKIP_TORCH:-}" ] || timeout 120 python3 bench/torch_formats.py prefill:1:8192:8192:bf16 \
+      prefill:1:8192:8192:f16 prefill:1:2048:2048:bf16 prefill:1:2048:2048:f16 | tee "$out/torch-prefill.jsonl" || status=1
+    [ -n "${SKIP_REPLAYS:-}" ] && exit $status
     bash bench/h200.sh formats-replay || status=1
     {
       python3 bench/replay_torch.py configs/gpt-oss-20b.json --layers 2 --prompt-len 300 --decode-tokens 8 --dtype bf16 \

@@ -107,6 +107,10 @@ TEST(CoopMat2Plan, Bf16TakesBf16OperandsWhereTheDeviceHasThem) {
   EXPECT_EQ(plan(bf16, knobs({}), 8192, 64).prefillVariant.keysPerTile, 64u);
   FlashAttentionStep f16Step(bf16, SnippetLibrary::embedded(), knobs({}));
   EXPECT_EQ(f16Step.plan(test::shapeCall(test::prefillShape(32, 8, 8192, 8192, 64))).prefillVariant.keysPerTile, 32u);
+  // Where no row says more, subgroup scope with staged tiles; at D256 4 subgroups and 16-key tiles.
+  const PrefillVariant d256 = plan(bf16, knobs({}), 8192, 256).prefillVariant;
+  EXPECT_TRUE(d256.coopMat2Subgroup && d256.keysPerTile == 16 && d256.warps == 4 && d256.stages == 2) << d256.key();
+  EXPECT_TRUE(plan(bf16, knobs({}), 8192, 192).prefillVariant.coopMat2Subgroup);
   const AttentionPlan off = plan(bf16, knobs({{"FOUNDRY_FA_PREFILL_COOPMAT2", "0"}}), 2048, 128);
   EXPECT_FALSE(off.prefillVariant.coopMat) << off.describe();
   EXPECT_NE(off.describe().find("FOUNDRY_FA_PREFILL_COOPMAT2 is 0"), std::string::npos) << off.describe();

@@ -354,6 +354,9 @@ INSTANTIATE_TEST_SUITE_P(
                                              bf16CoopMat2("subgroup", "2")), 128),
                       {softCap(20.0), alibi(), window(50)}),
         withHeadDim(formatCase("bf16_cm2_d256", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("workgroup", "0")), 256),
+        withHeadDim(formatCase("bf16_cm2_d256_sg", 37, 300, BF16, BF16, BF16, false,
+                               bf16CoopMat2("subgroup", "2", {{"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", "16"}})), 256),
+        withHeadDim(formatCase("bf16_cm2_d192", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("subgroup", "2")), 192),
         withHeadDim(formatCase("bf16_cm2_d80", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("subgroup", "1")), 80),
         withHeadDim(formatCase("bf16_cm2_d96", 37, 300, BF16, BF16, BF16, false, bf16CoopMat2("subgroup", "1")), 96)),
     formatName);

@@ -64,6 +64,11 @@ const std::vector<TuningRow>& tuningTable() {
        {.prefillHeadsFirstKiB = 48 * 1024},
        "every device: H200 causal prefill, heads first against each head in turn: 18% faster at S 2048 and 3-5% "
        "at S 8192 with 32 MiB of K/V, 11% slower with 64 MiB (D256 S 8192); the bound lies between"},
+      {{.format = DType::BF16},
+       {.coop2Stages = 2, .coop2Subgroup = 1},
+       "bf16 on coopmat2 matrices with bf16 operands, which it takes at every head dim and length: subgroup-scope "
+       "matrices and two staging buffers where no row below says more (H200 causal prefill D128 S 8192, 2026-11-29: "
+       "workgroup scope with tiles straight from the cache took 18725-18747 us against 2474-2478)"},
       {{.elementBytes = 2},
        {.wideDecodeKeys = 4096},
        "16-bit K/V (f16, bf16): 16-byte loads, 8 steps in flight from 4096 keys per workgroup (H200: 2.6% faster at 8192, "
@@ -176,6 +181,11 @@ const std::vector<TuningRow>& tuningTable() {
        "against 635 and 775); the tile code once, masks under a flag (2026-11-27: S 8192 7072-7127 us against "
        "7393-7401 with a mask-free copy, whose 255 registers the driver eked out with 10.5 KiB of shared memory; "
        "S 2048 525 against 543)"},
+      {{.family = DeviceFamily::Hopper, .format = DType::BF16, .headDims = {256}},
+       {.coop2Warps = 4, .coop2KeysPerTile = 16},
+       "Hopper, bf16 rows of 256 on coopmat2 matrices: 4 subgroups and 16-key tiles, the fastest coopmat2 tiling f16 "
+       "had at D256 (H200 causal prefill S 8192, 2026-11-28: 11784 us at subgroup scope, 17831-17898 with 32-key "
+       "tiles in one buffer; f16 itself keeps GL_NV_cooperative_matrix, 7175-7216)"},
       {{.family = DeviceFamily::Hopper, .minHeadDim = 192, .maxHeadDim = 192},
        {.coopWarps = 4, .coopKeysPerTile = 16, .coopStages = 1, .coopOneStageGroups = 0},
        "Hopper, head_dim 192: 4 subgroups and one 16-key staging buffer (H200 causal prefill S 8192, 2026-11-26: "
