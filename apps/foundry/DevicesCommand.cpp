@@ -104,9 +104,11 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
         fmt::print("coopmat2 compiler: none ({}; bash scripts/newer-compilers.sh makes one)\n",
                    fromPath ? "FOUNDRY_GLSLC is unset and PATH has no glslc" : "FOUNDRY_GLSLC is empty");
       } else {
+        const std::string can = !glslc->coopMat2() ? ": " + glslc->problem()
+                                : glslc->bf16()     ? std::string(", bf16 operands too")
+                                                    : "; " + glslc->bf16Problem();
         fmt::print("coopmat2 compiler: {}{} ({}){}\n", command, fromPath ? " on PATH (FOUNDRY_GLSLC unset)" : "",
-                   glslc->version().empty() ? "?" : glslc->version(), glslc->coopMat2() ? (glslc->bf16() ? ", bf16 operands too" : "; " + glslc->bf16Problem())
-                                     : ": " + glslc->problem());
+                   glslc->version().empty() ? "?" : glslc->version(), can);
       }
       // What `foundry kernels --pretend` takes to plan for this device elsewhere.
       for (const auto& d : instance.devices()) fmt::print("#{} pretend: {}\n", d.index, infos[d.index].toString());

@@ -71,47 +71,31 @@ int run(const std::vector<std::string>& argv, const fs::path& output) {
 }
 
 /// The smallest kernel that needs what the workgroup-scope prefill uses: a workgroup-scope product,
-/// a row reduction, an element operation and an accumulator-to-operand conversion.
-constexpr const char* kProbe = R"(#version 450
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+/// a row reduction, an element operation and an accumulator-to-operand conversion, on operands of
+/// `type` (float16_t, or bfloat16_t with GL_EXT_bfloat16: glslang 15.3 and newer).
+std::string probe(const char* type, const char* typeExtension) {
+  return fmt::format(R"(#version 450
+#extension {1} : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 layout(local_size_x = 64) in;
-layout(std430, binding = 0) buffer B { float b[]; };
-float add(const in float x, const in float y) { return x + y; }
-float twice(const in uint r, const in uint c, const in float x) { return 2.0 * x; }
-void main() {
+layout(std430, binding = 0) buffer B {{ float b[]; }};
+float add(const in float x, const in float y) {{ return x + y; }}
+float twice(const in uint r, const in uint c, const in float x) {{ return 2.0 * x; }}
+void main() {{
   coopmat<float, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseAccumulator> s, t;
   coopMatLoad(s, b, 0, 32, gl_CooperativeMatrixLayoutRowMajor);
   coopMatReduceNV(t, s, gl_CooperativeMatrixReduceRowNV, add);
   coopMatPerElementNV(t, t, twice);
-  coopmat<float16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA> a = coopmat<float16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA>(t);
-  coopmat<float16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseB> one = coopmat<float16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseB>(1.0);
+  coopmat<{0}, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA> a = coopmat<{0}, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA>(t);
+  coopmat<{0}, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseB> one = coopmat<{0}, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseB>(1.0);
   t = coopMatMulAdd(a, one, t);
   coopMatStore(t, b, 0, 32, gl_CooperativeMatrixLayoutRowMajor);
+}}
+)",
+                     type, typeExtension);
 }
-)";
-
-/// The same products on bf16 operands (GL_EXT_bfloat16, glslang 15.3 and newer).
-constexpr const char* kProbeBf16 = R"(#version 450
-#extension GL_EXT_bfloat16 : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_cooperative_matrix : require
-#extension GL_NV_cooperative_matrix2 : require
-layout(local_size_x = 64) in;
-layout(std430, binding = 0) buffer B { float b[]; };
-layout(std430, binding = 1) buffer H { uvec4 h[]; };
-void main() {
-  coopmat<float, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseAccumulator> t;
-  coopMatLoad(t, b, 0, 32, gl_CooperativeMatrixLayoutRowMajor);
-  coopmat<bfloat16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA> a = coopmat<bfloat16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseA>(t);
-  coopmat<bfloat16_t, gl_ScopeWorkgroup, 32, 32, gl_MatrixUseB> k;
-  coopMatLoad(k, h, 0, 4, gl_CooperativeMatrixLayoutColumnMajor);
-  t = coopMatMulAdd(a, k, t);
-  coopMatStore(t, b, 0, 32, gl_CooperativeMatrixLayoutRowMajor);
-}
-)";
 
 }  // namespace
 
@@ -124,10 +108,10 @@ ExternalGlslc::ExternalGlslc(std::string command) : command_(std::move(command))
     }
     std::istringstream text(readText(dir / "version.txt"));
     std::getline(text, version_);
-    compile(kProbe, "coopmat2_probe");
+    compile(probe("float16_t", "GL_EXT_shader_explicit_arithmetic_types_float16"), "coopmat2_probe");
     coopMat2_ = true;
     try {
-      compile(kProbeBf16, "coopmat2_bf16_probe");
+      compile(probe("bfloat16_t", "GL_EXT_bfloat16"), "coopmat2_bf16_probe");
       bf16_ = true;
     } catch (const Error& e) {
       bf16Problem_ = fmt::format("'{}' does not compile GL_EXT_bfloat16: {}", printable(command_), e.what());

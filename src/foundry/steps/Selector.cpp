@@ -14,6 +14,9 @@ namespace foundry {
 
 namespace {
 
+// q, K and V all bf16: the calls that bf16 cooperative-matrix operands serve as stored.
+bool allBf16(const AttentionProblem& p) { return p.dtype == DType::BF16 && p.qType() == DType::BF16; }
+
 std::uint32_t ceilDiv(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
 
 std::uint64_t partialBytes(const AttentionProblem& p, std::uint32_t splits) {
@@ -261,15 +264,15 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       o.faDecodeTgOut == PartialStorage::Half;
   // bf16 takes the tuning table's tensor cores only with bf16 operands: f16 over a power of two a tile
   // is slower than the subgroup kernel (H200: 93.3-93.7 us against 70.0-88.4 at batch 1 kv 65536 D128).
-  const bool bf16Staged = p.dtype == DType::BF16 && !(p.qType() == DType::BF16 && device.coopMat2Bf16);
-  if (o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs && bf16Staged) {
+  const bool bf16Staged = p.dtype == DType::BF16 && !(allBf16(p) && device.coopMat2Bf16);
+  const bool tableAsks = o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs;
+  if (tableAsks && bf16Staged) {
     why.push_back({"tensor cores", "no",
                    fmt::format("bf16 {}without bf16 operands (the device's VK_KHR_shader_bfloat16 and a glslc that "
                                "compiles GL_EXT_bfloat16: FOUNDRY_GLSLC), f16 over a power of two a tile is slower than "
                                "the subgroup kernel", p.qType() == DType::BF16 ? "" : "K/V with a q of another type ")});
   }
-  if (tensorForced ||
-      (o.faDecodeTensorCores == Force::Auto && tune.decodeTensorCores != 0 && !subgroupKnobs && !bf16Staged)) {
+  if (tensorForced || (tableAsks && !bf16Staged)) {
     const bool int8 = p.dtype == DType::I8;
     const std::string blocked = v.scalar ? std::string("the scalar decode variant loads one element at a time")
                                          : DecodeVariant::tensorCoresUnavailable(device, p.dtype);
@@ -591,7 +594,7 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   // of every bf16 value. Without them bf16 (and f32) go to the subgroup variant, which stages them as
   // f32, where f16 operands would overflow past 65504 and flush the smallest to zero. int8 and q8_0
   // rows are dequantized to f16 as they are staged (docs/attention.md).
-  const bool bf16Call = p.dtype == DType::BF16 && p.qType() == DType::BF16;
+  const bool bf16Call = allBf16(p);
   const std::string noBf16Coop2 =
       !bf16Call ? std::string("q, K and V are not all bf16")
       : !device.coopMat2Bf16
