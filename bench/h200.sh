@@ -756,6 +756,35 @@ PY
     timeout 60 python3 bench/torch_formats.py decode:1:1:65536:f16 | tee "$out/torch.jsonl" || status=1
     exit $status
     ;;
+  read-scan)
+    # Issue 14: how fast a read stream of int8 decode's size (128 MiB, and f16's 256) runs in decode's
+    # geometry (128 workgroups of 8 subgroups, each reading a contiguous share: `blocked`) against the
+    # whole GPU's (grid-strided, 8 workgroups an SM), by loads in flight a lane (`foundry bench
+    # --read-scan`, READ_SCANS overrides); then the plan's int8 and f16 decode, the stream copy of
+    # `bash bench/h200.sh tensor-decode copies` where it is packed, and the int8 plan's decode probe.
+    on_device
+    status=0
+    gpu_name
+    scans=(${READ_SCANS:-128:1056:256:1 128:1056:256:4 128:128:256:1:blocked 128:128:256:2:blocked
+      128:128:256:4:blocked 128:128:256:8:blocked 128:128:256:16:blocked 128:132:256:8:blocked
+      128:128:512:4:blocked 128:128:512:8:blocked 128:256:256:4:blocked 128:256:256:8:blocked
+      128:128:1024:4:blocked 256:1056:256:4 256:128:256:4:blocked 256:128:256:8:blocked})
+    for round in 1 2; do
+      timeout 120 foundry bench --suite ceilings --runs 30 --read-scan "${scans[@]}" 2>&1 |
+        grep -E "^read scan|^ceilings|rror" | sed "s/^/round $round: /" | tee -a "$out/read-scan.txt" || status=1
+      for v in ${SCAN_VARIANTS:-plan stream:}; do
+        variant_sets "$v"
+        name=${v%%:*}
+        variant_kernels "$name"
+        timeout 90 foundry "${sets[@]}" bench --runs 30 --shape ${SHAPES:-decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128} \
+          2>&1 | grep -E "us$|rror|FAIL" | grep -v ceilings | sed "s/^/round $round $name: /" | tee -a "$out/read-scan.txt" || status=1
+      done
+      unset FOUNDRY_KERNEL_DIR
+    done
+    timeout 60 foundry bench --probe --runs 30 --shape decode:1:32:8:65536:128+int8 >"$out/probe.txt" 2>&1 || status=1
+    grep -E "probe:|us$" "$out/probe.txt" | cut -c1-400
+    exit $status
+    ;;
   paged-spread)
     # Issue 14: how paged decode's time against contiguous varies between processes. ROUNDS (4)
     # processes of the plan on int8 and f16 B1 D128 kv 65536, contiguous and in shuffled pages of 64

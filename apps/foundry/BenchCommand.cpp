@@ -43,6 +43,7 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
     bool sweep = false;
     std::vector<std::string> only;
     bool probe = false;
+    std::vector<std::string> readScans;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--suite", a->options.suite, "decode, prefill, modifiers, ceilings, all, smoke")->capture_default_str();
@@ -60,11 +61,16 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
                 "FOUNDRY_FA_DECODE_PROBE; the warm-up calls and 10 more back to back, the last one's records): "
                 "for prefill workgroups per SM at once, idle SMs and the cycles of each phase; for decode the "
                 "times of each workgroup's setup, stream, hand-over and merge");
+  cmd->add_option("--read-scan", a->readScans,
+                  "Also time read streams of these geometries, MIB:GROUPS:WORKGROUP:LOADS[:blocked] (LOADS 16-byte "
+                  "loads a lane in flight; blocked: each workgroup reads a contiguous share, as a decode split does)");
   cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
       ->needs("--sweep");
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
       if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
+      std::vector<bench::ReadScan> scans;
+      for (const auto& s : a->readScans) scans.push_back(bench::parseReadScan(s));
       a->options.l2Bytes = std::uint64_t(a->l2Mib) << 20;
       if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the timings, not after them
       const foundry::Options options = global.resolve();
@@ -84,6 +90,11 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
                  orNa(ceilings.readGBs), orNa(ceilings.mmaTflops), ceilings.emptyDispatchUs,
                  ceilings.dependentPairUs);
       nlohmann::json out;
+      for (const auto& scan : scans) {
+        const double us = runner.readScan(scan);
+        fmt::print("read scan {}: {:.1f} us, {:.0f} GB/s\n", scan.name(), us, double(scan.mib << 20) / us / 1e3);
+        out["read_scans"].push_back({{"scan", scan.name()}, {"us", us}});
+      }
       out["device"] = rt.info().name;
       out["driver"] = rt.info().driverName;
       out["ceilings"] = bench::toJson(ceilings);

@@ -452,15 +452,59 @@ probe::DecodeSummary Runner::probeDecode(Prepared& pr, const AttentionOptions& k
   return probe::summarizeDecode(words, subgroups);
 }
 
-Shape parseShape(const std::string& text) {
+namespace {
+
+// "a:b:c" as its fields; an empty text is one empty field.
+std::vector<std::string> colonFields(const std::string& text) {
   std::vector<std::string> f;
-  std::size_t start = 0;
-  while (true) {
+  for (std::size_t start = 0;;) {
     const std::size_t colon = text.find(':', start);
     f.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
-    if (colon == std::string::npos) break;
+    if (colon == std::string::npos) return f;
     start = colon + 1;
   }
+}
+
+}  // namespace
+
+double Runner::readScan(const ReadScan& scan) {
+  const std::uint64_t bytes = scan.mib << 20;
+  const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
+  data.buffer->fill(0x3c003c00u);
+  const Tensor sink = rt_.allocate("sink", DType::F32, {scan.groups});
+  const KernelSource k =
+      rt_.builder().workgroup(scan.workgroup).emplace<ReadStreamStage>(scan.loads, scan.blocked).build();
+  std::vector<double> samples;
+  return timeCall(
+      [&](Dispatcher& d, std::uint32_t) {
+        d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", std::uint32_t(bytes / 16))
+                          .set("magic", 0x9e3779b9u), {scan.groups});
+      },
+      1, samples);
+}
+
+std::string ReadScan::name() const {
+  return fmt::format("{} MiB, {} x {}, {} loads{}", mib, groups, workgroup, loads, blocked ? ", blocked" : "");
+}
+
+ReadScan parseReadScan(const std::string& text) {
+  auto fail = [&] {
+    return UserError("--read-scan", fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked], MIB 1 to 4095, "
+                                                "GROUPS at least 1, WORKGROUP 1 to 1024, LOADS 1 to 16", text));
+  };
+  const std::vector<std::string> f = colonFields(text);
+  if (f.size() < 4 || f.size() > 5 || (f.size() == 5 && f[4] != "blocked")) throw fail();
+  std::uint32_t v[4];
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (f[i].empty() || f[i].size() > 7 || f[i].find_first_not_of("0123456789") != std::string::npos) throw fail();
+    v[i] = static_cast<std::uint32_t>(std::stoul(f[i]));
+  }
+  if (v[0] < 1 || v[0] > 4095 || v[1] < 1 || v[2] < 1 || v[2] > 1024 || v[3] < 1 || v[3] > 16) throw fail();
+  return {v[0], v[1], v[2], v[3], f.size() == 5};
+}
+
+Shape parseShape(const std::string& text) {
+  std::vector<std::string> f = colonFields(text);
   auto num = [&](std::size_t i) -> std::uint32_t {
     try {
       const unsigned long v = std::stoul(f.at(i));

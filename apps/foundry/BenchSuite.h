@@ -61,6 +61,16 @@ struct Ceilings {
   double dependentPairUs = 0;
 };
 
+/// A read stream's geometry for `bench --read-scan MIB:GROUPS:WORKGROUP:LOADS[:blocked]`: how fast a
+/// buffer of that size streams with that grid, workgroup size and loads in flight a lane.
+struct ReadScan {
+  std::uint64_t mib = 0;
+  std::uint32_t groups = 0, workgroup = 0, loads = 0;
+  bool blocked = false;
+  std::string name() const;
+};
+ReadScan parseReadScan(const std::string& text);
+
 struct Result {
   Shape shape;
   double medianUs = 0, minUs = 0;
@@ -106,6 +116,8 @@ class Runner {
  public:
   Runner(Runtime& runtime, Options options);
   Ceilings measureCeilings();
+  /// One read stream of `scan` (bench --read-scan): its time in microseconds.
+  double readScan(const ReadScan& scan);
   Prepared prepare(const Shape& shape);
   /// Checks then times one call on prepared inputs with the given knobs.
   Result measure(Prepared& prepared, const AttentionOptions& knobs, const Ceilings& ceilings);

@@ -127,6 +127,12 @@ std::vector<CliRow> cliRows() {
        .args = {"bench", "--runs", "0"},
        .exitCode = 2,
        .fragment = "--runs: must be at least 1"},
+      {.id = "BenchReadScanMalformed",
+       .area = "command line",
+       .input = "a read-stream geometry without its loads",
+       .args = {"bench", "--read-scan", "128:128:256"},
+       .exitCode = 2,
+       .fragment = "--read-scan: '128:128:256'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked]"},
 
       // ---- Knobs: flags, environment.
       {.id = "KnobInvalidValueFlag",

@@ -4,12 +4,21 @@ namespace foundry {
 
 void ReadStreamStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.buffer("data", DType::F32, Access::ReadOnly, "uvec4").buffer("sink", DType::F32, Access::WriteOnly, "uint");
-  k.push("count", PushType::U32).push("magic", PushType::U32).snippet("bench/read_stream.glsl");
+  k.push("count", PushType::U32).push("magic", PushType::U32);
+  k.extension("GL_EXT_control_flow_attributes").define("READ_LOADS", std::to_string(loads_) + "u");
+  k.snippet("bench/read_stream.glsl");
 }
 
 void ReadStreamStage::emit(GlslWriter& w, const DeviceInfo&) const {
-  w.line("const uint stride = gl_NumWorkGroups.x * WORKGROUP_SIZE;");
-  w.line("const uint folded = read_stream(gl_GlobalInvocationID.x, stride, pc.count);");
+  if (blocked_) {
+    // Workgroup w reads its own contiguous share, as a decode workgroup reads its split of the cache.
+    w.line("const uint share = (pc.count + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;");
+    w.line("const uint begin = gl_WorkGroupID.x * share, end = min(begin + share, pc.count);");
+    w.line("const uint folded = read_stream(begin + gl_LocalInvocationID.x, WORKGROUP_SIZE, end);");
+  } else {
+    // Grid-strided: consecutive invocations read consecutive addresses.
+    w.line("const uint folded = read_stream(gl_GlobalInvocationID.x, gl_NumWorkGroups.x * WORKGROUP_SIZE, pc.count);");
+  }
   w.line("if (folded == pc.magic) sink[gl_WorkGroupID.x] = folded;");
 }
 

@@ -2,16 +2,27 @@
 // Kernels that measure the device's ceilings with the framework itself, for `foundry bench`:
 //   ReadStreamStage: the read bandwidth of a GLSL load stream (bytes per second).
 //   MmaLoopStage:    the f16 -> f32 cooperative-matrix product rate with operands in registers.
+#include <cstdint>
+
+#include <fmt/format.h>
+
 #include "foundry/Stage.h"
 
 namespace foundry {
 
 class ReadStreamStage : public Stage {
  public:
+  /// loads: 16-byte loads a lane issues before it folds them; blocked: each workgroup reads a
+  /// contiguous share (else the grid strides over the whole buffer).
+  explicit ReadStreamStage(std::uint32_t loads = 1, bool blocked = false) : loads_(loads), blocked_(blocked) {}
   std::string name() const override { return "ReadStreamStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
   void emit(GlslWriter& w, const DeviceInfo& device) const override;
-  std::string key() const override { return ""; }
+  std::string key() const override { return fmt::format("l{}{}", loads_, blocked_ ? "b" : ""); }
+
+ private:
+  std::uint32_t loads_;
+  bool blocked_;
 };
 
 class MmaLoopStage : public Stage {
