@@ -760,11 +760,13 @@ PY
     # Issue 14: how fast a read stream of int8 decode's size (128 MiB, and f16's 256) runs in decode's
     # geometry (128 workgroups of 8 subgroups, each reading a contiguous share: `blocked`) against the
     # whole GPU's (grid-strided, 8 workgroups an SM), by loads in flight a lane (`foundry bench
-    # --read-scan`, READ_SCANS overrides); then the plan's int8 and f16 decode, the stream copy of
-    # `bash bench/h200.sh tensor-decode copies` where it is packed, and the int8 plan's decode probe.
+    # --read-scan`, READ_SCANS overrides; scans ending :cm2 use workgroup-scope coopmat2 tensor loads and
+    # need .device/compilers); then the plan's int8 and f16 decode, the stream copy of `bash
+    # bench/h200.sh tensor-decode copies` where it is packed, and the int8 plan's decode probe.
     on_device
     status=0
     gpu_name
+    [ -x .device/compilers/bin/glslc ] && export FOUNDRY_GLSLC=$PWD/.device/compilers/bin/glslc
     scans=(${READ_SCANS:-128:1056:256:1 128:1056:256:4 128:128:256:1:blocked 128:128:256:2:blocked
       128:128:256:4:blocked 128:128:256:8:blocked 128:128:256:16:blocked 128:132:256:8:blocked
       128:128:512:4:blocked 128:128:512:8:blocked 128:256:256:4:blocked 128:256:256:8:blocked

@@ -471,9 +471,10 @@ double Runner::readScan(const ReadScan& scan) {
   const std::uint64_t bytes = scan.mib << 20;
   const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
   data.buffer->fill(0x3c003c00u);
-  const Tensor sink = rt_.allocate("sink", DType::F32, {scan.groups});
-  const KernelSource k =
-      rt_.builder().workgroup(scan.workgroup).emplace<ReadStreamStage>(scan.loads, scan.blocked).build();
+  const Tensor sink = rt_.allocate("sink", DType::F32, {std::max<std::int64_t>(scan.groups, 64 * 64)});
+  const KernelSource k = scan.coopMat2
+                             ? rt_.builder().workgroup(scan.workgroup).emplace<CoopMat2ReadStage>(scan.loads).build()
+                             : rt_.builder().workgroup(scan.workgroup).emplace<ReadStreamStage>(scan.loads, scan.blocked).build();
   std::vector<double> samples;
   return timeCall(
       [&](Dispatcher& d, std::uint32_t) {
@@ -484,23 +485,24 @@ double Runner::readScan(const ReadScan& scan) {
 }
 
 std::string ReadScan::name() const {
-  return fmt::format("{} MiB, {} x {}, {} loads{}", mib, groups, workgroup, loads, blocked ? ", blocked" : "");
+  return fmt::format("{} MiB, {} x {}, {} loads{}", mib, groups, workgroup, loads,
+                     coopMat2 ? ", coopmat2" : blocked ? ", blocked" : "");
 }
 
 ReadScan parseReadScan(const std::string& text) {
   auto fail = [&] {
-    return UserError("--read-scan", fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked], MIB 1 to 4095, "
+    return UserError("--read-scan", fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2], MIB 1 to 4095, "
                                                 "GROUPS at least 1, WORKGROUP 1 to 1024, LOADS 1 to 16", text));
   };
   const std::vector<std::string> f = colonFields(text);
-  if (f.size() < 4 || f.size() > 5 || (f.size() == 5 && f[4] != "blocked")) throw fail();
+  if (f.size() < 4 || f.size() > 5 || (f.size() == 5 && f[4] != "blocked" && f[4] != "cm2")) throw fail();
   std::uint32_t v[4];
   for (std::size_t i = 0; i < 4; ++i) {
     if (f[i].empty() || f[i].size() > 7 || f[i].find_first_not_of("0123456789") != std::string::npos) throw fail();
     v[i] = static_cast<std::uint32_t>(std::stoul(f[i]));
   }
   if (v[0] < 1 || v[0] > 4095 || v[1] < 1 || v[2] < 1 || v[2] > 1024 || v[3] < 1 || v[3] > 16) throw fail();
-  return {v[0], v[1], v[2], v[3], f.size() == 5};
+  return {v[0], v[1], v[2], v[3], f.size() == 5 && f[4] == "blocked", f.size() == 5 && f[4] == "cm2"};
 }
 
 Shape parseShape(const std::string& text) {

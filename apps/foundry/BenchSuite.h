@@ -61,12 +61,14 @@ struct Ceilings {
   double dependentPairUs = 0;
 };
 
-/// A read stream's geometry for `bench --read-scan MIB:GROUPS:WORKGROUP:LOADS[:blocked]`: how fast a
-/// buffer of that size streams with that grid, workgroup size and loads in flight a lane.
+/// A read stream's geometry for `bench --read-scan MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2]`: how fast
+/// a buffer of that size streams with that grid, workgroup size and loads in flight a lane (cm2: each
+/// workgroup's share in workgroup-scope coopmat2 tensor loads of 64 rows of 128 f16, LOADS tiles at once).
 struct ReadScan {
   std::uint64_t mib = 0;
   std::uint32_t groups = 0, workgroup = 0, loads = 0;
   bool blocked = false;
+  bool coopMat2 = false;
   std::string name() const;
 };
 ReadScan parseReadScan(const std::string& text);

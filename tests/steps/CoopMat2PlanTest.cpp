@@ -15,7 +15,10 @@
 
 #include "foundry/DeviceInfo.h"
 #include "foundry/Error.h"
+#include "foundry/KernelBuilder.h"
 #include "foundry/ShaderCompiler.h"
+#include "foundry/SnippetLibrary.h"
+#include "foundry/stages/CeilingStages.h"
 #include "foundry/stages/modifiers/AlibiStage.h"
 #include "foundry/stages/modifiers/SinksStage.h"
 #include "foundry/stages/modifiers/SlidingWindowStage.h"
@@ -302,6 +305,23 @@ TEST(CoopMat2Compile, EveryKernelCompilesAndValidates) {
     }
   }
   EXPECT_GE(names.size(), 72u);
+}
+
+// The bench's coopmat2 read stream (bench --read-scan ...:cm2), one and two tiles at once.
+TEST(CoopMat2Compile, ReadStreamCompilesAndValidates) {
+  const char* glslc = std::getenv("FOUNDRY_GLSLC");
+  if (!glslc || !*glslc) GTEST_SKIP() << "FOUNDRY_GLSLC is not set (bash scripts/newer-compilers.sh makes one)";
+  const ShaderCompiler compiler(ShaderCompiler::Optimization::None, glslc);
+  ASSERT_TRUE(compiler.coopMat2()) << compiler.external()->problem();
+  const DeviceInfo device = parseDevicePreset(kH200Cm2);
+  for (const std::uint32_t loads : {1u, 2u}) {
+    const KernelSource k =
+        KernelBuilder(device, SnippetLibrary::embedded()).workgroup(256).emplace<CoopMat2ReadStage>(loads).build();
+    EXPECT_TRUE(k.usesCoopMat2);
+    std::vector<std::uint32_t> spirv;
+    ASSERT_NO_THROW(spirv = compiler.compile(k)) << k.glsl;
+    EXPECT_EQ(compiler.rejects(spirv, true), "");
+  }
 }
 
 // The bf16-operand kernels (GL_EXT_bfloat16) at each scope and staging depth, with and without Split-K,

@@ -22,6 +22,19 @@ void ReadStreamStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("if (folded == pc.magic) sink[gl_WorkGroupID.x] = folded;");
 }
 
+void CoopMat2ReadStage::declare(KernelInterface& k, const DeviceInfo&) const {
+  k.buffer("data", DType::F32, Access::ReadOnly, "uvec4").buffer("sink", DType::F32, Access::WriteOnly, "float");
+  k.push("count", PushType::U32).push("magic", PushType::U32);
+  k.extension("GL_KHR_memory_scope_semantics").extension("GL_KHR_cooperative_matrix");
+  k.extension("GL_NV_cooperative_matrix2").extension("GL_EXT_shader_explicit_arithmetic_types_float16");
+  k.extension("GL_EXT_control_flow_attributes").define("READ_LOADS", std::to_string(loads_) + "u");
+  k.snippet("bench/read_coopmat2.glsl");
+}
+
+void CoopMat2ReadStage::emit(GlslWriter& w, const DeviceInfo&) const {
+  w.line("read_coopmat2(pc.count / 16u);  // rows of 128 f16 (16 16-byte pieces)");
+}
+
 void MmaLoopStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.buffer("operands", DType::F16, Access::ReadOnly).buffer("result", DType::F32, Access::WriteOnly);
   k.push("iterations", PushType::U32);

@@ -25,6 +25,20 @@ class ReadStreamStage : public Stage {
   bool blocked_;
 };
 
+/// Workgroup-scope coopmat2 tensor loads of each workgroup's contiguous share (rows of 128 f16, tiles
+/// of 64 rows, `loads` tiles loaded before they are folded): how fast the driver's own loads stream.
+class CoopMat2ReadStage : public Stage {
+ public:
+  explicit CoopMat2ReadStage(std::uint32_t loads) : loads_(loads) {}
+  std::string name() const override { return "CoopMat2ReadStage"; }
+  void declare(KernelInterface& k, const DeviceInfo& device) const override;
+  void emit(GlslWriter& w, const DeviceInfo& device) const override;
+  std::string key() const override { return fmt::format("l{}", loads_); }
+
+ private:
+  std::uint32_t loads_;
+};
+
 class MmaLoopStage : public Stage {
  public:
   std::string name() const override { return "MmaLoopStage"; }
