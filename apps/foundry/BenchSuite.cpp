@@ -210,26 +210,17 @@ Ceilings Runner::measureCeilings() {
   const DeviceInfo& dev = rt_.info();
   const std::uint32_t sg = dev.subgroupSize;
   {
-    // The largest power-of-two buffer up to 1 GiB the device binds in one descriptor.
-    std::uint64_t bytes = 1ull << 30;
-    while (bytes > dev.maxStorageBufferRange || bytes > dev.maxAllocationBytes / 2) bytes >>= 1;
-    const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
-    data.buffer->fill(0x3c003c00u);
-    const std::uint32_t groups = std::max<std::uint32_t>(dev.computeUnits * 8, 8);
-    const Tensor sink = rt_.allocate("sink", DType::F32, {groups});
-    const KernelSource k = rt_.builder().workgroup(std::max(256u, sg)).emplace<ReadStreamStage>().build();
+    // The largest power-of-two buffer up to 1 GiB the device binds in one descriptor, grid-strided over
+    // 8 workgroups an SM.
+    std::uint64_t mib = 1024;
+    while ((mib << 20) > dev.maxStorageBufferRange || (mib << 20) > dev.maxAllocationBytes / 2) mib >>= 1;
+    const ReadStream stream =
+        prepareRead({mib, std::max<std::uint32_t>(dev.computeUnits * 8, 8), std::max(256u, sg), 1});
     std::vector<double> samples;
-    const double us = timeCall(
-        [&](Dispatcher& d, std::uint32_t) {
-          d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", std::uint32_t(bytes / 16))
-                            .set("magic", 0x9e3779b9u), {groups});
-        },
-        1, samples);
-    c.readGBs = double(bytes) / us / 1e3;
+    const double us = timeCall([&](Dispatcher& d, std::uint32_t) { stream.dispatch(d); }, 1, samples);
+    c.readGBs = double(mib << 20) / us / 1e3;
     // The same kernel with nothing to read: what a call costs before it does any work.
-    auto empty = [&](Dispatcher& d) {
-      d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", 0u).set("magic", 0x9e3779b9u), {1});
-    };
+    auto empty = [&](Dispatcher& d) { stream.dispatch(d, 0, 1); };
     c.emptyDispatchUs = timeCall([&](Dispatcher& d, std::uint32_t) { empty(d); }, 1, samples);
     c.dependentPairUs = timeCall(
         [&](Dispatcher& d, std::uint32_t) {
@@ -467,26 +458,33 @@ std::vector<std::string> colonFields(const std::string& text) {
 
 }  // namespace
 
-double Runner::readScan(const ReadScan& scan) {
-  const std::uint64_t bytes = scan.mib << 20;
-  const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>(bytes / 4)});
+void Runner::ReadStream::dispatch(Dispatcher& d) const { dispatch(d, static_cast<std::uint32_t>((scan.mib << 20) / 16), scan.groups); }
+
+void Runner::ReadStream::dispatch(Dispatcher& d, std::uint32_t pieces, std::uint32_t groups) const {
+  d.dispatch(kernel, Arguments().bind("data", data).bind("sink", sink).set("count", pieces).set("magic", 0x9e3779b9u),
+             {groups});
+}
+
+Runner::ReadStream Runner::prepareRead(const ReadScan& scan) {
+  const Tensor data = rt_.allocate("stream", DType::F32, {static_cast<std::int64_t>((scan.mib << 20) / 4)});
   data.buffer->fill(0x3c003c00u);
+  // A workgroup's fold (ReadStreamStage), or one 64 x 64 f32 matrix (CoopMat2ReadStage).
   const Tensor sink = rt_.allocate("sink", DType::F32, {std::max<std::int64_t>(scan.groups, 64 * 64)});
-  const KernelSource k = scan.coopMat2
-                             ? rt_.builder().workgroup(scan.workgroup).emplace<CoopMat2ReadStage>(scan.loads).build()
-                             : rt_.builder().workgroup(scan.workgroup).emplace<ReadStreamStage>(scan.loads, scan.blocked).build();
+  KernelBuilder b = rt_.builder().workgroup(scan.workgroup);
+  if (scan.layout == ReadScan::Layout::CoopMat2) b.emplace<CoopMat2ReadStage>(scan.loads);
+  else b.emplace<ReadStreamStage>(scan.loads, scan.layout == ReadScan::Layout::Blocked);
+  return {scan, data, sink, b.build()};
+}
+
+double Runner::readScan(const ReadScan& scan) {
+  const ReadStream stream = prepareRead(scan);
   std::vector<double> samples;
-  return timeCall(
-      [&](Dispatcher& d, std::uint32_t) {
-        d.dispatch(k, Arguments().bind("data", data).bind("sink", sink).set("count", std::uint32_t(bytes / 16))
-                          .set("magic", 0x9e3779b9u), {scan.groups});
-      },
-      1, samples);
+  return timeCall([&](Dispatcher& d, std::uint32_t) { stream.dispatch(d); }, 1, samples);
 }
 
 std::string ReadScan::name() const {
   return fmt::format("{} MiB, {} x {}, {} loads{}", mib, groups, workgroup, loads,
-                     coopMat2 ? ", coopmat2" : blocked ? ", blocked" : "");
+                     layout == Layout::CoopMat2 ? ", coopmat2" : layout == Layout::Blocked ? ", blocked" : "");
 }
 
 ReadScan parseReadScan(const std::string& text) {
@@ -502,7 +500,10 @@ ReadScan parseReadScan(const std::string& text) {
     v[i] = static_cast<std::uint32_t>(std::stoul(f[i]));
   }
   if (v[0] < 1 || v[0] > 4095 || v[1] < 1 || v[2] < 1 || v[2] > 1024 || v[3] < 1 || v[3] > 16) throw fail();
-  return {v[0], v[1], v[2], v[3], f.size() == 5 && f[4] == "blocked", f.size() == 5 && f[4] == "cm2"};
+  const ReadScan::Layout layout = f.size() < 5           ? ReadScan::Layout::Grid
+                                  : f[4] == "blocked" ? ReadScan::Layout::Blocked
+                                                      : ReadScan::Layout::CoopMat2;
+  return {v[0], v[1], v[2], v[3], layout};
 }
 
 Shape parseShape(const std::string& text) {

@@ -65,10 +65,12 @@ struct Ceilings {
 /// a buffer of that size streams with that grid, workgroup size and loads in flight a lane (cm2: each
 /// workgroup's share in workgroup-scope coopmat2 tensor loads of 64 rows of 128 f16, LOADS tiles at once).
 struct ReadScan {
+  /// grid: the grid strides over the buffer; blocked: each workgroup reads a contiguous share, as a
+  /// decode split does; coopMat2: those shares in workgroup-scope coopmat2 tensor loads.
+  enum class Layout { Grid, Blocked, CoopMat2 };
   std::uint64_t mib = 0;
   std::uint32_t groups = 0, workgroup = 0, loads = 0;
-  bool blocked = false;
-  bool coopMat2 = false;
+  Layout layout = Layout::Grid;
   std::string name() const;
 };
 ReadScan parseReadScan(const std::string& text);
@@ -130,6 +132,16 @@ class Runner {
   probe::DecodeSummary probeDecode(Prepared& prepared, const AttentionOptions& knobs);
 
  private:
+  /// A read stream's buffers and kernel; dispatch() reads the whole buffer over the scan's grid, or
+  /// `pieces` 16-byte pieces over `groups` workgroups.
+  struct ReadStream {
+    ReadScan scan;
+    Tensor data, sink;
+    KernelSource kernel;
+    void dispatch(Dispatcher& d) const;
+    void dispatch(Dispatcher& d, std::uint32_t pieces, std::uint32_t groups) const;
+  };
+  ReadStream prepareRead(const ReadScan& scan);
   /// The probe's records of the second of two calls with `probing` and its `probeKnob` set (the first
   /// builds the pipeline and warms the caches and clocks), and the plan's subgroups per workgroup.
   std::pair<std::vector<std::uint32_t>, std::uint32_t> probeWords(Prepared& prepared, AttentionOptions probing,

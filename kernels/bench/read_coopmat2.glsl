@@ -13,13 +13,15 @@ tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> rc_rows(uint t, uint
   return sliceTensorLayoutNV(l, t, 64u, 0u, 128u);
 }
 
+// rows: a multiple of 64 * READ_LOADS (the host's buffers are whole MiB: 4096 rows each), so whole
+// groups of tiles cover every share and every row is read.
 void read_coopmat2(uint rows) {
-  const uint share = (rows / 64u + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x * 64u;
+  const uint group = READ_LOADS * 64u;
+  const uint share = (rows / group + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x * group;
   const uint begin = gl_WorkGroupID.x * share, end = min(begin + share, rows);
   const RC_Q q = RC_Q(float16_t(1.0));
   RC_S acc = RC_S(0.0);
-  uint t = begin;
-  for (; t + READ_LOADS * 64u <= end; t += READ_LOADS * 64u) {
+  for (uint t = begin; t < end; t += group) {
     RC_K k[READ_LOADS];
     [[unroll]] for (uint i = 0u; i < READ_LOADS; ++i) {
       coopMatLoadTensorNV(k[i], data, 0u, rc_rows(t + i * 64u, rows), createTensorViewNV(2, false, 1, 0));
