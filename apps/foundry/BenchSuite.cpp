@@ -458,7 +458,9 @@ std::vector<std::string> colonFields(const std::string& text) {
 
 }  // namespace
 
-void Runner::ReadStream::dispatch(Dispatcher& d) const { dispatch(d, static_cast<std::uint32_t>((scan.mib << 20) / 16), scan.groups); }
+void Runner::ReadStream::dispatch(Dispatcher& d) const {
+  dispatch(d, static_cast<std::uint32_t>((scan.mib << 20) / 16), scan.groups);
+}
 
 void Runner::ReadStream::dispatch(Dispatcher& d, std::uint32_t pieces, std::uint32_t groups) const {
   d.dispatch(kernel, Arguments().bind("data", data).bind("sink", sink).set("count", pieces).set("magic", 0x9e3779b9u),
@@ -489,8 +491,8 @@ std::string ReadScan::name() const {
 
 ReadScan parseReadScan(const std::string& text) {
   auto fail = [&] {
-    return UserError("--read-scan", fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2], MIB 1 to 4095, "
-                                                "GROUPS at least 1, WORKGROUP 1 to 1024, LOADS 1 to 16", text));
+    return UserError("--read-scan", fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2], MIB 1 to "
+                                                "4095, GROUPS at least 1, WORKGROUP 1 to 1024, LOADS 1 to 16", text));
   };
   const std::vector<std::string> f = colonFields(text);
   if (f.size() < 4 || f.size() > 5 || (f.size() == 5 && f[4] != "blocked" && f[4] != "cm2")) throw fail();

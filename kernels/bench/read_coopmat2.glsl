@@ -7,7 +7,8 @@
 #define RC_S coopmat<float, gl_ScopeWorkgroup, 64, 64, gl_MatrixUseAccumulator>
 
 tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> rc_rows(uint t, uint rows) {
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> l = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeUndefinedNV);
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeUndefinedNV> l =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeUndefinedNV);
   l = setTensorLayoutDimensionNV(l, rows, 128u);
   l = setTensorLayoutStrideNV(l, 128u, 1u);
   return sliceTensorLayoutNV(l, t, 64u, 0u, 128u);
