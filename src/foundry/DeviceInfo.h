@@ -53,6 +53,14 @@ CoopMatLayout nvidiaQuadLayout8();
 std::vector<CoopMatShape> nvidiaCoopMatShapes();
 
 /// A device's capabilities. The Selector, the KernelBuilder and Steps plan against one of these.
+/// llvmpipe's loop limiter (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): one count per shader invocation,
+/// shared by every loop in it; once spent, every loop exits at its next back edge and the rest of its
+/// iterations never run.
+inline constexpr std::uint32_t kLlvmpipeLoopLimit = 65535;
+/// What one run of a loop of `trips` iterations spends of that count: a pass per iteration and two
+/// more (measured on Mesa 22.3: a prefill tile's two loops and the tile loop cost head_dim + keys + 5).
+constexpr std::uint64_t loopRunPasses(std::uint64_t trips) { return trips + 2; }
+
 struct DeviceInfo {
   std::string name;
   Vendor vendor = Vendor::Other;
@@ -96,6 +104,10 @@ struct DeviceInfo {
   CoopMatLayout coopMatLayout;
   CoopMatLayout coopMatLayout8;  ///< the same for 16x8 f32 accumulators (columns 0-7)
   std::uint32_t computeUnits = 1;
+  /// Loop passes one shader invocation may make in all before the driver ends its loops, silently;
+  /// 0: no such limit. llvmpipe (lavapipe) has one: kLlvmpipeLoopLimit. The Selector splits keys so that
+  /// no kernel's invocation reaches it (loopRunPasses).
+  std::uint32_t loopLimit = 0;
   std::array<std::uint8_t, 16> uuid{};
   std::uint32_t driverVersion = 0;
   std::string driverName;
@@ -118,7 +130,7 @@ struct DeviceInfo {
 ///   subgroup=N (sets the default, min and max size)  subgroup-min=N  subgroup-max=N
 ///   subgroup-control=0|1  subgroup-arithmetic=0|1  subgroup-shuffle=0|1
 ///   shared=N (bytes)  storage=N (max storage buffer range)  alloc=N  memory=N  invocations=N  push=N
-///   fp16=0|1  storage16=0|1  cus=N  driver-version=N  uuid=32 hex digits
+///   fp16=0|1  storage16=0|1  cus=N  loop-limit=N (0: none)  driver-version=N  uuid=32 hex digits
 ///   coopmat=0|none (no shapes, no layout) | 1 (NVIDIA's shapes and quad layout, if there were none) |
 ///           MxNxK:input:accumulator joined by + (exactly these shapes), e.g. 16x16x16:f16:f32+16x8x16:f16:f16
 ///   layout=none | nvidia-quad | rowOf/colOf, each a list of numbers joined by . (e.g. 0.0.8/0.1.0)

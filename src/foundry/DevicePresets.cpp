@@ -25,7 +25,7 @@ DeviceInfo lavapipe() {
           .family = DeviceFamily::Lavapipe, .subgroupSize = 8, .minSubgroupSize = 8, .maxSubgroupSize = 8,
           .maxSharedMemoryBytes = 32768, .maxStorageBufferRange = 134217728, .maxAllocationBytes = 2 * kGiB,
           .deviceMemoryBytes = 8 * kGiB, .maxPushConstantBytes = 128, .int8Dot = true, .computeUnits = 2,
-          .driverName = "llvmpipe (preset)"};
+          .loopLimit = kLlvmpipeLoopLimit, .driverName = "llvmpipe (preset)"};
 }
 
 /// A small integrated GPU: little shared memory, no fp16 arithmetic.

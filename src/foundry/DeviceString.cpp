@@ -232,6 +232,7 @@ const std::vector<Key>& keys() {
        },
        {}},
       number("cus", &DeviceInfo::computeUnits),
+      number("loop-limit", &DeviceInfo::loopLimit),
       {"uuid", setUuid, uuidText},
       number("driver-version", &DeviceInfo::driverVersion),
       text("driver", &DeviceInfo::driverName),

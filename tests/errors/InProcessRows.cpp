@@ -15,6 +15,7 @@
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/MergeStep.h"
 #include "foundry/steps/RopeStep.h"
+#include "foundry/steps/SdpaReferenceStep.h"
 #include "foundry/testing/ShapeCall.h"
 
 namespace foundry::errors {
@@ -407,6 +408,31 @@ std::vector<InProcessRow> inProcessRows() {
        .field = "q_len",
        .fragment = "q_len 65 exceeds kv_len 64",
        .action = attention({.qLen = 65, .kvLen = 64}),
+       .cliPending = kStoppedAtConfig},
+      {.id = "CallSplitKnobPastTheLoopLimit",
+       .area = "attention call",
+       .input = "a forced Split-K that leaves one workgroup past llvmpipe's loop limit",
+       .via = "FlashAttentionStep::plan",
+       .field = "FOUNDRY_FA_DECODE_SPLIT_K",
+       .fragment = "ends a shader invocation's loops after 65535 passes",
+       .action = [](const InProcessContext&) {
+         const AttentionOptions knobs = AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "1"}});
+         FlashAttentionStep(parseDevicePreset("lavapipe"), SnippetLibrary::embedded(), knobs)
+             .plan(test::shapeCall({.nHeads = 4, .nKvHeads = 1, .kvLen = 200000}));
+       },
+       .mentions = "or more splits",
+       .cliPending = kStoppedAtConfig},
+      {.id = "ReferenceKvPastTheLoopLimit",
+       .area = "attention call",
+       .input = "SdpaReferenceStep over more keys than llvmpipe's loop limit lets one invocation run",
+       .via = "SdpaReferenceStep::validate",
+       .kind = ErrorKind::Unsupported,
+       .fragment = "llvmpipe's loop limit",
+       .action = [](const InProcessContext&) {
+         SdpaReferenceStep(parseDevicePreset("lavapipe"), SnippetLibrary::embedded())
+             .validate(test::shapeCall({.nHeads = 1, .nKvHeads = 1, .kvLen = 500000, .headDim = 64}));
+       },
+       .mentions = "Use FlashAttentionStep",
        .cliPending = kStoppedAtConfig},
       {.id = "CallHeadDim1024F32",
        .area = "attention call",

@@ -11,6 +11,7 @@
 
 #include "foundry/Runtime.h"
 #include "foundry/Workspace.h"
+#include "foundry/steps/Selector.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
@@ -226,33 +227,98 @@ INSTANTIATE_TEST_SUITE_P(DTypes, NonFiniteInputs, ::testing::Values(DType::F16, 
 
 // ---- Long KV: tens of thousands of keys stay within the stated error bound.
 //
-// Lavapipe (llvmpipe) ends every loop of a shader invocation once all its loops together have run
-// 65535 iterations (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. The subgroup prefill kernel
-// spends about HEAD_DIM + keys-per-tile + 1 iterations per K tile, so one workgroup covers at most
-// ~12,900 keys (D 64, f32) or ~7,200 (D 128) before the rest are dropped. The long prefill cases
-// here therefore force Split-K chunks well below that; docs/reliability.md has the details.
+// Lavapipe (llvmpipe) ends every loop of a shader invocation once all its loops together have made
+// 65535 passes (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. The Selector splits the keys so that
+// no workgroup's range reaches that (Selector::mostKeysPerWorkgroup; docs/reliability.md): the prefill
+// cases here ran unsplit before it did, and lost their last keys.
 
 TEST(Numerics, LongKvStaysWithinTheBound) {
-  struct Long {
-    AttentionCase shape;
-    AttentionOptions options;
-  };
   AttentionCase sharp = attentionCase(1, 4, 1, 1, 30000, 64, DType::F32);
   sharp.magnitude = 3.0f;  // logits up to ~30: a few keys dominate, the rest still count
-  const auto split = [](std::uint32_t n) { return knobs([n](AttentionOptions& o) { o.faPrefillSplitK = n; }); };
-  const std::vector<Long> cases = {
+  const std::vector<AttentionCase> cases = {
       // 32768 keys x 4 KV heads x 128 dims of f16: 32 MiB per cache.
-      {attentionCase(1, 4, 4, 1, 32768, 128, DType::F16), knobs()},
-      {attentionCase(1, 8, 2, 1, 30000, 64, DType::F32), knobs()},
-      {sharp, knobs()},
-      {attentionCase(1, 4, 1, 16, 30000, 64, DType::F16), split(8)},
-      {attentionCase(1, 4, 1, 16, 30000, 64, DType::F32), split(8)},
-      {attentionCase(1, 2, 1, 8, 20000, 128, DType::F32), split(8)},
+      attentionCase(1, 4, 4, 1, 32768, 128, DType::F16),
+      attentionCase(1, 8, 2, 1, 30000, 64, DType::F32),
+      sharp,
+      attentionCase(1, 4, 1, 16, 30000, 64, DType::F16),
+      attentionCase(1, 4, 1, 16, 30000, 64, DType::F32),
+      attentionCase(1, 2, 1, 8, 20000, 128, DType::F32),
   };
   for (const auto& c : cases) {
-    SCOPED_TRACE(c.shape.name());
-    const AttentionResult r = runFlash(c.shape, c.options);
-    EXPECT_TRUE(matchesReference(c.shape, r));
+    SCOPED_TRACE(c.name());
+    const AttentionResult r = runFlash(c, knobs());
+    EXPECT_TRUE(matchesReference(c, r));
+  }
+}
+
+// ---- The loop limit's edge: each kernel at the most keys the Selector lets one workgroup take on this
+// device, forced into one workgroup, and at three times that and more with the Selector's own splits.
+
+struct LoopLimitCase {
+  std::string name;
+  AttentionCase shape;
+  std::map<std::string, std::string> knobs;
+};
+
+AttentionOptions withKnobs(std::map<std::string, std::string> env) {
+  env.emplace("FOUNDRY_FA_PREFILL_COOPMAT", "0");
+  return AttentionOptions::fromEnvironment(env);
+}
+
+TEST(Numerics, RangesUpToTheLoopLimitStayWhole) {
+  const DeviceInfo& device = runtime().info();
+  if (device.loopLimit == 0) GTEST_SKIP() << "device '" << device.name << "' has no loop limit";
+  const auto quantized = [](AttentionCase c) {
+    c.qType = c.oType = DType::F16;
+    return c;
+  };
+  const auto paged = [](AttentionCase c) {
+    c.pageSize = 64;
+    return c;
+  };
+  const auto modified = [](AttentionCase c) {
+    c.modifiers = {alibi(), softCap(30.0)};
+    return c;
+  };
+  const std::vector<LoopLimitCase> cases = {
+      {"decode_f32_d64", attentionCase(1, 4, 1, 1, 0, 64, DType::F32), {}},
+      {"decode_f16_d128_gqa", attentionCase(1, 8, 2, 1, 0, 128, DType::F16), {}},
+      {"decode_scalar_f32_d128", attentionCase(1, 4, 1, 1, 0, 128, DType::F32), {{"FOUNDRY_FA_DECODE_SCALAR", "1"}}},
+      {"decode_int8_d128", quantized(attentionCase(1, 4, 1, 1, 0, 128, DType::I8)), {}},
+      {"decode_paged_f16_d64", paged(attentionCase(1, 4, 1, 1, 0, 64, DType::F16)), {}},
+      {"decode_scatter_f32_d64",
+       attentionCase(1, 4, 1, 1, 0, 64, DType::F32),
+       {{"FOUNDRY_FA_DECODE_SCATTER", "1"}, {"FOUNDRY_FA_DECODE_UNROLL", "2"}}},
+      {"decode_alibi_softcap_f16_d64", modified(attentionCase(1, 4, 1, 1, 0, 64, DType::F16)), {}},
+      {"prefill_causal_f32_d64", attentionCase(1, 2, 1, 16, 0, 64, DType::F32), {}},
+      {"prefill_causal_f16_d128", attentionCase(1, 2, 1, 16, 0, 128, DType::F16), {}},
+      {"prefill_alibi_softcap_bf16_d64", modified(attentionCase(1, 2, 1, 16, 0, 64, DType::BF16)), {}},
+      {"prefill_f32_d256", attentionCase(1, 1, 1, 8, 0, 256, DType::F32), {}},
+  };
+  for (const auto& lc : cases) {
+    SCOPED_TRACE(lc.name);
+    const bool decode = lc.shape.qLen == 1;
+    AttentionCase c = lc.shape;
+    c.kvLen = 4096;
+    AttentionPlan variant = Selector::variant(c.problem(), device, withKnobs(lc.knobs));
+    const std::uint32_t most = Selector::mostKeysPerWorkgroup(variant, device);
+    ASSERT_GT(most, 0u);
+    // One workgroup over all `most` keys.
+    c.kvLen = most;
+    auto one = lc.knobs;
+    one[decode ? "FOUNDRY_FA_DECODE_SPLIT_K" : "FOUNDRY_FA_PREFILL_SPLIT_K"] = "1";
+    AttentionPlan plan = Selector::plan(c.problem(), device, withKnobs(one));
+    ASSERT_EQ(plan.splits, 1u) << plan.describe();
+    ASSERT_EQ(Selector::mostKeysPerWorkgroup(plan, device), most) << plan.describe();
+    AttentionResult r = runFlash(c, withKnobs(one));
+    EXPECT_TRUE(matchesReference(c, r)) << c.name() << " in one workgroup";
+    // Three times that and more: the Selector splits (4 or more), each split within the limit.
+    c.kvLen = 3 * most + 17;
+    plan = Selector::plan(c.problem(), device, withKnobs(lc.knobs));
+    EXPECT_GE(plan.splits, 4u) << plan.describe();
+    EXPECT_LE(plan.kvChunk, Selector::mostKeysPerWorkgroup(plan, device)) << plan.describe();
+    r = runFlash(c, withKnobs(lc.knobs));
+    EXPECT_TRUE(matchesReference(c, r)) << c.name() << " split " << plan.splits << " ways";
   }
 }
 

@@ -35,7 +35,9 @@ INSTANTIATE_TEST_SUITE_P(
                       make(1, 8, 1, 33, 70, 80, DType::F32, TM, HM),            // any head_dim
                       make(3, 4, 4, 31, 31, 64, DType::F16),                    // kv_len = q_len
                       make(1, 4, 2, 128, 300, 128, DType::F16, HM, TM),         // prefix of 172
-                      make(2, 4, 1, 32, 45, 64, DType::F16, TM, TM, false)),    // not causal
+                      make(2, 4, 1, 32, 45, 64, DType::F16, TM, TM, false),     // not causal
+                      // Past 65535 keys: one P·V loop pass per key would meet llvmpipe's loop limit.
+                      make(1, 1, 1, 1, 70001, 64, DType::F32, HM, HM, false)),
     caseName);
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "foundry/Error.h"
 #include "foundry/KvQuant.h"
@@ -382,6 +383,74 @@ TEST(Selector, LavapipePrefillIsTheSubgroupVariantWithATileThatFits) {
   EXPECT_EQ(plan.splits, 4u);
   EXPECT_EQ(plan.kvChunk, want.chunk);
   EXPECT_EQ(plan.grid, prefillGrid(shape, want.splits));
+}
+
+// ---- llvmpipe's loop limit -----------------------------------------------------------------------
+// A lavapipe invocation's loops end, silently, once they have made 65535 passes in all. The Selector
+// splits keys so that no workgroup's range reaches 7/8 of that by the kernel's count of its loops, each
+// run of a loop of n trips costing n + 2 passes (docs/reliability.md, "Lavapipe's loop limit").
+
+TEST(Selector, LavapipeLongDecodeSplitsBelowTheLoopLimit) {
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  EXPECT_EQ(device.loopLimit, 65535u);
+  const AttentionPlan plan = planFor(device, decodeShape(1, 4, 1, 200000, 128));
+  ASSERT_FALSE(plan.decodeVariant.scalar);
+  ASSERT_EQ(plan.decodeVariant.keyGranule(8), 4u);  // 4 subgroups of one key a step
+  // Per step: the key loop's pass and a shuffle loop over the subgroup's 8 lanes (3 + 2). Fixed: q
+  // staged (16 elements an invocation), the partials zeroed, combined and stored (16 each), the
+  // combine over the 4 subgroups twice, four shuffle loops.
+  const std::uint32_t fixed = 18 + 3 * 18 + 2 * 6 + 4 * 5;
+  const std::uint32_t budget = 65535 - 65535 / 8;
+  const std::uint32_t most = ((budget - fixed) / 6 - 1) * 4;
+  EXPECT_EQ(most, 38156u);
+  EXPECT_EQ(Selector::mostKeysPerWorkgroup(plan, device), most);
+  const Split want = chunked(200000, ceilDiv(200000, most), 4);
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_LE(plan.kvChunk, most);
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("loop limit")));
+  // Without the limit: the one wave of the rule, 2 splits.
+  DeviceInfo unlimited = device;
+  unlimited.loopLimit = 0;
+  EXPECT_EQ(planFor(unlimited, decodeShape(1, 4, 1, 200000, 128)).splits, 2u);
+  EXPECT_EQ(Selector::mostKeysPerWorkgroup(plan, unlimited), 0u);
+}
+
+TEST(Selector, LavapipeLongPrefillSplitsBelowTheLoopLimit) {
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  const AttentionPlan plan = planFor(device, prefillShape(1, 1, 8, 100000, 128));
+  const PrefillVariant& v = plan.prefillVariant;
+  ASSERT_EQ(v.keysPerTile, 16u);
+  ASSERT_EQ(v.rowsPerWorkgroup(), 8u);
+  // Per tile: the tile loop's pass, the step to the next tile (1 + 2), head_dim + 2 and keys + 2.
+  // Fixed: Q staged (8 x 128 over 16 invocations), 4 rows of 16 dimensions stored, 2.
+  const std::uint32_t perTile = 1 + 3 + 130 + 18;
+  const std::uint32_t fixed = 66 + 6 * 18 + 2;
+  const std::uint32_t most = ((65535 - 65535 / 8 - fixed) / perTile - 1) * 16;
+  EXPECT_EQ(most, 6000u);
+  EXPECT_EQ(Selector::mostKeysPerWorkgroup(plan, device), most);
+  const Split want = chunked(100000, ceilDiv(100000, most), 16);  // the rule alone wants 4
+  EXPECT_EQ(plan.splits, want.splits);
+  EXPECT_EQ(plan.kvChunk, want.chunk);
+  EXPECT_THAT(plan, HasDecision("split-k", HasSubstr("loop limit")));
+}
+
+TEST(Selector, ASplitKnobThatLeavesARangePastTheLoopLimitIsRefused) {
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  const auto refused = [&](std::map<std::string, std::string> env, const CallShape& shape, const char* knob) {
+    EXPECT_THAT([&] { planFor(device, shape, AttentionOptions::fromEnvironment(env)); },
+                ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr(knob), HasSubstr("loop limit"),
+                                                          HasSubstr("or more splits"))));
+  };
+  refused({{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}}, decodeShape(1, 4, 1, 200000, 128), "FOUNDRY_FA_DECODE_SPLIT_K");
+  refused({{"FOUNDRY_FA_PREFILL_SPLIT_K", "1"}}, prefillShape(1, 1, 8, 100000, 128), "FOUNDRY_FA_PREFILL_SPLIT_K");
+  refused({{"FOUNDRY_DISABLE_FA_PREFILL_SPLITK", "1"}}, prefillShape(1, 1, 8, 100000, 128),
+          "FOUNDRY_DISABLE_FA_PREFILL_SPLITK");
+  // Enough splits are taken as forced.
+  EXPECT_EQ(planFor(device, decodeShape(1, 4, 1, 200000, 128),
+                    AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "6"}}))
+                .splits,
+            6u);
 }
 
 TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannotRun) {
@@ -976,6 +1045,12 @@ TEST(Selector, EveryDecisionHasAReason) {
                 // Only prefill tiles a device's shared memory cannot hold may be refused here.
                 EXPECT_GT(qLen, 1u) << e.what();
                 EXPECT_THAT(e.what(), HasSubstr("shared memory"));
+                continue;
+              } catch (const UserError& e) {
+                // A forced split count may leave lavapipe's 20000 keys past its loop limit.
+                EXPECT_GT(device.loopLimit, 0u) << e.what();
+                EXPECT_EQ(kvLen, 20000u) << e.what();
+                EXPECT_THAT(e.what(), HasSubstr("loop limit"));
                 continue;
               }
               ++planned;

@@ -1,6 +1,7 @@
 #include "foundry/stages/DecodeVariant.h"
 
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,30 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   if (split && fusedReduce) bytes += pad(4);                                              // merge_here
   if (tensorCores) bytes += warps * tensorStageBytes();                                   // dc_tile
   return bytes;
+}
+
+// Counted from the kernels' loops (decode_scalar.glsl, decode_subgroup.glsl, decode_combine.glsl and the
+// stage's setup and merge), each run of one costing loopRunPasses(trips). Loops marked [[unroll]] with
+// constant bounds are unrolled before the limiter sees them; the shuffle loops that step by shifts are
+// not, and are counted. A range need not start on a granule: one more block or step is counted.
+std::uint64_t DecodeVariant::loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const {
+  const auto ceilDiv = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+  const std::uint64_t wg = workgroupSize(subgroupSize);
+  const std::uint64_t outputs = ceilDiv(std::uint64_t(heads) * vDim(), wg);
+  const std::uint64_t shifts = loopRunPasses(std::countr_zero(subgroupSize));
+  // q staged; partials zeroed, combined over the subgroups and stored; the lanes' reductions.
+  const std::uint64_t fixed = loopRunPasses(ceilDiv(std::uint64_t(heads) * headDim, wg)) + 3 * loopRunPasses(outputs) +
+                              2 * loopRunPasses(warps) + 4 * shifts;
+  const std::uint64_t blocks = ceilDiv(keys, keyGranule(subgroupSize)) + 1;
+  if (scalar) {
+    // A block of a key per invocation: its scores over head_dim, the block's maximum and sum over the
+    // workgroup, and each owned output's pass over the block's V rows.
+    const std::uint64_t block = 1 + 2 * loopRunPasses(heads) + heads * loopRunPasses(headDim) + 2 * loopRunPasses(wg) +
+                                loopRunPasses(outputs) + outputs * loopRunPasses(wg);
+    return fixed + blocks * block;
+  }
+  // A step: the key loop's pass and a shuffle loop (the score's reduction, or the scattered maxima).
+  return fixed + blocks * (1 + shifts);
 }
 
 std::uint32_t DecodeVariant::laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const {

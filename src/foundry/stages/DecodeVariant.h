@@ -112,6 +112,9 @@ struct DecodeVariant {
   }
   /// Shared memory the decode stage needs, in bytes.
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
+  /// At most how many loop passes one invocation makes over a range of `keys` keys, setup and
+  /// epilogue included, as llvmpipe's loop limiter counts them (DeviceInfo::loopLimit, loopRunPasses).
+  std::uint64_t loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const;
   /// Why this variant cannot run with this subgroup size, or empty.
   std::string unusableReason(std::uint32_t subgroupSize) const;
   std::string key() const;

@@ -79,6 +79,9 @@ struct PrefillVariant {
   std::uint32_t tileBytes() const { return tilesAreHalf() ? 2 : 4; }
   std::uint32_t padElements() const { return tilesAreHalf() ? 2 : 1; }  ///< one 32-bit word
   std::uint32_t sharedBytes(std::uint32_t subgroupSize) const;
+  /// At most how many loop passes one invocation makes over a range of `keys` keys, setup and
+  /// epilogue included, as llvmpipe's loop limiter counts them (DeviceInfo::loopLimit, loopRunPasses).
+  std::uint64_t loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const;
   /// coopMat2: the rows the epilogue passes through the staging area at once (O in f32, m and l):
   /// all of them on workgroup-scope matrices, as many as the K/V staging holds on subgroup-scope ones.
   std::uint32_t coopMat2OutRows() const;

@@ -94,6 +94,7 @@ std::string ReferenceSoftmaxStage::key() const { return keyOf(p_); }
 
 void ReferencePvStage::declare(KernelInterface& k, const DeviceInfo&) const {
   declareCommon(p_, k, hookPoints());
+  k.extension("GL_EXT_control_flow_attributes");
   k.buffer("scores", DType::F32, Access::ReadOnly).usesBuffer("v_cache");
   k.buffer("o", p_.oType, Access::WriteOnly);
   glsl::declareWrite(k, "OUT_STORE", p_.oType);
@@ -106,7 +107,14 @@ void ReferencePvStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("float acc = 0.0;");
   // Only the sequence's own keys: rows past them are not its values (0 * NaN would still be NaN).
   w.line("const uint keys = fa_kv_len(batch);");
-  w.line("for (uint j = 0u; j < keys; ++j) acc += scores[row * pc.kv_len + j] * kv_load_v(kv_v_row(batch, kv_head, j), d);");
+  // kReferencePvKeysPerPass keys a pass, added in order (the sums of one key at a time): llvmpipe's loop
+  // limit (DeviceInfo::loopLimit) then covers that many times the keys.
+  w.line("uint j = 0u;");
+  w.open("for (; j + {}u <= keys; j += {}u)", kReferencePvKeysPerPass, kReferencePvKeysPerPass);
+  w.line("[[unroll]] for (uint u = 0u; u < {}u; ++u) acc += scores[row * pc.kv_len + j + u] * "
+         "kv_load_v(kv_v_row(batch, kv_head, j + u), d);", kReferencePvKeysPerPass);
+  w.close();
+  w.line("for (; j < keys; ++j) acc += scores[row * pc.kv_len + j] * kv_load_v(kv_v_row(batch, kv_head, j), d);");
   w.line("const float out_d = fa_epilogue(acc, batch, head, fa_query_pos(batch, token), d);");
   w.line("o[batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s + d] = OUT_STORE(out_d);");
   w.close();

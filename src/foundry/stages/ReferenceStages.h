@@ -14,6 +14,10 @@
 
 namespace foundry {
 
+/// Keys the P·V kernel takes a pass of its loop: one invocation covers the call's keys in kv_len / this
+/// many passes (DeviceInfo::loopLimit; SdpaReferenceStep refuses lengths beyond).
+inline constexpr std::uint32_t kReferencePvKeysPerPass = 8;
+
 struct ReferenceParams {
   std::uint32_t headDim = 128;
   std::uint32_t valueDim = 128;  ///< of v and o

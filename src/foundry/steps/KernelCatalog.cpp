@@ -1,6 +1,7 @@
 #include "foundry/steps/KernelCatalog.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -52,17 +53,21 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
     }
   };
   FlashAttentionStep flash(device, snippets, options);
-  AttentionOptions split = options;
-  split.faDecodeSplitK = split.faDecodeSplitK.value_or(4);
-  AttentionOptions prefillSplit = options;
-  prefillSplit.faPrefillSplitK = prefillSplit.faPrefillSplitK.value_or(4);
-  prefillSplit.disableFaPrefillSplitK = false;
+  // The Split-K kernels: 4 splits unless a knob says how many, or more where the device's loop limit
+  // asks for more (the Selector's own count for the call).
+  const auto splitKnobs = [&](const AttentionCall& call, bool decode) {
+    AttentionOptions o = options;
+    o.disableFaPrefillSplitK = false;
+    std::optional<std::uint32_t>& count = decode ? o.faDecodeSplitK : o.faPrefillSplitK;
+    if (!count) count = std::max<std::uint32_t>(4, FlashAttentionStep(device, snippets, o).plan(call).splits);
+    return o;
+  };
   const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);
   for (const auto& [layers, mods] : layout.modifierSets) {
     const std::string of = layers.empty() ? std::string() : fmt::format(" ({})", layers);
     add("decode" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 1, 256)));
-    add("decode split-k" + of,
-        FlashAttentionStep(device, snippets, split).kernelsFor(shapeCall(layout, mods, 1, 1, longKv)));
+    const AttentionCall longDecode = shapeCall(layout, mods, 1, 1, longKv);
+    add("decode split-k" + of, FlashAttentionStep(device, snippets, splitKnobs(longDecode, true)).kernelsFor(longDecode));
     // A decode call taken as a prefill of its GQA groups rotates q apart (RopeStep, below).
     if (layout.rope && !flash.takesGroupRows(shapeCall(layout, mods, 1, 1, 256))) {
       AttentionCall fused = shapeCall(layout, mods, 1, 1, 256);
@@ -73,8 +78,9 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
     // The flash prefill stages K and V rows of one width: narrower values prefill on the reference path.
     if (!layout.valueDim || layout.valueDim == layout.headDim) {
       add("prefill" + of, flash.kernelsFor(shapeCall(layout, mods, 1, 512, 512)));
+      const AttentionCall longPrefill = shapeCall(layout, mods, 1, 16, longKv);
       add("prefill split-k" + of,
-          FlashAttentionStep(device, snippets, prefillSplit).kernelsFor(shapeCall(layout, mods, 1, 16, longKv)));
+          FlashAttentionStep(device, snippets, splitKnobs(longPrefill, false)).kernelsFor(longPrefill));
     }
     add("reference" + of, SdpaReferenceStep(device, snippets).kernelsFor(shapeCall(layout, mods, 1, 128, 128)));
   }

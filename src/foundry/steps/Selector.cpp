@@ -30,6 +30,37 @@ std::uint32_t capSplitsToScratch(const AttentionProblem& p, const DeviceInfo& de
   return splits;
 }
 
+// At least enough splits of `keys` that none holds more than `most` keys (0: no limit). A count the
+// user forced (`knob`, `forced`) that leaves more is refused, naming the count that would do.
+void splitsWithinLoopLimit(std::uint32_t keys, std::uint32_t most, std::uint32_t& wanted, std::string& reason,
+                           const char* knob, std::optional<std::uint32_t> forced, const DeviceInfo& device,
+                           const AttentionOptions& o) {
+  if (most == 0 || keys <= std::uint64_t(most) * wanted) return;
+  const std::uint32_t needed = ceilDiv(keys, most);
+  if (knob) {
+    throw UserError(o.fieldOf(knob),
+                    fmt::format("{} cannot be used here: it leaves up to {} of the call's {} keys to one workgroup, "
+                                "and device '{}' ends a shader invocation's loops after {} passes in all (llvmpipe's "
+                                "loop limit), which this kernel reaches past {} keys; accepted on this device: {} "
+                                "or more splits, or the knob unset",
+                                forced ? std::to_string(*forced) : std::string("1"), ceilDiv(keys, wanted), keys,
+                                device.name, device.loopLimit, most, needed));
+  }
+  wanted = needed;
+  reason += fmt::format("; at least {} splits: the kernel reaches the device's loop limit ({} passes) past {} keys",
+                        needed, device.loopLimit, most);
+}
+
+// Where the Split-K scratch could not hold the splits the loop limit asks for.
+void requireWithinLoopLimit(const AttentionPlan& plan, std::uint32_t most, const DeviceInfo& device) {
+  if (most == 0 || plan.kvChunk <= most) return;
+  throw UnsupportedError(fmt::format("device '{}' ends a shader invocation's loops after {} passes, so one workgroup "
+                                     "takes at most {} keys here, but the Split-K partials of enough splits do not fit "
+                                     "in one storage buffer of {} bytes ({} splits of {} keys fit)",
+                                     device.name, device.loopLimit, most, device.maxStorageBufferRange, plan.splits,
+                                     plan.kvChunk));
+}
+
 [[noreturn]] void rejectKnob(const AttentionOptions& o, const char* knob, std::uint32_t value, const std::string& why,
                              const std::string& accepted) {
   throw UserError(o.fieldOf(knob), fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
@@ -513,8 +544,12 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
     reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split{}", base,
                          device.computeUnits, minChunk, over);
   }
+  const std::uint32_t most = Selector::mostKeysPerWorkgroup(plan, device);
+  splitsWithinLoopLimit(keys, most, wanted, reason, o.faDecodeSplitK ? "FOUNDRY_FA_DECODE_SPLIT_K" : nullptr,
+                        o.faDecodeSplitK, device, o);
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, granule, plan.splits, plan.kvChunk);
+  requireWithinLoopLimit(plan, most, device);
   // The tuning table's tensor cores only over long enough ranges per workgroup: below, the subgroup
   // kernel's plan for the same call.
   if (variant.shortRanges && plan.kvChunk < tune.decodeTensorCoresKeys) {
@@ -529,8 +564,16 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
+  const auto wideFits = [&] {
+    std::uint32_t splits = 0, chunk = 0;
+    Selector::splitKeys(keys, wanted, wide.keyGranule(sg), splits, chunk);
+    AttentionPlan widePlan = plan;
+    widePlan.decodeVariant = wide;
+    const std::uint32_t mostWide = Selector::mostKeysPerWorkgroup(widePlan, device);
+    return mostWide == 0 || chunk <= mostWide;
+  };
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
-      !v.scalar && !v.tensorCores && wide.unusableReason(sg).empty()) {
+      !v.scalar && !v.tensorCores && wide.unusableReason(sg).empty() && wideFits()) {
     v = wide;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
     const std::string reasonWide =
@@ -884,8 +927,15 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
   } else {
     reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits);
   }
+  const std::uint32_t most = Selector::mostKeysPerWorkgroup(plan, device);
+  splitsWithinLoopLimit(keys, most, wanted, reason,
+                        o.disableFaPrefillSplitK ? "FOUNDRY_DISABLE_FA_PREFILL_SPLITK"
+                        : o.faPrefillSplitK      ? "FOUNDRY_FA_PREFILL_SPLIT_K"
+                                                 : nullptr,
+                        o.faPrefillSplitK, device, o);
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
+  requireWithinLoopLimit(plan, most, device);
   v.split = plan.splits > 1;
   v.lse = p.lse && !v.split;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
@@ -975,6 +1025,28 @@ std::uint32_t Selector::visibleKeys(const AttentionProblem& p, std::uint32_t row
     }
   }
   return std::max<std::uint32_t>(widest, 1);
+}
+
+std::uint32_t Selector::mostKeysPerWorkgroup(const AttentionPlan& plan, const DeviceInfo& device) {
+  if (device.loopLimit == 0) return 0;
+  const std::uint32_t sg = device.subgroupSize;
+  const std::uint32_t granule = plan.decode ? plan.decodeVariant.keyGranule(sg) : plan.prefillVariant.keysPerTile;
+  const auto passes = [&](std::uint32_t keys) {
+    return plan.decode ? plan.decodeVariant.loopPasses(keys, sg) : plan.prefillVariant.loopPasses(keys, sg);
+  };
+  // An eighth of the limit stays for what loopPasses does not count: a modifier's own loops, the merge
+  // over the splits in a decode's last workgroup.
+  const std::uint64_t budget = device.loopLimit - device.loopLimit / 8;
+  std::uint64_t lo = 0, hi = 0xffffffffull / granule;
+  while (lo < hi) {
+    const std::uint64_t mid = (lo + hi + 1) / 2;
+    if (passes(static_cast<std::uint32_t>(mid * granule)) <= budget) lo = mid; else hi = mid - 1;
+  }
+  if (lo == 0) {
+    throw UnsupportedError(fmt::format("device '{}' ends a shader invocation's loops after {} passes; this kernel "
+                                       "spends more than that on {} keys", device.name, device.loopLimit, granule));
+  }
+  return static_cast<std::uint32_t>(lo * granule);
 }
 
 void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,

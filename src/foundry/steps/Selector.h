@@ -82,6 +82,10 @@ class Selector {
   /// The most keys the query rows of one workgroup (`rows` consecutive queries) can see under the
   /// problem's modifiers, from the start of its `align`-aligned first tile: what Split-K divides.
   static std::uint32_t visibleKeys(const AttentionProblem& problem, std::uint32_t rows, std::uint32_t align);
+  /// The most keys one workgroup of `plan`'s kernel may take on `device` (a multiple of its key granule)
+  /// before its invocations reach the device's loop limit (DeviceInfo::loopLimit), or 0 where the
+  /// device has none. fit() splits the keys so that no split holds more.
+  static std::uint32_t mostKeysPerWorkgroup(const AttentionPlan& plan, const DeviceInfo& device);
   /// Splits of `kvLen` keys into chunks that are multiples of `granule`, with no empty trailing split.
   static void splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
                         std::uint32_t& chunk);

@@ -172,6 +172,7 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
   c.vendor = vendorFromId(base.vendorID);
   c.kind = kindFromType(base.deviceType);
   c.family = deviceFamilyFor(c.vendor, c.name);
+  c.loopLimit = c.family == DeviceFamily::Lavapipe ? kLlvmpipeLoopLimit : 0;
   c.subgroupSize = subgroup.subgroupSize;
   c.minSubgroupSize = c.maxSubgroupSize = subgroup.subgroupSize;
   if (hasSizeControl && fsize.subgroupSizeControl &&
