@@ -280,6 +280,10 @@ TEST(Numerics, RangesUpToTheLoopLimitStayWhole) {
     c.modifiers = {alibi(), softCap(30.0)};
     return c;
   };
+  const auto masked = [](AttentionCase c) {
+    c.modifiers = {additiveMask()};
+    return c;
+  };
   const std::vector<LoopLimitCase> cases = {
       {"decode_f32_d64", attentionCase(1, 4, 1, 1, 0, 64, DType::F32), {}},
       {"decode_f16_d128_gqa", attentionCase(1, 8, 2, 1, 0, 128, DType::F16), {}},
@@ -294,6 +298,7 @@ TEST(Numerics, RangesUpToTheLoopLimitStayWhole) {
       {"prefill_causal_f16_d128", attentionCase(1, 2, 1, 16, 0, 128, DType::F16), {}},
       {"prefill_alibi_softcap_bf16_d64", modified(attentionCase(1, 2, 1, 16, 0, 64, DType::BF16)), {}},
       {"prefill_f32_d256", attentionCase(1, 1, 1, 8, 0, 256, DType::F32), {}},
+      {"prefill_mask_f16_d64", masked(attentionCase(1, 2, 1, 16, 0, 64, DType::F16)), {}},
   };
   for (const auto& lc : cases) {
     SCOPED_TRACE(lc.name);
