@@ -43,7 +43,7 @@ void splitsWithinLoopLimit(std::uint32_t keys, std::uint32_t most, std::uint32_t
                                 "and device '{}' ends a shader invocation's loops after {} passes in all (llvmpipe's "
                                 "loop limit), which this kernel reaches past {} keys; accepted on this device: {} "
                                 "or more splits, or the knob unset",
-                                forced ? std::to_string(*forced) : std::string("1"), ceilDiv(keys, wanted), keys,
+                                forced.value_or(1), ceilDiv(keys, wanted), keys,
                                 device.name, device.loopLimit, most, needed));
   }
   wanted = needed;
@@ -932,7 +932,7 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
                         o.disableFaPrefillSplitK ? "FOUNDRY_DISABLE_FA_PREFILL_SPLITK"
                         : o.faPrefillSplitK      ? "FOUNDRY_FA_PREFILL_SPLIT_K"
                                                  : nullptr,
-                        o.faPrefillSplitK, device, o);
+                        o.disableFaPrefillSplitK ? std::optional<std::uint32_t>(1) : o.faPrefillSplitK, device, o);
   wanted = capSplitsToScratch(p, device, wanted);
   Selector::splitKeys(keys, wanted, v.keysPerTile, plan.splits, plan.kvChunk);
   requireWithinLoopLimit(plan, most, device);
