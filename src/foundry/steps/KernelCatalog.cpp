@@ -54,12 +54,15 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
   };
   FlashAttentionStep flash(device, snippets, options);
   // The Split-K kernels: 4 splits unless a knob says how many, or more where the device's loop limit
-  // asks for more (the Selector's own count for the call).
+  // asks for more (the Selector's own count for the call then).
   const auto splitKnobs = [&](const AttentionCall& call, bool decode) {
     AttentionOptions o = options;
     o.disableFaPrefillSplitK = false;
     std::optional<std::uint32_t>& count = decode ? o.faDecodeSplitK : o.faPrefillSplitK;
-    if (!count) count = std::max<std::uint32_t>(4, FlashAttentionStep(device, snippets, o).plan(call).splits);
+    if (!count && device.loopLimit != 0) {
+      count = std::max<std::uint32_t>(4, FlashAttentionStep(device, snippets, o).plan(call).splits);
+    }
+    if (!count) count = 4;
     return o;
   };
   const std::uint32_t longKv = std::max<std::uint32_t>(layout.maxContext, 4096);
