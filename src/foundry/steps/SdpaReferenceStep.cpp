@@ -36,17 +36,17 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
                                        "buffer. Use FlashAttentionStep, which needs no such scratch",
                                        p.describe(), bytes, device_.name, device_.maxStorageBufferRange));
   }
-  // One P·V invocation runs over every key; the softmax's and the scores' loops are shorter. Past its
-  // loop limit a device would drop the rest silently.
-  const std::uint64_t passes = loopRunPasses(p.kvLen / kReferencePvKeysPerPass) + loopRunPasses(kReferencePvKeysPerPass);
-  if (device_.loopLimit != 0 && passes > device_.loopLimit - device_.loopLimit / 8) {
-    throw UnsupportedError(fmt::format("SdpaReferenceStep's P·V kernel would make {} loop passes over kv_len {} in one "
-                                       "invocation; device '{}' ends a shader invocation's loops after {} passes "
-                                       "(llvmpipe's loop limit), so this step takes at most {} keys here. Use "
-                                       "FlashAttentionStep, which splits the keys",
-                                       passes, p.kvLen, device_.name, device_.loopLimit,
-                                       (device_.loopLimit - device_.loopLimit / 8 - loopRunPasses(kReferencePvKeysPerPass) - 2) *
-                                           kReferencePvKeysPerPass));
+  // One P·V invocation runs over every key (its loop of kv_len / kReferencePvKeysPerPass passes and the
+  // tail's); the softmax's and the scores' loops are shorter. Past its loop limit a device would drop
+  // the rest silently.
+  const std::uint64_t tail = loopRunPasses(kReferencePvKeysPerPass) + loopRunPasses(0);
+  const std::uint64_t mostKeys = device_.loopPassBudget() > tail ? (device_.loopPassBudget() - tail) * kReferencePvKeysPerPass : 0;
+  if (device_.loopLimit != 0 && p.kvLen > mostKeys) {
+    throw UnsupportedError(fmt::format("SdpaReferenceStep's P·V kernel runs over kv_len {} in one invocation; device '{}' "
+                                       "ends a shader invocation's loops after {} passes (llvmpipe's loop limit), so "
+                                       "this step takes at most {} keys here. Use FlashAttentionStep, which splits the "
+                                       "keys",
+                                       p.kvLen, device_.name, device_.loopLimit, mostKeys));
   }
   if (p.qLen > 65535 || std::uint64_t(p.batch) * p.nHeads > 65535) {
     throw UnsupportedError(fmt::format("SdpaReferenceStep grids are limited to 65535 tokens and batch*heads: {}",

@@ -564,22 +564,23 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   // fill on short ranges). The register check is the variant's own.
   DecodeVariant wide = v;
   wide.vecWidth = tune.wideDecodeVec, wide.unroll = tune.wideDecodeUnroll;
-  const auto wideFits = [&] {
-    std::uint32_t splits = 0, chunk = 0;
-    Selector::splitKeys(keys, wanted, wide.keyGranule(sg), splits, chunk);
-    AttentionPlan widePlan = plan;
-    widePlan.decodeVariant = wide;
-    const std::uint32_t mostWide = Selector::mostKeysPerWorkgroup(widePlan, device);
-    return mostWide == 0 || chunk <= mostWide;
-  };
   if (tune.wideDecodeKeys > 0 && plan.kvChunk >= tune.wideDecodeKeys && !o.faDecodeUnroll && !o.faDecodeVectorWidth &&
-      !v.scalar && !v.tensorCores && wide.unusableReason(sg).empty() && wideFits()) {
+      !v.scalar && !v.tensorCores && wide.unusableReason(sg).empty()) {
+    // Kept where its chunks stay within the device's loop limit.
+    const DecodeVariant narrow = v;
     v = wide;
-    Selector::splitKeys(keys, wanted, v.keyGranule(sg), plan.splits, plan.kvChunk);
-    const std::string reasonWide =
-        fmt::format("at least {} keys per workgroup; {}", tune.wideDecodeKeys, tune.sourceOf("wideDecodeKeys"));
-    revise(why, "vector width", std::to_string(wide.vecWidth), reasonWide);
-    revise(why, "unroll", std::to_string(wide.unroll), reasonWide);
+    std::uint32_t splits = 0, chunk = 0;
+    Selector::splitKeys(keys, wanted, v.keyGranule(sg), splits, chunk);
+    const std::uint32_t mostWide = Selector::mostKeysPerWorkgroup(plan, device);
+    if (mostWide != 0 && chunk > mostWide) {
+      v = narrow;
+    } else {
+      plan.splits = splits, plan.kvChunk = chunk;
+      const std::string reasonWide =
+          fmt::format("at least {} keys per workgroup; {}", tune.wideDecodeKeys, tune.sourceOf("wideDecodeKeys"));
+      revise(why, "vector width", std::to_string(wide.vecWidth), reasonWide);
+      revise(why, "unroll", std::to_string(wide.unroll), reasonWide);
+    }
   }
   v.split = plan.splits > 1;
   why.push_back({"split-k", std::to_string(plan.splits), reason});
@@ -1034,9 +1035,7 @@ std::uint32_t Selector::mostKeysPerWorkgroup(const AttentionPlan& plan, const De
   const auto passes = [&](std::uint32_t keys) {
     return plan.decode ? plan.decodeVariant.loopPasses(keys, sg) : plan.prefillVariant.loopPasses(keys, sg);
   };
-  // An eighth of the limit stays for what loopPasses does not count: a modifier's own loops, the merge
-  // over the splits in a decode's last workgroup.
-  const std::uint64_t budget = device.loopLimit - device.loopLimit / 8;
+  const std::uint64_t budget = device.loopPassBudget();
   std::uint64_t lo = 0, hi = 0xffffffffull / granule;
   while (lo < hi) {
     const std::uint64_t mid = (lo + hi + 1) / 2;
