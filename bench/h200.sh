@@ -760,9 +760,12 @@ PY
     # Issue 14: how fast a read stream of int8 decode's size (128 MiB, and f16's 256) runs in decode's
     # geometry (128 workgroups of 8 subgroups, each reading a contiguous share: `blocked`) against the
     # whole GPU's (grid-strided, 8 workgroups an SM), by loads in flight a lane (`foundry bench
-    # --read-scan`, READ_SCANS overrides; scans ending :cm2 use workgroup-scope coopmat2 tensor loads and
-    # need .device/compilers); then the plan's int8 and f16 decode, the stream copy of `bash
-    # bench/h200.sh tensor-decode copies` where it is packed, and the int8 plan's decode probe.
+    # --read-scan`, READ_SCANS overrides; scans ending :ring keep each lane's loads in a ring, as the
+    # decode kernels do, where `blocked` waits for a batch before issuing the next; :blocked:SPLIT:SIDES
+    # reads a share in parts and sides, as decode's K and V streams; scans ending :cm2 use
+    # workgroup-scope coopmat2 tensor loads and need .device/compilers); then the plan's int8 and f16
+    # decode, the stream copy of `bash bench/h200.sh tensor-decode copies` where it is packed, and the
+    # int8 plan's decode probe.
     on_device
     status=0
     gpu_name
@@ -770,7 +773,8 @@ PY
     scans=(${READ_SCANS:-128:1056:256:1 128:1056:256:4 128:128:256:1:blocked 128:128:256:2:blocked
       128:128:256:4:blocked 128:128:256:8:blocked 128:128:256:16:blocked 128:132:256:8:blocked
       128:128:512:4:blocked 128:128:512:8:blocked 128:256:256:4:blocked 128:256:256:8:blocked
-      128:128:1024:4:blocked 256:1056:256:4 256:128:256:4:blocked 256:128:256:8:blocked})
+      128:128:1024:4:blocked 256:1056:256:4 256:128:256:4:blocked 256:128:256:8:blocked
+      128:128:256:4:blocked:1:2 128:128:256:8:ring 128:128:256:16:ring 256:128:256:16:ring})
     for round in 1 2; do
       timeout 120 foundry bench --suite ceilings --runs 30 --read-scan "${scans[@]}" 2>&1 |
         grep -E "^read scan|^ceilings|rror" | sed "s/^/round $round: /" | tee -a "$out/read-scan.txt" || status=1

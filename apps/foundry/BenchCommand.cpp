@@ -61,10 +61,14 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
                 "FOUNDRY_FA_DECODE_PROBE; the warm-up calls and 10 more back to back, the last one's records): "
                 "for prefill workgroups per SM at once, idle SMs and the cycles of each phase; for decode the "
                 "times of each workgroup's setup, stream, hand-over and merge");
-  cmd->add_option("--read-scan", a->readScans,
-                  "Also time read streams of these geometries, MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2] (LOADS 16-byte "
-                  "loads a lane in flight; blocked: each workgroup reads a contiguous share, as a decode split does; "
-                  "cm2: the same shares in workgroup-scope coopmat2 tensor loads of 64 x 128 f16, LOADS at once)");
+  cmd->add_option(
+      "--read-scan", a->readScans,
+      "Also time read streams of these geometries, MIB:GROUPS:WORKGROUP:LOADS[:blocked[:SPLIT:SIDES]|:ring|:cm2] "
+      "(LOADS 16-byte loads a lane in flight; blocked: each workgroup reads a contiguous share, as a "
+      "decode split does, cut into SPLIT parts, one per group of its invocations, each part's SIDES runs "
+      "read side by side by every lane, as a decode subgroup reads K and V; ring: those shares with "
+      "each load's slot refilled as soon as it is folded, as the decode kernels' rings of tiles; "
+      "cm2: the same shares in workgroup-scope coopmat2 tensor loads of 64 x 128 f16, LOADS at once)");
   cmd->add_option("--variants", a->only, "With --sweep: only the variants whose names contain one of these (and auto)")
       ->needs("--sweep");
   cmd->callback([&global, &action, a] {

@@ -474,7 +474,10 @@ Runner::ReadStream Runner::prepareRead(const ReadScan& scan) {
   const Tensor sink = rt_.allocate("sink", DType::F32, {std::max<std::int64_t>(scan.groups, 64 * 64)});
   KernelBuilder b = rt_.builder().workgroup(scan.workgroup);
   if (scan.layout == ReadScan::Layout::CoopMat2) b.emplace<CoopMat2ReadStage>(scan.loads);
-  else b.emplace<ReadStreamStage>(scan.loads, scan.layout == ReadScan::Layout::Blocked);
+  else if (scan.layout == ReadScan::Layout::Ring)
+    b.emplace<ReadStreamStage>(scan.loads, ReadStreamStage::ring());
+  else
+    b.emplace<ReadStreamStage>(scan.loads, scan.layout == ReadScan::Layout::Blocked, scan.split, scan.sides);
   return {scan, data, sink, b.build()};
 }
 
@@ -485,27 +488,40 @@ double Runner::readScan(const ReadScan& scan) {
 }
 
 std::string ReadScan::name() const {
-  return fmt::format("{} MiB, {} x {}, {} loads{}", mib, groups, workgroup, loads,
-                     layout == Layout::CoopMat2 ? ", coopmat2" : layout == Layout::Blocked ? ", blocked" : "");
+  const char* how = layout == Layout::CoopMat2  ? ", coopmat2"
+                    : layout == Layout::Blocked ? ", blocked"
+                    : layout == Layout::Ring    ? ", blocked, in a ring"
+                                                : "";
+  return fmt::format("{} MiB, {} x {}, {} loads{}{}", mib, groups, workgroup, loads, how,
+                     split * sides > 1 ? fmt::format(" in {} parts of {} sides", split, sides) : "");
 }
 
 ReadScan parseReadScan(const std::string& text) {
   auto fail = [&] {
-    return UserError("--read-scan", fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2], MIB 1 to "
-                                                "4095, GROUPS at least 1, WORKGROUP 1 to 1024, LOADS 1 to 16", text));
+    return UserError("--read-scan",
+                     fmt::format("'{}'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked[:SPLIT:SIDES]|:ring|:cm2], "
+                                 "MIB 1 to 4095, GROUPS at least 1, WORKGROUP 1 to 1024, LOADS 1 to 32, "
+                                 "SPLIT dividing WORKGROUP, SIDES 1 to 4",
+                                 text));
   };
   const std::vector<std::string> f = colonFields(text);
-  if (f.size() < 4 || f.size() > 5 || (f.size() == 5 && f[4] != "blocked" && f[4] != "cm2")) throw fail();
-  std::uint32_t v[4];
-  for (std::size_t i = 0; i < 4; ++i) {
-    if (f[i].empty() || f[i].size() > 7 || f[i].find_first_not_of("0123456789") != std::string::npos) throw fail();
-    v[i] = static_cast<std::uint32_t>(std::stoul(f[i]));
+  if (f.size() < 4 || f.size() > 7 || f.size() == 6) throw fail();
+  if (f.size() >= 5 && f[4] != "blocked" && f[4] != "ring" && f[4] != "cm2") throw fail();
+  if (f.size() == 7 && f[4] != "blocked") throw fail();
+  std::uint32_t v[6] = {0, 0, 0, 0, 1, 1};  // MIB, GROUPS, WORKGROUP, LOADS, SPLIT, SIDES
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (i == 4) continue;
+    const std::string& field = f[i];
+    if (field.empty() || field.size() > 7 || field.find_first_not_of("0123456789") != std::string::npos) throw fail();
+    v[i < 4 ? i : i - 1] = static_cast<std::uint32_t>(std::stoul(field));
   }
-  if (v[0] < 1 || v[0] > 4095 || v[1] < 1 || v[2] < 1 || v[2] > 1024 || v[3] < 1 || v[3] > 16) throw fail();
-  const ReadScan::Layout layout = f.size() < 5           ? ReadScan::Layout::Grid
+  if (v[0] < 1 || v[0] > 4095 || v[1] < 1 || v[2] < 1 || v[2] > 1024 || v[3] < 1 || v[3] > 32) throw fail();
+  if (v[4] < 1 || v[2] % v[4] != 0 || v[5] < 1 || v[5] > 4) throw fail();
+  const ReadScan::Layout layout = f.size() < 5        ? ReadScan::Layout::Grid
                                   : f[4] == "blocked" ? ReadScan::Layout::Blocked
+                                  : f[4] == "ring"    ? ReadScan::Layout::Ring
                                                       : ReadScan::Layout::CoopMat2;
-  return {v[0], v[1], v[2], v[3], layout};
+  return {v[0], v[1], v[2], v[3], layout, v[4], v[5]};
 }
 
 Shape parseShape(const std::string& text) {

@@ -66,11 +66,16 @@ struct Ceilings {
 /// workgroup's share in workgroup-scope coopmat2 tensor loads of 64 rows of 128 f16, LOADS tiles at once).
 struct ReadScan {
   /// grid: the grid strides over the buffer; blocked: each workgroup reads a contiguous share, as a
-  /// decode split does; coopMat2: those shares in workgroup-scope coopmat2 tensor loads.
-  enum class Layout { Grid, Blocked, CoopMat2 };
+  /// decode split does; ring: those shares with each load's slot refilled as soon as it is folded, so
+  /// that LOADS stay in flight (as the decode kernels' rings of tiles); coopMat2: those shares in
+  /// workgroup-scope coopmat2 tensor loads.
+  enum class Layout { Grid, Blocked, Ring, CoopMat2 };
   std::uint64_t mib = 0;
   std::uint32_t groups = 0, workgroup = 0, loads = 0;
   Layout layout = Layout::Grid;
+  /// blocked only: a workgroup's share cut into `split` parts, one per group of its invocations; each
+  /// part cut into `sides` read side by side by every lane (2: as a decode subgroup reads K and V).
+  std::uint32_t split = 1, sides = 1;
   std::string name() const;
 };
 ReadScan parseReadScan(const std::string& text);

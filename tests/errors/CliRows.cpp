@@ -132,7 +132,8 @@ std::vector<CliRow> cliRows() {
        .input = "a read-stream geometry without its loads",
        .args = {"bench", "--read-scan", "128:128:256"},
        .exitCode = 2,
-       .fragment = "--read-scan: '128:128:256'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2]"},
+       .fragment =
+           "--read-scan: '128:128:256'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked[:SPLIT:SIDES]|:ring|:cm2]"},
 
       // ---- Knobs: flags, environment.
       {.id = "KnobInvalidValueFlag",

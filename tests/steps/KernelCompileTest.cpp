@@ -635,6 +635,14 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
     compile(coopMatProbeKernel(device, SnippetLibrary::embedded()));
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(256).emplace<ReadStreamStage>().build());
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(512).emplace<ReadStreamStage>(8, true).build());
+    compile(KernelBuilder(device, SnippetLibrary::embedded())
+                .workgroup(256)
+                .emplace<ReadStreamStage>(16, true, 8, 2)
+                .build());
+    compile(KernelBuilder(device, SnippetLibrary::embedded())
+                .workgroup(256)
+                .emplace<ReadStreamStage>(32, ReadStreamStage::ring())
+                .build());
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
     for (const DType kv : {DType::I8, DType::Q8_0}) {  // dequantized to f16 as they are staged
       AttentionOptions o;
@@ -672,8 +680,9 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
       }
     }
   }
-  // Probe + 2 ceilings, int8 and q8_0 prefill, then per D, with and without the LSE: prefill, part + reduce.
-  EXPECT_EQ(compiled, 2 * (4 + 2 + 2 * 2 * (1 + 2)));
+  // Probe + 4 read streams + the MMA loop, int8 and q8_0 prefill, then per D, with and without the LSE:
+  // prefill, part + reduce.
+  EXPECT_EQ(compiled, 2 * (6 + 2 + 2 * 2 * (1 + 2)));
 }
 
 // Decode with the heads as rows of tensor-core products (FOUNDRY_FA_DECODE_TENSOR_CORES): f16 and
