@@ -53,6 +53,16 @@ FormatCase extremeBf16(FormatCase f, float valueMagnitude = 1e6f) {
   return f;
 }
 
+// int8 V past f16's range (scales above 65504 / 127): the tensor-core kernel stages V's codes in f16
+// and scales its products in f32, so no value it holds in f16 overflows (codes times scales staged in
+// f16 would). q and k of magnitude 4 peak the softmax, so that the outputs lie beyond f16's range too.
+FormatCase largeValues(FormatCase f) {
+  f.c.magnitude = 4.0f;
+  f.c.valueMagnitude = 4e6f;
+  f.label += "_large_v";
+  return f;
+}
+
 std::string formatName(const ::testing::TestParamInfo<FormatCase>& info) {
   return gtestSafe(info.param.label + "_" + info.param.c.name());
 }
@@ -294,6 +304,9 @@ INSTANTIATE_TEST_SUITE_P(
                                            tensorCores({{"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})), 32),
                       formatCase("int8_tc_pairs_f32", 1, 300, I8, F32, F32, false,
                                  tensorCores({{"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}})),
+                      largeValues(formatCase("int8_tc_pairs", 1, 4100, I8, F32, F32, false,
+                                             tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                          {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}}))),
                       // Rows of 128, where the Hopper row takes the pairs by default.
                       withHeadDim(formatCase("int8_tc_d128", 1, 4100, I8, F16, F16, false,
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 128),
