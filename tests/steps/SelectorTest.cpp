@@ -416,6 +416,25 @@ TEST(Selector, LavapipeLongDecodeSplitsBelowTheLoopLimit) {
   EXPECT_EQ(Selector::mostKeysPerWorkgroup(plan, unlimited), 0u);
 }
 
+// A modifier whose hooks loop (AttentionModifier::loopPassesPerCall): its passes per key of the range
+// (Selector::hookLoopPassesPerKey) join the kernel's own, one granule more than the keys.
+TEST(Selector, HookLoopPassesShrinkTheKeysPerWorkgroup) {
+  const DeviceInfo device = parseDevicePreset("lavapipe");
+  const AttentionPlan plan = planFor(device, decodeShape(1, 4, 1, 200000, 128));
+  ASSERT_EQ(plan.decodeVariant.keyGranule(8), 4u);
+  const std::uint32_t fixed = 18 + 3 * 18 + 2 * 6 + 4 * 5;  // as in the test above
+  const std::uint32_t budget = 65535 - 65535 / 8;
+  const std::uint32_t hooks = 100;
+  // keys / 4 + 1 steps of 6 passes and (keys + 4) * 100 passes of hooks within the budget.
+  std::uint32_t most = 0;
+  for (std::uint32_t k = 4; fixed + (k / 4 + 1) * 6 + (k + 4) * hooks <= budget; k += 4) most = k;
+  EXPECT_EQ(most, 556u);
+  EXPECT_EQ(Selector::mostKeysPerWorkgroup(plan, device, hooks), most);
+  DeviceInfo unlimited = device;
+  unlimited.loopLimit = 0;
+  EXPECT_EQ(Selector::mostKeysPerWorkgroup(plan, unlimited, hooks), 0u);
+}
+
 TEST(Selector, LavapipeLongPrefillSplitsBelowTheLoopLimit) {
   const DeviceInfo device = parseDevicePreset("lavapipe");
   const AttentionPlan plan = planFor(device, prefillShape(1, 1, 8, 100000, 128));

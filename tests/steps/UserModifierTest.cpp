@@ -10,6 +10,7 @@
 #include "foundry/Runtime.h"
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/stages/modifiers/PerHeadValues.h"
+#include "foundry/steps/Selector.h"
 #include "support/AttentionHarness.h"
 #include "support/TestRuntime.h"
 
@@ -81,6 +82,60 @@ ModifierSpec temperature() {
   });
 }
 
+/// Documents packed into one sequence: a query sees only the keys of its own document, found by a
+/// loop over the documents' first positions (a buffer): a hook whose loops depend on the call. Its
+/// loop passes a call are declared (AttentionModifier::loopPassesPerCall), so that on a device that
+/// ends an invocation's loops after so many passes (llvmpipe) the Selector splits the keys to match.
+class DocumentMaskStage : public AttentionModifier {
+ public:
+  DocumentMaskStage(Tensor starts, std::vector<std::uint32_t> host)
+      : starts_(std::move(starts)), host_(std::move(host)) {}
+  std::string name() const override { return "DocumentMaskStage"; }
+  std::string key() const override { return {}; }
+  void declare(KernelInterface& k, const DeviceInfo&) const override {
+    k.buffer("doc_starts", DType::F32, Access::ReadOnly).push("doc_count", PushType::U32);
+    k.snippetText("doc_mask", R"(// How many documents after the first start at or before position x.
+uint doc_mask_doc(uint x) {
+  uint d = 0u;
+  for (uint i = 1u; i < pc.doc_count; ++i) d += x >= uint(doc_starts[i]) ? 1u : 0u;
+  return d;
+}
+bool doc_mask_visible(uint b, uint h, uint q, uint k) { return doc_mask_doc(k) == doc_mask_doc(q); }
+// Every key may be visible and none surely is: the kernels test each key (as the host keyRange says).
+uvec4 doc_mask_key_range(uint b, uint h, uint q_lo, uint q_hi) { return uvec4(0u, 0xffffffffu, 0u, 0u); }
+)");
+    k.hook(hook::kVisible, "doc_mask_visible").hook(hook::kKeyRange, "doc_mask_key_range");
+  }
+  void bind(Arguments& args, const ModifierCall&, Workspace&, TileShape) const override {
+    args.bind("doc_starts", starts_).set("doc_count", static_cast<std::uint32_t>(host_.size()));
+  }
+  // Two runs of the loop (the query's document and the key's), each of doc_count - 1 trips.
+  std::uint32_t loopPassesPerCall(const ModifierCall&) const override {
+    return 2 * static_cast<std::uint32_t>(host_.size() + 1);
+  }
+  bool visible(const HookAt& at) const override { return doc(at.k) == doc(at.q); }
+
+ private:
+  std::uint32_t doc(std::uint32_t x) const {
+    std::uint32_t d = 0;
+    for (std::size_t i = 1; i < host_.size(); ++i) d += x >= host_[i] ? 1 : 0;
+    return d;
+  }
+  Tensor starts_;
+  std::vector<std::uint32_t> host_;
+};
+
+// Documents of `length` keys from position 0 to the call's last key.
+ModifierSpec documents(std::uint32_t length) {
+  return custom(fmt::format("docs{}", length), [length](Runtime& rt, const AttentionProblem& p) {
+    std::vector<std::uint32_t> starts;
+    for (std::uint32_t x = 0; x < p.kvLen; x += length) starts.push_back(x);
+    const Tensor t = rt.allocate("doc_starts", DType::F32, {static_cast<std::int64_t>(starts.size())});
+    rt.upload(t, std::vector<float>(starts.begin(), starts.end()));
+    return std::make_shared<DocumentMaskStage>(t, starts);
+  });
+}
+
 AttentionOptions subgroupPrefill() { return AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_COOPMAT", "0"}}); }
 
 TEST(UserModifier, PrefixLmPrefillMatchesTheReference) {
@@ -107,6 +162,26 @@ TEST(UserModifier, TemperatureInDecodeAndOnTheReferencePath) {
   c.modifiers = {temperature(), window(30)};
   EXPECT_TRUE(matchesReference(c, runFlash(c, subgroupPrefill())));
   EXPECT_TRUE(matchesReference(c, runReference(c)));
+}
+
+// Without the declaration, each key's two loops over 30 documents put every decode invocation past
+// llvmpipe's loop limit at 3000 keys, and the device dropped the last document's keys silently (the
+// decode and the prefill mismatched the reference here before loopPassesPerCall counted them).
+TEST(UserModifier, ADocumentMaskWithALoopDeclaresItsPassesAndStaysWithinTheLoopLimit) {
+  for (const std::uint32_t qLen : {1u, 40u}) {
+    AttentionCase c = attentionCase(1, 4, 1, qLen, 3000, 64, DType::F32);
+    c.modifiers = {documents(100)};
+    const AttentionResult r = runFlash(c, subgroupPrefill());
+    EXPECT_TRUE(matchesReference(c, r)) << r.record.plan.describe();
+    const DeviceInfo& device = runtime().info();
+    if (device.loopLimit != 0) {
+      // 62 passes a call (two runs of 30 trips), 3 calls a key for each row an invocation scores it for.
+      const AttentionPlan& plan = r.record.plan;
+      const std::uint64_t hooks = 62u * 3u * (plan.decode ? plan.decodeVariant.heads : plan.prefillVariant.rowsPerWarp);
+      EXPECT_LE(plan.kvChunk, Selector::mostKeysPerWorkgroup(plan, device, hooks)) << plan.describe();
+      EXPECT_LT(Selector::mostKeysPerWorkgroup(plan, device, hooks), Selector::mostKeysPerWorkgroup(plan, device));
+    }
+  }
 }
 
 TEST(UserModifier, AModifierThatChangesNothingMatchesNoModifierAtAll) {

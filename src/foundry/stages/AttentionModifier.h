@@ -86,6 +86,12 @@ class AttentionModifier : public Stage {
   /// Whether the modifier changes nothing for this call (a bottom-right causal mask for one query):
   /// kernels are then built without it.
   virtual bool isIdentityFor(const ModifierCall&) const { return false; }
+  /// The most loop passes one call of this modifier's GLSL hooks spends on a device that ends a shader
+  /// invocation's loops after so many passes in all (DeviceInfo::loopLimit: llvmpipe): each run of a loop
+  /// of n trips counts n + 2, a loop with constant trips under [[unroll]] none. The Selector splits the
+  /// keys so that the kernel, with its hooks called this much a key, stays within the limit; a hook
+  /// whose loops this leaves out can have the device drop keys silently. 0: no loops (the default).
+  virtual std::uint32_t loopPassesPerCall(const ModifierCall&) const { return 0; }
 
   // The float64 reference of each hook; the defaults leave everything unchanged.
   virtual std::optional<std::uint32_t> kvLength(std::uint32_t /*b*/) const { return std::nullopt; }

@@ -544,7 +544,8 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
     reason = fmt::format("{} workgroups without a split for {} compute units; at least {} keys per split{}", base,
                          device.computeUnits, minChunk, over);
   }
-  const std::uint32_t most = Selector::mostKeysPerWorkgroup(plan, device);
+  const std::uint64_t hookPasses = Selector::hookLoopPassesPerKey(plan, p);
+  const std::uint32_t most = Selector::mostKeysPerWorkgroup(plan, device, hookPasses);
   splitsWithinLoopLimit(keys, most, wanted, reason, o.faDecodeSplitK ? "FOUNDRY_FA_DECODE_SPLIT_K" : nullptr,
                         o.faDecodeSplitK, device, o);
   wanted = capSplitsToScratch(p, device, wanted);
@@ -571,7 +572,7 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
     v = wide;
     std::uint32_t splits = 0, chunk = 0;
     Selector::splitKeys(keys, wanted, v.keyGranule(sg), splits, chunk);
-    const std::uint32_t mostWide = Selector::mostKeysPerWorkgroup(plan, device);
+    const std::uint32_t mostWide = Selector::mostKeysPerWorkgroup(plan, device, hookPasses);
     if (mostWide != 0 && chunk > mostWide) {
       v = narrow;
     } else {
@@ -928,7 +929,7 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
   } else {
     reason = fmt::format("{} workgroups already fill {} compute units", base, device.computeUnits);
   }
-  const std::uint32_t most = Selector::mostKeysPerWorkgroup(plan, device);
+  const std::uint32_t most = Selector::mostKeysPerWorkgroup(plan, device, Selector::hookLoopPassesPerKey(plan, p));
   splitsWithinLoopLimit(keys, most, wanted, reason,
                         o.disableFaPrefillSplitK ? "FOUNDRY_DISABLE_FA_PREFILL_SPLITK"
                         : o.faPrefillSplitK      ? "FOUNDRY_FA_PREFILL_SPLIT_K"
@@ -1028,12 +1029,22 @@ std::uint32_t Selector::visibleKeys(const AttentionProblem& p, std::uint32_t row
   return std::max<std::uint32_t>(widest, 1);
 }
 
-std::uint32_t Selector::mostKeysPerWorkgroup(const AttentionPlan& plan, const DeviceInfo& device) {
+std::uint64_t Selector::hookLoopPassesPerKey(const AttentionPlan& plan, const AttentionProblem& problem) {
+  const ModifierCall call = problem.modifierCall();
+  std::uint64_t perCall = 0;
+  for (const ModifierPtr& m : problem.activeModifiers()) perCall += m->loopPassesPerCall(call);
+  const std::uint64_t rows = plan.decode ? plan.decodeVariant.heads : plan.prefillVariant.rowsPerWarp;
+  return perCall * 3 * rows;
+}
+
+std::uint32_t Selector::mostKeysPerWorkgroup(const AttentionPlan& plan, const DeviceInfo& device,
+                                             std::uint64_t hookPassesPerKey) {
   if (device.loopLimit == 0) return 0;
   const std::uint32_t sg = device.subgroupSize;
   const std::uint32_t granule = plan.decode ? plan.decodeVariant.keyGranule(sg) : plan.prefillVariant.keysPerTile;
   const auto passes = [&](std::uint32_t keys) {
-    return plan.decode ? plan.decodeVariant.loopPasses(keys, sg) : plan.prefillVariant.loopPasses(keys, sg);
+    const std::uint64_t hooks = (std::uint64_t(keys) + granule) * hookPassesPerKey;
+    return hooks + (plan.decode ? plan.decodeVariant.loopPasses(keys, sg) : plan.prefillVariant.loopPasses(keys, sg));
   };
   const std::uint64_t budget = device.loopPassBudget();
   std::uint64_t lo = 0, hi = 0xffffffffull / granule;

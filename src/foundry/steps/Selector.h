@@ -84,8 +84,15 @@ class Selector {
   static std::uint32_t visibleKeys(const AttentionProblem& problem, std::uint32_t rows, std::uint32_t align);
   /// The most keys one workgroup of `plan`'s kernel may take on `device` (a multiple of its key granule)
   /// before its invocations reach the device's loop limit (DeviceInfo::loopLimit), or 0 where the
-  /// device has none. fit() splits the keys so that no split holds more.
-  static std::uint32_t mostKeysPerWorkgroup(const AttentionPlan& plan, const DeviceInfo& device);
+  /// device has none; `hookPassesPerKey`: the loop passes the modifiers' hooks add per key of the range
+  /// (hookLoopPassesPerKey). fit() splits the keys so that no split holds more.
+  static std::uint32_t mostKeysPerWorkgroup(const AttentionPlan& plan, const DeviceInfo& device,
+                                            std::uint64_t hookPassesPerKey = 0);
+  /// The loop passes the call's modifier hooks may spend in one invocation per key of its workgroup's
+  /// range: each call's (AttentionModifier::loopPassesPerCall) times a score, a visibility and a tile
+  /// visibility call for each query row it scores a key for (decode: the workgroup's heads; prefill:
+  /// a subgroup's rows). An upper bound: an invocation scores only some of the range's keys.
+  static std::uint64_t hookLoopPassesPerKey(const AttentionPlan& plan, const AttentionProblem& problem);
   /// Splits of `kvLen` keys into chunks that are multiples of `granule`, with no empty trailing split.
   static void splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_t granule, std::uint32_t& splits,
                         std::uint32_t& chunk);
