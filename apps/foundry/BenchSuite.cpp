@@ -473,11 +473,15 @@ Runner::ReadStream Runner::prepareRead(const ReadScan& scan) {
   // A workgroup's fold (ReadStreamStage), or one 64 x 64 f32 matrix (CoopMat2ReadStage).
   const Tensor sink = rt_.allocate("sink", DType::F32, {std::max<std::int64_t>(scan.groups, 64 * 64)});
   KernelBuilder b = rt_.builder().workgroup(scan.workgroup);
-  if (scan.layout == ReadScan::Layout::CoopMat2) b.emplace<CoopMat2ReadStage>(scan.loads);
-  else if (scan.layout == ReadScan::Layout::Ring)
-    b.emplace<ReadStreamStage>(scan.loads, ReadStreamStage::ring());
-  else
-    b.emplace<ReadStreamStage>(scan.loads, scan.layout == ReadScan::Layout::Blocked, scan.split, scan.sides);
+  using Order = ReadStreamStage::Order;
+  if (scan.layout == ReadScan::Layout::CoopMat2) {
+    b.emplace<CoopMat2ReadStage>(scan.loads);
+  } else {
+    const Order order = scan.layout == ReadScan::Layout::Blocked ? Order::Blocked
+                        : scan.layout == ReadScan::Layout::Ring  ? Order::Ring
+                                                                 : Order::Grid;
+    b.emplace<ReadStreamStage>(scan.loads, order, scan.split, scan.sides);
+  }
   return {scan, data, sink, b.build()};
 }
 

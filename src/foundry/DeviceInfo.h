@@ -113,7 +113,8 @@ struct DeviceInfo {
   std::string driverName;
 
   /// The loop passes a kernel's own count (loopRunPasses) may reach here: 7/8 of loopLimit, the eighth
-  /// left for loops the counts leave out (a modifier's own, a merge over the splits); 0: no limit.
+  /// left for loops the counts leave out (a modifier's undeclared ones, a merge over the splits); 0: no
+  /// limit.
   std::uint64_t loopPassBudget() const { return loopLimit - loopLimit / 8; }
   /// True when the device multiplies `shape` natively.
   bool hasCoopMat(const CoopMatShape& shape) const;

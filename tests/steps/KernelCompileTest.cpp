@@ -634,14 +634,17 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
     const DeviceInfo device = parseDevicePreset(preset);
     compile(coopMatProbeKernel(device, SnippetLibrary::embedded()));
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(256).emplace<ReadStreamStage>().build());
-    compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(512).emplace<ReadStreamStage>(8, true).build());
     compile(KernelBuilder(device, SnippetLibrary::embedded())
-                .workgroup(256)
-                .emplace<ReadStreamStage>(16, true, 8, 2)
+                .workgroup(512)
+                .emplace<ReadStreamStage>(8, ReadStreamStage::Order::Blocked)
                 .build());
     compile(KernelBuilder(device, SnippetLibrary::embedded())
                 .workgroup(256)
-                .emplace<ReadStreamStage>(32, ReadStreamStage::ring())
+                .emplace<ReadStreamStage>(16, ReadStreamStage::Order::Blocked, 8, 2)
+                .build());
+    compile(KernelBuilder(device, SnippetLibrary::embedded())
+                .workgroup(256)
+                .emplace<ReadStreamStage>(32, ReadStreamStage::Order::Ring)
                 .build());
     compile(KernelBuilder(device, SnippetLibrary::embedded()).workgroup(128).emplace<MmaLoopStage>().build());
     for (const DType kv : {DType::I8, DType::Q8_0}) {  // dequantized to f16 as they are staged

@@ -11,7 +11,7 @@ void ReadStreamStage::declare(KernelInterface& k, const DeviceInfo&) const {
 }
 
 void ReadStreamStage::emit(GlslWriter& w, const DeviceInfo&) const {
-  if (blocked_ && split_ * sides_ > 1) {
+  if (order_ == Order::Blocked && split_ * sides_ > 1) {
     // Its share in parts, each read by one group of invocations, each part's sides read side by side.
     w.line(fmt::format("const uint group = WORKGROUP_SIZE / {}u;", split_));
     w.line(fmt::format("const uint part = pc.count / (gl_NumWorkGroups.x * {}u);", split_ * sides_));
@@ -20,12 +20,12 @@ void ReadStreamStage::emit(GlslWriter& w, const DeviceInfo&) const {
                     "READ_SIDES;",
                     split_));
     w.line("const uint folded = read_sides(base, gl_LocalInvocationID.x % group, group, part);");
-  } else if (blocked_) {
+  } else if (order_ != Order::Grid) {
     // Workgroup w reads its own contiguous share, as a decode workgroup reads its split of the cache.
     w.line("const uint share = (pc.count + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;");
     w.line("const uint begin = gl_WorkGroupID.x * share, end = min(begin + share, pc.count);");
     w.line(fmt::format("const uint folded = {}(begin + gl_LocalInvocationID.x, WORKGROUP_SIZE, end);",
-                       ring_ ? "read_ring" : "read_stream"));
+                       order_ == Order::Ring ? "read_ring" : "read_stream"));
   } else {
     // Grid-strided: consecutive invocations read consecutive addresses.
     w.line("const uint folded = read_stream(gl_GlobalInvocationID.x, gl_NumWorkGroups.x * WORKGROUP_SIZE, pc.count);");

@@ -12,28 +12,29 @@ namespace foundry {
 
 class ReadStreamStage : public Stage {
  public:
-  /// loads: 16-byte loads a lane issues before it folds them; blocked: each workgroup reads a
-  /// contiguous share (else the grid strides over the whole buffer), cut into `split` parts, one per
-  /// group of its invocations, each part cut into `sides` that every lane reads side by side.
-  explicit ReadStreamStage(std::uint32_t loads = 1, bool blocked = false, std::uint32_t split = 1,
+  /// grid: the grid strides over the whole buffer; blocked: each workgroup reads a contiguous share,
+  /// cut into `split` parts, one per group of its invocations, each part cut into `sides` that every
+  /// lane reads side by side; ring: that share whole, each load's slot refilled once it is folded.
+  enum class Order { Grid, Blocked, Ring };
+  /// loads: 16-byte loads a lane issues before it folds them (ring: keeps in flight).
+  explicit ReadStreamStage(std::uint32_t loads = 1, Order order = Order::Grid, std::uint32_t split = 1,
                            std::uint32_t sides = 1)
-      : loads_(loads), blocked_(blocked), split_(split), sides_(sides) {}
-  /// Each workgroup's contiguous share, each load's slot refilled once it is folded: `loads` in flight.
-  struct Ring {};
-  static Ring ring() { return {}; }
-  ReadStreamStage(std::uint32_t loads, Ring) : loads_(loads), blocked_(true), ring_(true) {}
+      : loads_(loads), order_(order), split_(split), sides_(sides) {}
   std::string name() const override { return "ReadStreamStage"; }
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
   void emit(GlslWriter& w, const DeviceInfo& device) const override;
   std::string key() const override {
-    return fmt::format("l{}{}{}{}", loads_, blocked_ ? "b" : "", ring_ ? "r" : "",
+    return fmt::format("l{}{}{}", loads_,
+                       order_ == Order::Blocked ? "b"
+                       : order_ == Order::Ring  ? "br"
+                                                : "",
                        split_ * sides_ > 1 ? fmt::format("p{}s{}", split_, sides_) : "");
   }
 
  private:
   std::uint32_t loads_;
-  bool blocked_, ring_ = false;
-  std::uint32_t split_ = 1, sides_ = 1;
+  Order order_;
+  std::uint32_t split_, sides_;
 };
 
 /// Workgroup-scope coopmat2 tensor loads of each workgroup's contiguous share (rows of 128 f16, tiles

@@ -40,7 +40,8 @@ AttentionProblem SdpaReferenceStep::validate(const AttentionCall& call) const {
   // tail's); the softmax's and the scores' loops are shorter. Past its loop limit a device would drop
   // the rest silently.
   const std::uint64_t tail = loopRunPasses(kReferencePvKeysPerPass) + loopRunPasses(0);
-  const std::uint64_t mostKeys = device_.loopPassBudget() > tail ? (device_.loopPassBudget() - tail) * kReferencePvKeysPerPass : 0;
+  const std::uint64_t budget = device_.loopPassBudget();
+  const std::uint64_t mostKeys = budget > tail ? (budget - tail) * kReferencePvKeysPerPass : 0;
   if (device_.loopLimit != 0 && p.kvLen > mostKeys) {
     throw UnsupportedError(fmt::format("SdpaReferenceStep's P·V kernel runs over kv_len {} in one invocation; device '{}' "
                                        "ends a shader invocation's loops after {} passes (llvmpipe's loop limit), so "
