@@ -473,15 +473,10 @@ Runner::ReadStream Runner::prepareRead(const ReadScan& scan) {
   // A workgroup's fold (ReadStreamStage), or one 64 x 64 f32 matrix (CoopMat2ReadStage).
   const Tensor sink = rt_.allocate("sink", DType::F32, {std::max<std::int64_t>(scan.groups, 64 * 64)});
   KernelBuilder b = rt_.builder().workgroup(scan.workgroup);
-  using Order = ReadStreamStage::Order;
-  if (scan.layout == ReadScan::Layout::CoopMat2) {
+  if (scan.coopMat2)
     b.emplace<CoopMat2ReadStage>(scan.loads);
-  } else {
-    const Order order = scan.layout == ReadScan::Layout::Blocked ? Order::Blocked
-                        : scan.layout == ReadScan::Layout::Ring  ? Order::Ring
-                                                                 : Order::Grid;
-    b.emplace<ReadStreamStage>(scan.loads, order, scan.split, scan.sides);
-  }
+  else
+    b.emplace<ReadStreamStage>(scan.loads, scan.order, scan.split, scan.sides);
   return {scan, data, sink, b.build()};
 }
 
@@ -492,10 +487,11 @@ double Runner::readScan(const ReadScan& scan) {
 }
 
 std::string ReadScan::name() const {
-  const char* how = layout == Layout::CoopMat2  ? ", coopmat2"
-                    : layout == Layout::Blocked ? ", blocked"
-                    : layout == Layout::Ring    ? ", blocked, in a ring"
-                                                : "";
+  using Order = ReadStreamStage::Order;
+  const char* how = coopMat2                  ? ", coopmat2"
+                    : order == Order::Blocked ? ", blocked"
+                    : order == Order::Ring    ? ", blocked, in a ring"
+                                              : "";
   return fmt::format("{} MiB, {} x {}, {} loads{}{}", mib, groups, workgroup, loads, how,
                      split * sides > 1 ? fmt::format(" in {} parts of {} sides", split, sides) : "");
 }
@@ -521,11 +517,13 @@ ReadScan parseReadScan(const std::string& text) {
   }
   if (v[0] < 1 || v[0] > 4095 || v[1] < 1 || v[2] < 1 || v[2] > 1024 || v[3] < 1 || v[3] > 32) throw fail();
   if (v[4] < 1 || v[2] % v[4] != 0 || v[5] < 1 || v[5] > 4) throw fail();
-  const ReadScan::Layout layout = f.size() < 5        ? ReadScan::Layout::Grid
-                                  : f[4] == "blocked" ? ReadScan::Layout::Blocked
-                                  : f[4] == "ring"    ? ReadScan::Layout::Ring
-                                                      : ReadScan::Layout::CoopMat2;
-  return {v[0], v[1], v[2], v[3], layout, v[4], v[5]};
+  using Order = ReadStreamStage::Order;
+  ReadScan scan{v[0], v[1], v[2], v[3]};
+  scan.order = f.size() < 5 ? Order::Grid : f[4] == "ring" ? Order::Ring : Order::Blocked;
+  scan.coopMat2 = f.size() >= 5 && f[4] == "cm2";
+  scan.split = v[4];
+  scan.sides = v[5];
+  return scan;
 }
 
 Shape parseShape(const std::string& text) {

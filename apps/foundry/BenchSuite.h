@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "foundry/Runtime.h"
+#include "foundry/stages/CeilingStages.h"
 #include "foundry/stages/PrefillProbe.h"
 #include "foundry/steps/AttentionCall.h"
 #include "foundry/steps/AttentionOptions.h"
@@ -61,18 +61,15 @@ struct Ceilings {
   double dependentPairUs = 0;
 };
 
-/// A read stream's geometry for `bench --read-scan MIB:GROUPS:WORKGROUP:LOADS[:blocked|:cm2]`: how fast
-/// a buffer of that size streams with that grid, workgroup size and loads in flight a lane (cm2: each
-/// workgroup's share in workgroup-scope coopmat2 tensor loads of 64 rows of 128 f16, LOADS tiles at once).
+/// A read stream's geometry for `bench --read-scan MIB:GROUPS:WORKGROUP:LOADS[:blocked[:SPLIT:SIDES]|:ring|:cm2]`:
+/// how fast a buffer of that size streams with that grid, workgroup size and loads in flight a lane, in
+/// ReadStreamStage's order (cm2: each workgroup's share in workgroup-scope coopmat2 tensor loads of 64
+/// rows of 128 f16, LOADS tiles at once: CoopMat2ReadStage).
 struct ReadScan {
-  /// grid: the grid strides over the buffer; blocked: each workgroup reads a contiguous share, as a
-  /// decode split does; ring: those shares with each load's slot refilled as soon as it is folded, so
-  /// that LOADS stay in flight (as the decode kernels' rings of tiles); coopMat2: those shares in
-  /// workgroup-scope coopmat2 tensor loads.
-  enum class Layout { Grid, Blocked, Ring, CoopMat2 };
   std::uint64_t mib = 0;
   std::uint32_t groups = 0, workgroup = 0, loads = 0;
-  Layout layout = Layout::Grid;
+  ReadStreamStage::Order order = ReadStreamStage::Order::Grid;
+  bool coopMat2 = false;
   /// blocked only: a workgroup's share cut into `split` parts, one per group of its invocations; each
   /// part cut into `sides` read side by side by every lane (2: as a decode subgroup reads K and V).
   std::uint32_t split = 1, sides = 1;
