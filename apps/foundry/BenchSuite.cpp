@@ -473,10 +473,11 @@ Runner::ReadStream Runner::prepareRead(const ReadScan& scan) {
   // A workgroup's fold (ReadStreamStage), or one 64 x 64 f32 matrix (CoopMat2ReadStage).
   const Tensor sink = rt_.allocate("sink", DType::F32, {std::max<std::int64_t>(scan.groups, 64 * 64)});
   KernelBuilder b = rt_.builder().workgroup(scan.workgroup);
-  if (scan.coopMat2)
+  if (scan.coopMat2) {
     b.emplace<CoopMat2ReadStage>(scan.loads);
-  else
+  } else {
     b.emplace<ReadStreamStage>(scan.loads, scan.order, scan.split, scan.sides);
+  }
   return {scan, data, sink, b.build()};
 }
 
