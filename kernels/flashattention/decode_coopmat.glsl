@@ -16,6 +16,8 @@
 // after the loop the subgroup's partials (so that 8 subgroups' staging fits where an SM holds two 20 KB
 // workgroups; see docs/performance.md, "Tensor-core decode: how many workgroups share an SM"); as each
 // half of a tile is staged, that half of the tile DC_RING ahead is loaded in its place.
+// DC_VHALVES (int8 rows of 128): a tile's V is staged and multiplied in two halves of its dims, each
+// lane's loads alternating halves, and its next V rows are loaded between the halves.
 // The softmax runs in registers on the device's 16x8 accumulator layout (CM8_ROW_OF / CM8_COL_OF, from
 // the probe): element e of a lane is key CM8_ROW_OF[e] + lane / 4 and head CM8_COL_OF[e] + 2 * (lane % 4),
 // so a lane holds two heads (CM8_COL_OF is 0 or 1). P^T goes through shared memory to become a
@@ -151,12 +153,26 @@ vec2 dc_load_scales(uint t, uint stride, uint last, uint b, uint kv_h) {
 }
 #endif
 
-// V's rows of the tile at t (its K rows loaded into x before).
+// V's rows of the tile at t (its K rows loaded into x before): load j of a lane is segment dc_vseg(j)
+// of key dc_vkey(j). DC_VHALVES: load j is of half j % 2 of its row (dimensions [half * VALUE_DIM / 2,
+// ...)), so that every lane holds loads of both halves, and a staged row holds one half.
+const uint DC_HSEGS = DC_SEGS_V / 2u, DC_STAGED_SEGS = DC_VHALVES != 0 ? DC_HSEGS : DC_SEGS_V;
+uint dc_vkey(uint j) {
+  return DC_VHALVES != 0 ? (gl_SubgroupInvocationID + SUBGROUP_SIZE * (j / 2u)) / DC_HSEGS
+                         : (gl_SubgroupInvocationID + SUBGROUP_SIZE * j) / DC_SEGS_V;
+}
+uint dc_vseg(uint j) {
+  return DC_VHALVES != 0 ? (j % 2u) * DC_HSEGS + (gl_SubgroupInvocationID + SUBGROUP_SIZE * (j / 2u)) % DC_HSEGS
+                         : (gl_SubgroupInvocationID + SUBGROUP_SIZE * j) % DC_SEGS_V;
+}
+// Where load j of a lane is staged in the rows at vbase.
+uint dc_value_at(uint vbase, uint j) {
+  return vbase + dc_vkey(j) * DC_ROW4V + (dc_vseg(j) % DC_STAGED_SEGS) * (KV_WIDTH / 8u);
+}
 void dc_load_values(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
-  const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
-    const uint g = lane + SUBGROUP_SIZE * j, key = min(t + g / DC_SEGS_V, last);
-    x.v[j] = dc_load_v(kv_v_row_in(x.seq, kv_h, key), (g % DC_SEGS_V) * KV_WIDTH);
+    const uint key = min(t + dc_vkey(j), last);
+    x.v[j] = dc_load_v(kv_v_row_in(x.seq, kv_h, key), dc_vseg(j) * KV_WIDTH);
   }
 }
 
@@ -181,6 +197,17 @@ float dc_stage_keys(DcTile x, uint kbase, uint skip) {
   return DC_STAGED_UNIT;
 }
 
+#if DC_INT8
+// 16 int8 codes widened to f16 at dc_tile[at], [at + 1]: each word's even and odd pairs, in the order
+// they widen.
+void dc_stage_widened(uint at, uvec4 r) {
+  dc_tile[at] = uvec4(packFloat2x16(i8_even_f16(r.x)), packFloat2x16(i8_odd_f16(r.x)),
+                      packFloat2x16(i8_even_f16(r.y)), packFloat2x16(i8_odd_f16(r.y)));
+  dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
+                           packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));
+}
+#endif
+
 // Stages a tile's V rows, widened to f16 (int8), in f16 and scaled (bf16, as K's) or as loaded (f16);
 // returns what its P V products are multiplied by (bf16), else 1.
 float dc_stage_values(DcTile x, uint vbase, uint skip) {
@@ -189,25 +216,45 @@ float dc_stage_values(DcTile x, uint vbase, uint skip) {
   DC_BF16_SCALE(x.v, DC_LOADS_V, DC_SEGS_V);
 #endif
   [[unroll]] for (uint j = 0u; j < DC_LOADS_V; ++j) {
-    const uint g = lane + SUBGROUP_SIZE * j;
-    const uint at = vbase + (g / DC_SEGS_V) * DC_ROW4V + (g % DC_SEGS_V) * (KV_WIDTH / 8u);
+    const uint at = dc_value_at(vbase, j), row = dc_vkey(j);
 #if DC_INT8
-    // 16 codes: each word's even and odd pairs, in the order they widen.
-    const uvec4 r = x.v[j];
-    dc_tile[at] = uvec4(packFloat2x16(i8_even_f16(r.x)), packFloat2x16(i8_odd_f16(r.x)),
-                        packFloat2x16(i8_even_f16(r.y)), packFloat2x16(i8_odd_f16(r.y)));
-    dc_tile[at + 1u] = uvec4(packFloat2x16(i8_even_f16(r.z)), packFloat2x16(i8_odd_f16(r.z)),
-                             packFloat2x16(i8_even_f16(r.w)), packFloat2x16(i8_odd_f16(r.w)));
+    dc_stage_widened(at, x.v[j]);
 #elif DC_BF16
-    dc_tile[at] = dc_bf16_f16(x.v[j] & dc_keep(g / DC_SEGS_V, skip), scale);
+    dc_tile[at] = dc_bf16_f16(x.v[j] & dc_keep(row, skip), scale);
 #elif DC_BF16_OPS
-    dc_tile[at] = x.v[j] & dc_keep(g / DC_SEGS_V, skip);
+    dc_tile[at] = x.v[j] & dc_keep(row, skip);
 #else
     dc_tile[at] = x.v[j];
 #endif
   }
   return DC_STAGED_UNIT;
 }
+
+#if DC_INT8 && DC_VHALVES
+// Half h of a tile's V rows (the Selector plans the halves where a lane has four loads a tile: loads h
+// and h + 2), passed as values so that the tiles in flight stay in registers.
+void dc_stage_value_half(uvec4 v0, uvec4 v1, uint vbase, uint h) {
+  dc_stage_widened(dc_value_at(vbase, h), v0);
+  dc_stage_widened(dc_value_at(vbase, h + 2u), v1);
+}
+#endif
+
+// O^T's slices [first, end) += V^T P^T, V^T's columns from the staged rows at rbase (slice first at
+// column 0); in flash_decode_coopmat's scope (o, pt, rbase, and int8's scales, sbase and p, bf16's vunit).
+#if DC_INT8
+#define DC_VALUE_PRODUCT(j, vt) \
+  o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + (j) * 16u / KV_BLOCK_DIMS)
+#elif DC_BF16
+#define DC_VALUE_PRODUCT(j, vt) o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * vunit
+#else
+#define DC_VALUE_PRODUCT(j, vt) o[j] = DC_MMA(vt, pt, o[j])
+#endif
+#define DC_VALUE_PRODUCTS(first, end)                                                   \
+  [[unroll]] for (uint j = first; j < end; ++j) {                                       \
+    F16A vt; /* V^T slice: element (dim, key) read column-major from the key rows */    \
+    DC_LOAD_COLS(vt, rbase + (j - (first)) * 2u, DC_ROW4V);                             \
+    DC_VALUE_PRODUCT(j, vt);                                                            \
+  }
 
 #define DC_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
 
@@ -415,22 +462,27 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * stride;
         if (t >= kv_end) break;
+#if DC_INT8 && DC_VHALVES
+        // V in two halves of its dimensions, written out (not a loop over the halves, which left o[] out
+        // of registers on the H200: docs/performance.md), the next tile's V loaded between them.
+        F16B pt;
+        dc_stage_value_half(ring[r0 + p].v[0], ring[r0 + p].v[2], rbase, 0u);
+        DC_SYNC();
+        DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
+        DC_VALUE_PRODUCTS(0u, DC_DV / 2u);
+        DC_SYNC();
+        dc_stage_value_half(ring[r0 + p].v[1], ring[r0 + p].v[3], rbase, 1u);
+        if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+        DC_SYNC();
+        DC_VALUE_PRODUCTS(DC_DV / 2u, DC_DV);
+#else
         const float vunit = dc_stage_values(ring[r0 + p], rbase, kv_begin > t ? kv_begin - t : 0u);
         if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         F16B pt;
         DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
-        [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
-          F16A vt;  // V^T slice: element (dim, key) read column-major from the key rows
-          DC_LOAD_COLS(vt, rbase + j * 2u, DC_ROW4V);
-#if DC_INT8
-          o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + j * 16u / KV_BLOCK_DIMS);
-#elif DC_BF16
-          o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * vunit;
-#else
-          o[j] = DC_MMA(vt, pt, o[j]);
+        DC_VALUE_PRODUCTS(0u, DC_DV);
 #endif
-        }
         DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places
       }
     }

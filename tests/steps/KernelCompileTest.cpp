@@ -695,43 +695,55 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
   const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
   const DeviceInfo device = parseDevicePreset("h200");
   int compiled = 0;
+  // int8 rows of 128 as the table plans them (pairs, V in halves), and with V whole, and in halves alone.
+  struct Int8Rows {
+    const char* pairs;
+    const char* halves;
+  };
   for (const DType kv : {DType::F16, DType::BF16, DType::I8}) {
     for (const std::uint32_t d : {64u, 96u, 128u}) {
-      if (kv == DType::I8 && d == 96) continue;  // int8 takes whole 32-dimension scale chunks
-      if (kv == DType::BF16 && d == 96) continue;  // f16's D96 covers the same code
-      const bool pairs = kv == DType::I8;
-      AttentionOptions o = AttentionOptions::fromEnvironment(
-          {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}, {"FOUNDRY_FA_DECODE_TILE_PAIRS", pairs ? "1" : "auto"}});
-      FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
-      test::CallShape s;
-      // int8 D64 with groups of 8 heads: q's two bytes in two products (groups of up to 4 share one).
-      s.nHeads = kv == DType::I8 && d == 64 ? 64 : 32;
-      s.nKvHeads = 8;
-      s.qLen = 1;
-      s.kvLen = 65536;
-      s.headDim = d;
-      s.lse = d == 64;
-      AttentionCall call = test::shapeCall(s);
-      for (Tensor* t : {&call.k, &call.v}) {
-        t->dtype = kv;
-        if (kv == DType::I8) t->scales = std::make_shared<Tensor>(scalesShape(*t));
-      }
-      if (d == 128) call.q.dtype = call.o.dtype = DType::F32;
-      if (d == 96) call.modifiers = {std::make_shared<SoftCapStage>(30.0)};
-      const AttentionPlan plan = step.plan(call);
-      EXPECT_TRUE(plan.decodeVariant.tensorCores) << plan.describe();
-      EXPECT_EQ(plan.decodeVariant.tilePairs, pairs) << plan.describe();
-      for (const auto& k : step.kernelsFor(call)) {
-        try {
-          EXPECT_FALSE(compiler.compile(k).empty()) << k.name;
-          ++compiled;
-        } catch (const Error& e) {
-          ADD_FAILURE() << k.name << ":\n" << e.what();
+      for (const Int8Rows r : {Int8Rows{"1", "auto"}, Int8Rows{"1", "0"}, Int8Rows{"0", "1"}}) {
+        if (kv == DType::I8 && d == 96) continue;    // int8 takes whole 32-dimension scale chunks
+        if (kv == DType::BF16 && d == 96) continue;  // f16's D96 covers the same code
+        if (std::string(r.halves) != "auto" && (kv != DType::I8 || d != 128)) continue;
+        const bool pairs = kv == DType::I8 && std::string(r.pairs) == "1";
+        const bool halves = kv == DType::I8 && d == 128 && std::string(r.halves) != "0";
+        AttentionOptions o =
+            AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"},
+                                               {"FOUNDRY_FA_DECODE_TILE_PAIRS", kv == DType::I8 ? r.pairs : "auto"},
+                                               {"FOUNDRY_FA_DECODE_VALUE_HALVES", r.halves}});
+        FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+        test::CallShape s;
+        // int8 D64 with groups of 8 heads: q's two bytes in two products (groups of up to 4 share one).
+        s.nHeads = kv == DType::I8 && d == 64 ? 64 : 32;
+        s.nKvHeads = 8;
+        s.qLen = 1;
+        s.kvLen = 65536;
+        s.headDim = d;
+        s.lse = d == 64;
+        AttentionCall call = test::shapeCall(s);
+        for (Tensor* t : {&call.k, &call.v}) {
+          t->dtype = kv;
+          if (kv == DType::I8) t->scales = std::make_shared<Tensor>(scalesShape(*t));
+        }
+        if (d == 128) call.q.dtype = call.o.dtype = DType::F32;
+        if (d == 96) call.modifiers = {std::make_shared<SoftCapStage>(30.0)};
+        const AttentionPlan plan = step.plan(call);
+        EXPECT_TRUE(plan.decodeVariant.tensorCores) << plan.describe();
+        EXPECT_EQ(plan.decodeVariant.tilePairs, pairs) << plan.describe();
+        EXPECT_EQ(plan.decodeVariant.valueHalves, halves) << plan.describe();
+        for (const auto& k : step.kernelsFor(call)) {
+          try {
+            EXPECT_FALSE(compiler.compile(k).empty()) << k.name;
+            ++compiled;
+          } catch (const Error& e) {
+            ADD_FAILURE() << k.name << ":\n" << e.what();
+          }
         }
       }
     }
   }
-  EXPECT_GE(compiled, 7);
+  EXPECT_GE(compiled, 9);
 }
 
 }  // namespace

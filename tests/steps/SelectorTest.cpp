@@ -1315,13 +1315,15 @@ TEST(SelectorFormats, LazyRescaleWhereTheTuningTableMeasuredIt) {
   }
 }
 
+// Batch 1 decode of kv 65536 with f16 q and output, K/V of `kv` in rows of d, on the h200 preset.
+AttentionPlan planOnH200(DType kv, std::uint32_t d, const std::map<std::string, std::string>& env) {
+  return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::F16, kv, DType::F16,
+                                                false)),
+                        parseDevicePreset("h200"), AttentionOptions::fromEnvironment(env));
+}
+
 TEST(SelectorFormats, TensorCoreTilePairsWhereTheTableOrTheKnobAsks) {
-  const DeviceInfo h200 = parseDevicePreset("h200");
-  const auto plan = [&](DType kv, std::uint32_t d, std::map<std::string, std::string> env) {
-    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, d), DType::F16, kv, DType::F16,
-                                                  false)),
-                          h200, AttentionOptions::fromEnvironment(env));
-  };
+  const auto& plan = planOnH200;
   // The Hopper row: int8 rows of 128 on the tensor cores, not 64 (not shown faster there).
   const AttentionPlan paired = plan(DType::I8, 128, {});
   EXPECT_TRUE(paired.decodeVariant.tensorCores && paired.decodeVariant.tilePairs);
@@ -1350,6 +1352,44 @@ TEST(SelectorFormats, TensorCoreTilePairsWhereTheTableOrTheKnobAsks) {
                                                       DType::F16, false)),
                               parseDevicePreset("lavapipe"), AttentionOptions{})
                    .decodeVariant.tilePairs);
+}
+
+TEST(SelectorFormats, TensorCoreValueHalvesForInt8RowsOf128) {
+  const auto& plan = planOnH200;
+  // The Hopper row: int8 rows of 128, with the pairs or without; the staging of V halves without them.
+  const AttentionPlan halves = plan(DType::I8, 128, {});
+  EXPECT_TRUE(halves.decodeVariant.tensorCores && halves.decodeVariant.tilePairs && halves.decodeVariant.valueHalves);
+  EXPECT_THAT(halves, HasDecision("values", HasSubstr("tuning table: Hopper, int8 rows of 128 on the tensor cores: V "
+                                                      "staged in two halves")));
+  EXPECT_THAT(halves.decodeVariant.key(), HasSubstr("_vh"));
+  const AttentionPlan alone = plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"}});
+  EXPECT_TRUE(alone.decodeVariant.valueHalves);
+  DecodeVariant whole = alone.decodeVariant;
+  whole.valueHalves = false;
+  EXPECT_EQ(alone.decodeVariant.tensorRowsBytes() * 2, whole.tensorRowsBytes() + 16 * 16);
+  EXPECT_FALSE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_VALUE_HALVES", "0"}}).decodeVariant.valueHalves);
+  // Not planned where a lane holds other than four V loads a tile, nor for 16-bit rows or on the subgroup kernel.
+  EXPECT_FALSE(plan(DType::I8, 64, {}).decodeVariant.valueHalves);
+  EXPECT_FALSE(plan(DType::F16, 128, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}}).decodeVariant.valueHalves);
+  EXPECT_FALSE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}).decodeVariant.valueHalves);
+  const auto refused = [&](std::map<std::string, std::string> env, DType kv, std::uint32_t d, const char* why) {
+    env["FOUNDRY_FA_DECODE_VALUE_HALVES"] = "1";
+    try {
+      plan(kv, d, env);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr("FOUNDRY_FA_DECODE_VALUE_HALVES"));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  refused({}, DType::I8, 64, "int8 V rows of four 16-byte loads a lane a tile (128 dims on a subgroup of 32), not "
+                             "int8 rows of 64");
+  refused({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}}, DType::F16, 128, "not f16 rows of 128");
+  refused({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}, DType::I8, 128, "the halves are of the tensor-core kernel's V tiles");
+  EXPECT_FALSE(Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8,
+                                                      DType::F16, false)),
+                              parseDevicePreset("lavapipe"), AttentionOptions{})
+                   .decodeVariant.valueHalves);
 }
 
 TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {

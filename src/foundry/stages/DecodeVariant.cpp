@@ -193,6 +193,11 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
   if (tilePairs && unroll % 2 != 0) {
     return fmt::format("tile pairs take an even number of tiles in flight, not {}", unroll);
   }
+  if (valueHalves && (dtype != DType::I8 || kTensorTileKeys * vDim() / vecWidth != 4 * subgroupSize)) {
+    return fmt::format("value halves take int8 V rows of four 16-byte loads a lane a tile ({} dims on a subgroup "
+                       "of {}), not {} rows of {}",
+                       4 * subgroupSize * vecWidth / kTensorTileKeys, subgroupSize, dtypeName(dtype), vDim());
+  }
   if (keysPerWarp != 1 || queryShared || int8Dot || idleLanes || tailWords || scatter || stepScales || halfProducts ||
       lazyRescale) {
     return "tensor-core decode has its own tiles: no keys per warp, q shared, integer dot products, idle lanes, tail "
@@ -209,7 +214,7 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
 }
 
 std::uint32_t DecodeVariant::tensorRow4K() const { return headDim * storageFormat(dtype).bytes / 16 + 1; }
-std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 + 1; }
+std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 / (valueHalves ? 2 : 1) + 1; }
 std::uint32_t DecodeVariant::tensorRowsBytes() const {
   return kTensorTileKeys * std::max(tensorTilesAtOnce() * tensorRow4K(), tensorRow4V()) * 16;
 }
@@ -252,7 +257,7 @@ std::string DecodeVariant::key() const {
                      queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? "_ss" : "",
                      halfProducts ? "_hp" : "", lazyRescale ? "_lr" : tilePairs ? "_tcp" : tensorCores ? "_tc" : "",
                      partialStorageName(partial), splitSuffix()) +
-         (bf16Operands ? "_bf16ops" : "");
+         (bf16Operands ? "_bf16ops" : "") + (valueHalves ? "_vh" : "");
 }
 
 }  // namespace foundry

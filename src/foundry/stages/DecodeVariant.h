@@ -74,6 +74,10 @@ struct DecodeVariant {
   /// scores taken and their softmax run as one (one vote and one maximum for 32 keys), their V rows
   /// one after the other.
   bool tilePairs = false;
+  /// With tensorCores and int8 V rows of four 16-byte loads a lane a tile (128 dims on a subgroup of 32):
+  /// a tile's V staged and multiplied in two halves of its dims, the next tile's V loaded between them
+  /// (each lane's loads alternate halves); half the V staging rows.
+  bool valueHalves = false;
   /// With tensorCores, bf16 q, K and V: the products take bf16 operands as stored (GL_KHR_cooperative_matrix
   /// with GL_EXT_bfloat16, compiled by the external glslc; DeviceInfo::coopMat2Bf16), not f16 over a power
   /// of two a tile.

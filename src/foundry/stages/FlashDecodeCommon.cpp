@@ -91,6 +91,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DC_BF16_OPS", v.bf16Operands ? "1" : "0");
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
     k.constant("DC_PAIR", v.tensorTilesAtOnce());
+    k.define("DC_VHALVES", v.valueHalves ? "1" : "0");
     k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);
     k.define("PART_O_READ(i)", "dc_part_read(i)");
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);

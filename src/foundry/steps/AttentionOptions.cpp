@@ -148,6 +148,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_TILE_PAIRS",
           "tensor-core decode: two tiles at a time, their scores and softmax taken as one (1), or one tile at a time "
           "(0)"),
+      knob::force<&O::faDecodeValueHalves, O>(
+          "FOUNDRY_FA_DECODE_VALUE_HALVES",
+          "tensor-core decode of int8 rows of 128: a tile's V staged and multiplied in two halves of its dims, the "
+          "next tile's V loaded between them (1), or whole (0)"),
       knob::force<&O::decodeReplay, O>(
           "FOUNDRY_DECODE_REPLAY",
           "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "

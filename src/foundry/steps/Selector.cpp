@@ -385,23 +385,23 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     }
   }
 
-  // Two tensor-core tiles at a time: where asked, or where the tuning table has them and the variant can
-  // take them (an even number of tiles in flight).
-  if (o.faDecodeTilePairs == Force::On ||
-      (o.faDecodeTilePairs == Force::Auto && tune.decodeTilePairs != 0 && v.tensorCores)) {
-    DecodeVariant c = v;
-    c.tilePairs = true;
-    const std::string reason =
-        !v.tensorCores ? std::string("the pairs are of the tensor-core kernel's tiles") : c.unusableReason(sg);
-    if (!reason.empty() && o.faDecodeTilePairs == Force::On) {
-      rejectKnob(o, "FOUNDRY_FA_DECODE_TILE_PAIRS", 1, reason, "auto, 0");
-    }
-    if (reason.empty()) {
-      v = c;
-      why.push_back({"tiles", "two at a time: one softmax for 32 keys",
-                     o.faDecodeTilePairs == Force::On ? std::string("FOUNDRY_FA_DECODE_TILE_PAIRS")
-                                                      : tune.sourceOf("decodeTilePairs")});
-    }
+  // Two tensor-core tiles at a time, and V staged in halves of its dims: where asked, or where the tuning
+  // table has them and the variant can take them.
+  if (takeDecodeFlag(v, &DecodeVariant::tilePairs, "FOUNDRY_FA_DECODE_TILE_PAIRS", o.faDecodeTilePairs,
+                     o.faDecodeTilePairs == Force::On ||
+                         (o.faDecodeTilePairs == Force::Auto && tune.decodeTilePairs != 0 && v.tensorCores),
+                     v.tensorCores ? "" : "the pairs are of the tensor-core kernel's tiles", sg, o)) {
+    why.push_back({"tiles", "two at a time: one softmax for 32 keys",
+                   o.faDecodeTilePairs == Force::On ? std::string("FOUNDRY_FA_DECODE_TILE_PAIRS")
+                                                    : tune.sourceOf("decodeTilePairs")});
+  }
+  if (takeDecodeFlag(v, &DecodeVariant::valueHalves, "FOUNDRY_FA_DECODE_VALUE_HALVES", o.faDecodeValueHalves,
+                     o.faDecodeValueHalves == Force::On ||
+                         (o.faDecodeValueHalves == Force::Auto && tune.decodeValueHalves != 0 && v.tensorCores),
+                     v.tensorCores ? "" : "the halves are of the tensor-core kernel's V tiles", sg, o)) {
+    why.push_back({"values", "staged in two halves of their dims, the next tile's loaded between them",
+                   o.faDecodeValueHalves == Force::On ? std::string("FOUNDRY_FA_DECODE_VALUE_HALVES")
+                                                      : tune.sourceOf("decodeValueHalves")});
   }
   if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic) {
     throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), fmt::format("half cannot be used here: device '{}' has no fp16 "
@@ -511,6 +511,7 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
     AttentionOptions subgroup = o;
     subgroup.faDecodeTensorCores = Force::Off;
     subgroup.faDecodeTilePairs = Force::Auto;  // the tensor-core kernel's alone
+    subgroup.faDecodeValueHalves = Force::Auto;
     plan.shortRanges = std::make_shared<const AttentionPlan>(decodeChoices(p, device, subgroup));
   }
 

@@ -30,6 +30,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeHalfProducts),  FOUNDRY_TUNING_FIELD(decodeGroupRows),
     FOUNDRY_TUNING_FIELD(decodeLazyRescale),   FOUNDRY_TUNING_FIELD(decodeTensorCores),
     FOUNDRY_TUNING_FIELD(decodeTensorCoresKeys), FOUNDRY_TUNING_FIELD(decodeTilePairs),
+    FOUNDRY_TUNING_FIELD(decodeValueHalves),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -52,7 +53,7 @@ const std::vector<TuningRow>& tuningTable() {
         .wideDecodeKeys = 0, .wideDecodeVec = 8, .wideDecodeUnroll = 8, .decodeHeads = 0,
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
         .decodeHalfProducts = 0, .decodeLazyRescale = 0, .decodeGroupRows = 0,
-        .decodeTensorCores = 0, .decodeTensorCoresKeys = 0, .decodeTilePairs = 0,
+        .decodeTensorCores = 0, .decodeTensorCoresKeys = 0, .decodeTilePairs = 0, .decodeValueHalves = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -149,6 +150,13 @@ const std::vector<TuningRow>& tuningTable() {
        "softmax for 32 keys (H200, 2026-11-29, against one tile at a time in the same calls: batch 1 kv 65536 "
        "49.1-49.3 us against 50.7-50.8, batch 8 kv 16384 82.4-83.0 against 86.7-87.5 in two calls; pages of 64 "
        "spread 50-67 us both ways); not at D64 (34.9-51.7 against 35.8-50.1, not told apart)"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 1, .headDims = {128}},
+       {.decodeValueHalves = 1},
+       "Hopper, int8 rows of 128 on the tensor cores: V staged in two halves of its dims, the next tile's V "
+       "loaded between them (H200, 2026-11-30, against V whole in the same call, three processes each: batch 1 "
+       "kv 65536 47.3-47.4 us against 49.3-49.5, pages of 64 48.5-48.6 against 49.7-49.9, batch 32 kv 4096 "
+       "84.6-84.8 against 87.8-88.0, batch 8 kv 4096 29.3-29.4 against 30.0-30.1; batch 8 kv 16384 79.3, 89.0 "
+       "and 89.8 against 83.4-83.8)"},
       {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {256}},
        {.decodeLazyRescale = 1},
        "Hopper, 16-bit rows of 256: O's rescale skipped where no lane's maximum grew, one vote for the 4 heads (H200, "
