@@ -118,7 +118,8 @@
 #                                        # and even splits, against one GPU; $OUT/ring.jsonl, ring.md
 # Comparing builds or kernel sources in one device call: bench/interleave.sh; the prefill kernel's
 # parts one at a time: bench/prefill_ablation.sh; int8 decode's arithmetic taken out part by part:
-# bench/int8_probe.sh.
+# bench/int8_probe.sh; the tensor-core int8 decode's next loads moved within its loop:
+# bench/value_schedule_check.sh.
 #
 # The device step also runs the device test suites there first (the cooperative-matrix path only
 # runs on such a GPU), so a timing is never reported for kernels that fail their checks.

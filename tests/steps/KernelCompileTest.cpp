@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -694,6 +695,9 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
 TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
   const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
   const DeviceInfo device = parseDevicePreset("h200");
+  // FOUNDRY_KERNEL_DIR's kernels where it is set, so that a kernel copy for the device is checked here first.
+  const char* dir = std::getenv("FOUNDRY_KERNEL_DIR");
+  const auto snippets = SnippetLibrary::select(dir != nullptr ? dir : "");
   int compiled = 0;
   // int8 rows of 128 as the table plans them (pairs, V in halves), and with V whole, and in halves alone.
   struct Int8Rows {
@@ -712,7 +716,7 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
             AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"},
                                                {"FOUNDRY_FA_DECODE_TILE_PAIRS", kv == DType::I8 ? r.pairs : "auto"},
                                                {"FOUNDRY_FA_DECODE_VALUE_HALVES", r.halves}});
-        FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+        FlashAttentionStep step(device, snippets, o);
         test::CallShape s;
         // int8 D64 with groups of 8 heads: q's two bytes in two products (groups of up to 4 share one).
         s.nHeads = kv == DType::I8 && d == 64 ? 64 : 32;
