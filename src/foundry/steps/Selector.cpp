@@ -85,6 +85,17 @@ bool takeDecodeFlag(DecodeVariant& v, bool DecodeVariant::*flag, const char* kno
   return false;
 }
 
+// Whether a switch is asked for: its knob forced on, or left to auto where the tuning table sets it and
+// the call can take it (`fits`).
+bool switchWanted(Force force, std::uint32_t tuned, bool fits) {
+  return force == Force::On || (force == Force::Auto && tuned != 0 && fits);
+}
+
+// Where a switch that was taken came from: its knob where forced on, else the tuning table's row for `field`.
+std::string switchSource(Force force, const char* knob, const Tuning& tune, std::string_view field) {
+  return force == Force::On ? std::string(knob) : tune.sourceOf(field);
+}
+
 // Replaces the value and reason of an earlier decision that a later constraint changed.
 void revise(std::vector<Decision>& why, const std::string& what, std::string value, std::string reason) {
   for (auto& d : why) {
@@ -260,15 +271,13 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
                                                      v.elemsPerLane(sg), sg)});
   if (v.idleLanes) {
     why.push_back({"idle lanes", fmt::format("{} lanes x {} elements for rows of {}", v.lanesPerKey(sg), v.elemsPerLane(sg), v.headDim),
-                   o.faDecodeIdleLanes == Force::On ? std::string("FOUNDRY_FA_DECODE_IDLE_LANES")
-                                                    : tune.sourceOf("decodeIdleLanes")});
+                   switchSource(o.faDecodeIdleLanes, "FOUNDRY_FA_DECODE_IDLE_LANES", tune, "decodeIdleLanes")});
   }
   if (v.tailWords) {
     why.push_back({"tail words",
                    fmt::format("{} lanes x {} elements for rows of {}: whole loads of {}, then words",
                                v.lanesPerKey(sg), v.elemsPerLane(sg), v.headDim, v.vecWidth),
-                   o.faDecodeTailWords == Force::On ? std::string("FOUNDRY_FA_DECODE_TAIL_WORDS")
-                                                    : tune.sourceOf("decodeTailWords")});
+                   switchSource(o.faDecodeTailWords, "FOUNDRY_FA_DECODE_TAIL_WORDS", tune, "decodeTailWords")});
   }
 
   if (o.faDecodeUnroll) {
@@ -388,20 +397,16 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   // Two tensor-core tiles at a time, and V staged in halves of its dims: where asked, or where the tuning
   // table has them and the variant can take them.
   if (takeDecodeFlag(v, &DecodeVariant::tilePairs, "FOUNDRY_FA_DECODE_TILE_PAIRS", o.faDecodeTilePairs,
-                     o.faDecodeTilePairs == Force::On ||
-                         (o.faDecodeTilePairs == Force::Auto && tune.decodeTilePairs != 0 && v.tensorCores),
+                     switchWanted(o.faDecodeTilePairs, tune.decodeTilePairs, v.tensorCores),
                      v.tensorCores ? "" : "the pairs are of the tensor-core kernel's tiles", sg, o)) {
     why.push_back({"tiles", "two at a time: one softmax for 32 keys",
-                   o.faDecodeTilePairs == Force::On ? std::string("FOUNDRY_FA_DECODE_TILE_PAIRS")
-                                                    : tune.sourceOf("decodeTilePairs")});
+                   switchSource(o.faDecodeTilePairs, "FOUNDRY_FA_DECODE_TILE_PAIRS", tune, "decodeTilePairs")});
   }
   if (takeDecodeFlag(v, &DecodeVariant::valueHalves, "FOUNDRY_FA_DECODE_VALUE_HALVES", o.faDecodeValueHalves,
-                     o.faDecodeValueHalves == Force::On ||
-                         (o.faDecodeValueHalves == Force::Auto && tune.decodeValueHalves != 0 && v.tensorCores),
+                     switchWanted(o.faDecodeValueHalves, tune.decodeValueHalves, v.tensorCores),
                      v.tensorCores ? "" : "the halves are of the tensor-core kernel's V tiles", sg, o)) {
     why.push_back({"values", "staged in two halves of their dims, the next tile's loaded between them",
-                   o.faDecodeValueHalves == Force::On ? std::string("FOUNDRY_FA_DECODE_VALUE_HALVES")
-                                                      : tune.sourceOf("decodeValueHalves")});
+                   switchSource(o.faDecodeValueHalves, "FOUNDRY_FA_DECODE_VALUE_HALVES", tune, "decodeValueHalves")});
   }
   if (o.faDecodeTgOut == PartialStorage::Half && !device.fp16Arithmetic) {
     throw UserError(o.fieldOf("FOUNDRY_FA_DECODE_TG_OUT"), fmt::format("half cannot be used here: device '{}' has no fp16 "
@@ -465,12 +470,11 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   }
   // Last: the heads per workgroup and the steps are settled, and each lane must keep scores of one head.
   if (takeDecodeFlag(v, &DecodeVariant::scatter, "FOUNDRY_FA_DECODE_SCATTER", o.faDecodeScatter,
-                     o.faDecodeScatter == Force::On || (o.faDecodeScatter == Force::Auto && tune.decodeScatter != 0),
+                     switchWanted(o.faDecodeScatter, tune.decodeScatter, true),
                      v.scalar ? "the scalar decode variant shares no scores between lanes" : "", sg, o)) {
     why.push_back({"scores", fmt::format("scattered: {} lanes per key, {} per head", v.lanesPerKey(sg),
                                          v.lanesPerKey(sg) / v.heads),
-                   o.faDecodeScatter == Force::On ? std::string("FOUNDRY_FA_DECODE_SCATTER")
-                                                  : tune.sourceOf("decodeScatter")});
+                   switchSource(o.faDecodeScatter, "FOUNDRY_FA_DECODE_SCATTER", tune, "decodeScatter")});
   }
   // The step is settled. int8 products in packed f16 (the tuning table, or the knob) need each step's
   // keys in one scale block, so that a step's weighted codes share one scale.
@@ -479,8 +483,7 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
       : quantized(v.dtype) ? ""
                            : fmt::format("the K/V cache is {}, not int8", dtypeName(v.dtype));
   const std::string noHalf = !notInt8.empty() ? notInt8 : device.fp16Arithmetic ? "" : "the device has no f16 arithmetic";
-  const bool halfWanted = o.faDecodeHalfProducts == Force::On ||
-                          (o.faDecodeHalfProducts == Force::Auto && tune.decodeHalfProducts != 0 && noHalf.empty());
+  const bool halfWanted = switchWanted(o.faDecodeHalfProducts, tune.decodeHalfProducts, noHalf.empty());
   if (takeDecodeFlag(v, &DecodeVariant::stepScales, "FOUNDRY_FA_DECODE_STEP_SCALES", o.faDecodeStepScales,
                      o.faDecodeStepScales == Force::On || (o.faDecodeStepScales == Force::Auto && halfWanted), notInt8,
                      sg, o)) {
@@ -491,19 +494,17 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   if (takeDecodeFlag(v, &DecodeVariant::halfProducts, "FOUNDRY_FA_DECODE_HALF_PRODUCTS", o.faDecodeHalfProducts,
                      halfWanted, noHalf, sg, o)) {
     why.push_back({"products", "packed f16, scaled and summed in f32",
-                   o.faDecodeHalfProducts == Force::On ? std::string("FOUNDRY_FA_DECODE_HALF_PRODUCTS")
-                                                       : tune.sourceOf("decodeHalfProducts")});
+                   switchSource(o.faDecodeHalfProducts, "FOUNDRY_FA_DECODE_HALF_PRODUCTS", tune,
+                                "decodeHalfProducts")});
   }
   if (takeDecodeFlag(v, &DecodeVariant::lazyRescale, "FOUNDRY_FA_DECODE_LAZY_RESCALE", o.faDecodeLazyRescale,
-                     o.faDecodeLazyRescale == Force::On ||
-                         (o.faDecodeLazyRescale == Force::Auto && tune.decodeLazyRescale != 0 && device.subgroupVote),
+                     switchWanted(o.faDecodeLazyRescale, tune.decodeLazyRescale, device.subgroupVote),
                      v.scalar               ? "the scalar decode variant keeps one running maximum per workgroup"
                      : !device.subgroupVote ? "the device has no subgroup vote"
                                             : "",
                      sg, o)) {
     why.push_back({"rescale", "skipped where no maximum grew (a subgroup vote)",
-                   o.faDecodeLazyRescale == Force::On ? std::string("FOUNDRY_FA_DECODE_LAZY_RESCALE")
-                                                      : tune.sourceOf("decodeLazyRescale")});
+                   switchSource(o.faDecodeLazyRescale, "FOUNDRY_FA_DECODE_LAZY_RESCALE", tune, "decodeLazyRescale")});
   }
   v.probe = o.faDecodeProbe;
   if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_DECODE_PROBE: a measuring build of the kernel"});
