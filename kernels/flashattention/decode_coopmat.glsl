@@ -18,6 +18,11 @@
 // half of a tile is staged, that half of the tile DC_RING ahead is loaded in its place.
 // DC_VHALVES (int8 rows of 128): a tile's V is staged and multiplied in two halves of its dims, each
 // lane's loads alternating halves, and its next V rows are loaded between the halves.
+// DC_VREGS (int8 rows of 128): V is never staged. Lane 4g + c loads keys 2c, 2c + 1, 2c + 8 and 2c + 9
+// of a tile at dims [16g, 16g + 16), which are the keys and dims its elements of V^T's 16x16 fragments
+// hold (the device's f16 layout, CMH_ROW_OF / CMH_COL_OF, from the probe) once slice j's rows g and
+// g + 8 are dims 16g + 2j and 16g + 2j + 1; it widens its codes into the fragments in registers, and a
+// tile's next V rows are loaded with its next K rows.
 // The softmax runs in registers on the device's 16x8 accumulator layout (CM8_ROW_OF / CM8_COL_OF, from
 // the probe): element e of a lane is key CM8_ROW_OF[e] + lane / 4 and head CM8_COL_OF[e] + 2 * (lane % 4),
 // so a lane holds two heads (CM8_COL_OF is 0 or 1). P^T goes through shared memory to become a
@@ -158,10 +163,12 @@ vec2 dc_load_scales(uint t, uint stride, uint last, uint b, uint kv_h) {
 // ...)), so that every lane holds loads of both halves, and a staged row holds one half.
 const uint DC_HSEGS = DC_SEGS_V / 2u, DC_STAGED_SEGS = DC_VHALVES != 0 ? DC_HSEGS : DC_SEGS_V;
 uint dc_vkey(uint j) {
+  if (DC_VREGS != 0) return 2u * (gl_SubgroupInvocationID & 3u) + (j & 1u) + 8u * (j >> 1u);
   return DC_VHALVES != 0 ? (gl_SubgroupInvocationID + SUBGROUP_SIZE * (j / 2u)) / DC_HSEGS
                          : (gl_SubgroupInvocationID + SUBGROUP_SIZE * j) / DC_SEGS_V;
 }
 uint dc_vseg(uint j) {
+  if (DC_VREGS != 0) return gl_SubgroupInvocationID >> 2u;
   return DC_VHALVES != 0 ? (j % 2u) * DC_HSEGS + (gl_SubgroupInvocationID + SUBGROUP_SIZE * (j / 2u)) % DC_HSEGS
                          : (gl_SubgroupInvocationID + SUBGROUP_SIZE * j) % DC_SEGS_V;
 }
@@ -242,6 +249,25 @@ void dc_stage_value_half(uvec4 v0, uvec4 v1, uint vbase, uint h) {
 // O^T's slices [first, end) += V^T P^T, V^T's columns from the staged rows at rbase (slice first at
 // column 0); in flash_decode_coopmat's scope (o, pt, rbase, and int8's scales, sbase and p, bf16's vunit).
 #if DC_INT8
+#if DC_VREGS
+// Slice j of V^T (dims 16g + 2j, row g, and 16g + 2j + 1, row g + 8, of keys 2c, 2c + 1, 2c + 8, 2c + 9)
+// from a tile's four loads: word j / 2 of each, bytes 2(j % 2) and 2(j % 2) + 1. Two keys' bytes of one
+// word merge into one word whose even and odd pairs widen to a row's two keys (int8_half.glsl).
+F16A dc_value_slice(uvec4 v0, uvec4 v1, uvec4 v2, uvec4 v3, uint j) {
+  const uint w = j / 2u;
+  const uint lo = j % 2u == 0u ? (v0[w] & 0xffffu) | (v1[w] << 16u) : (v0[w] >> 16u) | (v1[w] & 0xffff0000u);
+  const uint hi = j % 2u == 0u ? (v2[w] & 0xffffu) | (v3[w] << 16u) : (v2[w] >> 16u) | (v3[w] & 0xffff0000u);
+  const f16vec2 row_lo = i8_even_f16(lo), row8_lo = i8_odd_f16(lo), row_hi = i8_even_f16(hi), row8_hi = i8_odd_f16(hi);
+  F16A vt;
+  [[unroll]] for (uint e = 0u; e < 8u; ++e) {
+    const bool left = CMH_COL_OF[e] < 8u;
+    const f16vec2 two = CMH_ROW_OF[e] == 0u ? (left ? row_lo : row_hi) : (left ? row8_lo : row8_hi);
+    vt[e] = (CMH_COL_OF[e] & 1u) == 0u ? two.x : two.y;
+  }
+  return vt;
+}
+#endif
+
 #define DC_VALUE_PRODUCT(j, vt) \
   o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + (j) * 16u / KV_BLOCK_DIMS)
 #elif DC_BF16
@@ -360,6 +386,9 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       uint sbase[DC_PAIR];
 #endif
       bool more[DC_PAIR];
+#if DC_VREGS
+      uvec4 values[DC_PAIR][DC_LOADS_V];  // the pair's V rows, their ring slots taking the next ones
+#endif
       float kunit[DC_PAIR];  // what a tile's scores are multiplied by (bf16's power of two, else 1)
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * stride;
@@ -374,6 +403,10 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         sbase[p] = slot * DC_SCHUNKS;
 #endif
         if (more[p]) dc_load_keys(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+#if DC_VREGS
+        values[p] = ring[r0 + p].v;
+        if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+#endif
       }
       DC_SYNC();
 
@@ -462,7 +495,15 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * stride;
         if (t >= kv_end) break;
-#if DC_INT8 && DC_VHALVES
+#if DC_VREGS
+        F16B pt;
+        DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
+        const float sv = subgroupShuffle(scales.y, sbase[p] + (lane >> 2u) * 16u / KV_BLOCK_DIMS);
+        [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
+          const F16A vt = dc_value_slice(values[p][0], values[p][1], values[p][2], values[p][3], j);
+          o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * sv;
+        }
+#elif DC_INT8 && DC_VHALVES
         // V in two halves of its dimensions, written out (not a loop over the halves, which left o[] out
         // of registers on the H200: docs/performance.md), the next tile's V loaded between them.
         F16B pt;
@@ -483,7 +524,9 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
         DC_VALUE_PRODUCTS(0u, DC_DV);
 #endif
+#if !DC_VREGS
         DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places
+#endif
       }
     }
   }
@@ -506,7 +549,8 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
     [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
       const uint h = CM8_COL_OF[e] + lane_col;
       if (h < DECODE_HEADS) {
-        const uint d = DC_DIM(j * 16u + CM8_ROW_OF[e] + lane_row);
+        const uint r = CM8_ROW_OF[e] + lane_row;
+        const uint d = DC_VREGS != 0 ? 16u * (r % 8u) + 2u * j + r / 8u : DC_DIM(j * 16u + r);
         const uint at = h * VALUE_DIM + d;
         dc_tile[rbase + at / 4u][at % 4u] = floatBitsToUint(o[j][e] * inv[CM8_COL_OF[e]]);
       }

@@ -128,6 +128,8 @@ std::vector<CoopMatShape> nvidiaCoopMatShapes() {
 
 CoopMatLayout nvidiaQuadLayout8() { return {{0, 0, 8, 8}, {0, 1, 0, 1}}; }
 
+CoopMatLayout nvidiaQuadLayoutF16() { return {{0, 0, 0, 0, 8, 8, 8, 8}, {0, 1, 8, 9, 0, 1, 8, 9}}; }
+
 CoopMatLayout nvidiaQuadLayout() {
   // Elements 0-3 cover columns 0-7, 4-7 columns 8-15; pairs of elements alternate rows r and r + 8.
   return {{0, 0, 8, 8, 0, 0, 8, 8}, {0, 1, 0, 1, 8, 9, 8, 9}};

@@ -49,6 +49,9 @@ struct CoopMatLayout {
 CoopMatLayout nvidiaQuadLayout();
 /// The layout of NVIDIA's 16x8 f32 accumulators (mma.m16n8k16's): rows r and r + 8, columns c and c + 1.
 CoopMatLayout nvidiaQuadLayout8();
+/// The layout of a 16x16 f16 matrix on NVIDIA's driver (580.159.04, H200): a lane's row r first (columns c,
+/// c + 1, c + 8, c + 9), then row r + 8.
+CoopMatLayout nvidiaQuadLayoutF16();
 /// The shapes NVIDIA drivers offer through GL_NV_cooperative_matrix (f16 inputs, and int8 into int32).
 std::vector<CoopMatShape> nvidiaCoopMatShapes();
 
@@ -103,6 +106,9 @@ struct DeviceInfo {
   std::uint32_t coopMat2MaxWorkgroup = 0;
   CoopMatLayout coopMatLayout;
   CoopMatLayout coopMatLayout8;  ///< the same for 16x8 f32 accumulators (columns 0-7)
+  /// The same for 16x16 f16 matrices (as a product's A operand): which of a fragment's elements a lane's
+  /// values go to, for a kernel that builds fragments from its own loads (DecodeVariant::valueRegisters).
+  CoopMatLayout coopMatLayoutF16;
   std::uint32_t computeUnits = 1;
   /// Loop passes one shader invocation may make in all before the driver ends its loops, silently;
   /// 0: no such limit. llvmpipe (lavapipe) has one: kLlvmpipeLoopLimit. The Selector splits keys so that

@@ -16,7 +16,7 @@ DeviceInfo nvidia(const char* name, DeviceFamily family, std::uint64_t memory, s
           .subgroupSize = 32, .minSubgroupSize = 32, .maxSubgroupSize = 32, .maxSharedMemoryBytes = 49152,
           .maxStorageBufferRange = kMaxRange, .maxAllocationBytes = memory, .deviceMemoryBytes = memory,
           .maxPushConstantBytes = 256, .shaderClock = true, .smBuiltins = true, .int8Dot = true, .coopMatShapes = nvidiaCoopMatShapes(), .coopMatLayout = nvidiaQuadLayout(),
-          .coopMatLayout8 = nvidiaQuadLayout8(),
+          .coopMatLayout8 = nvidiaQuadLayout8(), .coopMatLayoutF16 = nvidiaQuadLayoutF16(),
           .computeUnits = computeUnits, .driverName = "NVIDIA (preset)"};
 }
 

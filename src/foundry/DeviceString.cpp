@@ -80,12 +80,13 @@ CoopMatShape parseShape(std::string_view key, std::string_view text) {
 void setCoopMat(DeviceInfo& d, std::string_view key, std::string_view value) {
   if (value == "0" || value == "none") {
     d.coopMatShapes.clear();
-    d.coopMatLayout = d.coopMatLayout8 = {};
+    d.coopMatLayout = d.coopMatLayout8 = d.coopMatLayoutF16 = {};
   } else if (value == "1") {
     if (d.coopMatShapes.empty()) {
       d.coopMatShapes = nvidiaCoopMatShapes();
       d.coopMatLayout = nvidiaQuadLayout();
       d.coopMatLayout8 = nvidiaQuadLayout8();
+      d.coopMatLayoutF16 = nvidiaQuadLayoutF16();
     }
   } else {
     d.coopMatShapes.clear();
@@ -224,11 +225,17 @@ const std::vector<Key>& keys() {
       {"layout8",
        [](DeviceInfo& d, std::string_view key, std::string_view v) { d.coopMatLayout8 = parseLayout(key, v, nvidiaQuadLayout8()); },
        [](const DeviceInfo& d) { return layoutText(d.coopMatLayout8, nvidiaQuadLayout8()); }},
+      {"layouth",
+       [](DeviceInfo& d, std::string_view key, std::string_view v) {
+         d.coopMatLayoutF16 = parseLayout(key, v, nvidiaQuadLayoutF16());
+       },
+       [](const DeviceInfo& d) { return layoutText(d.coopMatLayoutF16, nvidiaQuadLayoutF16()); }},
       {"quad",
        [](DeviceInfo& d, std::string_view key, std::string_view v) {
          const bool on = parseFlag(key, v) && !d.coopMatShapes.empty();
          d.coopMatLayout = on ? nvidiaQuadLayout() : CoopMatLayout{};
          d.coopMatLayout8 = on ? nvidiaQuadLayout8() : CoopMatLayout{};
+         d.coopMatLayoutF16 = on ? nvidiaQuadLayoutF16() : CoopMatLayout{};
        },
        {}},
       number("cus", &DeviceInfo::computeUnits),

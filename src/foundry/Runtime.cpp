@@ -68,7 +68,7 @@ void Runtime::start() {
     // Where the accumulator layout is the quad pattern, prefill keeps its softmax in registers.
     try {
       const CoopMatProbeResult probe = runCoopMatProbe(*this);
-      device_->setCoopMatLayout(quadLayoutFrom(probe), quadLayoutFrom(probe, 8));
+      device_->setCoopMatLayout(quadLayoutFrom(probe), quadLayoutFrom(probe, 8), quadLayoutFrom(probe, 16, true));
     } catch (const Error& e) {
       spdlog::warn("cooperative-matrix layout probe failed ({}); prefill takes the portable route", e.what());
     }

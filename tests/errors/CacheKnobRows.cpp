@@ -252,6 +252,10 @@ const std::map<std::string, KnobRun>& knobRuns() {
        {.value = "1", .shows = "value halves asked where the subgroup kernel decodes", .exitCode = 2,
         .fragment = "FOUNDRY_FA_DECODE_VALUE_HALVES: 1 cannot be used here: the halves are of the tensor-core kernel's "
                     "V tiles"}},
+      {"FOUNDRY_FA_DECODE_VALUE_REGISTERS",
+       {.value = "1", .shows = "V from registers asked where the subgroup kernel decodes", .exitCode = 2,
+        .fragment = "FOUNDRY_FA_DECODE_VALUE_REGISTERS: 1 cannot be used here: V's fragments are of the tensor-core "
+                    "kernel's tiles"}},
       {"FOUNDRY_DECODE_REPLAY",
        {.value = "1", .shows = "each decode token replayed from one of two recorded command buffers",
         .fragment = "decode replay: 2 recorded, 0 replayed"}},

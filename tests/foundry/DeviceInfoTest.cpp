@@ -242,6 +242,24 @@ TEST(CoopMatLayout, TheQuadPatternIsRecognisedAndAnythingElseRejected) {
   EXPECT_EQ(back.coopMatLayout, h200);
   EXPECT_EQ(back.coopMatLayout8, d.coopMatLayout8);
   EXPECT_FALSE(parseDevicePreset("h200,coopmat=0").coopMatLayout8.quad());
+  // 16x16 f16 matrices, as the H200's driver orders them (row half first, as its f32 16x16 ones).
+  const CoopMatLayout f16 = nvidiaQuadLayoutF16();
+  EXPECT_EQ(f16, h200);
+  EXPECT_FALSE(quadLayoutFrom(probe, 16, true).quad());  // no f16 readout
+  probe.elementsF16 = 8;
+  for (std::uint32_t lane = 0; lane < 32; ++lane) {
+    for (std::uint32_t e = 0; e < 8; ++e) {
+      probe.flatF16.push_back((f16.rowOf[e] + lane / 4) * 16 + f16.colOf[e] + 2 * (lane % 4));
+    }
+  }
+  EXPECT_EQ(quadLayoutFrom(probe, 16, true), f16);
+  std::swap(probe.flatF16[7 * 8 + 0], probe.flatF16[7 * 8 + 1]);
+  EXPECT_FALSE(quadLayoutFrom(probe, 16, true).quad());
+  EXPECT_EQ(d.coopMatLayoutF16, f16);
+  d.coopMatLayoutF16 = nvidiaQuadLayout();
+  EXPECT_EQ(parseDevicePreset(d.toString()).coopMatLayoutF16, nvidiaQuadLayout());
+  EXPECT_EQ(parseDevicePreset("h200,layouth=none").coopMatLayoutF16, CoopMatLayout{});
+  EXPECT_FALSE(parseDevicePreset("h200,coopmat=0").coopMatLayoutF16.quad());
 }
 
 }  // namespace

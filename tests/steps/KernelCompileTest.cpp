@@ -699,23 +699,28 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
   const char* dir = std::getenv("FOUNDRY_KERNEL_DIR");
   const auto snippets = SnippetLibrary::select(dir != nullptr ? dir : "");
   int compiled = 0;
-  // int8 rows of 128 as the table plans them (pairs, V in halves), and with V whole, and in halves alone.
+  // int8 rows of 128 as the table plans them (pairs, V from registers), with V whole, in halves with and
+  // without the pairs, and from registers without them.
   struct Int8Rows {
     const char* pairs;
     const char* halves;
+    const char* registers;
   };
   for (const DType kv : {DType::F16, DType::BF16, DType::I8}) {
     for (const std::uint32_t d : {64u, 96u, 128u}) {
-      for (const Int8Rows r : {Int8Rows{"1", "auto"}, Int8Rows{"1", "0"}, Int8Rows{"0", "1"}}) {
+      for (const Int8Rows r : {Int8Rows{"1", "auto", "auto"}, Int8Rows{"1", "0", "0"}, Int8Rows{"0", "1", "0"},
+                               Int8Rows{"1", "1", "0"}, Int8Rows{"0", "0", "1"}}) {
         if (kv == DType::I8 && d == 96) continue;    // int8 takes whole 32-dimension scale chunks
         if (kv == DType::BF16 && d == 96) continue;  // f16's D96 covers the same code
         if (std::string(r.halves) != "auto" && (kv != DType::I8 || d != 128)) continue;
         const bool pairs = kv == DType::I8 && std::string(r.pairs) == "1";
-        const bool halves = kv == DType::I8 && d == 128 && std::string(r.halves) != "0";
+        const bool registers = kv == DType::I8 && d == 128 && std::string(r.registers) != "0";
+        const bool halves = kv == DType::I8 && d == 128 && std::string(r.halves) == "1";
         AttentionOptions o =
             AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"},
                                                {"FOUNDRY_FA_DECODE_TILE_PAIRS", kv == DType::I8 ? r.pairs : "auto"},
-                                               {"FOUNDRY_FA_DECODE_VALUE_HALVES", r.halves}});
+                                               {"FOUNDRY_FA_DECODE_VALUE_HALVES", r.halves},
+                                               {"FOUNDRY_FA_DECODE_VALUE_REGISTERS", r.registers}});
         FlashAttentionStep step(device, snippets, o);
         test::CallShape s;
         // int8 D64 with groups of 8 heads: q's two bytes in two products (groups of up to 4 share one).
@@ -736,6 +741,7 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
         EXPECT_TRUE(plan.decodeVariant.tensorCores) << plan.describe();
         EXPECT_EQ(plan.decodeVariant.tilePairs, pairs) << plan.describe();
         EXPECT_EQ(plan.decodeVariant.valueHalves, halves) << plan.describe();
+        EXPECT_EQ(plan.decodeVariant.valueRegisters, registers) << plan.describe();
         for (const auto& k : step.kernelsFor(call)) {
           try {
             EXPECT_FALSE(compiler.compile(k).empty()) << k.name;
@@ -747,7 +753,7 @@ TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
       }
     }
   }
-  EXPECT_GE(compiled, 9);
+  EXPECT_GE(compiled, 11);
 }
 
 }  // namespace

@@ -307,13 +307,30 @@ INSTANTIATE_TEST_SUITE_P(
                       largeValues(formatCase("int8_tc_pairs", 1, 4100, I8, F32, F32, false,
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
                                                           {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}}))),
-                      // Rows of 128, where the Hopper row takes the pairs by default.
+                      // Rows of 128, where the Hopper rows take the pairs and V from registers by default.
                       withHeadDim(formatCase("int8_tc_d128", 1, 4100, I8, F16, F16, false,
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 128),
                       withPages(withHeadDim(formatCase("int8_tc_d128_pages", 1, 4100, I8, F16, F16, false,
                                                        tensorCores({})), 128), 64),
-                      // V staged in halves (the Hopper row's default at 128): alone, with the pairs and a
-                      // window, and V whole.
+                      // V's fragments built from each lane's loads: alone with hooks, with the pairs, a
+                      // window and f32 q and output, and token-major rows.
+                      withModifiers(withHeadDim(formatCase("int8_tc_d128_vregs", 1, 4100, I8, F16, F16, false,
+                                                           tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},
+                                                                        {"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"},
+                                                                        {"FOUNDRY_FA_DECODE_VALUE_REGISTERS", "1"}})),
+                                                128),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      withWindow(withHeadDim(formatCase("int8_tc_d128_vregs_pairs", 1, 4100, I8, F32, F32, false,
+                                                        tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                                     {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"},
+                                                                     {"FOUNDRY_FA_DECODE_VALUE_REGISTERS", "1"}})),
+                                             128),
+                                 1001),
+                      withHeadDim(formatCase("int8_tc_d128_vregs_kvtok", 1, 300, I8, F16, F16, true,
+                                             tensorCores({{"FOUNDRY_FA_DECODE_VALUE_REGISTERS", "1"}})),
+                                  128),
+                      // V staged in halves (the Hopper row's default at 128 where the f16 layout is not
+                      // known): alone, with the pairs and a window, and V whole.
                       withModifiers(withHeadDim(formatCase("int8_tc_d128_halves", 1, 4100, I8, F16, F16, false,
                                                            tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},
                                                                         {"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"},
@@ -328,7 +345,8 @@ INSTANTIATE_TEST_SUITE_P(
                                  1001),
                       withHeadDim(formatCase("int8_tc_d128_whole", 1, 4100, I8, F16, F16, false,
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
-                                                          {"FOUNDRY_FA_DECODE_VALUE_HALVES", "0"}})),
+                                                          {"FOUNDRY_FA_DECODE_VALUE_HALVES", "0"},
+                                                          {"FOUNDRY_FA_DECODE_VALUE_REGISTERS", "0"}})),
                                   128),
                       // Groups of up to 4 heads take q's two bytes in one product's columns, groups of
                       // 8 in two products; a group of 3 leaves a column of each half empty.

@@ -1356,13 +1356,15 @@ TEST(SelectorFormats, TensorCoreTilePairsWhereTheTableOrTheKnobAsks) {
 
 TEST(SelectorFormats, TensorCoreValueHalvesForInt8RowsOf128) {
   const auto& plan = planOnH200;
-  // The Hopper row: int8 rows of 128, with the pairs or without; the staging of V halves without them.
-  const AttentionPlan halves = plan(DType::I8, 128, {});
+  // The Hopper row, where V is staged (V from registers off): int8 rows of 128, with the pairs or without; the
+  // staging of V halves without them.
+  const std::pair<std::string, std::string> staged = {"FOUNDRY_FA_DECODE_VALUE_REGISTERS", "0"};
+  const AttentionPlan halves = plan(DType::I8, 128, {staged});
   EXPECT_TRUE(halves.decodeVariant.tensorCores && halves.decodeVariant.tilePairs && halves.decodeVariant.valueHalves);
   EXPECT_THAT(halves, HasDecision("values", HasSubstr("tuning table: Hopper, int8 rows of 128 on the tensor cores: V "
                                                       "staged in two halves")));
   EXPECT_THAT(halves.decodeVariant.key(), HasSubstr("_vh"));
-  const AttentionPlan alone = plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"}});
+  const AttentionPlan alone = plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"}, staged});
   EXPECT_TRUE(alone.decodeVariant.valueHalves);
   DecodeVariant whole = alone.decodeVariant;
   whole.valueHalves = false;
@@ -1390,6 +1392,69 @@ TEST(SelectorFormats, TensorCoreValueHalvesForInt8RowsOf128) {
                                                       DType::F16, false)),
                               parseDevicePreset("lavapipe"), AttentionOptions{})
                    .decodeVariant.valueHalves);
+}
+
+TEST(SelectorFormats, TensorCoreValueRegistersForInt8RowsOf128WhereTheF16LayoutIsKnown) {
+  const auto& plan = planOnH200;
+  // The Hopper row: int8 rows of 128, with the pairs or without, in place of the halves.
+  const AttentionPlan regs = plan(DType::I8, 128, {});
+  EXPECT_TRUE(regs.decodeVariant.tensorCores && regs.decodeVariant.tilePairs && regs.decodeVariant.valueRegisters);
+  EXPECT_FALSE(regs.decodeVariant.valueHalves);
+  EXPECT_THAT(regs, HasDecision("values", HasSubstr("tuning table: Hopper, int8 rows of 128 on the tensor cores, where "
+                                                    "the probe finds the 16x16 f16 layout: V never staged")));
+  EXPECT_THAT(regs.decodeVariant.key(), HasSubstr("_vr"));
+  // No V rows staged: the staging is K's pair of tiles.
+  DecodeVariant staged = regs.decodeVariant;
+  staged.valueRegisters = false;
+  EXPECT_EQ(regs.decodeVariant.tensorRowsBytes(), 2 * 16 * regs.decodeVariant.tensorRow4K() * 16);
+  EXPECT_GE(staged.tensorRowsBytes(), regs.decodeVariant.tensorRowsBytes());
+  EXPECT_TRUE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TILE_PAIRS", "0"}}).decodeVariant.valueRegisters);
+  // The halves asked for, or the registers refused, leave V staged in halves.
+  for (const auto& env : std::vector<std::map<std::string, std::string>>{{{"FOUNDRY_FA_DECODE_VALUE_HALVES", "1"}},
+                                                                        {{"FOUNDRY_FA_DECODE_VALUE_REGISTERS", "0"}}}) {
+    const AttentionPlan p = plan(DType::I8, 128, env);
+    EXPECT_TRUE(p.decodeVariant.valueHalves && !p.decodeVariant.valueRegisters) << p.describe();
+  }
+  EXPECT_FALSE(plan(DType::I8, 64, {}).decodeVariant.valueRegisters);
+  EXPECT_FALSE(plan(DType::F16, 128, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}}).decodeVariant.valueRegisters);
+  EXPECT_FALSE(plan(DType::I8, 128, {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}).decodeVariant.valueRegisters);
+  // A device without the f16 layout (no probe answer, or one of four elements a lane) takes the halves.
+  DeviceInfo unknown = parseDevicePreset("h200"), four = unknown, ptx = unknown;
+  unknown.coopMatLayoutF16 = {};
+  four.coopMatLayoutF16 = nvidiaQuadLayout8();
+  ptx.coopMatLayoutF16 = nvidiaQuadLayout();  // another order of the same elements: the kernel takes any
+  const auto on = [&](const DeviceInfo& d, std::map<std::string, std::string> env) {
+    return Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8,
+                                                  DType::F16, false)),
+                          d, AttentionOptions::fromEnvironment(env));
+  };
+  EXPECT_TRUE(on(unknown, {}).decodeVariant.valueHalves);
+  EXPECT_FALSE(on(four, {}).decodeVariant.valueRegisters);
+  EXPECT_TRUE(on(ptx, {}).decodeVariant.valueRegisters);
+  const auto refused = [&](std::map<std::string, std::string> env, const DeviceInfo& d, DType kv, std::uint32_t dim,
+                           const char* field, const char* why) {
+    env["FOUNDRY_FA_DECODE_VALUE_REGISTERS"] = "1";
+    try {
+      Selector::plan(describeCall(formatCall(test::decodeShape(1, 32, 8, 65536, dim), DType::F16, kv, DType::F16,
+                                             false)),
+                     d, AttentionOptions::fromEnvironment(env));
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.field(), HasSubstr(field));
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+  };
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const char* knob = "FOUNDRY_FA_DECODE_VALUE_REGISTERS";
+  refused({}, unknown, DType::I8, 128, knob, "device 'NVIDIA H200 (preset)' has no known 16x16 f16 layout");
+  refused({}, h200, DType::I8, 64, knob, "int8 V rows of 128 in 16-byte loads on a subgroup of 32, without value "
+                                         "halves; not int8 rows of 64");
+  refused({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}}, h200, DType::F16, 128, knob, "not f16 rows of 128");
+  refused({{"FOUNDRY_FA_DECODE_TENSOR_CORES", "0"}}, h200, DType::I8, 128, knob,
+          "V's fragments are of the tensor-core kernel's tiles");
+  refused({{"FOUNDRY_FA_DECODE_VALUE_HALVES", "1"}}, h200, DType::I8, 128, "FOUNDRY_FA_DECODE_VALUE_HALVES",
+          "with value halves");
+  EXPECT_FALSE(on(parseDevicePreset("lavapipe"), {}).decodeVariant.valueRegisters);
 }
 
 TEST(SelectorFormats, TensorCoreDecodeWhereTheTableOrTheKnobAsksAndPossible) {

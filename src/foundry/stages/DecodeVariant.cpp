@@ -198,6 +198,11 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
                        "of {}), not {} rows of {}",
                        4 * subgroupSize * vecWidth / kTensorTileKeys, subgroupSize, dtypeName(dtype), vDim());
   }
+  if (valueRegisters && (valueHalves || dtype != DType::I8 || vDim() != 128 || subgroupSize != 32 || vecWidth != 16)) {
+    return fmt::format("value registers take int8 V rows of 128 in 16-byte loads on a subgroup of 32, without value "
+                       "halves; not {} rows of {} on a subgroup of {}{}",
+                       dtypeName(dtype), vDim(), subgroupSize, valueHalves ? " with value halves" : "");
+  }
   if (keysPerWarp != 1 || queryShared || int8Dot || idleLanes || tailWords || scatter || stepScales || halfProducts ||
       lazyRescale) {
     return "tensor-core decode has its own tiles: no keys per warp, q shared, integer dot products, idle lanes, tail "
@@ -216,7 +221,7 @@ std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize)
 std::uint32_t DecodeVariant::tensorRow4K() const { return headDim * storageFormat(dtype).bytes / 16 + 1; }
 std::uint32_t DecodeVariant::tensorRow4V() const { return vDim() * 2 / 16 / (valueHalves ? 2 : 1) + 1; }
 std::uint32_t DecodeVariant::tensorRowsBytes() const {
-  return kTensorTileKeys * std::max(tensorTilesAtOnce() * tensorRow4K(), tensorRow4V()) * 16;
+  return kTensorTileKeys * std::max(tensorTilesAtOnce() * tensorRow4K(), valueRegisters ? 0 : tensorRow4V()) * 16;
 }
 std::uint32_t DecodeVariant::tensorStageBytes() const {
   return tensorRowsBytes() + tensorTilesAtOnce() * kTensorTileKeys * 16;
@@ -257,7 +262,7 @@ std::string DecodeVariant::key() const {
                      queryShared ? "_qs" : int8Dot ? "_idot" : "", scatter ? "_sc" : "", stepScales ? "_ss" : "",
                      halfProducts ? "_hp" : "", lazyRescale ? "_lr" : tilePairs ? "_tcp" : tensorCores ? "_tc" : "",
                      partialStorageName(partial), splitSuffix()) +
-         (bf16Operands ? "_bf16ops" : "") + (valueHalves ? "_vh" : "");
+         (bf16Operands ? "_bf16ops" : "") + (valueHalves ? "_vh" : "") + (valueRegisters ? "_vr" : "");
 }
 
 }  // namespace foundry

@@ -78,6 +78,11 @@ struct DecodeVariant {
   /// a tile's V staged and multiplied in two halves of its dims, the next tile's V loaded between them
   /// (each lane's loads alternate halves); half the V staging rows.
   bool valueHalves = false;
+  /// With tensorCores and int8 V rows of 128 in 16-byte loads on a subgroup of 32, where the device's 16x16
+  /// f16 layout is known (DeviceInfo::coopMatLayoutF16): V never staged. Each lane loads the four keys and
+  /// 16 dims its elements of V^T's fragments hold and widens its loads into them; a tile's next V rows are
+  /// loaded with its next K rows. Not with valueHalves.
+  bool valueRegisters = false;
   /// With tensorCores, bf16 q, K and V: the products take bf16 operands as stored (GL_KHR_cooperative_matrix
   /// with GL_EXT_bfloat16, compiled by the external glslc; DeviceInfo::coopMat2Bf16), not f16 over a power
   /// of two a tile.

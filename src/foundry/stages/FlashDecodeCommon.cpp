@@ -91,11 +91,12 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DC_BF16_OPS", v.bf16Operands ? "1" : "0");
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
     k.constant("DC_PAIR", v.tensorTilesAtOnce());
-    k.define("DC_VHALVES", v.valueHalves ? "1" : "0");
+    k.define("DC_VHALVES", v.valueHalves ? "1" : "0").define("DC_VREGS", v.valueRegisters ? "1" : "0");
     k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);
     k.define("PART_O_READ(i)", "dc_part_read(i)");
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
     declareQuadLayout(k, device.coopMatLayout8, "CM8");
+    if (v.valueRegisters) declareQuadLayout(k, device.coopMatLayoutF16, "CMH");
     k.extension("GL_KHR_memory_scope_semantics");
     // bf16 operands are GL_KHR_cooperative_matrix types, which only the external glslc compiles.
     if (v.bf16Operands) k.extension("GL_KHR_cooperative_matrix").extension("GL_EXT_bfloat16");

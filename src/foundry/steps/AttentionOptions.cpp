@@ -152,6 +152,10 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "FOUNDRY_FA_DECODE_VALUE_HALVES",
           "tensor-core decode of int8 rows of 128: a tile's V staged and multiplied in two halves of its dims, the "
           "next tile's V loaded between them (1), or whole (0)"),
+      knob::force<&O::faDecodeValueRegisters, O>(
+          "FOUNDRY_FA_DECODE_VALUE_REGISTERS",
+          "tensor-core decode of int8 rows of 128: V never staged, each lane building its fragments of V^T from its "
+          "own loads (1), or V staged in shared memory (0); needs the device's 16x16 f16 layout from the probe"),
       knob::force<&O::decodeReplay, O>(
           "FOUNDRY_DECODE_REPLAY",
           "foundry run: record a decode token's dispatches once and replay them with new parameters (1) or record "

@@ -48,6 +48,7 @@ struct AttentionOptions {
   Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
   Force faDecodeTilePairs = Force::Auto;           ///< FOUNDRY_FA_DECODE_TILE_PAIRS
   Force faDecodeValueHalves = Force::Auto;         ///< FOUNDRY_FA_DECODE_VALUE_HALVES
+  Force faDecodeValueRegisters = Force::Auto;      ///< FOUNDRY_FA_DECODE_VALUE_REGISTERS
   Force faDecodeQueryShared = Force::Auto;         ///< FOUNDRY_FA_DECODE_Q_SHARED
   Force faDecodeInt8Dot = Force::Auto;             ///< FOUNDRY_FA_DECODE_INT8_DOT
   Force faDecodeIdleLanes = Force::Auto;           ///< FOUNDRY_FA_DECODE_IDLE_LANES

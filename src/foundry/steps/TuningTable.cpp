@@ -30,7 +30,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeHalfProducts),  FOUNDRY_TUNING_FIELD(decodeGroupRows),
     FOUNDRY_TUNING_FIELD(decodeLazyRescale),   FOUNDRY_TUNING_FIELD(decodeTensorCores),
     FOUNDRY_TUNING_FIELD(decodeTensorCoresKeys), FOUNDRY_TUNING_FIELD(decodeTilePairs),
-    FOUNDRY_TUNING_FIELD(decodeValueHalves),
+    FOUNDRY_TUNING_FIELD(decodeValueHalves),     FOUNDRY_TUNING_FIELD(decodeValueRegisters),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -54,6 +54,7 @@ const std::vector<TuningRow>& tuningTable() {
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
         .decodeHalfProducts = 0, .decodeLazyRescale = 0, .decodeGroupRows = 0,
         .decodeTensorCores = 0, .decodeTensorCoresKeys = 0, .decodeTilePairs = 0, .decodeValueHalves = 0,
+        .decodeValueRegisters = 0,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -157,6 +158,13 @@ const std::vector<TuningRow>& tuningTable() {
        "kv 65536 47.3-47.4 us against 49.3-49.5, pages of 64 48.5-48.6 against 49.7-49.9, batch 32 kv 4096 "
        "84.6-84.8 against 87.8-88.0, batch 8 kv 4096 29.3-29.4 against 30.0-30.1; batch 8 kv 16384 79.3, 89.0 "
        "and 89.8 against 83.4-83.8)"},
+      {{.family = DeviceFamily::Hopper, .elementBytes = 1, .headDims = {128}},
+       {.decodeValueRegisters = 1},
+       "Hopper, int8 rows of 128 on the tensor cores, where the probe finds the 16x16 f16 layout: V never staged, "
+       "each lane widening its own loads into its fragments of V^T, a tile's next V rows loaded with its next K "
+       "rows (H200, 2026-11-30, against V in halves in the same calls: batch 1 kv 65536 43.5-43.6 us against "
+       "47.0-47.2 in two processes each, 43.4 and 44.1 against 47.0 and 47.3 in two more calls; pages of 64 "
+       "45.2-45.5 against 48.3-48.7; batch 8 kv 16384 72.2 and 73.6 against 79.0 and 79.2)"},
       {{.family = DeviceFamily::Hopper, .elementBytes = 2, .headDims = {256}},
        {.decodeLazyRescale = 1},
        "Hopper, 16-bit rows of 256: O's rescale skipped where no lane's maximum grew, one vote for the 4 heads (H200, "

@@ -61,9 +61,10 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   bool fullSubgroups() const { return fullSubgroups_; }
   bool coopMatEnabled() const { return !info_.coopMatShapes.empty(); }
   /// Records what the layout probe found (Runtime runs it once the compiler is up).
-  void setCoopMatLayout(CoopMatLayout layout, CoopMatLayout layout8) {
+  void setCoopMatLayout(CoopMatLayout layout, CoopMatLayout layout8, CoopMatLayout layoutF16) {
     info_.coopMatLayout = std::move(layout);
     info_.coopMatLayout8 = std::move(layout8);
+    info_.coopMatLayoutF16 = std::move(layoutF16);
   }
   /// A Runtime without a compiler for workgroup-scope cooperative matrices says so here.
   void clearCoopMat2() { info_.coopMat2 = info_.coopMat2Bf16 = false; }
