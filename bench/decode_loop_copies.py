@@ -15,6 +15,7 @@ from pathlib import Path
 KERNEL = "flashattention/decode_coopmat.glsl"
 BEGIN = "      if (t0 + r0 * stride >= kv_end) break;\n"
 END = ("        DC_SYNC();  // every lane has read V and P^T before the next tile's rows take their places\n"
+       "#endif\n"
        "      }\n")
 # Each of the DC_PAIR tiles of a pass in turn, tile t in ring slot r0 + p; the next loads as the plan's.
 TILE = """      [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
