@@ -246,9 +246,6 @@ void dc_stage_value_half(uvec4 v0, uvec4 v1, uint vbase, uint h) {
 }
 #endif
 
-// O^T's slices [first, end) += V^T P^T, V^T's columns from the staged rows at rbase (slice first at
-// column 0); in flash_decode_coopmat's scope (o, pt, rbase, and int8's scales, sbase and p, bf16's vunit).
-#if DC_INT8
 #if DC_VREGS
 // Slice j of V^T (dims 16g + 2j, row g, and 16g + 2j + 1, row g + 8, of keys 2c, 2c + 1, 2c + 8, 2c + 9)
 // from a tile's four loads: word j / 2 of each, bytes 2(j % 2) and 2(j % 2) + 1. Two keys' bytes of one
@@ -268,6 +265,9 @@ F16A dc_value_slice(uvec4 v0, uvec4 v1, uvec4 v2, uvec4 v3, uint j) {
 }
 #endif
 
+// O^T's slices [first, end) += V^T P^T, V^T's columns from the staged rows at rbase (slice first at
+// column 0); in flash_decode_coopmat's scope (o, pt, rbase, and int8's scales, sbase and p, bf16's vunit).
+#if DC_INT8
 #define DC_VALUE_PRODUCT(j, vt) \
   o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + (j) * 16u / KV_BLOCK_DIMS)
 #elif DC_BF16
