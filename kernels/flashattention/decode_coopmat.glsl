@@ -8,8 +8,12 @@
 //     in bf16 products where the device and glslc have them (DC_BF16_OPS), else (DC_BF16) in f16
 //     products over a power of two a tile, K's and V's apart;
 //   O^T (value dims x 8 heads) += V^T P^T in f16 products, V's rows read transposed from shared memory.
-// Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end), the tiles starting at
-// multiples of 16 (keys before kv_begin masked), so an int8 tile lies in one scale block. DC_RING
+// Each subgroup takes 16-key tiles [t, t + 16) of keys [kv_begin, kv_end) in rounds of DC_RING
+// adjacent tiles: round r of subgroup sg starts at first + r * DECODE_WARPS * DC_RING * 16, first the
+// multiple of DC_RING * 16 at or before kv_begin plus sg * DC_RING * 16 (keys before kv_begin masked),
+// so a round's tiles lie in whole int8 scale blocks (two tiles in one block of 32 keys) and share their
+// scale loads; adjacent tiles were 0.3-1.0 us faster than tiles a subgroup apart (docs/performance.md,
+// "int8 decode with V's fragments built from its loads"). The DC_RING
 // tiles are in flight in registers (16-byte loads), taken DC_PAIR at a time (2: both tiles' K staged
 // at once, one softmax for their 32 keys, V a tile at a time). A subgroup's own rows of shared memory
 // take DC_PAIR tiles' K as stored, then, once the scores are taken, a tile's V widened to f16, and
@@ -146,13 +150,15 @@ void dc_load_keys(uint t, uint last, uint b, uint kv_h, inout DcTile x) {
 }
 
 #if DC_INT8
-// The scales of DC_STILES of a subgroup's tiles in one K and one V load a lane: lane l holds chunk
-// l % DC_SCHUNKS of tile l / DC_SCHUNKS of the group (every key of a tile lies in the scale block of
+// The scales of DC_STILES of the scale blocks a subgroup visits, in one K and one V load a lane, from
+// the round at t on (rounds `step` keys apart, each covering DC_RBLOCKS blocks): lane l holds chunk
+// l % DC_SCHUNKS of block l / DC_SCHUNKS of the group (every key of a tile lies in the scale block of
 // its first). A load a tile cost 8.6 us of 58 (H200, int8 D128 kv 65536; docs/performance.md).
 const uint DC_SCHUNKS = max(DC_CHUNKS_K, DC_CHUNKS_V), DC_STILES = SUBGROUP_SIZE / DC_SCHUNKS;
-vec2 dc_load_scales(uint t, uint stride, uint last, uint b, uint kv_h) {
-  const uint lane = gl_SubgroupInvocationID, c = lane % DC_SCHUNKS;
-  const uint key = min(t + (lane / DC_SCHUNKS) * stride, last);
+const uint DC_RBLOCKS = max(1u, DC_RING * DC_KEYS / KV_BLOCK_KEYS);
+vec2 dc_load_scales(uint t, uint step, uint last, uint b, uint kv_h) {
+  const uint lane = gl_SubgroupInvocationID, c = lane % DC_SCHUNKS, block = lane / DC_SCHUNKS;
+  const uint key = min(t + (block / DC_RBLOCKS) * step + (block % DC_RBLOCKS) * KV_BLOCK_KEYS, last);
   return vec2(kv_k_scale(kv_k_row(b, kv_h, key), min(c, DC_CHUNKS_K - 1u) * KV_BLOCK_DIMS),
               kv_v_scale(kv_v_row(b, kv_h, key), min(c, DC_CHUNKS_V - 1u) * KV_BLOCK_DIMS));
 }
@@ -362,26 +368,26 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   }
 
   const uint last = kv_end - 1u;
-  const uint stride = DECODE_WARPS * DC_KEYS;
   const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
-  const uint first = kv_begin - kv_begin % DC_KEYS + sg * DC_KEYS;
+  const uint first = kv_begin - kv_begin % (DC_RING * DC_KEYS) + sg * DC_RING * DC_KEYS;
+  const uint round_step = DECODE_WARPS * DC_RING * DC_KEYS;  // a subgroup's next round of adjacent tiles
   DcTile ring[DC_RING];
 #if DC_INT8
   // This group's scales, and the next group's, loaded a group ahead.
-  vec2 scales = dc_load_scales(first, stride, last, b, kv_h);
-  vec2 scales_next = dc_load_scales(first + DC_STILES * stride, stride, last, b, kv_h);
+  vec2 scales = dc_load_scales(first, round_step, last, b, kv_h);
+  vec2 scales_next = dc_load_scales(first + DC_STILES / DC_RBLOCKS * round_step, round_step, last, b, kv_h);
 #endif
   [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
-    if (first + r * stride < kv_end) {
-      dc_load_keys(first + r * stride, last, b, kv_h, ring[r]);
-      dc_load_values(first + r * stride, last, b, kv_h, ring[r]);
+    if (first + r * DC_KEYS < kv_end) {
+      dc_load_keys(first + r * DC_KEYS, last, b, kv_h, ring[r]);
+      dc_load_values(first + r * DC_KEYS, last, b, kv_h, ring[r]);
     }
   }
-  for (uint t0 = first; t0 < kv_end; t0 += DC_RING * stride) {
+  for (uint t0 = first; t0 < kv_end; t0 += round_step) {
     // DC_PAIR tiles at a time: their K rows staged together (tile p in rows [16p, 16p + 16)), their
     // scores taken and their softmax run as one, then their V rows one tile after the other.
     [[unroll]] for (uint r0 = 0u; r0 < DC_RING; r0 += DC_PAIR) {
-      if (t0 + r0 * stride >= kv_end) break;
+      if (t0 + r0 * DC_KEYS >= kv_end) break;
 #if DC_INT8
       uint sbase[DC_PAIR];
 #endif
@@ -391,21 +397,24 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
 #endif
       float kunit[DC_PAIR];  // what a tile's scores are multiplied by (bf16's power of two, else 1)
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
-        const uint t = t0 + (r0 + p) * stride;
-        more[p] = t + DC_RING * stride < kv_end;
+        const uint t = t0 + (r0 + p) * DC_KEYS;
+        more[p] = t + round_step < kv_end;
         kunit[p] = dc_stage_keys(ring[r0 + p], rbase + p * DC_KEYS * DC_ROW4K, kv_begin > t ? kv_begin - t : 0u);
 #if DC_INT8
-        const uint slot = ((t - first) / stride) % DC_STILES;
-        if (slot == 0u && t != first) {
+        // Round ri's tile i takes block ri * DC_RBLOCKS + i * 16 / KV_BLOCK_KEYS of the groups.
+        const uint ri = (t0 - first) / round_step, group = max(1u, DC_STILES / DC_RBLOCKS);  // round ri
+        const uint slot = (ri * DC_RBLOCKS + (r0 + p) * DC_KEYS / KV_BLOCK_KEYS) % DC_STILES;
+        if (ri % group == 0u && ri != 0u && r0 + p == 0u) {
           scales = scales_next;
-          if (t + DC_STILES * stride < kv_end) scales_next = dc_load_scales(t + DC_STILES * stride, stride, last, b, kv_h);
+          const uint next = t0 + group * round_step;
+          if (next < kv_end) scales_next = dc_load_scales(next, round_step, last, b, kv_h);
         }
         sbase[p] = slot * DC_SCHUNKS;
 #endif
-        if (more[p]) dc_load_keys(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+        if (more[p]) dc_load_keys(t + round_step, last, b, kv_h, ring[r0 + p]);
 #if DC_VREGS
         values[p] = ring[r0 + p].v;
-        if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+        if (more[p]) dc_load_values(t + round_step, last, b, kv_h, ring[r0 + p]);
 #endif
       }
       DC_SYNC();
@@ -442,7 +451,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       float x[DC_PAIR * CM8_ELEMS];
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
-          const uint key = t0 + (r0 + p) * stride + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
+          const uint key = t0 + (r0 + p) * DC_KEYS + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
           const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
           // DC_QCOLS: the high bytes' sum here, the low bytes' in lane ^ 2 (what the lanes of the low
           // bytes' columns make of it is no head's score, and those columns are not valid).
@@ -493,7 +502,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       }
       DC_SYNC();  // every lane has read K's rows before V's take their place, and P^T is written
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
-        const uint t = t0 + (r0 + p) * stride;
+        const uint t = t0 + (r0 + p) * DC_KEYS;
         if (t >= kv_end) break;
 #if DC_VREGS
         F16B pt;
@@ -513,12 +522,12 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         DC_VALUE_PRODUCTS(0u, DC_DV / 2u);
         DC_SYNC();
         dc_stage_value_half(ring[r0 + p].v[1], ring[r0 + p].v[3], rbase, 1u);
-        if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+        if (more[p]) dc_load_values(t + round_step, last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         DC_VALUE_PRODUCTS(DC_DV / 2u, DC_DV);
 #else
         const float vunit = dc_stage_values(ring[r0 + p], rbase, kv_begin > t ? kv_begin - t : 0u);
-        if (more[p]) dc_load_values(t + DC_RING * stride, last, b, kv_h, ring[r0 + p]);
+        if (more[p]) dc_load_values(t + round_step, last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         F16B pt;
         DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);

@@ -307,6 +307,14 @@ INSTANTIATE_TEST_SUITE_P(
                       largeValues(formatCase("int8_tc_pairs", 1, 4100, I8, F32, F32, false,
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
                                                           {"FOUNDRY_FA_DECODE_TILE_PAIRS", "1"}}))),
+                      // Four tiles in flight: a round of four adjacent tiles spans two scale blocks.
+                      withPages(formatCase("int8_tc_unroll4", 1, 4100, I8, F16, F16, false,
+                                           tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"},
+                                                        {"FOUNDRY_FA_DECODE_UNROLL", "4"}})), 32),
+                      withHeadDim(formatCase("int8_tc_d128_unroll4", 1, 4100, I8, F16, F16, false,
+                                             tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},
+                                                          {"FOUNDRY_FA_DECODE_UNROLL", "4"}})),
+                                  128),
                       // Rows of 128, where the Hopper rows take the pairs and V from registers by default.
                       withHeadDim(formatCase("int8_tc_d128", 1, 4100, I8, F16, F16, false,
                                              tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 128),
