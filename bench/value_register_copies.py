@@ -7,22 +7,13 @@ decode_coopmat.glsl's DC_VREGS) changed, for bench/value_schedule_check.sh (COPI
           V products chained in one accumulator before the scale (one multiply-add per element a pair).
 Usage (from the repository root, before packing): python3 bench/value_register_copies.py .device/kx [NAME...]
 """
-import pathlib
-import shutil
-import subprocess
 import sys
 
-root = pathlib.Path(sys.argv[1])
-src = pathlib.Path("kernels")
-K = "flashattention/decode_coopmat.glsl"
+from decode_kernel_copies import kernel_at, sub, write_copies
+
 # The copies rewrite the kernel as it was at 89892e5 (V from registers, a subgroup's tiles a subgroup apart);
 # `adj` is what landed after it.
-base = subprocess.check_output(["git", "show", "89892e5:kernels/" + K], text=True)
-
-
-def sub(text, old, new, count=1):
-    assert text.count(old) == count, (old[:60], text.count(old))
-    return text.replace(old, new)
+base = kernel_at("89892e5")
 
 
 regs_loads = """#if DC_VREGS
@@ -103,10 +94,4 @@ adjc = sub(adjc, """#if DC_VREGS
 #elif""")
 
 copies = {"vfirst": vfirst, "adj": adj, "adjc": adjc}
-for name in sys.argv[2:] or list(copies):
-    d = root / name
-    if d.exists():
-        shutil.rmtree(d)
-    shutil.copytree(src, d)
-    (d / K).write_text(copies[name])
-    print("wrote", d / K)
+write_copies(sys.argv[1], copies, sys.argv[2:])

@@ -8,7 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source .device/env.sh
 export PATH=$PWD/.device/bin:$PATH
-foundry devices 2>&1 | grep -E "^ *#|layouth" | cut -c1-60
 foundry devices 2>&1 | grep -oE "layout=[^,]*,layout8=[^,]*,layouth=[^,]*"
 filter='*DecodeTensorCores*:*DecodeVariants*_tc*'
 for v in plan ${COPIES-vfirst}; do

@@ -18,21 +18,13 @@ loop (decode_coopmat.glsl with V in halves), for bench/value_schedule_check.sh:
   vr2p    vr2b software-pipelined: pair n's scores beside pair n - 1's V products.
 Usage (from the repository root, before packing): python3 bench/value_schedule_copies.py .device/kx [NAME...]
 """
-import pathlib
-import shutil
-import subprocess
 import sys
 
-root = pathlib.Path(sys.argv[1])
-src = pathlib.Path("kernels")
-K = "flashattention/decode_coopmat.glsl"
+from decode_kernel_copies import kernel_at, sub, write_copies
+
 # The copies rewrite the kernel as it was at 81aa6c1 (V staged in halves as the plan); with a later build,
 # whose plan builds V's fragments in registers, time them with FOUNDRY_FA_DECODE_VALUE_REGISTERS=0.
-base = subprocess.check_output(["git", "show", "81aa6c1:kernels/" + K], text=True)
-
-def sub(text, old, new, count=1):
-    assert text.count(old) == count, (old[:60], text.count(old))
-    return text.replace(old, new)
+base = kernel_at("81aa6c1")
 
 half_loader = '''
 // Half h of V's rows of the tile at t: loads h and h + 2.
@@ -411,11 +403,4 @@ vr2p = sub(vr2p, """        DC_SYNC();  // every lane has read V and P^T before 
 """)
 
 copies = {"vearly": early, "vpre": pre, "klate": klate, "vlate": vlate, "kvlate": kvlate, "vregs": vregs, "vr2a": vr2a, "vr2b": vr2b, "vr2c": vr2c, "vr2e": vr2e, "vr2p": vr2p, "vr2f": vr2f}
-names = sys.argv[2:] or list(copies)
-for name, text in ((n, copies[n]) for n in names):
-    d = root / name
-    if d.exists():
-        shutil.rmtree(d)
-    shutil.copytree(src, d)
-    (d / K).write_text(text)
-    print("wrote", d / K)
+write_copies(sys.argv[1], copies, sys.argv[2:])

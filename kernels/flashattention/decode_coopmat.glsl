@@ -33,7 +33,8 @@
 // product's operand.
 // int8 V codes widen to f16 pairs (bytes 0 and 2, 1 and 3 of a word), stored as they widen: a staged
 // V row holds dimension DC_DIM(p) at position p (1 and 2 of every 4 swapped); O^T's rows are written
-// back through it, so no code is moved to restore the order.
+// back through it, so no code is moved to restore the order. With DC_VREGS, row p of O^T (slice p / 16,
+// row p % 16 of it) is the dimension its fragments of V^T were built with.
 
 #if DC_BF16_OPS
 // bf16 q, K and V as the products' operands as stored (GL_KHR_cooperative_matrix types with
@@ -79,7 +80,11 @@ const uint DC_QUNIT = 16383u;  // q's largest |q| in two-byte units: hi * 128 + 
 // lane holding column h + 4 of a key is lane ^ 2 of the one holding column h (the layout above), and
 // one shuffle joins the two halves of a score.
 const bool DC_QCOLS = 2u * DECODE_HEADS <= DC_COLS;
-uint DC_DIM(uint p) { return (p & ~3u) | ((p & 1u) << 1u) | ((p & 2u) >> 1u); }
+uint DC_DIM(uint p) {
+  const uint j = p / 16u, r = p % 16u;  // DC_VREGS: slice j's rows r < 8 and r + 8 are dims 16r + 2j, + 1
+  if (DC_VREGS != 0) return 16u * (r % 8u) + 2u * j + r / 8u;
+  return (p & ~3u) | ((p & 1u) << 1u) | ((p & 2u) >> 1u);
+}
 uvec4 dc_load_k(KV_ROW row, uint d) { return kv_load_k_codes(row, d); }
 uvec4 dc_load_v(KV_ROW row, uint d) { return kv_load_v_codes(row, d); }
 #else
@@ -558,8 +563,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
     [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
       const uint h = CM8_COL_OF[e] + lane_col;
       if (h < DECODE_HEADS) {
-        const uint r = CM8_ROW_OF[e] + lane_row;
-        const uint d = DC_VREGS != 0 ? 16u * (r % 8u) + 2u * j + r / 8u : DC_DIM(j * 16u + r);
+        const uint d = DC_DIM(j * 16u + CM8_ROW_OF[e] + lane_row);
         const uint at = h * VALUE_DIM + d;
         dc_tile[rbase + at / 4u][at % 4u] = floatBitsToUint(o[j][e] * inv[CM8_COL_OF[e]]);
       }

@@ -241,6 +241,16 @@ std::string DecodeVariant::tensorCoresUnavailable(const DeviceInfo& device, DTyp
   return {};
 }
 
+std::string DecodeVariant::valueRegistersUnavailable(const DeviceInfo& device) {
+  const CoopMatLayout& l = device.coopMatLayoutF16;
+  bool known = l.quad() && l.rowOf.size() == 8;
+  for (std::size_t e = 0; known && e < 8; ++e) {
+    known = (l.rowOf[e] == 0 || l.rowOf[e] == 8) && l.colOf[e] % 8 <= 1;
+    for (std::size_t f = 0; known && f < e; ++f) known = l.rowOf[f] != l.rowOf[e] || l.colOf[f] != l.colOf[e];
+  }
+  return known ? "" : fmt::format("device '{}' has no known 16x16 f16 layout (the probe's)", device.name);
+}
+
 std::string DecodeVariant::splitSuffix() const {
   std::string s = split ? (fusedReduce ? "_split_merged" : "_split") : "";
   if (lse) s += "_lse";

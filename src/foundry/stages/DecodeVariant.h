@@ -143,6 +143,9 @@ struct DecodeVariant {
   /// f16 cooperative matrices (and 16x8x32 int8 ones for int8), the quad 16x8 accumulator layout and
   /// f16 arithmetic.
   static std::string tensorCoresUnavailable(const DeviceInfo& device, DType kv);
+  /// Why this device cannot build V's fragments from its loads (valueRegisters), or empty: it needs a 16x16 f16
+  /// layout from the probe with a lane's eight elements in rows r and r + 8 and columns c, c + 1, c + 8 and c + 9.
+  static std::string valueRegistersUnavailable(const DeviceInfo& device);
 
  private:
   std::string tensorCoresUnusableReason(std::uint32_t subgroupSize) const;

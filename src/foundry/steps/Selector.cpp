@@ -96,20 +96,6 @@ std::string switchSource(Force force, const char* knob, const Tuning& tune, std:
   return force == Force::On ? std::string(knob) : tune.sourceOf(field);
 }
 
-// Whether the device's 16x16 f16 matrices are laid out as decode_coopmat.glsl's V fragments take them: the quad
-// pattern, a lane's eight elements in rows r and r + 8 and columns c, c + 1, c + 8 and c + 9.
-bool f16FragmentsKnown(const DeviceInfo& device) {
-  const CoopMatLayout& l = device.coopMatLayoutF16;
-  if (!l.quad() || l.rowOf.size() != 8) return false;
-  for (std::size_t e = 0; e < 8; ++e) {
-    if ((l.rowOf[e] != 0 && l.rowOf[e] != 8) || (l.colOf[e] % 8) > 1) return false;
-    for (std::size_t f = 0; f < e; ++f) {
-      if (l.rowOf[f] == l.rowOf[e] && l.colOf[f] == l.colOf[e]) return false;
-    }
-  }
-  return true;
-}
-
 // Replaces the value and reason of an earlier decision that a later constraint changed.
 void revise(std::vector<Decision>& why, const std::string& what, std::string value, std::string reason) {
   for (auto& d : why) {
@@ -418,13 +404,12 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   }
   // V's fragments built from each lane's own loads, never staged, where the device's 16x16 f16 layout is known;
   // else (or with the halves forced) V staged, in halves where asked.
-  const std::string noF16Layout =
-      f16FragmentsKnown(device) ? ""
-                                : fmt::format("device '{}' has no known 16x16 f16 layout (the probe's)", device.name);
   if (takeDecodeFlag(v, &DecodeVariant::valueRegisters, "FOUNDRY_FA_DECODE_VALUE_REGISTERS", o.faDecodeValueRegisters,
                      switchWanted(o.faDecodeValueRegisters, tune.decodeValueRegisters,
                                   v.tensorCores && o.faDecodeValueHalves != Force::On),
-                     !v.tensorCores ? "V's fragments are of the tensor-core kernel's tiles" : noF16Layout, sg, o)) {
+                     !v.tensorCores ? "V's fragments are of the tensor-core kernel's tiles"
+                                    : DecodeVariant::valueRegistersUnavailable(device),
+                     sg, o)) {
     why.push_back({"values", "never staged: each lane widens its own loads into its fragments of V^T",
                    switchSource(o.faDecodeValueRegisters, "FOUNDRY_FA_DECODE_VALUE_REGISTERS", tune,
                                 "decodeValueRegisters")});
