@@ -7,6 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source bench/on_device.sh
 export PATH=$PWD/.device/bin:$PATH
+source <(sed -n '/^kernel_stats() {/,/^}/p' bench/h200.sh)  # it runs its modes when sourced whole
 vars=""
 for v in ${COPIES:?name the copies under .device/kx}; do vars="$vars $v:"; done
 for v in ${CHECKED-$COPIES}; do
@@ -16,12 +17,4 @@ for v in ${CHECKED-$COPIES}; do
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" "$out/parity-$v.log" | head -6 | cut -c1-200
 done
 ROUNDS=${ROUNDS:-2} BENCH_VARIANTS="$vars" bash bench/h200.sh bench-clock
-python3 - "$out" <<'PY'
-import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1] + "/bc-1-*.json")):
-    for r in json.load(open(f))["results"]:
-        for k, st in (r.get("statistics") or {}).items():
-            d = dict(st)
-            print(f.split("/")[-1], r["name"], k[-30:], "regs", d.get("Register Count"),
-                  "local", int(d.get("Local Memory Size", 0)) & 0xFFFFFFFF)
-PY
+kernel_stats "$out/bc-1-*.json"

@@ -8,7 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source bench/on_device.sh
 export PATH=$PWD/.device/bin:$PATH
-source <(sed -n '/^variant_sets() {/,/^}/p' bench/h200.sh)
+# h200.sh's variant_sets and kernel_stats (it runs its modes when sourced whole)
+source <(sed -n '/^variant_sets() {/,/^}/p; /^kernel_stats() {/,/^}/p' bench/h200.sh)
 ROUNDS=${ROUNDS:-2} BENCH_VARIANTS="${BENCH_VARIANTS-nopairs:FA_DECODE_TILE_PAIRS=0}" bash bench/h200.sh bench-clock
 for round in $(seq "${ROUNDS:-2}"); do
   for v in ${INT8_VARIANTS-u4:FA_DECODE_UNROLL=4 nopu4:FA_DECODE_TILE_PAIRS=0,FA_DECODE_UNROLL=4}; do
@@ -18,12 +19,5 @@ for round in $(seq "${ROUNDS:-2}"); do
       sed "s/^/round $round ${v%%:*}: /"
   done
 done
-python3 - "$out" <<'PY'
-import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1] + "/bc-1-*.json") + glob.glob(sys.argv[1] + "/i8-1-*.json")):
-    for r in json.load(open(f))["results"]:
-        for k, st in (r.get("statistics") or {}).items():
-            d = dict(st)
-            print(f.split("/")[-1], r["name"], k[-30:], "regs", d.get("Register Count"),
-                  "local", int(d.get("Local Memory Size", 0)) & 0xFFFFFFFF)
-PY
+kernel_stats "$out/bc-1-*.json"
+kernel_stats "$out/i8-1-*.json"
