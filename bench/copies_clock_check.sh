@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source bench/on_device.sh
 export PATH=$PWD/.device/bin:$PATH
-source <(sed -n '/^kernel_stats() {/,/^}/p' bench/h200.sh)  # it runs its modes when sourced whole
+source bench/variant_helpers.sh
 vars=""
 for v in ${COPIES:?name the copies under .device/kx}; do vars="$vars $v:"; done
 for v in ${CHECKED-$COPIES}; do

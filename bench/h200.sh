@@ -125,6 +125,7 @@
 # runs on such a GPU), so a timing is never reported for kernels that fail their checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/variant_helpers.sh
 # On the device: the packed binaries on PATH, results under $OUT, one kernel cache for all steps.
 on_device() {
   source bench/on_device.sh
@@ -149,20 +150,6 @@ suite_subset() {
   tail -3 "$out/$1.log"
   grep -A8 "FAILED\|Failure" "$out/$1.log" | head -40 || true
 }
-# A variant NAME:KNOB=VALUE,KNOB=VALUE (knobs without FOUNDRY_) as `foundry --set` flags in $sets;
-# "plan" sets nothing.
-variant_sets() {
-  sets=()
-  [ "$1" = plan ] && return 0
-  local knobs k
-  IFS=, read -r -a knobs <<<"${1#*:}"
-  for k in "${knobs[@]}"; do sets+=(--set "$k"); done
-}
-# A variant NAME's kernels: the copy .device/kx/NAME where there is one (`bash bench/h200.sh
-# tensor-decode copies`), else the binary's own, through FOUNDRY_KERNEL_DIR.
-variant_kernels() {
-  if [ -d ".device/kx/$1" ]; then export FOUNDRY_KERNEL_DIR=$PWD/.device/kx/$1; else unset FOUNDRY_KERNEL_DIR; fi
-}
 # On the device: the plan and each of "${variants[@]}" (NAME:KNOB=VALUE,...; a kernel copy named NAME
 # through variant_kernels) timed over "${shapes[@]}", ROUNDS rounds in alternation, each run under
 # TIMEOUT seconds with any further bench arguments; the lines "NAME (round R): ..." printed and added
@@ -180,22 +167,6 @@ time_variants() {
     done
   done
   unset FOUNDRY_KERNEL_DIR
-}
-# Each bench --json file matching GLOB: per result and kernel, the min us, the check's error and the
-# driver's registers and shared bytes.
-kernel_stats() {  # GLOB
-  python3 - "$1" <<'PY'
-import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1])):
-    for r in json.load(open(f))["results"]:
-        for k, st in (r.get("statistics") or {}).items():
-            d = dict(st)
-            # NVIDIA's driver reports local memory (spills, arrays it could not keep in registers) in
-            # the low 32 bits, with bit 36 set.
-            local = int(d.get("Local Memory Size", 0)) & 0xFFFFFFFF
-            print(f.split("/")[-1], r["name"], round(r["min_us"], 1), "err %.1e" % (r.get("rel_error") or 0), k[-44:],
-                  "regs", d.get("Register Count"), "shared", d.get("Shared Memory Size"), "local", local)
-PY
 }
 # On the device: the driver's statistics of the decode kernels for head_dim D (Hq 32, Hkv 8) under
 # each variant NAME:KNOB=VALUE,... ("plan" sets nothing), printed as "PREFIX NAME stats: ...".

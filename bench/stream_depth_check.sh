@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source bench/on_device.sh
 export PATH=$PWD/.device/bin:$PATH
-source <(sed -n '/^variant_sets() {/,/^}/p; /^variant_kernels() {/,/^}/p; /^kernel_stats() {/,/^}/p' bench/h200.sh)
+source bench/variant_helpers.sh
 I8=decode:1:32:8:65536:128+int8
 F16=decode:1:32:8:65536:128
 for round in $(seq "${ROUNDS:-2}"); do

@@ -8,8 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source bench/on_device.sh
 export PATH=$PWD/.device/bin:$PATH
-# h200.sh's variant_sets, variant_kernels and kernel_stats (it runs its modes when sourced whole)
-source <(sed -n '/^variant_sets() {/,/^}/p; /^variant_kernels() {/,/^}/p; /^kernel_stats() {/,/^}/p' bench/h200.sh)
+source bench/variant_helpers.sh
 ROUNDS=${ROUNDS:-2} BENCH_VARIANTS="${BENCH_VARIANTS-nopairs:FA_DECODE_TILE_PAIRS=0}" bash bench/h200.sh bench-clock
 for round in $(seq "${ROUNDS:-2}"); do
   for v in ${INT8_VARIANTS-u4:FA_DECODE_UNROLL=4 nopu4:FA_DECODE_TILE_PAIRS=0,FA_DECODE_UNROLL=4}; do
