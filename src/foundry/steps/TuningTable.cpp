@@ -249,6 +249,12 @@ const std::vector<TuningRow>& tuningTable() {
       {{.family = DeviceFamily::Lavapipe},
        {.decodeUnroll = 1, .wideDecodeKeys = 0},
        "lavapipe: a CPU driver gains nothing from more loads in flight"},
+      {{.family = DeviceFamily::Lavapipe},
+       {.prefillKeysPerTile = 16},
+       "lavapipe: 16-key prefill tiles, which its LLVM compiles 3-4x faster than 32-key ones and runs about as fast "
+       "(2-core CI machine, 2026-12-01, a kernel's first compile: D64 4.7 s against 13.7, D96 6.7 against 22, D112 "
+       "8.5 against 34; prefill S 512 within the machine's 25% spread between runs; docs/performance.md, \"Prefill "
+       "tiles on lavapipe\")"},
   };
   return table;
 }
