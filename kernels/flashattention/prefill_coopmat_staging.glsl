@@ -52,6 +52,13 @@ void pf_store_kv(uint stage, uvec4 kr[PF_KV_LOADS], uvec4 vr[PF_KV_LOADS]) {
   cm_store_kv(stage, gl_LocalInvocationIndex, WORKGROUP_SIZE, kr, vr);
 }
 
+// One staging buffer: every load of the tile issued before any store.
+void pf_copy_kv(uint stage, uint t, uint kv_last, uint b, uint kv_h) {
+  uvec4 kr[PF_KV_LOADS], vr[PF_KV_LOADS];
+  pf_fetch_kv(t, kv_last, b, kv_h, kr, vr);
+  pf_store_kv(stage, kr, vr);
+}
+
 // The loader subgroup's share of a tile: all of it, chunk by chunk.
 void pf_load_tile(uint t, uint kv_last, uint b, uint kv_h, uint stage) {
   for (uint c = 0u; c < LD_CHUNKS; ++c) {

@@ -1,8 +1,9 @@
 //! requires: flashattention/probe.glsl
 // The K/V tile loop both prefill variants run over keys [kv_begin, kv_end), for rows whose first
 // sits at position pos0. The variant defines its state PF_STATE, the registers of one invocation's
-// share of a K/V tile (PF_KV_LOADS of PF_KV_T), and pf_fetch_kv, pf_store_kv and pf_tile; the caller
-// has staged Q (pf_begin). The bound is uniform across the workgroup, so every barrier is too.
+// share of a K/V tile (PF_KV_LOADS of PF_KV_T), and pf_fetch_kv, pf_store_kv, pf_copy_kv and
+// pf_tile; the caller has staged Q (pf_begin). The bound is uniform across the workgroup, so every
+// barrier is too.
 //
 // With two staging buffers the next tile's loads are issued before this tile's products, so their
 // latency hides behind them, and are stored into the other buffer before the barrier. With one (a
@@ -69,9 +70,13 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint
   const bool loads = gl_SubgroupID == PF_WARPS;
   if (loads) pf_load_tile(t, kv_last, b, kv_h, 0u);
 #else
+#if PF_STAGES == 2
   PF_KV_T kr[PF_KV_LOADS], vr[PF_KV_LOADS];
   pf_fetch_kv(t, kv_last, b, kv_h, kr, vr);
   pf_store_kv(0u, kr, vr);
+#else
+  pf_copy_kv(0u, t, kv_last, b, kv_h);
+#endif
 #endif
   probe_mark(PROBE_LOADS);
   barrier();
@@ -108,8 +113,7 @@ void pf_tile_loop(inout PF_STATE st, uint kv_begin, uint kv_end, uint kv_h, uint
     barrier();
     probe_mark(PROBE_BARRIER);
     if (has_next) {
-      pf_fetch_kv(next, kv_last, b, kv_h, kr, vr);
-      pf_store_kv(0u, kr, vr);
+      pf_copy_kv(0u, next, kv_last, b, kv_h);
       probe_mark(PROBE_LOADS);
       barrier();
       probe_mark(PROBE_BARRIER);

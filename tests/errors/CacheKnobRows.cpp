@@ -164,8 +164,8 @@ const std::map<std::string, KnobRun>& knobRuns() {
         .env = {{"FOUNDRY_DEBUG_SDPA", "1"}}, .logs = true}},
       {"FOUNDRY_FA_PREFILL_KEYS_PER_TILE", {.value = "16", .shows = "16 keys per prefill tile", .fragment = kPassed,
                                             .check = ranKernel("_bc16_")}},
-      {"FOUNDRY_FA_PREFILL_STAGES", {.value = "1", .shows = "one K/V staging buffer in prefill", .fragment = kPassed,
-                                     .check = ranKernel("_s1_")}},
+      {"FOUNDRY_FA_PREFILL_STAGES", {.value = "2", .shows = "two K/V staging buffers in prefill", .fragment = kPassed,
+                                     .check = ranKernel("_s2_")}},
       {"FOUNDRY_FA_PREFILL_LOADER",
        {.value = "1", .shows = "a loader subgroup asked of the subgroup prefill (no cooperative matrices)",
         .exitCode = 2, .fragment = "FOUNDRY_FA_PREFILL_LOADER: 1 cannot be used here: a loader subgroup is part of the "

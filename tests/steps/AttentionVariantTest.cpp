@@ -357,9 +357,9 @@ TEST_P(PrefillVariants, ForcedVariantRunsAndMatches) {
   EXPECT_TRUE(matchesReference(vc.shape, r));
 }
 
-// The tiles the Selector picks on lavapipe (subgroup 8, 32 KiB of shared memory): f16 D64 32 keys,
-// f16 D128 16 keys, f32 D64 16 keys, all double-buffered; f32 D128 16 keys with one staging buffer,
-// and with 8 subgroups also only 2 query rows per subgroup.
+// The tiles the Selector picks on lavapipe (subgroup 8, 32 KiB of shared memory): 16 keys, one staging
+// buffer (the tuning table's lavapipe row), and for f32 D128 with 8 subgroups only 2 query rows per
+// subgroup. Two staging buffers, forced, where they fit: f16 D64 and D128, f32 D64.
 const AttentionCase P1 = shape(1, 4, 1, 33, 100, 64, DType::F16);
 const AttentionCase P2 = shape(1, 4, 2, 31, 257, 128, DType::F32, TM, TM);
 const AttentionCase P3 = shape(1, 2, 1, 128, 128, 128, DType::F16);
@@ -389,15 +389,15 @@ INSTANTIATE_TEST_SUITE_P(
     Knobs, PrefillVariants,
     ::testing::Values(
         // Subgroups per workgroup (each a different query tile height), and the staging depth.
-        VariantCase{P1, Knobs().prefillWarps(1).noPrefillSplitK(), 1, 2, 4},
-        VariantCase{P1, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 2, 4},
-        VariantCase{P1, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 2, 4},
-        VariantCase{P4, Knobs().prefillWarps(1).noPrefillSplitK(), 1, 2, 4},
-        VariantCase{P2, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 1, 4},  // single staging buffer
+        VariantCase{P1, Knobs().prefillWarps(1).noPrefillSplitK(), 1, 1, 4},
+        VariantCase{P1, Knobs().prefillWarps(2).stages(2).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P1, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 1, 4},
+        VariantCase{P4, Knobs().prefillWarps(1).stages(2).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P2, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 1, 4},
         VariantCase{P2, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 1, 4},
         VariantCase{P2, Knobs().prefillWarps(8).noPrefillSplitK(), 1, 1, 2},  // and 2 rows per subgroup
-        VariantCase{P3, Knobs().prefillWarps(4).noPrefillSplitK(), 1, 2, 4},
-        VariantCase{P4, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P3, Knobs().prefillWarps(4).stages(2).noPrefillSplitK(), 1, 2, 4},
+        VariantCase{P4, Knobs().prefillWarps(2).noPrefillSplitK(), 1, 1, 4},
         // Split-K off (explicitly, and disabled over a requested split) and on.
         VariantCase{P1, Knobs().prefillSplitK(1), 1}, VariantCase{P1, Knobs().prefillSplitK(2), 2},
         VariantCase{P1, Knobs().prefillSplitK(2).prefillWarps(4), 2},

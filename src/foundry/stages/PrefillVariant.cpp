@@ -11,15 +11,26 @@ namespace foundry {
 // Counted from the subgroup kernel's loops (prefill_loop.glsl, prefill_subgroup.glsl, prefill_tiles.glsl),
 // each run costing loopRunPasses(trips): per tile the tile loop's pass, the step to the next visible
 // tile, the score loop over head_dim and the value loop over the tile's keys (measured on llvmpipe:
-// head_dim + keys + 5 without a tile-visibility hook); Q staged before and the rows stored after. The
-// cooperative-matrix kernels run on no device with a loop limit; their tiles cost less than this.
+// head_dim + keys + 5 without a tile-visibility hook), with one staging buffer the tile's copy; Q staged
+// before and the rows stored after. The cooperative-matrix kernels run on no device with a loop limit;
+// their tiles cost less than this.
 std::uint64_t PrefillVariant::loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const {
   const auto ceilDiv = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
   const std::uint64_t wg = workgroupSize(subgroupSize);
   const std::uint64_t fixed = loopRunPasses(ceilDiv(std::uint64_t(rowsPerWorkgroup()) * headDim, wg)) +
                               loopRunPasses(rowsPerWarp) * loopRunPasses(dimsPerLane(subgroupSize)) + 2;
   const std::uint64_t tiles = ceilDiv(keys, keysPerTile) + 1;
-  return fixed + tiles * (1 + loopRunPasses(1) + loopRunPasses(headDim) + loopRunPasses(keysPerTile));
+  const std::uint64_t copy =
+      stages == 1 ? loopRunPasses(std::uint64_t(keysPerTile) * headDim / wg / copyUnroll(subgroupSize)) : 0;
+  return fixed + tiles * (1 + loopRunPasses(1) + loopRunPasses(headDim) + loopRunPasses(keysPerTile) + copy);
+}
+
+std::uint32_t PrefillVariant::copyUnroll(std::uint32_t subgroupSize) const {
+  const std::uint32_t share = keysPerTile * headDim / workgroupSize(subgroupSize);
+  for (std::uint32_t u : {8u, 4u, 2u}) {
+    if (share % u == 0) return u;
+  }
+  return 1;
 }
 
 std::uint32_t PrefillVariant::sharedBytes(std::uint32_t) const {

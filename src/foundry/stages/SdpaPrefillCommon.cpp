@@ -26,7 +26,7 @@ void declareSubgroup(const PrefillVariant& v, KernelInterface& k, const DeviceIn
   k.define("TILE_T", tile).define("PF_STAGES", std::to_string(v.stages)).define("PF_LOADER", "0");
   k.constant("PF_WARPS", v.warps).constant("PF_ROWS", v.rowsPerWarp).constant("PF_BR", v.rowsPerWorkgroup());
   k.constant("PF_BC", v.keysPerTile).constant("PF_KPL", v.keysPerLane(sg)).constant("PF_DPL", v.dimsPerLane(sg));
-  k.constant("PF_PAD", v.padElements());
+  k.constant("PF_PAD", v.padElements()).constant("PF_COPY_UNROLL", v.copyUnroll(sg));
   k.shared("q_tile", tile, v.rowsPerWorkgroup() * row, esize);
   k.shared("k_tile", tile, v.stages * v.keysPerTile * row, esize);
   k.shared("v_tile", tile, v.stages * v.keysPerTile * row, esize);

@@ -807,8 +807,10 @@ AttentionPlan prefillChoices(const AttentionProblem& p, const DeviceInfo& device
   }
   const bool oneStageFirst =
       v.coopMat2 ? tune.coop2Stages == 1
-                 : v.coopMat && tune.coopStages == 1 &&
-                       queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits;
+      : v.coopMat
+          ? tune.coopStages == 1 &&
+                queryTiles(v.rowsPerWorkgroup()) >= std::uint64_t(tune.coopOneStageGroups) * device.computeUnits
+          : tune.prefillStages == 1;
   // Workgroup-scope tiles may skip staging (0) where the cache is f16 or bf16 and not paged.
   const bool unstaged = v.coopMat2 && tune.coop2Stages == 0 && v.tilesAsStored() && p.pageSize == 0;
   const std::vector<std::uint32_t> stageCounts = o.faPrefillStages ? std::vector<std::uint32_t>{*o.faPrefillStages}

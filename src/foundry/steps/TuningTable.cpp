@@ -39,8 +39,9 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(coop2Stages),         FOUNDRY_TUNING_FIELD(coop2Subgroup),
     FOUNDRY_TUNING_FIELD(coop2Groups),
     FOUNDRY_TUNING_FIELD(prefillWarps),        FOUNDRY_TUNING_FIELD(prefillRowsPerWarp),
-    FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillSplitTiles),
-    FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB), FOUNDRY_TUNING_FIELD(prefillMaskSplit),
+    FOUNDRY_TUNING_FIELD(prefillKeysPerTile),  FOUNDRY_TUNING_FIELD(prefillStages),
+    FOUNDRY_TUNING_FIELD(prefillSplitTiles),   FOUNDRY_TUNING_FIELD(prefillHeadsFirstKiB),
+    FOUNDRY_TUNING_FIELD(prefillMaskSplit),
 };
 #undef FOUNDRY_TUNING_FIELD
 
@@ -60,7 +61,7 @@ const std::vector<TuningRow>& tuningTable() {
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
         .coop2 = 0, .coop2Warps = 4, .coop2KeysPerTile = 32, .coop2Stages = 0, .coop2Subgroup = 0, .coop2Groups = 0,
         .prefillWarps = 4, .prefillRowsPerWarp = 4,
-        .prefillKeysPerTile = 32, .prefillSplitTiles = 4, .prefillMaskSplit = 1},
+        .prefillKeysPerTile = 32, .prefillStages = 2, .prefillSplitTiles = 4, .prefillMaskSplit = 1},
        "every device: the H200's sweeps (docs/performance.md), until a family is measured apart"},
       {{},
        {.prefillHeadsFirstKiB = 48 * 1024},
@@ -255,6 +256,12 @@ const std::vector<TuningRow>& tuningTable() {
        "(2-core CI machine, 2026-12-01, a kernel's first compile: D64 4.7 s against 13.7, D96 6.7 against 22, D112 "
        "8.5 against 34; prefill S 512 within the machine's 25% spread between runs; docs/performance.md, \"Prefill "
        "tiles on lavapipe\")"},
+      {{.family = DeviceFamily::Lavapipe},
+       {.prefillStages = 1},
+       "lavapipe: one K/V staging buffer, each tile copied in a loop of 8-element passes (2026-12-02, a prefill "
+       "bench process with empty caches on the 2-core CI machine: D128 5.6 s against 15.4 with two buffers, D256 7.1 "
+       "against 44-48 unrolled, a decode one 5.2-5.7; prefill S 512 as fast or faster, D256 12% faster; "
+       "docs/performance.md, \"Prefill tiles on lavapipe\")"},
   };
   return table;
 }

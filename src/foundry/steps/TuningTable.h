@@ -71,6 +71,7 @@ struct TuningValues {
   std::optional<std::uint32_t> prefillWarps;        ///< subgroups per workgroup
   std::optional<std::uint32_t> prefillRowsPerWarp;  ///< query rows per subgroup
   std::optional<std::uint32_t> prefillKeysPerTile;  ///< keys per tile (at least the subgroup's width)
+  std::optional<std::uint32_t> prefillStages;       ///< K/V staging buffers tried first (2 or 1)
   std::optional<std::uint32_t> prefillSplitTiles;   ///< the fewest key tiles one Split-K part reads
   /// Prefill: the most K/V bytes (of one sequence, every KV head) for which heads vary fastest in
   /// the grid; beyond, each head's query tiles go in turn.
@@ -120,8 +121,8 @@ struct Tuning {
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0, coop2Subgroup = 0, coop2Groups = 0;
-  std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillSplitTiles = 0,
-                prefillHeadsFirstKiB = 0, prefillMaskSplit = 0;
+  std::uint32_t prefillWarps = 0, prefillRowsPerWarp = 0, prefillKeysPerTile = 0, prefillStages = 0,
+                prefillSplitTiles = 0, prefillHeadsFirstKiB = 0, prefillMaskSplit = 0;
   /// For each of tuningValueNames(), the `why` of the last row that set it.
   std::vector<std::pair<std::string_view, std::string_view>> sources;
 
