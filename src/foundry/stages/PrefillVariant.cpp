@@ -20,15 +20,13 @@ std::uint64_t PrefillVariant::loopPasses(std::uint32_t keys, std::uint32_t subgr
   const std::uint64_t fixed = loopRunPasses(ceilDiv(std::uint64_t(rowsPerWorkgroup()) * headDim, wg)) +
                               loopRunPasses(rowsPerWarp) * loopRunPasses(dimsPerLane(subgroupSize)) + 2;
   const std::uint64_t tiles = ceilDiv(keys, keysPerTile) + 1;
-  const std::uint64_t copy =
-      stages == 1 ? loopRunPasses(std::uint64_t(keysPerTile) * headDim / wg / copyUnroll(subgroupSize)) : 0;
+  const std::uint64_t copy = stages == 1 ? loopRunPasses(tileLoads(subgroupSize) / copyUnroll(subgroupSize)) : 0;
   return fixed + tiles * (1 + loopRunPasses(1) + loopRunPasses(headDim) + loopRunPasses(keysPerTile) + copy);
 }
 
 std::uint32_t PrefillVariant::copyUnroll(std::uint32_t subgroupSize) const {
-  const std::uint32_t share = keysPerTile * headDim / workgroupSize(subgroupSize);
   for (std::uint32_t u : {8u, 4u, 2u}) {
-    if (share % u == 0) return u;
+    if (tileLoads(subgroupSize) % u == 0) return u;
   }
   return 1;
 }

@@ -66,9 +66,13 @@ struct PrefillVariant {
   std::uint32_t keysPerLane(std::uint32_t subgroupSize) const {
     return keysPerTile >= subgroupSize ? keysPerTile / subgroupSize : 1;
   }
+  /// Subgroup variant: the elements of a K (and of a V) tile each invocation moves (PF_LOADS).
+  std::uint32_t tileLoads(std::uint32_t subgroupSize) const {
+    return keysPerTile * headDim / workgroupSize(subgroupSize);
+  }
   /// Subgroup variant with one staging buffer: the elements of K (and of V) each invocation copies
   /// into a tile per pass of pf_copy_kv's loop (prefill_tiles.glsl), the largest of 8, 4, 2 and 1 that
-  /// divides its share; the loop's passes count toward the loop limit (loopPasses).
+  /// divides tileLoads; the loop's passes count toward the loop limit (loopPasses).
   std::uint32_t copyUnroll(std::uint32_t subgroupSize) const;
   DType qType() const { return queryType.value_or(dtype); }
   DType oType() const { return outputType.value_or(dtype); }
