@@ -118,9 +118,10 @@ struct DeviceInfo {
   std::uint32_t driverVersion = 0;
   std::string driverName;
 
-  /// The loop passes a kernel's own count (loopRunPasses) may reach here: 7/8 of loopLimit, the eighth
-  /// left for loops the counts leave out (a modifier's undeclared ones, a merge over the splits); 0: no
-  /// limit.
+  /// The loop passes a kernel's own count (loopRunPasses) may reach over its range of keys here: 7/8 of
+  /// loopLimit, the eighth left for loops the counts leave out (a modifier's undeclared ones) and for the
+  /// last workgroup's merge of the splits (DecodeVariant::mergePasses, which the Selector keeps within
+  /// it); 0: no limit.
   std::uint64_t loopPassBudget() const { return loopLimit - loopLimit / 8; }
   /// True when the device multiplies `shape` natively.
   bool hasCoopMat(const CoopMatShape& shape) const;

@@ -244,6 +244,10 @@ const std::map<std::string, KnobRun>& knobRuns() {
       {"FOUNDRY_FA_DECODE_FUSED_REDUCE",
        {.value = "1", .shows = "the split decode merges its own splits", .fragment = kPassed,
         .env = {{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}}, .check = ranKernel("_split_merged", "SplitKReduce")}},
+      {"FOUNDRY_FA_DECODE_BATCHED_MERGE",
+       {.value = "1", .shows = "the last workgroup's merge loads a batch of splits for all its elements at once",
+        .fragment = kPassed, .env = {{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}},
+        .check = ranKernel("_split_merged_bm", "SplitKReduce")}},
       {"FOUNDRY_FA_DECODE_TILE_PAIRS",
        {.value = "1", .shows = "tile pairs asked where the subgroup kernel decodes", .exitCode = 2,
         .fragment = "FOUNDRY_FA_DECODE_TILE_PAIRS: 1 cannot be used here: the pairs are of the tensor-core kernel's "

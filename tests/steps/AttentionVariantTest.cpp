@@ -61,6 +61,7 @@ struct Knobs {
   Knobs& splitK(std::uint32_t s) { o.faDecodeSplitK = s; return *this; }
   Knobs& reduceKernel() { o.faDecodeFusedReduce = Force::Off; return *this; }
   Knobs& merged() { o.faDecodeFusedReduce = Force::On; return *this; }
+  Knobs& batched() { o.faDecodeBatchedMerge = Force::On; return *this; }
   Knobs& prefillKeys(std::uint32_t k) { o.faPrefillKeysPerTile = k; return *this; }
   Knobs& prefillWarps(std::uint32_t w) { o.faPrefillWarps = w; return *this; }
   Knobs& prefillSplitK(std::uint32_t s) { o.faPrefillSplitK = s; return *this; }
@@ -182,6 +183,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   const bool oneWave = std::uint64_t(plan.grid.x) * plan.grid.y * plan.grid.z <= runtime().info().computeUnits;
   const bool merged = o.faDecodeFusedReduce == Force::On || (o.faDecodeFusedReduce == Force::Auto && oneWave);
   EXPECT_EQ(v.fusedReduce, splits > 1 && merged) << plan.describe();
+  if (o.faDecodeBatchedMerge != Force::Auto) {
+    EXPECT_EQ(v.batchedMerge, o.faDecodeBatchedMerge == Force::On) << plan.describe();
+  }
   expectKernels(r.record, v.key());
   EXPECT_TRUE(matchesReference(vc.shape, r));
 }
@@ -289,10 +293,14 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{B, Knobs().splitK(5).scalar().reduceKernel(), 5}, VariantCase{Batch3, Knobs().splitK(4).merged(), 4},
         VariantCase{C, Knobs().splitK(7).merged().half(), 7}, VariantCase{Long, Knobs().splitK(64).merged(), 64},
         VariantCase{A, Knobs().splitK(1).merged(), 1},
-        // The ragged fold with 8 subgroups: one batch of 4, one of 16, and two batches of 16 (the second
-        // folded at a new maximum).
-        VariantCase{D72, Knobs().warps(8).splitK(3).merged(), 3}, VariantCase{D72, Knobs().warps(8).splitK(13).merged(), 13},
-        VariantCase{D72, Knobs().warps(8).splitK(29).merged(), 29},
+        // The batched merge (the tuning table's choice on GPUs; lavapipe folds each element's splits in a
+        // loop): 4 elements an invocation, and the ragged fold with 8 subgroups: one batch of 4, one of
+        // 16, and two batches of 16 (the second folded at a new maximum); and the loop's form there.
+        VariantCase{B, Knobs().warps(1).splitK(5).merged().batched(), 5},
+        VariantCase{D72, Knobs().warps(8).splitK(3).merged().batched(), 3},
+        VariantCase{D72, Knobs().warps(8).splitK(13).merged().batched(), 13},
+        VariantCase{D72, Knobs().warps(8).splitK(29).merged().batched(), 29},
+        VariantCase{D72, Knobs().warps(8).splitK(13).merged(), 13},
         // The heads as columns of tensor-core products (where the device has them): GQA 8 and MQA 4,
         // rows of 64, 80, 96 and 128, Split-K merged or reduced, 4 and 8 subgroups, 1 to 4 tiles in
         // flight.

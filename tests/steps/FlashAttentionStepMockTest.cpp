@@ -54,7 +54,7 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsOneSplitKDispatchThatMergesInItsLast
   const AttentionCall call = test::shapeCall(decodeShape(1, 32, 8, 8192));
   const KernelSource* recorded = nullptr;
   EXPECT_CALL(dispatcher, dispatch(AllOf(KernelStages(ElementsAre("HeadLayoutStage", "KvAccessStage", "FlashDecodeStage")),
-                                         KernelNamed("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged")),
+                                         KernelNamed("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged_bm")),
                                    AllOf(PushU32("n_splits", 16), PushU32("kv_chunk", 512), PushU32("kv_len", 8192),
                                          PushU32("n_heads", 32), PushU32("n_kv_heads", 8), PushU32("q_len", 1),
                                          PushU32("q_stride_b", 32 * 128), PushU32("q_stride_h", 128),
@@ -72,7 +72,7 @@ TEST_F(StepMockTest, LongDecodeOnH200RecordsOneSplitKDispatchThatMergesInItsLast
   const StepRecord record = run(call);
   EXPECT_EQ(record.plan.splits, 16u);
   EXPECT_FALSE(record.plan.reduceKernel());
-  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged"));
+  EXPECT_THAT(record.kernels, ElementsAre("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged_bm"));
   ASSERT_EQ(workspace.requests().size(), 3u);
   EXPECT_EQ(workspace.requests()[0].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 128}));
   EXPECT_EQ(workspace.requests()[1].dims, (std::vector<std::int64_t>{1, 32, 1, 16, 2}));
@@ -280,7 +280,7 @@ TEST_F(StepMockTest, APreparedDecodeIsFittedToEachCallsKvLength) {
   }
   ASSERT_EQ(names.size(), 3u);
   EXPECT_THAT(names[0], AllOf(HasSubstr("_float kv300 grid1"), Not(HasSubstr("split"))));
-  EXPECT_THAT(names[1], HasSubstr("_float_split_merged kv8192 grid16"));
+  EXPECT_THAT(names[1], HasSubstr("_float_split_merged_bm kv8192 grid16"));
   EXPECT_THAT(names[2], AllOf(HasSubstr("kv500 grid1"), Not(HasSubstr("split"))));
   // Another capacity is another shape: refused, naming both.
   call.k.dims[2] = call.v.dims[2] = 4096;

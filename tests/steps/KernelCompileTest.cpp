@@ -242,10 +242,10 @@ TEST_P(KernelCompile, DecodeVariants) {
 
 TEST_P(KernelCompile, MergedDecodeBatchesItsLoadsWhereInvocationsMergeSeveralElements) {
   // The last workgroup's merge takes the batched form (the loads of all its elements before any fold)
-  // only where the heads' rows outnumber the invocations: on the H200, D80 and D128 with 4 heads on
-  // 256 invocations, and not D64 (docs/performance.md, "The Split-K merge's loads"). Where the rows
-  // leave some invocations an element fewer (D72 and D80 there), the fold skips them and takes each
-  // batch at its maximum (SPLITK_RAGGED).
+  // where the variant asks for it, which it may only where the heads' rows outnumber the invocations:
+  // on the H200, D80 and D128 with 4 heads on 256 invocations, and not D64 (docs/performance.md, "The
+  // Split-K merge's loads"). Where the rows leave some invocations an element fewer (D72 and D80
+  // there), the fold skips them and takes each batch at its maximum (SPLITK_RAGGED).
   for (const std::uint32_t d : {64u, 72u, 80u, 128u}) {
     DecodeVariant v;
     v.headDim = d;
@@ -254,13 +254,16 @@ TEST_P(KernelCompile, MergedDecodeBatchesItsLoadsWhereInvocationsMergeSeveralEle
     v.keysPerWarp = sg / (d % 16 == 0 ? 8 : 4);  // 8 or 4 lanes per key: whole pairs for every D here
     v.vecWidth = 2;
     v.split = v.fusedReduce = true;
+    const bool batched = v.heads * d > v.workgroupSize(sg);
+    v.batchedMerge = true;
+    EXPECT_EQ(v.unusableReason(sg).empty(), batched) << v.key();
+    v.batchedMerge = batched;
     ASSERT_EQ(v.unusableReason(sg), "") << v.key();
     buildAndCompile(v.key(), [&] {
       KernelBuilder b = builder();
       b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
       b.emplace<KvAccessStage>(v.kvAccess()).emplace<FlashDecodeStage>(v);
       KernelSource src = b.build();
-      const bool batched = v.heads * d > v.workgroupSize(sg);
       EXPECT_EQ(src.glsl.find("splitk_merge_batched((batch") != std::string::npos, batched) << v.key();
       EXPECT_EQ(src.glsl.find("splitk_merge(row0") != std::string::npos, !batched) << v.key();
       const bool ragged = batched && (v.heads * d) % v.workgroupSize(sg) != 0;

@@ -121,7 +121,7 @@ TEST_F(StepMockTest, SplitKDecodeMergedInItsLastWorkgroupWritesTheLseThere) {
   pretend("h200");
   test::CallShape s = test::decodeShape(1, 32, 8, 8192);
   s.lse = true;
-  EXPECT_CALL(dispatcher, dispatch(KernelNamed("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged_lse"),
+  EXPECT_CALL(dispatcher, dispatch(KernelNamed("HeadLayout_KvAccess_FlashDecode__g4_f16_w4_D128_f16_h4_w8_k2_u4_v4_float_split_merged_bm_lse"),
                                    AllOf(Binds("lse", "lse"), Binds("o", "out")), (Grid{16, 8, 1})));
   run(test::shapeCall(s));
 }

@@ -820,6 +820,81 @@ TEST(Selector, DecodeSplitKMergesInTheLastWorkgroupUnlessTheKnobAsksForTheReduce
   EXPECT_FALSE(short_.reduceKernel());
 }
 
+TEST(Selector, TheLastWorkgroupBatchesItsMergesLoadsOnGpusAndFoldsEachElementInALoopOnLavapipe) {
+  const CallShape shape = decodeShape(1, 32, 8, 16384, 128);  // GQA 4: 512 output elements a head group
+  const auto knobs = [](std::initializer_list<std::pair<const char*, const char*>> set) {
+    std::map<std::string, std::string> env{{"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "4"}};
+    for (const auto& [k, value] : set) env[k] = value;
+    return AttentionOptions::fromEnvironment(env);
+  };
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const AttentionPlan gpu = planFor(h200, shape);
+  ASSERT_TRUE(gpu.decodeVariant.fusedReduce) << gpu.describe();
+  EXPECT_TRUE(gpu.decodeVariant.batchedMerge);
+  EXPECT_THAT(gpu.decodeVariant.key(), HasSubstr("_split_merged_bm"));
+  ASSERT_NE(findDecision(gpu, "split-k merge loads"), nullptr);
+  EXPECT_THAT(findDecision(gpu, "split-k merge loads")->value, HasSubstr("batched: 2 elements an invocation"));
+  EXPECT_FALSE(planFor(h200, shape, knobs({{"FOUNDRY_FA_DECODE_BATCHED_MERGE", "0"}})).decodeVariant.batchedMerge);
+
+  const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
+  const AttentionPlan cpu = planFor(lavapipe, shape, knobs({}));
+  ASSERT_TRUE(cpu.decodeVariant.fusedReduce);
+  EXPECT_FALSE(cpu.decodeVariant.batchedMerge);
+  EXPECT_THAT(cpu.decodeVariant.key(), ::testing::EndsWith("_split_merged"));
+  ASSERT_NE(findDecision(cpu, "split-k merge loads"), nullptr);
+  EXPECT_THAT(findDecision(cpu, "split-k merge loads")->value, HasSubstr("folds its splits in a loop"));
+  EXPECT_THAT(cpu, HasDecision("split-k merge loads", HasSubstr("lavapipe")));  // the tuning row
+  const AttentionPlan forced = planFor(lavapipe, shape, knobs({{"FOUNDRY_FA_DECODE_BATCHED_MERGE", "1"}}));
+  EXPECT_TRUE(forced.decodeVariant.batchedMerge);
+  EXPECT_THAT(forced, HasDecision("split-k merge loads", HasSubstr("FOUNDRY_FA_DECODE_BATCHED_MERGE")));
+
+  // MHA at D64 on 256 invocations: one element an invocation, nothing to batch; the knob is refused.
+  const CallShape mha = decodeShape(1, 32, 32, 16384, 64);
+  const AttentionPlan one = planFor(h200, mha, knobs({}));
+  ASSERT_TRUE(one.decodeVariant.fusedReduce);
+  EXPECT_FALSE(one.decodeVariant.batchedMerge);
+  EXPECT_THAT(one, HasDecision("split-k merge loads", HasSubstr("nothing to batch")));
+  EXPECT_THAT([&] { planFor(h200, mha, knobs({{"FOUNDRY_FA_DECODE_BATCHED_MERGE", "1"}})); },
+              ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_BATCHED_MERGE"),
+                                                        HasSubstr("leaves each invocation at most one"))));
+}
+
+TEST(Selector, TheLastWorkgroupsMergeStaysWithinTheLoopLimitsEighthOrAReduceKernelMerges) {
+  // Lavapipe, GQA 8 at D128: 32 elements an invocation of 32, each folding 256 splits in a loop:
+  // 32 + 2 + 32 x 258 = 8290 passes, over the 8191 that llvmpipe's 65535 leave after the ranges' 7/8.
+  const CallShape shape = decodeShape(1, 8, 1, 16384, 128);
+  const std::map<std::string, std::string> splits{{"FOUNDRY_FA_DECODE_SPLIT_K", "256"}};
+  const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
+  DecodeVariant v = planFor(lavapipe, shape, AttentionOptions::fromEnvironment(splits)).decodeVariant;
+  ASSERT_EQ(v.heads, 8u);
+  v.split = v.fusedReduce = true;
+  EXPECT_EQ(v.mergePasses(256, 8), 8290u);
+  EXPECT_EQ(v.mergePasses(250, 8), 8098u);
+  v.batchedMerge = true;
+  EXPECT_EQ(v.mergePasses(256, 8), 18u);  // 16 batches of 16
+  EXPECT_EQ(v.mergePasses(3, 8), 3u);     // one batch of 4
+
+  // Where the grid is one wave (a device of many compute units), the merge would be the last
+  // workgroup's: too many passes, so the reduce kernel merges.
+  const AttentionPlan wide = planFor(parseDevicePreset("lavapipe,cus=4096"), shape, AttentionOptions::fromEnvironment(splits));
+  EXPECT_EQ(wide.splits, 256u);
+  EXPECT_TRUE(wide.reduceKernel());
+  EXPECT_THAT(wide, HasDecision("split-k merge", HasSubstr("8290 loop passes, over the 8191")));
+  auto merged = splits;
+  merged["FOUNDRY_FA_DECODE_FUSED_REDUCE"] = "1";
+  EXPECT_THAT([&] { planFor(lavapipe, shape, AttentionOptions::fromEnvironment(merged)); },
+              ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_FUSED_REDUCE"),
+                                                        HasSubstr("fewer splits"))));
+  // Batched, the same merge makes 18 passes.
+  merged["FOUNDRY_FA_DECODE_BATCHED_MERGE"] = "1";
+  const AttentionPlan batched = planFor(lavapipe, shape, AttentionOptions::fromEnvironment(merged));
+  EXPECT_FALSE(batched.reduceKernel());
+  EXPECT_TRUE(batched.decodeVariant.batchedMerge);
+  merged.erase("FOUNDRY_FA_DECODE_BATCHED_MERGE");
+  merged["FOUNDRY_FA_DECODE_SPLIT_K"] = "250";  // 8098 passes in a loop: within the eighth
+  EXPECT_FALSE(planFor(lavapipe, shape, AttentionOptions::fromEnvironment(merged)).reduceKernel());
+}
+
 TEST(Selector, InvalidKnobValuesAreUserErrorsNamingTheVariableAndTheAcceptedValues) {
   struct Bad {
     const char* knob;

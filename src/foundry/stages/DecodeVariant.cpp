@@ -48,6 +48,19 @@ std::uint64_t DecodeVariant::loopPasses(std::uint32_t keys, std::uint32_t subgro
   return fixed + blocks * (1 + shifts);
 }
 
+std::uint32_t DecodeVariant::mergeElemsPerInvocation(std::uint32_t subgroupSize) const {
+  const std::uint32_t wg = workgroupSize(subgroupSize);
+  return (heads * vDim() + wg - 1) / wg;
+}
+
+std::uint64_t DecodeVariant::mergePasses(std::uint32_t splits, std::uint32_t subgroupSize) const {
+  if (!split || !fusedReduce) return 0;
+  // Batched: one loop over batches of 4 splits (at most 4) or 16 (splitk_reduce.glsl), the rest unrolled.
+  if (batchedMerge) return loopRunPasses((splits + (splits <= 4 ? 3 : 15)) / (splits <= 4 ? 4 : 16));
+  const std::uint64_t elems = mergeElemsPerInvocation(subgroupSize);
+  return loopRunPasses(elems) + elems * loopRunPasses(splits);
+}
+
 std::uint32_t DecodeVariant::laneShare(std::uint32_t dim, std::uint32_t subgroupSize) const {
   const std::uint32_t lanes = lanesPerKey(subgroupSize);
   if (!idleLanes) return dim / lanes;
@@ -58,6 +71,13 @@ std::uint32_t DecodeVariant::laneShare(std::uint32_t dim, std::uint32_t subgroup
 std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   if (vecWidth != 1 && vecWidth != 2 && vecWidth != 4 && vecWidth != 8 && vecWidth != 16) {
     return fmt::format("vector width {} is not 1, 2, 4, 8 or 16", vecWidth);
+  }
+  if (batchedMerge && (!split || !fusedReduce || mergeElemsPerInvocation(subgroupSize) < 2)) {
+    return fmt::format("the batched merge is the last workgroup's merge of the splits where its {} invocations "
+                       "each merge several of its heads' {} output elements; this variant {}",
+                       workgroupSize(subgroupSize), heads * vDim(),
+                       !split || !fusedReduce ? "merges no splits in its last workgroup"
+                                              : "leaves each invocation at most one");
   }
   if (scalar) {  // loads one element at a time whatever the width
     return partial == PartialStorage::Float ? "" : "the scalar variant accumulates its outputs in float partials";
@@ -252,7 +272,7 @@ std::string DecodeVariant::valueRegistersUnavailable(const DeviceInfo& device) {
 }
 
 std::string DecodeVariant::splitSuffix() const {
-  std::string s = split ? (fusedReduce ? "_split_merged" : "_split") : "";
+  std::string s = split ? (fusedReduce ? (batchedMerge ? "_split_merged_bm" : "_split_merged") : "_split") : "";
   if (lse) s += "_lse";
   if (probe) s += "_probe";
   if (qType() != dtype) s += fmt::format("_q{}", dtypeName(qType()));

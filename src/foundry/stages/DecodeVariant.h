@@ -92,6 +92,11 @@ struct DecodeVariant {
   /// With split: the last workgroup of each head group to finish merges the partials and writes the
   /// output (an arrival counter per head group), so no reduce kernel runs.
   bool fusedReduce = false;
+  /// With fusedReduce, where the heads' output elements outnumber the workgroup's invocations: each
+  /// invocation issues the loads of a batch of splits for all its elements before it folds any
+  /// (splitk_merge_batched, every loop over its elements unrolled), instead of folding each element's
+  /// splits in a loop (splitk_merge).
+  bool batchedMerge = false;
   /// Also write each head's log-sum-exp (stages/LseOutput.h) where the kernel writes the output: not
   /// for a Split-K part whose partials a reduce kernel merges.
   bool lse = false;
@@ -124,6 +129,11 @@ struct DecodeVariant {
   /// At most how many loop passes one invocation makes over a range of `keys` keys, setup and
   /// epilogue included, as llvmpipe's loop limiter counts them (DeviceInfo::loopLimit, loopRunPasses).
   std::uint64_t loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const;
+  /// Output elements each invocation of the last workgroup merges (with fusedReduce), rounded up.
+  std::uint32_t mergeElemsPerInvocation(std::uint32_t subgroupSize) const;
+  /// The loop passes of the last workgroup's merge of `splits` splits (0 without fusedReduce), counted
+  /// like loopPasses; its invocation makes them after its own range's.
+  std::uint64_t mergePasses(std::uint32_t splits, std::uint32_t subgroupSize) const;
   /// Why this variant cannot run with this subgroup size, or empty.
   std::string unusableReason(std::uint32_t subgroupSize) const;
   std::string key() const;

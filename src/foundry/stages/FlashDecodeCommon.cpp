@@ -16,17 +16,6 @@
 
 namespace foundry::decode_detail {
 
-namespace {
-
-// The last workgroup merges its heads' rows with the batched merge (splitk_merge_batched) where it
-// has fewer invocations than elements: 1% faster at D80 and D128 on the H200, and 4% slower at D64,
-// where each invocation merges one element (docs/performance.md, "The Split-K merge's loads").
-bool batchedMerge(const DecodeVariant& v, std::uint32_t subgroupSize) {
-  return v.split && v.fusedReduce && v.heads * v.vDim() > v.workgroupSize(subgroupSize);
-}
-
-}  // namespace
-
 std::set<std::string> hookPoints(const DecodeVariant& v) {
   auto points = attentionHookNames(v.split && !v.fusedReduce ? HookPhase::Keys : HookPhase::All);
   points.erase(hook::kTileVisible);  // keys stream one step at a time: no tiles to skip
@@ -53,7 +42,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   if (v.split && v.fusedReduce) {
     k.buffer("split_arrivals", DType::F32, Access::ReadWrite, "uint");  // one counter per head group
     k.shared("merge_here", "uint", 1, 4);
-    if (batchedMerge(v, device.subgroupSize)) {
+    if (v.batchedMerge) {
       const std::uint32_t elems = v.heads * v.vDim();
       k.define("SPLITK_ELEMS", fmt::format("{}u", elems));
       // Some invocations have one element fewer than others (D80 and D96 on 256 invocations).
@@ -188,7 +177,7 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w, bool batched) {
 
 }  // namespace
 
-void emitBody(const DecodeVariant& v, GlslWriter& w, const DeviceInfo& device) {
+void emitBody(const DecodeVariant& v, GlslWriter& w) {
   // Split s takes the s-th chunk of the keys the workgroup's heads can see at all.
   w.line("const uint q_pos = fa_query_pos(batch, 0u);");
   w.line("const uvec4 keys = fa_keys_heads(batch, q_head0, DECODE_HEADS, q_pos, q_pos);");
@@ -215,7 +204,7 @@ void emitBody(const DecodeVariant& v, GlslWriter& w, const DeviceInfo& device) {
   w.close();
   const bool fused = v.split && v.fusedReduce;
   if (v.probe && !fused) w.line("probe_stamp(PROBE_HANDED_OVER);");  // the output or the partials written
-  if (fused) emitLastArrivalMerge(v, w, batchedMerge(v, device.subgroupSize));
+  if (fused) emitLastArrivalMerge(v, w, v.batchedMerge);
   if (v.probe) w.line("probe_end_stamps({});", fused ? "merge_here[0] != 0u" : "false");
 }
 

@@ -22,7 +22,7 @@ std::set<std::string> hookPoints(const DecodeVariant& v);
 /// variant.kvAccess()).
 void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& device);
 /// Emits the key loop, the merge and the store (final output or Split-K partials).
-void emitBody(const DecodeVariant& v, GlslWriter& w, const DeviceInfo& device);
+void emitBody(const DecodeVariant& v, GlslWriter& w);
 
 }  // namespace decode_detail
 }  // namespace foundry

@@ -11,9 +11,9 @@ void FlashDecodeFusedStage::declare(KernelInterface& k, const DeviceInfo& device
   decode_detail::declareBody(v_, k, device);
 }
 
-void FlashDecodeFusedStage::emit(GlslWriter& w, const DeviceInfo& device) const {
+void FlashDecodeFusedStage::emit(GlslWriter& w, const DeviceInfo&) const {
   if (v_.probe) w.line("probe_begin();");  // after the RoPE stage has staged q
-  decode_detail::emitBody(v_, w, device);
+  decode_detail::emitBody(v_, w);
 }
 
 }  // namespace foundry

@@ -144,6 +144,12 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
       knob::force<&O::faDecodeFusedReduce, O>(
           "FOUNDRY_FA_DECODE_FUSED_REDUCE",
           "decode Split-K: the last workgroup of each head group merges the splits (1) or a reduce kernel does (0)"),
+      knob::force<&O::faDecodeBatchedMerge, O>(
+          "FOUNDRY_FA_DECODE_BATCHED_MERGE",
+          "decode Split-K merged in the last workgroup, where its heads' output elements outnumber its invocations: "
+          "each invocation issues the loads of a batch of splits for all its elements before it folds any, every "
+          "loop unrolled (1), or folds each element's splits in a loop (0); auto: the tuning table (1, and 0 on "
+          "lavapipe, whose LLVM compiles the unrolled merge far more slowly)"),
       knob::force<&O::faDecodeTilePairs, O>(
           "FOUNDRY_FA_DECODE_TILE_PAIRS",
           "tensor-core decode: two tiles at a time, their scores and softmax taken as one (1), or one tile at a time "

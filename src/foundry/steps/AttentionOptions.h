@@ -46,6 +46,7 @@ struct AttentionOptions {
   std::optional<std::uint32_t> faDecodeUnroll;     ///< FOUNDRY_FA_DECODE_UNROLL
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
   Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
+  Force faDecodeBatchedMerge = Force::Auto;        ///< FOUNDRY_FA_DECODE_BATCHED_MERGE
   Force faDecodeTilePairs = Force::Auto;           ///< FOUNDRY_FA_DECODE_TILE_PAIRS
   Force faDecodeValueHalves = Force::Auto;         ///< FOUNDRY_FA_DECODE_VALUE_HALVES
   Force faDecodeValueRegisters = Force::Auto;      ///< FOUNDRY_FA_DECODE_VALUE_REGISTERS

@@ -613,6 +613,42 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
                              : fmt::format("{} workgroups for {} compute units: more than one wave", workgroups,
                                            device.computeUnits)});
   }
+  if (v.fusedReduce) {
+    // Batched where the tuning table has it (on the H200, 1% faster at D80 and D128 with 4 heads on 256
+    // invocations, docs/performance.md, "The Split-K merge's loads"); it applies only where an invocation
+    // merges several elements (at D64 there, where each merges one, it was 4% slower).
+    const std::uint32_t elems = v.mergeElemsPerInvocation(sg);
+    takeDecodeFlag(v, &DecodeVariant::batchedMerge, "FOUNDRY_FA_DECODE_BATCHED_MERGE", o.faDecodeBatchedMerge,
+                   switchWanted(o.faDecodeBatchedMerge, tune.decodeBatchedMerge, elems > 1), "", sg, o);
+    // The merge runs after the last workgroup's own range, in the eighth of the loop limit that the
+    // ranges leave (DeviceInfo::loopPassBudget).
+    const std::uint64_t passes = v.mergePasses(plan.splits, sg);
+    const std::uint64_t room = device.loopLimit - device.loopPassBudget();
+    if (device.loopLimit != 0 && passes > room) {
+      if (o.faDecodeFusedReduce == Force::On) {
+        rejectKnob(o, "FOUNDRY_FA_DECODE_FUSED_REDUCE", 1,
+                   fmt::format("the last workgroup's merge of {} splits makes {} loop passes, and device '{}' leaves "
+                               "it {} of its loop limit ({})",
+                               plan.splits, passes, device.name, room, device.loopLimit),
+                   "auto, 0, or fewer splits");
+      }
+      v.fusedReduce = v.batchedMerge = false;
+      revise(why, "split-k merge", "reduce kernel",
+             fmt::format("the last workgroup's merge of {} splits would make {} loop passes, over the {} device '{}' "
+                         "leaves it", plan.splits, passes, room, device.name));
+    } else {
+      why.push_back({"split-k merge loads",
+                     v.batchedMerge
+                         ? fmt::format("batched: {} elements an invocation, a batch of splits loaded before any fold",
+                                       elems)
+                         : fmt::format("each of {} element(s) an invocation folds its splits in a loop", elems),
+                     v.batchedMerge ? switchSource(o.faDecodeBatchedMerge, "FOUNDRY_FA_DECODE_BATCHED_MERGE", tune,
+                                                   "decodeBatchedMerge")
+                     : o.faDecodeBatchedMerge == Force::Off ? std::string("FOUNDRY_FA_DECODE_BATCHED_MERGE")
+                     : elems > 1 ? tune.sourceOf("decodeBatchedMerge")
+                                 : std::string("one element an invocation: nothing to batch")});
+    }
+  }
   // With a reduce kernel the partials' merge writes the LSE, like the output.
   v.lse = p.lse && (!v.split || v.fusedReduce);
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};

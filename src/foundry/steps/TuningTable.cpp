@@ -31,6 +31,7 @@ constexpr Field kFields[] = {
     FOUNDRY_TUNING_FIELD(decodeLazyRescale),   FOUNDRY_TUNING_FIELD(decodeTensorCores),
     FOUNDRY_TUNING_FIELD(decodeTensorCoresKeys), FOUNDRY_TUNING_FIELD(decodeTilePairs),
     FOUNDRY_TUNING_FIELD(decodeValueHalves),     FOUNDRY_TUNING_FIELD(decodeValueRegisters),
+    FOUNDRY_TUNING_FIELD(decodeBatchedMerge),
     FOUNDRY_TUNING_FIELD(coopWarps),           FOUNDRY_TUNING_FIELD(coopWarpsShared),
     FOUNDRY_TUNING_FIELD(coopKeysPerTile),     FOUNDRY_TUNING_FIELD(coopKeysPerTileShared),
     FOUNDRY_TUNING_FIELD(coopStages),          FOUNDRY_TUNING_FIELD(coopOneStageGroups),
@@ -55,7 +56,7 @@ const std::vector<TuningRow>& tuningTable() {
         .decodeQueryShared = 0, .decodeInt8Dot = 0, .decodeIdleLanes = 0, .decodeTailWords = 0, .decodeScatter = 0,
         .decodeHalfProducts = 0, .decodeLazyRescale = 0, .decodeGroupRows = 0,
         .decodeTensorCores = 0, .decodeTensorCoresKeys = 0, .decodeTilePairs = 0, .decodeValueHalves = 0,
-        .decodeValueRegisters = 0,
+        .decodeValueRegisters = 0, .decodeBatchedMerge = 1,
         .coopWarps = 8,
         .coopWarpsShared = 4,
         .coopKeysPerTile = 64, .coopKeysPerTileShared = 64, .coopStages = 2, .coopOneStageGroups = 0, .coopMinWarps = 4,
@@ -262,6 +263,12 @@ const std::vector<TuningRow>& tuningTable() {
        "bench process with empty caches on the 2-core CI machine: D128 5.6 s against 15.4 with two buffers, D256 7.1 "
        "against 44-48 unrolled, a decode one 5.2-5.7; prefill S 512 as fast or faster, D256 12% faster; "
        "docs/performance.md, \"Prefill tiles on lavapipe\")"},
+      {{.family = DeviceFamily::Lavapipe},
+       {.decodeBatchedMerge = 0},
+       "lavapipe: the last workgroup folds each element's splits in a loop, where the batched merge's unrolled "
+       "loads and folds (32 elements x 16 splits an invocation at D128 with 8 heads) took its LLVM 9x longer to "
+       "compile (2-core CI machine, 2026-12-02, a decode bench process with empty caches, 64 splits: 7.5 s against "
+       "68.9; docs/performance.md, \"The merged Split-K on lavapipe\")"},
   };
   return table;
 }
