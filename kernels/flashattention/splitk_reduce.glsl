@@ -21,8 +21,9 @@ void splitk_merge(uint row0, uint n_splits, uint d, out float o, out float m, ou
 // issued before any is folded: that merge is on the critical path of the call, and a fold that
 // waited for each split's load and each element's would wait for memory that many times. Every load is
 // made (past the last split or element, the last one again): loads under conditions were slower on
-// the H200 (docs/performance.md, "The Split-K merge's loads"). A batch of 4 where there are few
-// splits, so that they do not read the last split many times over.
+// the H200 (docs/performance.md, "The Split-K merge's loads"). Batches of SPLITK_BATCH splits, or one
+// of SPLITK_FEW where there are that few, so that they do not read the last split many times over
+// (DecodeVariant::kMergeBatch and kMergeBatchFew, which its loop-pass count uses too).
 const uint SPLITK_PER_INVOCATION = (SPLITK_ELEMS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 uint splitk_index(uint r) { return gl_LocalInvocationIndex + r * WORKGROUP_SIZE; }
@@ -82,10 +83,10 @@ void splitk_merge_batched(uint row0, uint n_splits, out float o[SPLITK_PER_INVOC
     l[r] = 0.0;
     o[r] = 0.0;
   }
-  if (n_splits <= 4u) {
-    SPLITK_MERGE_BATCHES(4u)
+  if (n_splits <= SPLITK_FEW) {
+    SPLITK_MERGE_BATCHES(SPLITK_FEW)
   } else {
-    SPLITK_MERGE_BATCHES(16u)
+    SPLITK_MERGE_BATCHES(SPLITK_BATCH)
   }
 }
 #endif

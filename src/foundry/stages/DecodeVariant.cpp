@@ -11,6 +11,12 @@
 
 namespace foundry {
 
+namespace {
+
+std::uint64_t ceilDiv(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
 std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
   auto pad = [](std::uint32_t b) { return (b + 15u) & ~15u; };
   const std::uint32_t parts = scalar ? 1 : warps;
@@ -29,9 +35,8 @@ std::uint32_t DecodeVariant::sharedBytes(std::uint32_t subgroupSize) const {
 // constant bounds are unrolled before the limiter sees them; the shuffle loops that step by shifts are
 // not, and are counted. A range need not start on a granule: one more block or step is counted.
 std::uint64_t DecodeVariant::loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const {
-  const auto ceilDiv = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
   const std::uint64_t wg = workgroupSize(subgroupSize);
-  const std::uint64_t outputs = ceilDiv(std::uint64_t(heads) * vDim(), wg);
+  const std::uint64_t outputs = mergeElemsPerInvocation(subgroupSize);
   const std::uint64_t shifts = loopRunPasses(std::countr_zero(subgroupSize));
   // q staged; partials zeroed, combined over the subgroups and stored; the lanes' reductions.
   const std::uint64_t fixed = loopRunPasses(ceilDiv(std::uint64_t(heads) * headDim, wg)) + 3 * loopRunPasses(outputs) +
@@ -49,14 +54,13 @@ std::uint64_t DecodeVariant::loopPasses(std::uint32_t keys, std::uint32_t subgro
 }
 
 std::uint32_t DecodeVariant::mergeElemsPerInvocation(std::uint32_t subgroupSize) const {
-  const std::uint32_t wg = workgroupSize(subgroupSize);
-  return (heads * vDim() + wg - 1) / wg;
+  return static_cast<std::uint32_t>(ceilDiv(std::uint64_t(heads) * vDim(), workgroupSize(subgroupSize)));
 }
 
 std::uint64_t DecodeVariant::mergePasses(std::uint32_t splits, std::uint32_t subgroupSize) const {
   if (!split || !fusedReduce) return 0;
-  // Batched: one loop over batches of 4 splits (at most 4) or 16 (splitk_reduce.glsl), the rest unrolled.
-  if (batchedMerge) return loopRunPasses((splits + (splits <= 4 ? 3 : 15)) / (splits <= 4 ? 4 : 16));
+  // Batched: one loop over the batches (splitk_reduce.glsl), the rest unrolled.
+  if (batchedMerge) return loopRunPasses(ceilDiv(splits, splits <= kMergeBatchFew ? kMergeBatchFew : kMergeBatch));
   const std::uint64_t elems = mergeElemsPerInvocation(subgroupSize);
   return loopRunPasses(elems) + elems * loopRunPasses(splits);
 }

@@ -21,6 +21,9 @@ inline std::string_view partialStorageName(PartialStorage storage) {
 struct DecodeVariant {
   /// Keys per subgroup tile of the tensor-core variant (the rows of a 16x8 S^T product).
   static constexpr std::uint32_t kTensorTileKeys = 16;
+  /// Splits the batched merge loads before it folds them: one batch of kMergeBatchFew where there are at
+  /// most that many, else batches of kMergeBatch (splitk_merge_batched: SPLITK_FEW, SPLITK_BATCH).
+  static constexpr std::uint32_t kMergeBatchFew = 4, kMergeBatch = 16;
   std::uint32_t headDim = 128;       ///< of q and k
   std::uint32_t valueDim = 0;        ///< of v and out; 0: headDim
   DType dtype = DType::F16;          ///< of K and V; of q and out too unless set below
@@ -129,7 +132,8 @@ struct DecodeVariant {
   /// At most how many loop passes one invocation makes over a range of `keys` keys, setup and
   /// epilogue included, as llvmpipe's loop limiter counts them (DeviceInfo::loopLimit, loopRunPasses).
   std::uint64_t loopPasses(std::uint32_t keys, std::uint32_t subgroupSize) const;
-  /// Output elements each invocation of the last workgroup merges (with fusedReduce), rounded up.
+  /// Output elements each invocation stores (and, in the last workgroup with fusedReduce, merges),
+  /// rounded up.
   std::uint32_t mergeElemsPerInvocation(std::uint32_t subgroupSize) const;
   /// The loop passes of the last workgroup's merge of `splits` splits (0 without fusedReduce), counted
   /// like loopPasses; its invocation makes them after its own range's.

@@ -47,6 +47,7 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
       k.define("SPLITK_ELEMS", fmt::format("{}u", elems));
       // Some invocations have one element fewer than others (D80 and D96 on 256 invocations).
       k.define("SPLITK_RAGGED", elems % v.workgroupSize(device.subgroupSize) != 0 ? "1" : "0");
+      k.constant("SPLITK_FEW", DecodeVariant::kMergeBatchFew).constant("SPLITK_BATCH", DecodeVariant::kMergeBatch);
     }
     k.snippet("flashattention/splitk_reduce.glsl");
   }
@@ -134,7 +135,7 @@ namespace {
 // Every invocation's partial writes are made visible device-wide before its workgroup's arrival is
 // counted; the workgroup that arrives last merges all the splits of its head group, then leaves
 // the counter at zero for the next call. One dispatch instead of part, barrier and reduce.
-void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w, bool batched) {
+void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   w.line("memoryBarrierBuffer();");
   w.line("barrier();");
   w.line("const uint group = batch * gl_NumWorkGroups.y + gl_WorkGroupID.y;");
@@ -153,7 +154,7 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w, bool batched) {
                                                      fmt::format("l_merged{}", r)));
     }
   };
-  if (batched) {
+  if (v.batchedMerge) {
     w.line("float o_merged[SPLITK_PER_INVOCATION], m_merged[SPLITK_PER_INVOCATION], l_merged[SPLITK_PER_INVOCATION];");
     w.line("splitk_merge_batched((batch * pc.n_heads + q_head0) * pc.n_splits, pc.n_splits, o_merged, m_merged, "
            "l_merged);");
@@ -204,7 +205,7 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
   w.close();
   const bool fused = v.split && v.fusedReduce;
   if (v.probe && !fused) w.line("probe_stamp(PROBE_HANDED_OVER);");  // the output or the partials written
-  if (fused) emitLastArrivalMerge(v, w, v.batchedMerge);
+  if (fused) emitLastArrivalMerge(v, w);
   if (v.probe) w.line("probe_end_stamps({});", fused ? "merge_here[0] != 0u" : "false");
 }
 

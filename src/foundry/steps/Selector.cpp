@@ -642,11 +642,9 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
                          ? fmt::format("batched: {} elements an invocation, a batch of splits loaded before any fold",
                                        elems)
                          : fmt::format("each of {} element(s) an invocation folds its splits in a loop", elems),
-                     v.batchedMerge ? switchSource(o.faDecodeBatchedMerge, "FOUNDRY_FA_DECODE_BATCHED_MERGE", tune,
-                                                   "decodeBatchedMerge")
-                     : o.faDecodeBatchedMerge == Force::Off ? std::string("FOUNDRY_FA_DECODE_BATCHED_MERGE")
-                     : elems > 1 ? tune.sourceOf("decodeBatchedMerge")
-                                 : std::string("one element an invocation: nothing to batch")});
+                     elems < 2                                ? std::string("one element an invocation: nothing to batch")
+                     : o.faDecodeBatchedMerge != Force::Auto ? std::string("FOUNDRY_FA_DECODE_BATCHED_MERGE")
+                                                              : tune.sourceOf("decodeBatchedMerge")});
     }
   }
   // With a reduce kernel the partials' merge writes the LSE, like the output.
