@@ -55,7 +55,8 @@
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
 #                                        # one-knob variants, three rounds in alternation
 #   bash bench/h200.sh against-base      # on the device: the attention cases (TESTS), then SHAPES with
-#                                        # .device/bin/foundry-base against .device/bin/foundry
+#                                        # .device/bin/foundry-base against .device/bin/foundry (and
+#                                        # each build's decode probe of PROBE_SHAPES)
 #   bash bench/h200.sh prefill-candidates # on the device: prefill kernel-source candidates against
 #                                        # the committed kernel (bench/prefill_ablation.sh), D80 idle lanes
 #   bash bench/h200.sh group-rows [V...] # on the device: decode as a prefill of each GQA group (its
@@ -1065,7 +1066,7 @@ PY
     # SHAPES timed with .device/bin/foundry-base and .device/bin/foundry, interleaved, twice. Here: pack
     # the new build, then cp <the base build's foundry> .device/bin/foundry-base; or, for a change to
     # kernels/ alone, BASE_KERNELS=<a copy of the base's kernels/ under .device> (the new binary run
-    # with FOUNDRY_KERNEL_DIR there).
+    # with FOUNDRY_KERNEL_DIR there). PROBE_SHAPES: also each build's decode probe of those shapes.
     on_device
     status=0
     suite_subset against-base-tests "${TESTS:-*}"
@@ -1073,6 +1074,15 @@ PY
     base=.device/bin/foundry-base
     [ -n "${BASE_KERNELS:-}" ] && base=.device/bin/foundry:$PWD/$BASE_KERNELS
     bash bench/interleave.sh "${shapes[@]}" -- "base=$base" new=.device/bin/foundry || status=1
+    if [ -n "${PROBE_SHAPES:-}" ]; then
+      read -r -a probed <<<"$PROBE_SHAPES"
+      for spec in "base=$base" new=.device/bin/foundry; do
+        bin=${spec#*=} dir=""
+        [ "${bin%%:*}" != "$bin" ] && dir=${bin#*:} bin=${bin%%:*}
+        timeout 120 env ${dir:+FOUNDRY_KERNEL_DIR=$dir} "$bin" bench --probe --runs 30 --shape "${probed[@]}" 2>&1 |
+          grep -E "us$|probe:|rror" | sed "s/^/${spec%%=*}: /" || status=1
+      done
+    fi
     exit $status
     ;;
   prefill-candidates)
