@@ -102,6 +102,9 @@
 #                                        # sampled every 100 ms; PyTorch's f16/bf16 decode
 #   bash bench/h200.sh bf16-tc           # on the device: bf16 decode on the tensor cores: parity, then
 #                                        # bench-clock against the subgroup kernel, PyTorch f16/bf16
+#   bash bench/h200.sh claims            # on the device: the claimed end's parity cases, then SHAPES with
+#                                        # FOUNDRY_FA_DECODE_CLAIMED_KEYS at each of CLAIMS (0 256 512)
+#                                        # interleaved, and each's decode probe of PROBE_SHAPES
 #   bash bench/h200.sh sm-fill           # on the device: decode on 128 workgroups against 132 (every
 #                                        # SM) at the same work a workgroup; the int8 plan's slope
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
@@ -930,6 +933,28 @@ PY
       decode:8:32:8:16384:128+bf16 decode:8:32:8:16384:128 decode:1:32:8:65536:64+bf16 decode:1:32:8:65536:64}" \
       BENCH_VARIANTS="${BENCH_VARIANTS:-sg:FA_DECODE_TENSOR_CORES=0}" TORCH_DTYPES="float16 bfloat16" \
       ROUNDS="${ROUNDS:-3}" bash bench/h200.sh bench-clock || status=1
+    exit $status
+    ;;
+  claims)
+    # Each split's chunk shortened by CLAIMS keys, the rest claimed a step (a round of tiles) at a time by
+    # the subgroups done first (docs/attention.md); 0 is the plan's own. A wrapper per value sets the knob.
+    on_device
+    status=0
+    suite_subset claims-tests "${TESTS:-*claims*:Knobs/DecodeVariants.*tc*:*DecodeTensorCores*}"
+    specs=()
+    for k in ${CLAIMS:-0 256 512}; do
+      printf '#!/bin/sh\nFOUNDRY_FA_DECODE_CLAIMED_KEYS=%s exec "$(dirname "$0")/foundry" "$@"\n' "$k" >.device/bin/foundry-c"$k"
+      chmod +x .device/bin/foundry-c"$k"
+      specs+=("c$k=.device/bin/foundry-c$k")
+    done
+    read -r -a shapes <<<"${SHAPES:-decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128+bf16 \
+decode:1:32:8:65536:128+int8+pg64 decode:8:32:8:16384:128 decode:1:32:8:65536:64}"
+    RUN_LIMIT_S=${RUN_LIMIT_S:-90} bash bench/interleave.sh "${shapes[@]}" -- "${specs[@]}" || status=1
+    read -r -a probed <<<"${PROBE_SHAPES:-decode:1:32:8:65536:128 decode:1:32:8:65536:128+int8}"
+    for spec in "${specs[@]}"; do
+      timeout 60 "${spec#*=}" bench --probe --runs 30 --shape "${probed[@]}" 2>&1 | grep -E "us$|probe:|rror" |
+        sed "s/^/${spec%%=*}: /" || status=1
+    done
     exit $status
     ;;
   sm-fill)

@@ -280,7 +280,7 @@ F16A dc_value_slice(uvec4 v0, uvec4 v1, uvec4 v2, uvec4 v3, uint j) {
 // column 0); in flash_decode_coopmat's scope (o, pt, rbase, and int8's scales, sbase and p, bf16's vunit).
 #if DC_INT8
 #define DC_VALUE_PRODUCT(j, vt) \
-  o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(scales.y, sbase[p] + (j) * 16u / KV_BLOCK_DIMS)
+  o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * subgroupShuffle(DC_SCALES.y, sbase[p] + (j) * 16u / KV_BLOCK_DIMS)
 #elif DC_BF16
 #define DC_VALUE_PRODUCT(j, vt) o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * vunit
 #else
@@ -302,8 +302,10 @@ float dc_part_read(uint i) {
   return uintBitsToFloat(dc_tile[w * DC_STAGE4 + at / 4u][at % 4u]);
 }
 
-void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0, uint q_pos,
-                          uvec4 keys) {
+// DC_CLAIMS: keys [claim_begin, claim_end) are the head group's claimed end, taken a round at a time
+// (claims.glsl).
+void flash_decode_coopmat(uint kv_begin, uint kv_end, uint claim_begin, uint claim_end, uint kv_h, float qk_scale,
+                          uint b, uint h0, uint q_pos, uvec4 keys) {
   const uint lane = gl_SubgroupInvocationID, sg = gl_SubgroupID;
   const uint rbase = sg * DC_STAGE4, pbase = rbase + DC_ROWS4;  // the rows (K, V, partials), P^T
   const uint lane_row = lane >> 2u, lane_col = 2u * (lane & 3u);
@@ -373,7 +375,8 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   }
 
   const uint last = kv_end - 1u;
-  const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
+  const bool exact = fa_keys_exact(keys, kv_begin, kv_end) &&
+                     (DC_CLAIMS == 0 || claim_begin >= claim_end || fa_keys_exact(keys, claim_begin, claim_end));
   const uint first = kv_begin - kv_begin % (DC_RING * DC_KEYS) + sg * DC_RING * DC_KEYS;
   const uint round_step = DECODE_WARPS * DC_RING * DC_KEYS;  // a subgroup's next round of adjacent tiles
   DcTile ring[DC_RING];
@@ -382,17 +385,48 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
   vec2 scales = dc_load_scales(first, round_step, last, b, kv_h);
   vec2 scales_next = dc_load_scales(first + DC_STILES / DC_RBLOCKS * round_step, round_step, last, b, kv_h);
 #endif
+  uint t0 = first;
+#if DC_CLAIMS
+  const uint round_keys = DC_RING * DC_KEYS;  // the end's rounds start at multiples of a round, as the splits' do
+  const ClaimSchedule cs = claim_schedule(b, claim_begin - claim_begin % round_keys, claim_end, round_keys, kv_end,
+                                          round_step);
+  uint next, asked = 0u;
+  bool claimed, next_claimed;
+  claim_start(cs, t0, claimed, next, next_claimed);
+  const uint first_hi = claimed ? claim_end : kv_end;
+#if DC_INT8
+  // A claimed round's scales, loaded with its tiles (a round ahead): every lane loads that round's
+  // block, so a round's tile i takes slot i * 16 / KV_BLOCK_KEYS.
+  vec2 claim_scales = claimed && t0 != CLAIM_NONE ? dc_load_scales(t0, 0u, claim_end - 1u, b, kv_h) : vec2(0.0);
+  vec2 claim_scales_next = vec2(0.0);
+#define DC_SCALES (claimed ? claim_scales : scales)
+#endif
+#else
+  const uint first_hi = kv_end;
+#define DC_SCALES scales
+#endif
   [[unroll]] for (uint r = 0u; r < DC_RING; ++r) {
-    if (first + r * DC_KEYS < kv_end) {
-      dc_load_keys(first + r * DC_KEYS, last, b, kv_h, ring[r]);
-      dc_load_values(first + r * DC_KEYS, last, b, kv_h, ring[r]);
+    if (t0 + r * DC_KEYS < first_hi) {
+      dc_load_keys(t0 + r * DC_KEYS, first_hi - 1u, b, kv_h, ring[r]);
+      dc_load_values(t0 + r * DC_KEYS, first_hi - 1u, b, kv_h, ring[r]);
     }
   }
-  for (uint t0 = first; t0 < kv_end; t0 += round_step) {
+#if DC_CLAIMS
+  while (t0 != CLAIM_NONE) {
+    const uint t_next = next;
+    const bool after_claimed = claim_after(cs, next, next_claimed, asked);
+#else
+  for (; t0 < kv_end; t0 += round_step) {
+    const uint t_next = t0 + round_step;
+    const bool claimed = false, next_claimed = false;
+#endif
+    // This round's keys and the next round's: a subgroup's own range, or the claimed end.
+    const uint lo = claimed ? claim_begin : kv_begin, hi = claimed ? claim_end : kv_end, here_last = hi - 1u;
+    const uint next_hi = next_claimed ? claim_end : kv_end, next_last = next_hi - 1u;
     // DC_PAIR tiles at a time: their K rows staged together (tile p in rows [16p, 16p + 16)), their
     // scores taken and their softmax run as one, then their V rows one tile after the other.
     [[unroll]] for (uint r0 = 0u; r0 < DC_RING; r0 += DC_PAIR) {
-      if (t0 + r0 * DC_KEYS >= kv_end) break;
+      if (t0 + r0 * DC_KEYS >= hi) break;
 #if DC_INT8
       uint sbase[DC_PAIR];
 #endif
@@ -403,11 +437,12 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       float kunit[DC_PAIR];  // what a tile's scores are multiplied by (bf16's power of two, else 1)
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * DC_KEYS;
-        more[p] = t + round_step < kv_end;
-        kunit[p] = dc_stage_keys(ring[r0 + p], rbase + p * DC_KEYS * DC_ROW4K, kv_begin > t ? kv_begin - t : 0u);
+        const uint t_after = t_next + (r0 + p) * DC_KEYS;  // the tile that takes this one's ring slot
+        more[p] = t_after < next_hi;
+        kunit[p] = dc_stage_keys(ring[r0 + p], rbase + p * DC_KEYS * DC_ROW4K, lo > t ? lo - t : 0u);
 #if DC_INT8
         // Round ri's tile i takes block ri * DC_RBLOCKS + i * 16 / KV_BLOCK_KEYS of the groups.
-        const uint ri = (t0 - first) / round_step, group = max(1u, DC_STILES / DC_RBLOCKS);  // round ri
+        const uint ri = claimed ? 0u : (t0 - first) / round_step, group = max(1u, DC_STILES / DC_RBLOCKS);
         const uint slot = (ri * DC_RBLOCKS + (r0 + p) * DC_KEYS / KV_BLOCK_KEYS) % DC_STILES;
         if (ri % group == 0u && ri != 0u && r0 + p == 0u) {
           scales = scales_next;
@@ -415,11 +450,16 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
           if (next < kv_end) scales_next = dc_load_scales(next, round_step, last, b, kv_h);
         }
         sbase[p] = slot * DC_SCHUNKS;
+#if DC_CLAIMS
+        if (r0 + p == 0u && next_claimed && t_next != CLAIM_NONE) {
+          claim_scales_next = dc_load_scales(t_next, 0u, next_last, b, kv_h);
+        }
 #endif
-        if (more[p]) dc_load_keys(t + round_step, last, b, kv_h, ring[r0 + p]);
+#endif
+        if (more[p]) dc_load_keys(t_after, next_last, b, kv_h, ring[r0 + p]);
 #if DC_VREGS
         values[p] = ring[r0 + p].v;
-        if (more[p]) dc_load_values(t + round_step, last, b, kv_h, ring[r0 + p]);
+        if (more[p]) dc_load_values(t_next + (r0 + p) * DC_KEYS, next_last, b, kv_h, ring[r0 + p]);
 #endif
       }
       DC_SYNC();
@@ -432,7 +472,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         [[unroll]] for (uint c = 0u; c < DC_CHUNKS_K; ++c) {
           I8A kc;
           DC_LOAD_ROWS(kc, kbase + c * 2u, DC_ROW4K);
-          const float scale = subgroupShuffle(scales.x, sbase[p] + c);
+          const float scale = subgroupShuffle(DC_SCALES.x, sbase[p] + c);
           if (DC_QCOLS) {
             const I32C both = DC_MMA(kc, q_hi[c], I32C(0));
             s[p] = s[p] + F32C(both) * scale;
@@ -457,13 +497,13 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         [[unroll]] for (uint e = 0u; e < CM8_ELEMS; ++e) {
           const uint key = t0 + (r0 + p) * DC_KEYS + CM8_ROW_OF[e] + lane_row, col = CM8_COL_OF[e] + lane_col;
-          const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, last);
+          const uint h = h0 + min(col, DECODE_HEADS - 1u), at = min(key, here_last);
           // DC_QCOLS: the high bytes' sum here, the low bytes' in lane ^ 2 (what the lanes of the low
           // bytes' columns make of it is no head's score, and those columns are not valid).
           const float raw = DC_QCOLS ? s[p][e] * 128.0 + subgroupShuffleXor(s[p][e], 2u) : s[p][e];
           float v = raw * (unit[CM8_COL_OF[e]] * kunit[p]);
           if (FA_SCORE_CHANGED) v = fa_score_log2(v, b, h, q_pos, at);
-          const bool valid = col < DECODE_HEADS && key >= kv_begin && key < kv_end && (exact || fa_visible(b, h, q_pos, at));
+          const bool valid = col < DECODE_HEADS && key >= lo && key < hi && (exact || fa_visible(b, h, q_pos, at));
           x[p * CM8_ELEMS + e] = valid ? v : NEG_BIG;
         }
       }
@@ -508,11 +548,11 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
       DC_SYNC();  // every lane has read K's rows before V's take their place, and P^T is written
       [[unroll]] for (uint p = 0u; p < DC_PAIR; ++p) {
         const uint t = t0 + (r0 + p) * DC_KEYS;
-        if (t >= kv_end) break;
+        if (t >= hi) break;
 #if DC_VREGS
         F16B pt;
         DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
-        const float sv = subgroupShuffle(scales.y, sbase[p] + (lane >> 2u) * 16u / KV_BLOCK_DIMS);
+        const float sv = subgroupShuffle(DC_SCALES.y, sbase[p] + (lane >> 2u) * 16u / KV_BLOCK_DIMS);
         [[unroll]] for (uint j = 0u; j < DC_DV; ++j) {
           const F16A vt = dc_value_slice(values[p][0], values[p][1], values[p][2], values[p][3], j);
           o[j] = o[j] + DC_MMA(vt, pt, F32C(0.0)) * sv;
@@ -527,12 +567,12 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
         DC_VALUE_PRODUCTS(0u, DC_DV / 2u);
         DC_SYNC();
         dc_stage_value_half(ring[r0 + p].v[1], ring[r0 + p].v[3], rbase, 1u);
-        if (more[p]) dc_load_values(t + round_step, last, b, kv_h, ring[r0 + p]);
+        if (more[p]) dc_load_values(t_next + (r0 + p) * DC_KEYS, next_last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         DC_VALUE_PRODUCTS(DC_DV / 2u, DC_DV);
 #else
-        const float vunit = dc_stage_values(ring[r0 + p], rbase, kv_begin > t ? kv_begin - t : 0u);
-        if (more[p]) dc_load_values(t + round_step, last, b, kv_h, ring[r0 + p]);
+        const float vunit = dc_stage_values(ring[r0 + p], rbase, lo > t ? lo - t : 0u);
+        if (more[p]) dc_load_values(t_next + (r0 + p) * DC_KEYS, next_last, b, kv_h, ring[r0 + p]);
         DC_SYNC();
         F16B pt;
         DC_LOAD_ROWS(pt, pbase + p * DC_KEYS, 1u);
@@ -543,6 +583,12 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint kv_h, float qk_scale,
 #endif
       }
     }
+#if DC_CLAIMS
+#if DC_INT8
+    claim_scales = claim_scales_next;
+#endif
+    claim_advance(cs, t0, claimed, next, next_claimed, after_claimed, asked);
+#endif
   }
 
   // The subgroup's normalised partial of each real head, through the staged order of O^T's rows, in its

@@ -200,8 +200,9 @@ void decode_load_step(uint base, uint cluster, uint lik, uint last, uint b, uint
 #endif
 
 // Keys [kv_begin, kv_end) lie inside `keys` (fa_keys_heads for query position q_pos of heads h0 ..).
-void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, uint b, uint h0,
-                           uint q_pos, uvec4 keys) {
+// With DECODE_CLAIMS, keys [claim_begin, claim_end) are the head group's claimed end (claims.glsl).
+void flash_decode_subgroup(uint kv_begin, uint kv_end, uint claim_begin, uint claim_end, uint kv_h,
+                           float qk_scale, uint b, uint h0, uint q_pos, uvec4 keys) {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   const uint cluster = lane / DECODE_LANES_PER_KEY;
@@ -284,7 +285,8 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   const uint last = kv_end - 1u;
   const uint stride = DECODE_WARPS * DECODE_STEP;
   // Causal masks, windows and lengths are settled by the range for one query: no key needs asking.
-  const bool exact = fa_keys_exact(keys, kv_begin, kv_end);
+  const bool exact = fa_keys_exact(keys, kv_begin, kv_end) &&
+                     (DECODE_CLAIMS == 0 || claim_begin >= claim_end || fa_keys_exact(keys, claim_begin, claim_end));
   KV_RAW kr[DECODE_UNROLL][DECODE_LOADS];
   KV_RAW vr[DECODE_UNROLL][DECODE_LOADS_V];
   uint kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], vt[DECODE_UNROLL][DECODE_TAIL_SLOTS];
@@ -298,6 +300,28 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
   // With step scales the steps start at multiples of the step (the keys before kv_begin are masked).
   const uint first = DECODE_STEP_SCALES != 0 ? kv_begin - kv_begin % DECODE_STEP : kv_begin;
   uint base = first + sg * DECODE_STEP;
+#if DECODE_CLAIMS
+  // With step scales the end's steps start at multiples of the step too.
+  const uint claim_first = DECODE_STEP_SCALES != 0 ? claim_begin - claim_begin % DECODE_STEP : claim_begin;
+  const ClaimSchedule cs = claim_schedule(b, claim_first, claim_end, DECODE_STEP, kv_end, stride);
+  uint next, asked = 0u;
+  bool claimed, next_claimed;
+  claim_start(cs, base, claimed, next, next_claimed);
+  if (base != CLAIM_NONE) {
+    decode_load_step(base, cluster, lik, claimed ? claim_end - 1u : last, b, kv_h, kr, vr, kt, vt);
+  }
+  while (base != CLAIM_NONE) {
+    KV_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
+    KV_RAW next_v[DECODE_UNROLL][DECODE_LOADS_V];
+    uint next_kt[DECODE_UNROLL][DECODE_TAIL_SLOTS], next_vt[DECODE_UNROLL][DECODE_TAIL_SLOTS];
+    if (next != CLAIM_NONE) {
+      decode_load_step(next, cluster, lik, next_claimed ? claim_end - 1u : last, b, kv_h, next_k, next_v, next_kt,
+                       next_vt);
+    }
+    const bool after_claimed = claim_after(cs, next, next_claimed, asked);
+    const uint lo = claimed ? claim_begin : kv_begin, hi = claimed ? claim_end : kv_end, step_last = hi - 1u;
+#else
+  const uint lo = kv_begin, hi = kv_end, step_last = last;
   if (base < kv_end) decode_load_step(base, cluster, lik, last, b, kv_h, kr, vr, kt, vt);
   for (; base < kv_end; base += stride) {
     KV_RAW next_k[DECODE_UNROLL][DECODE_LOADS];
@@ -306,10 +330,11 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     if (base + stride < kv_end) {
       decode_load_step(base + stride, cluster, lik, last, b, kv_h, next_k, next_v, next_kt, next_vt);
     }
+#endif
     bool valid[DECODE_UNROLL];
     float s[DECODE_UNROLL][DECODE_HEADS];
     [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-      valid[u] = decode_in_range(base + u * DECODE_KEYS_PER_WARP + cluster, kv_begin, kv_end);
+      valid[u] = decode_in_range(base + u * DECODE_KEYS_PER_WARP + cluster, lo, hi);
       [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
         float acc = 0.0;
         [[unroll]] for (uint j = 0u; j < DECODE_LOADS; ++j) {
@@ -371,9 +396,9 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     bool sc_valid[DECODE_SC_HELD];
     [[unroll]] for (uint r = 0u; r < DECODE_SC_HELD; ++r) {
       const uint at = base + (sc_u + r) * DECODE_KEYS_PER_WARP + cluster;
-      sc_valid[r] = decode_in_range(at, kv_begin, kv_end);
-      if (FA_SCORE_CHANGED) sc[r] = fa_score_log2(sc[r], b, h0 + sc_h, q_pos, min(at, last));
-      if (!exact && !fa_visible(b, h0 + sc_h, q_pos, min(at, last))) sc[r] = NEG_BIG;
+      sc_valid[r] = decode_in_range(at, lo, hi);
+      if (FA_SCORE_CHANGED) sc[r] = fa_score_log2(sc[r], b, h0 + sc_h, q_pos, min(at, step_last));
+      if (!exact && !fa_visible(b, h0 + sc_h, q_pos, min(at, step_last))) sc[r] = NEG_BIG;
       sc_max = sc_valid[r] ? max(sc_max, sc[r]) : sc_max;
     }
     [[unroll]] for (uint off = 1u; off < DECODE_SC_LANES_PER_HEAD; off <<= 1u) {
@@ -423,13 +448,13 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     // weight is 0, and a row that sees none ends with its maximum at NEG_BIG (fa_norm_scale gives 0).
     if (FA_SCORE_CHANGED) {
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-        const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
+        const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, step_last);
         [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) s[u][h] = fa_score_log2(s[u][h], b, h0 + h, q_pos, key);
       }
     }
     if (!exact) {
       [[unroll]] for (uint u = 0u; u < DECODE_UNROLL; ++u) {
-        const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, last);
+        const uint key = min(base + u * DECODE_KEYS_PER_WARP + cluster, step_last);
         [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
           if (!fa_visible(b, h0 + h, q_pos, key)) s[u][h] = NEG_BIG;
         }
@@ -479,6 +504,9 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint kv_h, float qk_scale
     vr = next_v;
     kt = next_kt;
     vt = next_vt;
+#if DECODE_CLAIMS
+    claim_advance(cs, base, claimed, next, next_claimed, after_claimed, asked);
+#endif
   }
 
 #if DECODE_SCATTER

@@ -252,6 +252,10 @@ const std::map<std::string, KnobRun>& knobRuns() {
         .env = {{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"},
                 {"FOUNDRY_FA_DECODE_WARPS", "8"}, {"FOUNDRY_FA_DECODE_HEADS", "2"}},
         .check = ranKernel("_split_merged_bm", "SplitKReduce")}},
+      {"FOUNDRY_FA_DECODE_CLAIMED_KEYS",
+       {.value = "8", .shows = "the split decode's last keys claimed a step at a time by the subgroups done first",
+        .fragment = kPassed, .env = {{"FOUNDRY_FA_DECODE_SPLIT_K", "2"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"}},
+        .check = ranKernel("_split_merged_claims", "SplitKReduce")}},
       {"FOUNDRY_FA_DECODE_TILE_PAIRS",
        {.value = "1", .shows = "tile pairs asked where the subgroup kernel decodes", .exitCode = 2,
         .fragment = "FOUNDRY_FA_DECODE_TILE_PAIRS: 1 cannot be used here: the pairs are of the tensor-core kernel's "

@@ -62,6 +62,7 @@ struct Knobs {
   Knobs& reduceKernel() { o.faDecodeFusedReduce = Force::Off; return *this; }
   Knobs& merged() { o.faDecodeFusedReduce = Force::On; return *this; }
   Knobs& batched() { o.faDecodeBatchedMerge = Force::On; return *this; }
+  Knobs& claims(std::uint32_t keys) { o.faDecodeClaimedKeys = keys; return *this; }
   Knobs& prefillKeys(std::uint32_t k) { o.faPrefillKeysPerTile = k; return *this; }
   Knobs& prefillWarps(std::uint32_t w) { o.faPrefillWarps = w; return *this; }
   Knobs& prefillSplitK(std::uint32_t s) { o.faPrefillSplitK = s; return *this; }
@@ -186,6 +187,9 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeBatchedMerge != Force::Auto) {
     EXPECT_EQ(v.batchedMerge, o.faDecodeBatchedMerge == Force::On) << plan.describe();
   }
+  if (o.faDecodeClaimedKeys) {
+    EXPECT_EQ(v.claims, *o.faDecodeClaimedKeys > 0) << plan.describe();
+  }
   expectKernels(r.record, v.key());
   EXPECT_TRUE(matchesReference(vc.shape, r));
 }
@@ -301,6 +305,18 @@ INSTANTIATE_TEST_SUITE_P(
         VariantCase{D72, Knobs().warps(8).splitK(13).merged().batched(), 13},
         VariantCase{D72, Knobs().warps(8).splitK(29).merged().batched(), 29},
         VariantCase{D72, Knobs().warps(8).splitK(13).merged(), 13},
+        // Each split's own chunk shortened and the keys past them claimed a step (or a tensor-core round)
+        // at a time by the subgroups done first: most of the keys claimed, a few, with unrolled steps,
+        // scattered scores and the vote, tail words, several sequences, step-aligned ends past a
+        // range's start, and on the tensor cores.
+        VariantCase{Long, Knobs().splitK(4).merged().claims(600), 4},
+        VariantCase{Long, Knobs().vec(8).unroll(8).splitK(5).merged().claims(64), 5},
+        VariantCase{Long, Knobs().vec(8).keys(1).unroll(2).scatter().lazy().splitK(4).merged().claims(300), 4},
+        VariantCase{D80, Knobs().tailWords().vec(8).splitK(3).merged().claims(40), 3},
+        VariantCase{Batch3, Knobs().keys(2).unroll(2).splitK(3).merged().claims(12), 3},
+        VariantCase{D72, Knobs().warps(8).splitK(3).merged().batched().claims(200), 3},
+        VariantCase{Long, Knobs().tensorCores().splitK(5).merged().claims(256), 5},
+        VariantCase{D80, Knobs().tensorCores().splitK(2).merged().claims(64), 2},
         // The heads as columns of tensor-core products (where the device has them): GQA 8 and MQA 4,
         // rows of 64, 80, 96 and 128, Split-K merged or reduced, 4 and 8 subgroups, 1 to 4 tiles in
         // flight.

@@ -695,6 +695,43 @@ TEST(CoopMatKernels, PrefillProbeAndCeilingKernelsCompileForTheH200Preset) {
 // Decode with the heads as rows of tensor-core products (FOUNDRY_FA_DECODE_TENSOR_CORES): f16 and
 // int8 caches, rows of 64, 96 (f16) and 128, f32 q and output, the LSE, a soft cap, and every kernel
 // the step plans (Split-K merged in the last workgroup); every modifier above.
+TEST(CoopMatKernels, TensorCoreDecodeWithAClaimedEndCompilesForTheH200Preset) {
+  // The tensor-core kernel with its rounds past each split's own chunk claimed (DecodeVariant::claims):
+  // f16, bf16 and int8 (its pairs, V from registers), plain and with a window.
+  const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
+  const DeviceInfo device = parseDevicePreset("h200");
+  const AttentionOptions o = AttentionOptions::fromEnvironment(
+      {{"FOUNDRY_FA_DECODE_TENSOR_CORES", "1"}, {"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "256"}});
+  FlashAttentionStep step(device, SnippetLibrary::embedded(), o);
+  int compiled = 0;
+  for (const DType kv : {DType::F16, DType::BF16, DType::I8}) {
+    for (const std::uint32_t d : {64u, 128u}) {
+      test::CallShape s;
+      s.qLen = 1;
+      s.kvLen = 65536;
+      s.headDim = d;
+      AttentionCall call = test::shapeCall(s);
+      for (Tensor* t : {&call.k, &call.v}) {
+        t->dtype = kv;
+        if (kv == DType::I8) t->scales = std::make_shared<Tensor>(scalesShape(*t));
+      }
+      if (d == 64) call.modifiers = {std::make_shared<SlidingWindowStage>(40000u, 0u)};
+      const AttentionPlan plan = step.plan(call);
+      EXPECT_TRUE(plan.decodeVariant.tensorCores && plan.decodeVariant.claims) << plan.describe();
+      for (const auto& k : step.kernelsFor(call)) {
+        EXPECT_NE(k.glsl.find("#define DC_CLAIMS 1"), std::string::npos) << k.name;
+        try {
+          EXPECT_FALSE(compiler.compile(k).empty()) << k.name;
+          ++compiled;
+        } catch (const Error& e) {
+          ADD_FAILURE() << k.name << ":\n" << e.what();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compiled, 6);
+}
+
 TEST(CoopMatKernels, TensorCoreDecodeCompilesForTheH200Preset) {
   const test::CachedCompiler compiler{ShaderCompiler::Optimization::None};
   const DeviceInfo device = parseDevicePreset("h200");

@@ -163,6 +163,12 @@ TEST_P(KvFormatParity, ReferenceMatchesCpuReference) {
 
 constexpr DType F16 = DType::F16, BF16 = DType::BF16, F32 = DType::F32, I8 = DType::I8, Q8 = DType::Q8_0;
 using Knobs = std::vector<std::pair<std::string, std::string>>;
+// Split-K 5 merged in the last workgroup, `keys` of each split's chunk claimed.
+Knobs claimsKnobs(const char* keys = "300") {
+  return {{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},
+          {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"},
+          {"FOUNDRY_FA_DECODE_CLAIMED_KEYS", keys}};
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Decode, KvFormatParity,
@@ -182,7 +188,15 @@ INSTANTIATE_TEST_SUITE_P(
                       formatCase("f16_kvtok", 1, 300, F16, {}, {}, true),
                       formatCase("bf16_kvtok", 1, 300, BF16, {}, {}, true),
                       formatCase("f32_kvtok_scalar", 1, 300, F32, {}, {}, true, Knobs{{"FOUNDRY_FA_DECODE_SCALAR", "1"}}),
-                      formatCase("f16_kvtok_splitk", 1, 4100, F16, {}, {}, true, Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}})),
+                      formatCase("f16_kvtok_splitk", 1, 4100, F16, {}, {}, true,
+                                 Knobs{{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}),
+                      // The keys past each split's own chunk claimed (DecodeVariant::claims): in pages, under a
+                      // window, with hooks and per-sequence lengths that end before the claimed end begins.
+                      withPages(formatCase("f16_claims_pages", 1, 4100, F16, {}, {}, false, claimsKnobs()), 32),
+                      withWindow(formatCase("bf16_claims_window", 1, 4100, BF16, {}, {}, false, claimsKnobs("100")),
+                                 1001),
+                      withModifiers(formatCase("f16_claims_hooks", 1, 4100, F16, {}, {}, false, claimsKnobs()),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})})),
     formatName);
 
 // int8 (blocks of 32 keys x 32 dimensions, scales beside) and q8_0 (blocks of one row's 32
@@ -292,6 +306,21 @@ INSTANTIATE_TEST_SUITE_P(
                       withPages(formatCase("int8_tc_pages", 1, 4100, I8, F16, F16, false,
                                            tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "3"}})), 32),
                       formatCase("int8_tc_kvtok", 1, 300, I8, F16, F16, true, tensorCores({})),
+                      // f16 and bf16 with the keys past each split's own chunk claimed a round at a time.
+                      withPages(formatCase("f16_tc_claims_pages", 1, 4100, F16, {}, {}, false,
+                                           tensorCores(claimsKnobs())), 32),
+                      withWindow(formatCase("bf16_tc_claims_window", 1, 4100, BF16, {}, {}, false,
+                                            tensorCores(claimsKnobs("100"))), 1001),
+                      withModifiers(formatCase("f16_tc_claims_hooks", 1, 4100, F16, F32, F32, false,
+                                               tensorCores(claimsKnobs())),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      withModifiers(formatCase("int8_tc_claims_hooks", 1, 4100, I8, F16, F16, false,
+                                               tensorCores(claimsKnobs())),
+                                    {softCap(20.0), alibi(), keyLengths({4093, 1001})}),
+                      withPages(formatCase("int8_tc_claims_pages", 1, 4100, I8, F16, F16, false,
+                                           tensorCores(claimsKnobs("600"))), 64),
+                      withWindow(formatCase("int8_tc_claims_window", 1, 4100, I8, F32, F32, false,
+                                            tensorCores(claimsKnobs("100"))), 1001),
                       // Two tiles at a time: ranges that end inside a pair, a window, pages, hooks.
                       withModifiers(formatCase("int8_tc_pairs", 1, 4100, I8, F16, F16, false,
                                                tensorCores({{"FOUNDRY_FA_DECODE_SPLIT_K", "5"},

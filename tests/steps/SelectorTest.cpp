@@ -859,6 +859,57 @@ TEST(Selector, TheLastWorkgroupBatchesItsMergesLoadsOnGpusAndFoldsEachElementInA
                                                         HasSubstr("leaves each invocation at most one"))));
 }
 
+TEST(Selector, AClaimedEndShortensEachSplitsOwnChunkInWholeGranules) {
+  // H200, f16 D128 kv 65536: 16 splits of 4096 keys on the tensor cores (granules of 8 x 16 keys). 300
+  // claimed keys leave each split 3712 of its own (4096 - 300 rounded down to 128) and the head group
+  // 65536 - 16 x 3712 = 6144 claimed a round of 32 keys at a time.
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const CallShape shape = decodeShape(1, 32, 8, 65536, 128);
+  const auto knobs = [](const char* keys) {
+    return AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_CLAIMED_KEYS", keys}});
+  };
+  const AttentionPlan plan = planFor(h200, shape);
+  ASSERT_TRUE(plan.decodeVariant.tensorCores && plan.decodeVariant.fusedReduce) << plan.describe();
+  EXPECT_FALSE(plan.decodeVariant.claims);  // the tuning table claims nothing
+  const AttentionPlan claimed = planFor(h200, shape, knobs("300"));
+  EXPECT_EQ(claimed.splits, plan.splits);
+  EXPECT_EQ(plan.kvChunk, 4096u);
+  EXPECT_EQ(claimed.kvChunk, 3712u);
+  EXPECT_TRUE(claimed.decodeVariant.claims);
+  EXPECT_THAT(claimed.decodeVariant.key(), ::testing::EndsWith("_split_merged_bm_claims"));
+  ASSERT_NE(findDecision(claimed, "claimed end"), nullptr);
+  EXPECT_THAT(findDecision(claimed, "claimed end")->value, HasSubstr("3712 keys a split of its own, then 6144 keys"));
+  EXPECT_THAT(claimed, HasDecision("claimed end", HasSubstr("FOUNDRY_FA_DECODE_CLAIMED_KEYS")));
+  EXPECT_EQ(claimed.scratchBytes, plan.scratchBytes + 8u * 4u);  // a claims counter beside each arrival counter
+  EXPECT_FALSE(planFor(h200, shape, knobs("0")).decodeVariant.claims);
+
+  // Refused by name where nothing would be claimed right: no merging workgroup, no split, more keys
+  // than a split holds, the scalar kernel.
+  const auto refused = [&](const CallShape& s, std::map<std::string, std::string> env, const char* why) {
+    EXPECT_THAT([&] { planFor(h200, s, AttentionOptions::fromEnvironment(env)); },
+                ::testing::ThrowsMessage<UserError>(AllOf(HasSubstr("FOUNDRY_FA_DECODE_CLAIMED_KEYS"), HasSubstr(why))))
+        << why;
+  };
+  refused(shape, {{"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "300"}, {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "0"}},
+          "where the last workgroup merges the splits");
+  refused(shape, {{"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "300"}, {"FOUNDRY_FA_DECODE_SPLIT_K", "1"}},
+          "where the last workgroup merges the splits");
+  refused(shape, {{"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "4096"}}, "leave none of its own");
+  refused(shape, {{"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "8"}, {"FOUNDRY_FA_DECODE_SCALAR", "1"}}, "scalar");
+
+  // The subgroup kernel on lavapipe: its steps are the granules; a subgroup that claimed the whole end
+  // must stay within llvmpipe's loop limit, or the knob is refused.
+  const DeviceInfo lavapipe = parseDevicePreset("lavapipe");
+  const CallShape small = decodeShape(1, 8, 2, 3001, 128);
+  const AttentionPlan sub = planFor(lavapipe, small,
+                                    AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"},
+                                                                       {"FOUNDRY_FA_DECODE_FUSED_REDUCE", "1"},
+                                                                       {"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "100"}}));
+  EXPECT_TRUE(sub.decodeVariant.claims && !sub.decodeVariant.tensorCores) << sub.describe();
+  EXPECT_EQ(sub.kvChunk % sub.decodeVariant.keyGranule(8), 0u);
+  EXPECT_LE(sub.kvChunk, 752u - 100u);
+}
+
 TEST(Selector, TheLastWorkgroupsMergeStaysWithinTheLoopLimitsEighthOrAReduceKernelMerges) {
   // Lavapipe, GQA 8 at D128: 32 elements an invocation of 32, each folding 256 splits in a loop:
   // 32 + 2 + 32 x 258 = 8290 passes, over the 8191 that llvmpipe's 65535 leave after the ranges' 7/8.
@@ -1192,6 +1243,21 @@ AttentionCall formatCall(test::CallShape s, DType q, DType kv, DType o, bool tok
     for (Tensor* t : {&c.k, &c.v}) t->scales = std::make_shared<Tensor>(scalesShape(*t));
   }
   return c;
+}
+
+TEST(SelectorFormats, Int8OnTheTensorCoresClaimsRoundsOfWholeScaleBlocks) {
+  // int8 D128 on the H200: 16 splits of 4096 keys in rounds of a 32-key scale block; 300 claimed keys
+  // leave each split 3712 of its own.
+  const DeviceInfo h200 = parseDevicePreset("h200");
+  const AttentionCall call =
+      formatCall(test::decodeShape(1, 32, 8, 65536, 128), DType::F16, DType::I8, DType::F16, false);
+  const AttentionPlan plan = Selector::plan(describeCall(call), h200, {});
+  EXPECT_TRUE(plan.decodeVariant.tensorCores && !plan.decodeVariant.claims);
+  const AttentionPlan claimed = Selector::plan(
+      describeCall(call), h200, AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_CLAIMED_KEYS", "300"}}));
+  EXPECT_TRUE(claimed.decodeVariant.tensorCores && claimed.decodeVariant.claims) << claimed.describe();
+  EXPECT_EQ(claimed.kvChunk, 3712u);
+  EXPECT_EQ(claimed.kvChunk % 32u, 0u);
 }
 
 TEST(SelectorFormats, Bf16DecodeLoadsLikeF16AndKeepsItsTypesInTheKernelKey) {

@@ -500,6 +500,7 @@ std::string optionsName(const AttentionOptions& o) {
   if (o.faDecodeSplitK) parts.push_back(fmt::format("sk{}", *o.faDecodeSplitK));
   if (o.faDecodeFusedReduce != Force::Auto) parts.push_back(o.faDecodeFusedReduce == Force::On ? "merged" : "reducekernel");
   if (o.faDecodeBatchedMerge != Force::Auto) parts.push_back(o.faDecodeBatchedMerge == Force::On ? "batched" : "unbatched");
+  if (o.faDecodeClaimedKeys) parts.push_back(fmt::format("claims{}", *o.faDecodeClaimedKeys));
   if (o.faPrefillKeysPerTile) parts.push_back(fmt::format("bc{}", *o.faPrefillKeysPerTile));
   if (o.faPrefillWarps) parts.push_back(fmt::format("pw{}", *o.faPrefillWarps));
   if (o.faPrefillSplitK) parts.push_back(fmt::format("psk{}", *o.faPrefillSplitK));

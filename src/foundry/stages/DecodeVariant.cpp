@@ -277,6 +277,7 @@ std::string DecodeVariant::valueRegistersUnavailable(const DeviceInfo& device) {
 
 std::string DecodeVariant::splitSuffix() const {
   std::string s = split ? (fusedReduce ? (batchedMerge ? "_split_merged_bm" : "_split_merged") : "_split") : "";
+  if (claims) s += "_claims";
   if (lse) s += "_lse";
   if (probe) s += "_probe";
   if (qType() != dtype) s += fmt::format("_q{}", dtypeName(qType()));

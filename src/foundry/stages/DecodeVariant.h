@@ -100,6 +100,10 @@ struct DecodeVariant {
   /// (splitk_merge_batched, every loop over its elements unrolled), instead of folding each element's
   /// splits in a loop (splitk_merge).
   bool batchedMerge = false;
+  /// With fusedReduce (subgroup kernel): each split streams a shorter chunk of its own, and the keys
+  /// past all the chunks (the head group's claimed end) go one subgroup step at a time to whichever
+  /// subgroups of the group are done first, through a counter beside the arrivals.
+  bool claims = false;
   /// Also write each head's log-sum-exp (stages/LseOutput.h) where the kernel writes the output: not
   /// for a Split-K part whose partials a reduce kernel merges.
   bool lse = false;

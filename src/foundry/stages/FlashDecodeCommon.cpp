@@ -26,6 +26,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
   const std::string reason = v.unusableReason(device.subgroupSize);
   FOUNDRY_CHECK_INTERNAL(reason.empty(), "decode variant {}: {}", v.key(), reason);
   k.usesBuffer("k_cache").usesBuffer("v_cache");
+  FOUNDRY_CHECK_INTERNAL(!v.claims || (v.fusedReduce && !v.scalar),
+                         "decode variant {}: claims need a merging workgroup, and a kernel that takes them", v.key());
   if (v.split) {
     // Merged in place, the partials are read back by another workgroup of the same dispatch.
     const Access partials = v.fusedReduce ? Access::Coherent : Access::WriteOnly;
@@ -82,6 +84,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.constant("DC_ROW4K", v.tensorRow4K()).constant("DC_ROW4V", v.tensorRow4V());
     k.constant("DC_PAIR", v.tensorTilesAtOnce());
     k.define("DC_VHALVES", v.valueHalves ? "1" : "0").define("DC_VREGS", v.valueRegisters ? "1" : "0");
+    k.define("DC_CLAIMS", v.claims ? "1" : "0");
+    if (v.claims) k.snippet("flashattention/claims.glsl");
     k.constant("DC_ROWS4", v.tensorRowsBytes() / 16).constant("DC_STAGE4", v.tensorStageBytes() / 16);
     k.define("PART_O_READ(i)", "dc_part_read(i)");
     k.shared("dc_tile", "uvec4", v.warps * v.tensorStageBytes() / 16, 16);
@@ -121,6 +125,8 @@ void declareBody(const DecodeVariant& v, KernelInterface& k, const DeviceInfo& d
     k.define("DECODE_INT8_DOT", v.int8Dot ? "1" : "0");
     if (v.int8Dot) k.extension("GL_EXT_spirv_intrinsics").snippet("common/int8_dot.glsl");
     k.define("DECODE_LAZY_RESCALE", v.lazyRescale ? "1" : "0");
+    k.define("DECODE_CLAIMS", v.claims ? "1" : "0");
+    if (v.claims) k.snippet("flashattention/claims.glsl");
     k.extension("GL_KHR_shader_subgroup_basic").extension("GL_KHR_shader_subgroup_shuffle");
     if (v.lazyRescale) k.extension("GL_KHR_shader_subgroup_vote");
     k.snippet("flashattention/decode_subgroup.glsl");
@@ -173,6 +179,9 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   }
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
+  if (v.claims) {
+    w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[gl_NumWorkGroups.y * gl_NumWorkGroups.z + group] = 0u;");
+  }
   w.close();
 }
 
@@ -185,8 +194,14 @@ void emitBody(const DecodeVariant& v, GlslWriter& w) {
   w.line("const uint kv_begin = min(keys.x + gl_WorkGroupID.x * pc.kv_chunk, keys.y);");
   w.line("const uint kv_end = min(kv_begin + pc.kv_chunk, keys.y);");
   if (v.probe) w.line("probe_stamp(PROBE_STREAM_BEGUN);");
-  w.line("{}(kv_begin, kv_end, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);",
-         v.scalar ? "flash_decode_scalar" : v.tensorCores ? "flash_decode_coopmat" : "flash_decode_subgroup");
+  if (v.scalar) {
+    w.line("flash_decode_scalar(kv_begin, kv_end, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);");
+  } else {
+    // The keys past every split's own chunk are the head group's claimed end (none without claims).
+    w.line("const uint claim_begin = {};", v.claims ? "min(keys.x + pc.n_splits * pc.kv_chunk, keys.y)" : "kv_end");
+    w.line("{}(kv_begin, kv_end, claim_begin, {}, kv_head, pc.qk_scale, batch, q_head0, q_pos, keys);",
+           v.tensorCores ? "flash_decode_coopmat" : "flash_decode_subgroup", v.claims ? "keys.y" : "kv_end");
+  }
   if (v.probe) w.line("probe_stamp(PROBE_STREAM_DONE);");
   w.line("barrier();");
   w.open("for (uint i = gl_LocalInvocationIndex; i < DECODE_HEADS * VALUE_DIM; i += WORKGROUP_SIZE)");

@@ -150,6 +150,12 @@ const std::vector<Knob<AttentionOptions>>& AttentionOptions::knobs() {
           "each invocation issues the loads of a batch of splits for all its elements before it folds any, every "
           "loop unrolled (1), or folds each element's splits in a loop (0); auto: the tuning table (1, and 0 on "
           "lavapipe, whose LLVM compiles the unrolled merge far more slowly)"),
+      knob::unsignedOrAuto<&O::faDecodeClaimedKeys, O>(
+          "FOUNDRY_FA_DECODE_CLAIMED_KEYS", "auto or 0..65536", 0, 65536, false,
+          "decode Split-K merged in the last workgroup (not the scalar kernel): keys "
+          "each split leaves to its head group's claimed end, whose steps (on the tensor cores, rounds of tiles) go "
+          "to the group's subgroups one at a time as each finishes its own, so that faster splits take more (0: "
+          "none; auto: the tuning table)"),
       knob::force<&O::faDecodeTilePairs, O>(
           "FOUNDRY_FA_DECODE_TILE_PAIRS",
           "tensor-core decode: two tiles at a time, their scores and softmax taken as one (1), or one tile at a time "

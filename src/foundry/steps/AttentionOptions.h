@@ -47,6 +47,7 @@ struct AttentionOptions {
   std::optional<std::uint32_t> faDecodeSplitK;     ///< FOUNDRY_FA_DECODE_SPLIT_K
   Force faDecodeFusedReduce = Force::Auto;         ///< FOUNDRY_FA_DECODE_FUSED_REDUCE
   Force faDecodeBatchedMerge = Force::Auto;        ///< FOUNDRY_FA_DECODE_BATCHED_MERGE
+  std::optional<std::uint32_t> faDecodeClaimedKeys;  ///< FOUNDRY_FA_DECODE_CLAIMED_KEYS
   Force faDecodeTilePairs = Force::Auto;           ///< FOUNDRY_FA_DECODE_TILE_PAIRS
   Force faDecodeValueHalves = Force::Auto;         ///< FOUNDRY_FA_DECODE_VALUE_HALVES
   Force faDecodeValueRegisters = Force::Auto;      ///< FOUNDRY_FA_DECODE_VALUE_REGISTERS

@@ -295,7 +295,10 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   if (call.lse && !plan.reduceKernel()) args.bind("lse", *call.lse);
   if (split && !plan.reduceKernel()) {
     // Zero when first made; the kernel's merging workgroups leave it zero.
-    args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, {plan.grid.z, plan.grid.y}));
+    // The arrivals, then (claims) the claimed ends' counters, one of each per head group.
+    std::vector<std::int64_t> counters = {plan.grid.z, plan.grid.y};
+    if (plan.decodeVariant.claims) counters.insert(counters.begin(), 2);
+    args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, std::move(counters)));
   }
   if (call.rope) {
     args.bind("rope_inv_freq", call.rope->invFreq).set("rope_pos0", call.rope->position);

@@ -531,6 +531,41 @@ AttentionPlan decodeChoices(const AttentionProblem& p, const DeviceInfo& device,
   return plan;
 }
 
+// The claimed end (DecodeVariant::claims): each split's own chunk shortened by the keys the knob or the
+// tuning table asks, in whole granules; the keys past all the chunks go a step at a time to the subgroups
+// that finish theirs first. A subgroup might claim every step of the end, so its passes are checked
+// against the device's loop limit as if its workgroup's range held the end `warps` times over.
+void fitClaimedEnd(AttentionPlan& plan, const DeviceInfo& device, const Tuning& tune, const AttentionOptions& o,
+                   std::uint32_t most, std::uint32_t keys) {
+  auto& v = plan.decodeVariant;
+  const std::uint32_t wanted = o.faDecodeClaimedKeys.value_or(tune.decodeClaimedKeys);
+  if (wanted == 0) return;
+  const bool forced = o.faDecodeClaimedKeys.has_value();
+  const std::uint32_t granule = v.keyGranule(device.subgroupSize);
+  const std::uint32_t own = plan.kvChunk > wanted ? (plan.kvChunk - wanted) / granule * granule : 0;
+  const std::uint64_t end = std::uint64_t(keys) - std::min<std::uint64_t>(keys, std::uint64_t(own) * plan.splits);
+  std::string no = v.scalar ? "the scalar decode kernel claims no keys"
+                   : !v.fusedReduce           ? "the keys are claimed only where the last workgroup merges the splits"
+                   : own == 0
+                       ? fmt::format("each split's {} keys leave none of its own after {} claimed, in steps of {}",
+                                     plan.kvChunk, wanted, granule)
+                   : most != 0 && own + end * v.warps > most
+                       ? fmt::format("a subgroup that claimed the whole end of {} keys would pass device '{}''s loop "
+                                     "limit ({} keys a workgroup)", end, device.name, most)
+                       : "";
+  if (!no.empty()) {
+    if (forced) rejectKnob(o, "FOUNDRY_FA_DECODE_CLAIMED_KEYS", wanted, no, "0 or auto");
+    return;
+  }
+  v.claims = true;
+  plan.kvChunk = own;
+  plan.decisions.push_back(
+      {"claimed end",
+       fmt::format("{} keys a split of its own, then {} keys of the head group claimed a step of {} at a time", own,
+                   end, v.stepKeys()),
+       forced ? std::string("FOUNDRY_FA_DECODE_CLAIMED_KEYS") : tune.sourceOf("decodeClaimedKeys")});
+}
+
 AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p, const DeviceInfo& device,
                         const AttentionOptions& o) {
   AttentionPlan plan = variant;
@@ -647,13 +682,14 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
                                                               : tune.sourceOf("decodeBatchedMerge")});
     }
   }
+  fitClaimedEnd(plan, device, tune, o, Selector::mostKeysPerWorkgroup(plan, device, hookPasses), keys);
   // With a reduce kernel the partials' merge writes the LSE, like the output.
   v.lse = p.lse && (!v.split || v.fusedReduce);
   plan.grid = {plan.splits, p.nHeads / v.heads, p.batch};
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.nHeads, 1, p.batch};
   plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
-  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4;  // arrival counters
+  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4 * (v.claims ? 2 : 1);  // arrivals (and claims)
   return plan;
 }
 

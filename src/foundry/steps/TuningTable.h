@@ -46,6 +46,7 @@ struct TuningValues {
   std::optional<std::uint32_t> decodeValueHalves;  ///< 1: the tensor-core decode stages V in halves of its dims
   std::optional<std::uint32_t> decodeValueRegisters;  ///< 1: the tensor-core decode builds V's fragments from its loads
   std::optional<std::uint32_t> decodeBatchedMerge;  ///< 1: the last workgroup's merge loads batches of splits at once
+  std::optional<std::uint32_t> decodeClaimedKeys;  ///< keys each split leaves to its head group's claimed end
   // Prefill on cooperative matrices.
   std::optional<std::uint32_t> coopWarps;            ///< subgroups (16 query rows each), register softmax
   std::optional<std::uint32_t> coopWarpsShared;      ///< the same with the softmax in shared memory
@@ -120,6 +121,7 @@ struct Tuning {
   std::uint32_t decodeValueHalves = 0;  ///< 1: the tensor-core decode stages V in halves of its dims
   std::uint32_t decodeValueRegisters = 0;  ///< 1: the tensor-core decode builds V's fragments from its loads
   std::uint32_t decodeBatchedMerge = 0;  ///< 1: the last workgroup's merge loads batches of splits at once
+  std::uint32_t decodeClaimedKeys = 0;   ///< keys each split leaves to its head group's claimed end (0: none)
   std::uint32_t coopWarps = 0, coopWarpsShared = 0, coopKeysPerTile = 0, coopKeysPerTileShared = 0, coopStages = 0,
                 coopOneStageGroups = 0, coopMinWarps = 0, coop2 = 0, coop2Warps = 0, coop2KeysPerTile = 0,
                 coop2Stages = 0, coop2Subgroup = 0, coop2Groups = 0;
