@@ -10,10 +10,14 @@ struct ClaimSchedule {
   uint claims_at, claim_first, claim_end, step, own_end, stride;
 };
 
+// The claims counter of batch b's head group: after every head group's arrival counter.
+uint claim_counter(uint b) {
+  return gl_NumWorkGroups.y * gl_NumWorkGroups.z + b * gl_NumWorkGroups.y + gl_WorkGroupID.y;
+}
+
 // claim_first: the end's first step, at or before its first key (the kernel masks the keys before).
 ClaimSchedule claim_schedule(uint b, uint claim_first, uint claim_end, uint step, uint own_end, uint stride) {
-  return ClaimSchedule(gl_NumWorkGroups.y * gl_NumWorkGroups.z + b * gl_NumWorkGroups.y + gl_WorkGroupID.y,
-                       claim_first, claim_end, step, own_end, stride);
+  return ClaimSchedule(claim_counter(b), claim_first, claim_end, step, own_end, stride);
 }
 
 uint claim_ask(ClaimSchedule c) {

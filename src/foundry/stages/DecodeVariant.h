@@ -100,10 +100,12 @@ struct DecodeVariant {
   /// (splitk_merge_batched, every loop over its elements unrolled), instead of folding each element's
   /// splits in a loop (splitk_merge).
   bool batchedMerge = false;
-  /// With fusedReduce (subgroup kernel): each split streams a shorter chunk of its own, and the keys
-  /// past all the chunks (the head group's claimed end) go one subgroup step at a time to whichever
-  /// subgroups of the group are done first, through a counter beside the arrivals.
+  /// With fusedReduce (subgroup and tensor-core kernels): each split streams a shorter chunk of its own,
+  /// and the keys past all the chunks (the head group's claimed end) go one step (a round of tiles) at a
+  /// time to whichever subgroups of the group are done first, through a counter beside the arrivals.
   bool claims = false;
+  /// Counters per head group in the merged Split-K's scratch: the arrivals, and with claims the claims'.
+  std::uint32_t splitCounters() const { return claims ? 2 : 1; }
   /// Also write each head's log-sum-exp (stages/LseOutput.h) where the kernel writes the output: not
   /// for a Split-K part whose partials a reduce kernel merges.
   bool lse = false;

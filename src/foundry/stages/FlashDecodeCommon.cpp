@@ -180,7 +180,7 @@ void emitLastArrivalMerge(const DecodeVariant& v, GlslWriter& w) {
   w.close();
   w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[group] = 0u;");
   if (v.claims) {
-    w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[gl_NumWorkGroups.y * gl_NumWorkGroups.z + group] = 0u;");
+    w.line("if (gl_LocalInvocationIndex == 0u) split_arrivals[claim_counter(batch)] = 0u;");
   }
   w.close();
 }

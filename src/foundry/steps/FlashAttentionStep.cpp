@@ -297,7 +297,8 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
     // Zero when first made; the kernel's merging workgroups leave it zero.
     // The arrivals, then (claims) the claimed ends' counters, one of each per head group.
     std::vector<std::int64_t> counters = {plan.grid.z, plan.grid.y};
-    if (plan.decodeVariant.claims) counters.insert(counters.begin(), 2);
+    const std::uint32_t sets = plan.decodeVariant.splitCounters();
+    if (sets > 1) counters.insert(counters.begin(), sets);
     args.bind("split_arrivals", ctx.workspace.zeroed("splitk_arrivals", DType::F32, std::move(counters)));
   }
   if (call.rope) {

@@ -689,7 +689,7 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
   plan.reduceWorkgroup = std::max<std::uint32_t>(64, sg);
   plan.reduceGrid = {p.nHeads, 1, p.batch};
   plan.scratchBytes = v.split ? partialBytes(p, plan.splits) : 0;
-  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4 * (v.claims ? 2 : 1);  // arrivals (and claims)
+  if (v.fusedReduce) plan.scratchBytes += std::uint64_t(base) * 4 * v.splitCounters();
   return plan;
 }
 
