@@ -105,6 +105,8 @@
 #   bash bench/h200.sh claims            # on the device: the claimed end's parity cases, then SHAPES with
 #                                        # FOUNDRY_FA_DECODE_CLAIMED_KEYS at each of CLAIMS (0 256 512)
 #                                        # interleaved, and each's decode probe of PROBE_SHAPES
+#   bash bench/h200.sh round-skips       # on the device: the plan against copies skipping one round's
+#                                        # arithmetic a subgroup (bench/decode_round_copies.py), probed
 #   bash bench/h200.sh sm-fill           # on the device: decode on 128 workgroups against 132 (every
 #                                        # SM) at the same work a workgroup; the int8 plan's slope
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
@@ -933,6 +935,24 @@ PY
       decode:8:32:8:16384:128+bf16 decode:8:32:8:16384:128 decode:1:32:8:65536:64+bf16 decode:1:32:8:65536:64}" \
       BENCH_VARIANTS="${BENCH_VARIANTS:-sg:FA_DECODE_TENSOR_CORES=0}" TORCH_DTYPES="float16 bfloat16" \
       ROUNDS="${ROUNDS:-3}" bash bench/h200.sh bench-clock || status=1
+    exit $status
+    ;;
+  round-skips)
+    # Where the tensor-core decode's time over its loads goes: bench/decode_round_copies.py's copies (made
+    # here under .device/kx before packing), each skipping one round's arithmetic of every subgroup (the
+    # first, the ninth, the last), against the plan, interleaved (bench/interleave.sh); then each's probe.
+    on_device
+    status=0
+    gpu_name
+    specs=("plan=.device/bin/foundry")
+    for v in ${COPIES:-skip-first skip-mid skip-last}; do specs+=("$v=.device/bin/foundry:$PWD/.device/kx/$v"); done
+    read -r -a shapes <<<"${SHAPES:-decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128}"
+    RUN_LIMIT_S=${RUN_LIMIT_S:-90} bash bench/interleave.sh "${shapes[@]}" -- "${specs[@]}" || status=1
+    for spec in "${specs[@]}"; do
+      dir=${spec#*:}; [ "$dir" = "$spec" ] && dir=""
+      FOUNDRY_KERNEL_DIR=$dir timeout 60 foundry bench --probe --runs 30 --shape "${shapes[@]}" 2>&1 |
+        grep -E "us$|probe:|rror" | sed "s/^/${spec%%=*}: /" || status=1
+    done
     exit $status
     ;;
   claims)
