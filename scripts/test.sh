@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# Where the time goes: each phase's end, in seconds since the script started.
+mark() { echo "[test.sh] $1 at ${SECONDS} s"; }
+mark "dependencies installed"
 # Debian 13's glslc in a private prefix (.cache/compilers), for the coopmat2 kernels' compile test:
 # fetched while the release build compiles (it waits on the network, the build on the cores), and
 # awaited before the tests.
@@ -51,28 +54,38 @@ trap 'status=$?; if [ -n "${build:-}" ]; then stop "$build"; fi; exit "$status"'
 # Every suite, release build.
 cmake --preset release
 cmake --build --preset release
+mark "release build"
 start asan-build "cmake --preset asan &&
   cmake --build --preset asan --target foundry foundry_unit_tests foundry_device_tests foundry_error_tests"
 wait "$compilers"
+mark "newer compilers fetched"
 ctest --preset release
+mark "release tests"
 
 # examples/ built and run against the release build installed to a temporary prefix, as an outside
 # project would: find_package(Foundry) only, and the pkg-config file.
 bash scripts/examples.sh build/release
+mark "examples"
 
 # The unit, device and error suites with AddressSanitizer and UndefinedBehaviorSanitizer.
 finish
+mark "asan build awaited"
 start tsan-build "cmake --preset tsan && cmake --build --preset tsan --target foundry foundry_tsan_tests"
 ctest --preset asan -L sanitize
+mark "asan tests"
 
 # Two processes racing on one cache directory, and threads sharing one Runtime, with ThreadSanitizer
 # (only what those tests need).
 finish
+mark "tsan build awaited"
 if [ "$fuzz_seconds" -gt 0 ]; then start fuzz-build "bash scripts/fuzz.sh 0"; fi
 ctest --preset tsan -L tsan
+mark "tsan tests"
 
 # The config and safetensors parsers under libFuzzer.
 if [ "$fuzz_seconds" -gt 0 ]; then
   finish
+  mark "fuzz build awaited"
   bash scripts/fuzz.sh "$fuzz_seconds"
+  mark "fuzzing"
 fi
