@@ -105,6 +105,8 @@
 #   bash bench/h200.sh claims            # on the device: the claimed end's parity cases, then SHAPES with
 #                                        # FOUNDRY_FA_DECODE_CLAIMED_KEYS at each of CLAIMS (0 256 512)
 #                                        # interleaved, and each's decode probe of PROBE_SHAPES
+#   bash bench/h200.sh suites            # on the device: the device suite, then the attention suite in
+#                                        # SHARDS (8) shards at once; each shard's log in $OUT
 #   bash bench/h200.sh round-skips       # on the device: the plan against copies skipping one round's
 #                                        # arithmetic a subgroup (bench/decode_round_copies.py), probed
 #   bash bench/h200.sh sm-fill           # on the device: decode on 128 workgroups against 132 (every
@@ -305,6 +307,29 @@ case "${1:-}" in
     python3 .device/torch_sdpa.py > "$out/torch.jsonl"
     python3 .device/torch_batch.py >> "$out/torch.jsonl"
     python3 .device/compare.py "$out/bench.json" "$out/torch.jsonl" | tee "$out/table.md"
+    exit $status
+    ;;
+  suites)
+    # The suites that run kernels, as `device` runs them, with the attention suite in SHARDS shards (8) at
+    # once: its kernels compile on the CPU, one at a time a process, which takes longer than one device call.
+    on_device
+    gpu_name
+    status=0
+    .device/bin/foundry_device_tests --gtest_brief=1 >"$out/device-tests.log" 2>&1 || status=1
+    tail -3 "$out/device-tests.log"
+    shards=${SHARDS:-8}
+    pids=()
+    for i in $(seq 0 $((shards - 1))); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${SUITE_LIMIT_S:-400}" \
+        .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-$i.log" 2>&1 &
+      pids+=("$!")
+    done
+    for i in $(seq 0 $((shards - 1))); do
+      wait "${pids[$i]}" && rc=0 || rc=$?
+      [ "$rc" -eq 0 ] || status=1
+      echo "attention shard $i: rc=$rc; $(grep -E '^\[  (PASSED|SKIPPED) ' "$out/attention-$i.log" | tr '\n' ' ')"
+      grep -E "^\[  FAILED  \]|Failure$" "$out/attention-$i.log" | head -8 || true
+    done
     exit $status
     ;;
   peers)

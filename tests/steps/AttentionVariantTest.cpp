@@ -175,7 +175,11 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
   if (o.faDecodeTgOut) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
-  EXPECT_EQ(v.tensorCores, o.faDecodeTensorCores == Force::On) << plan.describe();
+  // Left to the Selector, the tensor cores are a device's choice (the Hopper rows take them from 2048 keys a
+  // workgroup): checked only where forced.
+  if (o.faDecodeTensorCores != Force::Auto) {
+    EXPECT_EQ(v.tensorCores, o.faDecodeTensorCores == Force::On) << plan.describe();
+  }
   const std::uint32_t granule = v.keyGranule(sg);
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, granule);
   EXPECT_EQ(plan.splits, splits) << plan.describe();
