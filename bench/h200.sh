@@ -969,14 +969,15 @@ PY
     on_device
     status=0
     gpu_name
+    copies=(${COPIES:-skip-first skip-mid skip-last})
     specs=("plan=.device/bin/foundry")
-    for v in ${COPIES:-skip-first skip-mid skip-last}; do specs+=("$v=.device/bin/foundry:$PWD/.device/kx/$v"); done
+    for v in "${copies[@]}"; do specs+=("$v=.device/bin/foundry:$PWD/.device/kx/$v"); done
     read -r -a shapes <<<"${SHAPES:-decode:1:32:8:65536:128+int8 decode:1:32:8:65536:128}"
     RUN_LIMIT_S=${RUN_LIMIT_S:-90} bash bench/interleave.sh "${shapes[@]}" -- "${specs[@]}" || status=1
-    for spec in "${specs[@]}"; do
-      dir=${spec#*:}; [ "$dir" = "$spec" ] && dir=""
+    for v in plan "${copies[@]}"; do
+      dir=""; [ "$v" = plan ] || dir=$PWD/.device/kx/$v
       FOUNDRY_KERNEL_DIR=$dir timeout 60 foundry bench --probe --runs 30 --shape "${shapes[@]}" 2>&1 |
-        grep -E "us$|probe:|rror" | sed "s/^/${spec%%=*}: /" || status=1
+        grep -E "us$|probe:|rror" | sed "s/^/$v: /" || status=1
     done
     exit $status
     ;;

@@ -176,9 +176,11 @@ TEST_P(DecodeVariants, ForcedVariantRunsAndMatches) {
     EXPECT_EQ(v.partial, *o.faDecodeTgOut) << plan.describe();
   }
   // Left to the Selector, the tensor cores are a device's choice (the Hopper rows take them from 2048 keys a
-  // workgroup): checked only where forced.
+  // workgroup), never made where the device cannot run them.
   if (o.faDecodeTensorCores != Force::Auto) {
     EXPECT_EQ(v.tensorCores, o.faDecodeTensorCores == Force::On) << plan.describe();
+  } else if (!test::tensorCoreDecode(runtime().info())) {
+    EXPECT_FALSE(v.tensorCores) << plan.describe();
   }
   const std::uint32_t granule = v.keyGranule(sg);
   const std::uint32_t splits = forcedSplits(vc.shape.kvLen, vc.splits, granule);
