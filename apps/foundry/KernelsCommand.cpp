@@ -51,15 +51,7 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
       if (!a->config.empty()) {
         // The kernels a run of this config builds: its layout, and its tuning under --set.
         const ModelConfig c = loadModelConfig(a->config);
-        a->layout = {c.nHeads,   c.nKvHeads,  c.headDim,   c.valueDim, c.latentValues,
-                     c.run.dtype, c.rope, c.maxContext, static_cast<float>(c.softmaxScale), {}};
-        // One set of kernels per distinct list of layer modifiers.
-        for (const auto& set : distinctLayerModifiers(c)) {
-          const std::string layers = fmt::format("layer{} {}", set.layers.size() > 1 ? "s" : "", fmt::join(set.layers, ","));
-          a->layout.modifierSets.emplace_back(
-              fmt::format("{}: {}", set.layers.size() == c.layers ? "all layers" : layers, describeModifiers(set.modifiers)),
-              layerModifiers(c, set.layers.front(), describeHeadTensor));
-        }
+        a->layout = attentionLayoutOf(c);
         options.applyTuning(c.tuning, "/tuning");
       } else {
         const auto dtype = parseDType(a->dtype);

@@ -42,12 +42,33 @@ struct Target {
   std::optional<struct stat> existing;  ///< the regular file there now, if any
 };
 
+// Whether `st` is the file this process's standard output or error writes to.
+const char* standardStreamAt(const struct stat& st) {
+  for (const auto& [fd, name] : {std::pair{1, "standard output"}, std::pair{2, "standard error"}}) {
+    struct stat s {};
+    if (::fstat(fd, &s) == 0 && s.st_dev == st.st_dev && s.st_ino == st.st_ino) return name;
+  }
+  return nullptr;
+}
+
 Target inspect(const fs::path& path, std::string_view flag) {
-  Target target{followSymlinks(path), std::nullopt};
   struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (const char* stream = standardStreamAt(st)) {
+      throw UserError(std::string(flag),
+                      fmt::format("cannot write {}: it is this process's {}; name a file of its own", path.string(), stream));
+    }
+  }
+  Target target{followSymlinks(path), std::nullopt};
   if (::stat(target.file.c_str(), &st) != 0) {
-    if (errno != ENOENT) cannotWrite(path, flag, errno);
-    return target;
+    const int error = errno;
+    // A link that only the kernel resolves (/dev/stdout to a pipe: "pipe:[N]") is what it names.
+    if (error == ENOENT && ::stat(path.c_str(), &st) == 0) {
+      target.file = path;
+    } else {
+      if (error != ENOENT) cannotWrite(path, flag, error);
+      return target;
+    }
   }
   if (!S_ISREG(st.st_mode)) {
     // Renaming over it would replace the node itself (for /dev/null, the device), and writing into it
@@ -128,6 +149,19 @@ std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path&
   }
   ::close(fd);
   return out;
+}
+
+int openForReading(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return fd;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }
 
 std::optional<std::string> nonRegularFile(const std::filesystem::path& path) {

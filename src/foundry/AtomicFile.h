@@ -35,6 +35,11 @@ void checkWritableTarget(const std::filesystem::path& path, std::string_view fla
 std::optional<std::vector<std::byte>> readWholeFile(const std::filesystem::path& path,
                                                     std::size_t maxBytes = std::size_t(1) << 31);
 
+/// A descriptor to read `path` from, or -1 with errno set. The open never waits for a writer (a FIFO
+/// that has none then reads as empty); reads after it block as usual, so a pipe with a writer (a
+/// shell's `<(...)`) reads whole.
+int openForReading(const std::filesystem::path& path);
+
 /// What stands at `path` when it is not a regular file ("a directory", "a FIFO", ...); nullopt for a
 /// regular file or nothing at all. Symbolic links are followed.
 std::optional<std::string> nonRegularFile(const std::filesystem::path& path);

@@ -6,6 +6,8 @@
 // Config and --inputs rows fail before any attention work (a few tens of milliseconds); the rows that
 // must run first (--expect, --save, --json) use `--prompt-len 1 --decode-tokens 2 --layers 1` of
 // TinyLlama, which compiles no prefill kernel and takes about a second on lavapipe.
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -26,6 +28,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+/// Setup that makes a FIFO {tmp}/NAME (nothing ever writes to it).
+std::function<void(const CliContext&)> makeFifo(std::string name) {
+  return [name](const CliContext& ctx) {
+    if (::mkfifo((ctx.tmp / name).c_str(), 0600) != 0) throw std::runtime_error("mkfifo failed");
+  };
+}
 
 // ---- Model configs: {tmp}/model.json, read by `foundry run` before anything touches the device.
 
@@ -94,6 +103,15 @@ std::vector<CliRow> runCommandRows() {
       configRow("RunConfigTruncated", "truncated JSON", baseConfig().dump(2).substr(0, 60), 2,
                 "malformed JSON at line"),
       configRow("RunConfigEmpty", "an empty file", "", 2, "malformed JSON at line 1, column 1"),
+      {.id = "RunConfigFifoWithoutWriter",
+       .area = "config",
+       .input = "a FIFO that nothing writes to",
+       .args = kRunModel,
+       .setup = makeFifo("model.json"),
+       .exitCode = 2,
+       .fragment = "malformed JSON at line 1, column 1",
+       .note = "read as empty: the open does not wait for a writer",
+       .timeoutSeconds = 60},
       configRow("RunConfigDuplicateKey", "a key given twice", R"({"name": "a", "name": "b"})", 2,
                 "/name: duplicate key \"name\""),
       configWith("RunConfigWrongType", "a number given as a string", "/attention/n_heads", "32", 2,
@@ -111,6 +129,11 @@ std::vector<CliRow> runCommandRows() {
                  "/attention/n_kv_heads: n_heads (32) must be a multiple of n_kv_heads (5)"),
       configWith("RunConfigBeyondMaxContext", "prompt + decode tokens beyond max_context", "/run/prompt_len", 4090, 2,
                  "/run/decode_tokens: prompt_len + decode_tokens = 4090 + 8 = 4098 exceeds max_context (4096)"),
+      configWith("RunConfigOddHeadDimWithRope", "an odd head_dim with RoPE and no rotary_dims", "/attention/head_dim",
+                 63, 2, "/attention/head_dim: RoPE rotates pairs of dimensions, so it needs an even count: head_dim"),
+      configWith("RunConfigHeadDimRowsMisaligned", "a head_dim whose token rows miss the device's storage alignment",
+                 {{"/attention/head_dim", 62}, {"/attention/n_kv_heads", 1}}, 3,
+                 "/attention/head_dim: 62 with 1 KV heads of f16 at batch 1: a token's K/V rows take 124 bytes"),
       configWith("RunConfigHeadDim1024F32", "an f32 head_dim whose prefill tiles do not fit the device",
                  {{"/attention/head_dim", 1024}, {"/run/dtype", "f32"}}, 3,
                  "no prefill tile for head_dim 1024 with f32 tiles fits device"),
@@ -163,6 +186,14 @@ std::vector<CliRow> runCommandRows() {
        .setup = copyTiny,
        .exitCode = 2,
        .fragment = "--layers: cannot run 23 layers of TinyLlama-1.1B, which has 22"},
+      {.id = "RunReplayForcedWithRaggedPrompts",
+       .area = "command line",
+       .input = "`FOUNDRY_DECODE_REPLAY=1` with `--prompt-lens` (every token must be recorded)",
+       .args = runTiny({"--prompt-lens", "1"}),
+       .env = {{"FOUNDRY_DECODE_REPLAY", "1"}},
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "FOUNDRY_DECODE_REPLAY: 1 cannot be used here: prompts of their own lengths (run.prompt_lens)"},
       {.id = "RunPathUnknown",
        .area = "command line",
        .input = "an unknown attention path",
@@ -207,6 +238,26 @@ std::vector<CliRow> runCommandRows() {
        .setup = copyTiny,
        .exitCode = 2,
        .fragment = "cannot read: No such file or directory (in {tmp}/missing.safetensors)"},
+      {.id = "RunInputsFifo",
+       .area = "safetensors",
+       .input = "a FIFO that nothing writes to",
+       .args = runTiny({"--inputs", "{tmp}/fifo"}),
+       .setup =
+           [](const CliContext& ctx) {
+             copyTiny(ctx);
+             makeFifo("fifo")(ctx);
+           },
+       .exitCode = 2,
+       .fragment = "cannot read: it is a FIFO; a safetensors file is read in place, so it must be a regular file",
+       .note = "without waiting for a writer",
+       .timeoutSeconds = 60},
+      {.id = "RunExpectCharacterDevice",
+       .area = "safetensors",
+       .input = "`--expect /dev/zero`",
+       .args = runTiny({"--expect", "/dev/zero"}),
+       .setup = copyTiny,
+       .exitCode = 2,
+       .fragment = "cannot read: it is a device; a safetensors file is read in place"},
       inputsRow("RunInputsEmpty", "an empty file", "", 2,
                 "file is 0 bytes; a safetensors file starts with an 8-byte header length" + kInputsFile),
       inputsRow("RunInputsTruncated", "a truncated file (data cut short)", safetensors(entry("F32", "[2]", "[0,8]"), 5),

@@ -9,6 +9,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "foundry/Random.h"
 #include "foundry/Runtime.h"
+#include "foundry/runner/io/Safetensors.h"
+#include "foundry/runner/LayerModifiers.h"
 #include "foundry/runner/Session.h"
 #include "foundry/steps/Options.h"
 #include "support/TestRuntime.h"
@@ -242,8 +246,60 @@ TEST(Session, PromptsOfDifferentLengthsDecodeTogetherAndPassTheCheck) {
     EXPECT_EQ(r.prefill.tokens, 58u);
     EXPECT_EQ(r.decode.tokens, 12u);
     EXPECT_THAT(r.summary(), ::testing::HasSubstr("lengths 1/17/40"));
+    // The CPU rows only: the report says no materialised comparison was made, not that it read 0.
+    EXPECT_FALSE(r.check.materialisedRan);
+    EXPECT_TRUE(r.toJson()["check"]["max_rel_vs_materialised"].is_null());
     // The reference path agrees.
     EXPECT_TRUE(run(c, AttentionPath::Reference, true).check.passed);
+  }
+}
+
+TEST(Session, TheMaterialisedCheckReadsTheInt8CachesAsThePrefillLeftThem) {
+  // Decode rows 20x (K) and 50x (V) the prompt's in the prompt's int8 block of 32 keys: each append grows
+  // the block's scale and requantizes the prompt's rows. The prefill read them before, and so must its
+  // check. (q at a fifth, so that the coarser prompt rows stay within the CPU check's int8 bound.)
+  ModelConfig c = tinyConfig(20, 4, 1);
+  c.run.kvDtype = DType::I8;
+  const std::int64_t T = 24, kvRow = std::int64_t(c.nKvHeads) * c.headDim;
+  std::vector<NamedTensor> inputs;
+  for (const auto& [name, heads, seed] : {std::tuple{"q", c.nHeads, 1u}, {"k", c.nKvHeads, 2u}, {"v", c.nKvHeads, 3u}}) {
+    const std::string n = name;
+    auto values = randomUniforms(seed, 0, std::size_t(T) * heads * c.headDim, n == "q" ? 0.2f : 1.0f);
+    for (std::size_t i = 20 * kvRow; n != "q" && i < values.size(); ++i) values[i] *= n == "k" ? 20.0f : 50.0f;
+    inputs.push_back({name, {1, 1, T, heads, c.headDim}, std::move(values)});
+  }
+  const auto file = std::filesystem::temp_directory_path() / fmt::format("foundry-int8-grow-{}.safetensors", ::getpid());
+  writeSafetensors(file, inputs, DType::F16);
+  RunRequest req;
+  req.config = c;
+  req.check = true;
+  req.inputs = file;
+  QuietProgress progress;
+  const RunReport r = runModel(test::runtime(), req, progress);
+  std::filesystem::remove(file);
+  ASSERT_TRUE(r.check.materialisedRan);
+  EXPECT_TRUE(r.check.passed) << r.summary();
+  // The same cache, the same rows: only the two paths' own rounding apart.
+  EXPECT_LT(r.check.maxRelVsMaterialised, 1e-3) << r.summary();
+  EXPECT_EQ(r.toJson()["check"]["max_rel_vs_materialised"], r.check.maxRelVsMaterialised);
+}
+
+TEST(Session, TheKernelCatalogOfAConfigListsEveryKernelItsRunBuilds) {
+  // `foundry kernels --config` lists what a run builds, the cache's type and pages included.
+  for (const auto& [kv, page] : {std::pair{DType::F16, 0u}, std::pair{DType::I8, 32u}, std::pair{DType::Q8_0, 16u}}) {
+    ModelConfig c = tinyConfig(40, 2, 1);
+    c.run.kvDtype = kv;
+    c.run.pageSize = page;
+    const RunReport r = run(c, AttentionPath::Flash, false);
+    std::set<std::string> listed;
+    Runtime& rt = test::runtime();
+    for (const auto& e : attentionKernels(attentionLayoutOf(c), rt.info(), rt.snippets(), AttentionOptions{})) {
+      listed.insert(e.kernel.name);
+    }
+    for (const auto& [kernel, n] : r.kernels) {
+      if (kernel.starts_with("RandomFill")) continue;  // the run's synthetic inputs
+      EXPECT_TRUE(listed.count(kernel)) << dtypeName(kv) << " pages " << page << ": " << kernel << " not listed";
+    }
   }
 }
 

@@ -475,6 +475,26 @@ TEST(Selector, ASplitKnobThatLeavesARangePastTheLoopLimitIsRefused) {
             6u);
 }
 
+TEST(Selector, AForcedSplitCountACallCannotTakeSaysWhatItMadeInstead) {
+  // A forced count holds for every call of a run; a call of too few keys takes fewer splits, and the
+  // reason names both counts rather than the knob alone.
+  const DeviceInfo device = parseDevicePreset("h200");
+  const AttentionPlan decode = planFor(device, decodeShape(1, 32, 8, 16, 128),
+                                       AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "256"}}));
+  EXPECT_LT(decode.splits, 256u);
+  EXPECT_THAT(decode, HasDecision("split-k", AllOf(HasSubstr("FOUNDRY_FA_DECODE_SPLIT_K=256 asked"),
+                                                   HasSubstr(fmt::format("{} made", decode.splits)))));
+  const AttentionPlan prefill = planFor(device, prefillShape(32, 8, 16, 16, 128),
+                                        AttentionOptions::fromEnvironment({{"FOUNDRY_FA_PREFILL_SPLIT_K", "2"}}));
+  EXPECT_EQ(prefill.splits, 1u);
+  EXPECT_THAT(prefill, HasDecision("split-k", HasSubstr("FOUNDRY_FA_PREFILL_SPLIT_K=2 asked, 1 made")));
+  // A count that is made as asked says only the knob.
+  const AttentionPlan exact = planFor(device, decodeShape(1, 32, 8, 4096, 128),
+                                      AttentionOptions::fromEnvironment({{"FOUNDRY_FA_DECODE_SPLIT_K", "4"}}));
+  EXPECT_EQ(exact.splits, 4u);
+  EXPECT_THAT(exact, HasDecision("split-k", ::testing::StrEq("FOUNDRY_FA_DECODE_SPLIT_K")));
+}
+
 TEST(Selector, PrefillWithoutSubgroupArithmeticIsUnsupportedNotAKernelThatCannotRun) {
   // The subgroup prefill kernel reduces rows with subgroupMax and subgroupAdd; there is no scalar one.
   DeviceInfo device = parseDevicePreset("lavapipe");

@@ -1,6 +1,7 @@
 #include "foundry/runner/LayerModifiers.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "foundry/Random.h"
 #include "foundry/stages/modifiers/AlibiStage.h"
@@ -91,6 +92,28 @@ std::string describeModifiers(const std::vector<ModifierConfig>& modifiers) {
     s += (s.empty() ? "" : " + ") + one;
   }
   return s.empty() ? "none" : s;
+}
+
+AttentionLayout attentionLayoutOf(const ModelConfig& c) {
+  AttentionLayout layout{.nHeads = c.nHeads,
+                         .nKvHeads = c.nKvHeads,
+                         .headDim = c.headDim,
+                         .valueDim = c.valueDim,
+                         .latentValues = c.latentValues,
+                         .dtype = c.run.dtype,
+                         .cacheType = c.run.cacheType(),
+                         .pageSize = c.run.pageSize,
+                         .rope = c.rope,
+                         .maxContext = c.maxContext,
+                         .scale = static_cast<float>(c.softmaxScale),
+                         .modifierSets = {}};
+  for (const auto& set : distinctLayerModifiers(c)) {
+    const std::string layers = fmt::format("layer{} {}", set.layers.size() > 1 ? "s" : "", fmt::join(set.layers, ","));
+    layout.modifierSets.emplace_back(
+        fmt::format("{}: {}", set.layers.size() == c.layers ? "all layers" : layers, describeModifiers(set.modifiers)),
+        layerModifiers(c, set.layers.front(), describeHeadTensor));
+  }
+  return layout;
 }
 
 }  // namespace foundry

@@ -10,6 +10,7 @@
 #include "foundry/Tensor.h"
 #include "foundry/runner/ModelConfig.h"
 #include "foundry/stages/AttentionModifier.h"
+#include "foundry/steps/KernelCatalog.h"
 
 namespace foundry {
 
@@ -32,5 +33,10 @@ std::vector<LayerModifierSet> distinctLayerModifiers(const ModelConfig& config);
 
 /// "sliding_window 4096 + sinks" for reports.
 std::string describeModifiers(const std::vector<ModifierConfig>& modifiers);
+
+/// The attention layout a run of `config` builds its kernels for (`foundry kernels --config`): its heads,
+/// dims, dtype, cache type and pages, RoPE, context, scale, and one modifier set per distinct list of
+/// layer modifiers, named by the layers that use it.
+AttentionLayout attentionLayoutOf(const ModelConfig& config);
 
 }  // namespace foundry

@@ -1,10 +1,11 @@
 #include "foundry/runner/ModelConfig.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <span>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "foundry/AtomicFile.h"
 #include "foundry/Error.h"
 #include "foundry/StorageFormat.h"
 #include "foundry/runner/ConfigSchema.h"
@@ -297,6 +299,14 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
   if (c.rope && c.rope->rotaryDims > c.headDim) {
     r.fail("/attention/rope/rotary_dims",
            fmt::format("rotary_dims ({}) cannot exceed head_dim ({})", c.rope->rotaryDims, c.headDim));
+  }
+  if (c.rope && c.rope->rotaryDims <= c.headDim && c.rope->dims(c.headDim) % 2 != 0) {
+    const bool given = c.rope->rotaryDims != 0;
+    r.fail(given ? "/attention/rope/rotary_dims" : "/attention/head_dim",
+           fmt::format("RoPE rotates pairs of dimensions, so it needs an even count: {} {}; accepted: an even "
+                       "rotary_dims at most head_dim{}",
+                       given ? "rotary_dims" : "head_dim (the rotated count when rotary_dims is not given)",
+                       c.rope->dims(c.headDim), given ? "" : ", or an even head_dim"));
   }
   if (c.latentValues) {
     if (c.valueDim == 0 || c.valueDim >= c.headDim) {
@@ -665,15 +675,21 @@ ModelConfig loadModelConfig(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw UserError("", fmt::format("cannot read config {}: it is a directory", origin));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("", fmt::format("cannot read config {}: {}", origin, std::strerror(errno)));
+  // A FIFO without a writer reads as empty rather than holding the run at its open.
+  const int fd = openForReading(path);
+  if (fd < 0) throw UserError("", fmt::format("cannot read config {}: {}", origin, std::strerror(errno)));
   // Read at most one chunk past the limit, so pipes and growing files are bounded too.
   std::string text;
   char chunk[1 << 16];
-  while (text.size() <= kMaxConfigBytes && in.read(chunk, sizeof chunk).gcount() > 0) {
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  ssize_t n = 0;
+  while (text.size() <= kMaxConfigBytes && (n = ::read(fd, chunk, sizeof chunk)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
   }
-  if (in.bad()) throw UserError("", fmt::format("cannot read config {}: read error", origin));
+  const int readErrno = errno;
+  ::close(fd);
+  if (n < 0) throw UserError("", fmt::format("cannot read config {}: {}", origin, std::strerror(readErrno)));
   if (text.size() > kMaxConfigBytes) {
     throw UserError("", fmt::format("config {} is larger than the limit of {} bytes", origin, kMaxConfigBytes));
   }

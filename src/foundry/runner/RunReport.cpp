@@ -72,7 +72,9 @@ nlohmann::json RunReport::toJson() const {
                        {"pipelines_created", pipelines}};
   if (check.ran) {
     j["check"] = {{"passed", check.passed}, {"rows", check.rows}, {"max_rel_vs_cpu", check.maxRelVsCpu},
-                  {"max_rel_vs_materialised", check.maxRelVsMaterialised}, {"bound", check.bound},
+                  {"max_rel_vs_materialised",
+                   check.materialisedRan ? nlohmann::json(check.maxRelVsMaterialised) : nlohmann::json(nullptr)},
+                  {"bound", check.bound},
                   {"failures", check.failures}};
   }
   if (ranks) {

@@ -114,6 +114,7 @@ class Session {
   /// Elements [srcFirst, +count) of `src` to [dstFirst, +count) of `dst`, offsets as push constants.
   void copy(Dispatcher& d, const Tensor& src, std::uint64_t srcFirst, const Tensor& dst, std::uint64_t dstFirst,
             std::uint64_t count);
+  std::string mustRecordEveryToken() const;
   bool replayDecode() const;
   /// Decode token `t`, every layer. With `fixedViews` the token's rows go through the fixed token
   /// tensors, so that every token binds the same buffer ranges (a replayed recording's).
@@ -164,9 +165,12 @@ class Session {
   void record(const SubmitResult& r, PhaseReport& phase);
   void loadInputs();
   void checkOutputs(RunReport& report);
+  bool materialisedCheck() const;
+  void referencePrefill();
   void compareExpected(RunReport& report);
   void checkFilesBeforeRunning();
   void checkMemoryBudget() const;
+  void checkTokenRowsAligned() const;
   std::vector<float> hostInput(std::uint32_t layer, std::uint32_t kind);  ///< [T, B, H, D] as the device saw it
   /// The tensors --inputs holds: q, k and v, or q and k where the values are the keys' columns.
   std::vector<const char*> inputNames() const {
@@ -197,6 +201,8 @@ class Session {
   std::vector<SafetensorsTensor> inputTensors_;  ///< q, k, v of --inputs, read once the budget is checked
   std::map<std::string, std::uint64_t> kernels_;
   std::vector<SelectorReport> decisions_;  ///< one per distinct (phase, kernels)
+  /// The checked layers' prefill through the materialised path, on the caches as the prefill left them.
+  std::map<std::uint32_t, std::vector<float>> referencePrefill_;
   std::optional<RandomFill> fill_;
   KernelSource copyKernel_;
   bool keepOutputs_ = false;
@@ -467,12 +473,33 @@ void Session::checkMemoryBudget() const {
   checkMemoryPlan(runMemoryPlan(req_, files, rt_.info()), rt_.info(), hostMemory());
 }
 
+// The run binds each token's rows of q, k, v and o at that token's byte offset, which the device
+// takes only at multiples of its storage offset alignment: head dims whose rows miss it are refused
+// before any work, whatever the prompt (an offset that happened to fall right would hide it).
+void Session::checkTokenRowsAligned() const {
+  const std::uint64_t align = rt_.device().storageOffsetAlignment();
+  const std::uint64_t bytes = dtypeBytes(dtype_), kvRowBytes = std::uint64_t(B_) * c_.nKvHeads * bytes;
+  for (const auto& [field, dim] : {std::pair{"head_dim", D_}, std::pair{"value_dim", Dv_}}) {
+    if (kvRowBytes * dim % align == 0) continue;
+    throw UnsupportedError(fmt::format(
+        "/attention/{}: {} with {} KV heads of {} at batch {}: a token's K/V rows take {} bytes, and device '{}' binds "
+        "storage buffers at multiples of {} bytes; accepted on this device: a {} that is a multiple of {}",
+        field, dim, c_.nKvHeads, dtypeName(dtype_), B_, kvRowBytes * dim, rt_.info().name, align, field,
+        align / std::gcd(align, kvRowBytes)));
+  }
+}
+
 RunReport Session::run() {
   checkFilesBeforeRunning();
   checkMemoryBudget();
+  checkTokenRowsAligned();
   if (req_.ranks && req_.ranks->size() > 1) {
     RankedAttention::checkSupported(req_);
     ranked_ = std::make_unique<RankedAttention>(rt_, *req_.ranks, P_, N_, req_.attention);
+  }
+  if (const std::string why = mustRecordEveryToken(); req_.attention.decodeReplay == Force::On && !why.empty()) {
+    throw UserError(req_.attention.fieldOf("FOUNDRY_DECODE_REPLAY"),
+                    fmt::format("1 cannot be used here: {}, so every token is recorded; accepted here: 0 or auto", why));
   }
   RunReport report;
   report.foundryVersion = FOUNDRY_VERSION;
@@ -597,6 +624,17 @@ RunReport Session::run() {
   report.prefill.wallSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.prefill.tokens = 0;
   for (std::uint32_t b = 0; b < B_; ++b) report.prefill.tokens += c_.run.promptOf(b);
+  // Decode's appends requantize an int8 block whose scale grows, so the materialised comparison reads
+  // the caches now. What it allocates, compiles and creates is the check's, not the run's.
+  std::uint64_t peak = rt_.device().memoryStats().peakBytes;
+  std::uint64_t checkCompiles = kc.compiles(), checkMemory = kc.memoryHits(), checkDisk = kc.diskHits();
+  std::uint64_t checkPipelines = rt_.pipelines().created();
+  if (materialisedCheck()) referencePrefill();
+  checkCompiles = kc.compiles() - checkCompiles;
+  checkMemory = kc.memoryHits() - checkMemory;
+  checkDisk = kc.diskHits() - checkDisk;
+  checkPipelines = rt_.pipelines().created() - checkPipelines;
+  rt_.device().resetPeak();
 
   // Decode: one submission per token, every layer in it.
   start = Clock::now();
@@ -620,24 +658,30 @@ RunReport Session::run() {
   report.kernels = kernels_;
   report.selector = decisions_;
   report.scratchBytes = workspace_.bytes();
-  report.peakDeviceBytes = rt_.device().memoryStats().peakBytes - baseline;
-  report.kernelCompiles = kc.compiles() - compiles0;
-  report.kernelMemoryHits = kc.memoryHits() - memory0;
-  report.kernelDiskHits = kc.diskHits() - disk0;
-  report.pipelines = rt_.pipelines().created() - pipelines0;
+  report.peakDeviceBytes = std::max(peak, rt_.device().memoryStats().peakBytes) - baseline;
+  report.kernelCompiles = kc.compiles() - compiles0 - checkCompiles;
+  report.kernelMemoryHits = kc.memoryHits() - memory0 - checkMemory;
+  report.kernelDiskHits = kc.diskHits() - disk0 - checkDisk;
+  report.pipelines = rt_.pipelines().created() - pipelines0 - checkPipelines;
   // Over several ranks rank 0 checks (it holds every output); the others report no check.
   if (req_.check && (!ranked_ || req_.ranks->rank() == 0)) checkOutputs(report);
   if (req_.expect || req_.save) compareExpected(report);
   return report;
 }
 
+// Why this run records every decode token, if it must: "" where a recording may be replayed.
+std::string Session::mustRecordEveryToken() const {
+  if (req_.attention.sdpaDebugOnlineCompare) return "the online compare submits part-way through a token";
+  if (ranked_) return "over several ranks each token waits for the others between its submissions";
+  // Ragged decodes upload each token's lengths and append sequence by sequence.
+  if (ragged_) return "prompts of their own lengths (run.prompt_lens) upload each token's lengths";
+  return "";
+}
+
 bool Session::replayDecode() const {
-  // The online compare submits part-way through a step, which a replayed recording cannot do. By
-  // default on GPUs (the H200: 664 against 289-382 decode tokens/s by wall time, outputs checked) and
-  // off on CPU drivers, where it was a little slower (docs/performance.md).
-  if (req_.attention.sdpaDebugOnlineCompare || ranked_) return false;
-  // Ragged decodes upload each token's lengths and append sequence by sequence: recorded each token.
-  if (ragged_) return false;
+  // By default on GPUs (the H200: 664 against 289-382 decode tokens/s by wall time, outputs checked)
+  // and off on CPU drivers, where it was a little slower (docs/performance.md).
+  if (!mustRecordEveryToken().empty()) return false;
   if (req_.attention.decodeReplay != Force::Auto) return req_.attention.decodeReplay == Force::On;
   return rt_.info().kind != DeviceKind::Cpu;
 }
@@ -732,6 +776,36 @@ void Session::decodeReplayed(VulkanDispatcher& d, RunReport& report) {
   progress_.update("decode", N_, N_);
 }
 
+// Whether --check also compares the checked layers' prefill with the materialised path on the device:
+// not where the prefill was itself materialised, nor per sequence (ragged prompts: the CPU rows only),
+// nor over several ranks (rank 0's caches hold its own range), nor past the materialised scores' limit.
+bool Session::materialisedCheck() const {
+  return req_.check && keepOutputs_ && !materialisedPrefill_ && !ragged_ && !ranked_ &&
+         SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_, D_, dtype_}) <=
+             rt_.info().maxStorageBufferRange;
+}
+
+void Session::referencePrefill() {
+  const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D_});
+  const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, Dv_});
+  DeviceWorkspace scores(rt_);  // freed before the decode
+  for (const std::uint32_t l : std::set<std::uint32_t>{0u, L_ - 1}) {
+    rt_.upload(qr, hostInput(l, 0));
+    auto d = rt_.dispatcher();
+    StepContext ctx{*d, scores, &rt_};
+    if (c_.rope) rope_.run(ctx, tokenView(qr, 0, P_), ropeTable_, *c_.rope, 0);
+    AttentionCall call{tokenView(qr, 0, P_), kCache_[l], vCache_[l], tokenView(orr, 0, P_), P_};
+    call.scale = static_cast<float>(c_.softmaxScale);
+    call.modifiers = modifiers_[l];
+    call.pages = pages_;
+    reference_.run(ctx, call);
+    d->submit();
+    auto want = rt_.download(orr);
+    want.resize(std::size_t(P_) * B_ * c_.nHeads * Dv_);
+    referencePrefill_[l] = std::move(want);
+  }
+}
+
 // Sampled layers and tokens against the CPU float64 reference, and the sampled layers' prefill against
 // the materialised path on the device.
 void Session::checkOutputs(RunReport& report) {
@@ -812,28 +886,11 @@ void Session::checkOutputs(RunReport& report) {
         }
       }
     }
-    // The same layer's prefill through the materialised path, on the device (where the prefill was not
-    // itself materialised). (Ragged prompts: the per-sequence rows above only.)
-    // (Over several ranks rank 0's caches hold its own range only.)
-    if (!materialisedPrefill_ && !ragged_ && !ranked_ &&
-        SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_, D, dtype_}) <=
-            rt_.info().maxStorageBufferRange) {
-      const Tensor qr = alloc("check_q", {T_, B_, c_.nHeads, D});
-      const Tensor orr = alloc("check_o", {T_, B_, c_.nHeads, Dv});
-      rt_.upload(qr, hostInput(l, 0));
-      auto d = rt_.dispatcher();
-      StepContext ctx{*d, workspace_, &rt_};
-      if (c_.rope) rope_.run(ctx, tokenView(qr, 0, P_), ropeTable_, *c_.rope, 0);
-      AttentionCall call{tokenView(qr, 0, P_), kCache_[l], vCache_[l], tokenView(orr, 0, P_), P_};
-      call.scale = static_cast<float>(c_.softmaxScale);
-      call.modifiers = modifiers_[l];
-      call.pages = pages_;
-      reference_.run(ctx, call);
-      d->submit();
-      const auto want = rt_.download(orr);
+    // The same layer's prefill through the materialised path, run before the decode (referencePrefill).
+    if (const auto it = referencePrefill_.find(l); it != referencePrefill_.end()) {
       const std::size_t n = std::size_t(P_) * B_ * c_.nHeads * Dv;
       const std::vector<float> mine(got.begin(), got.begin() + n);
-      const std::vector<double> ref(want.begin(), want.begin() + n);
+      const std::vector<double> ref(it->second.begin(), it->second.end());
       const ErrorStats e = compareOutputs(mine, ref);
       chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.reportedRel());
       chk.materialisedRan = true;

@@ -294,6 +294,23 @@ AttentionCall groupRowsCall(const AttentionCall& call, std::uint32_t group) {
   return g;
 }
 
+AttentionCall describePagedCaches(AttentionCall c, std::uint32_t pageSize, std::uint32_t poolPages,
+                                  std::vector<std::uint32_t> table, std::uint32_t maxPages) {
+  const auto batch = static_cast<std::uint32_t>(c.k.dim(0));
+  if (!maxPages) maxPages = (c.kvLen + pageSize - 1) / pageSize;
+  if (!poolPages) poolPages = batch * maxPages;
+  if (table.empty()) {
+    for (std::uint32_t i = 0; i < batch * maxPages; ++i) table.push_back(poolPages - 1 - i);
+  }
+  for (Tensor* t : {&c.k, &c.v}) {
+    const bool scaled = t->scales != nullptr;
+    *t = Tensor::describe(t->name, t->dtype, {poolPages, t->dim(1), pageSize, t->dim(3)}, Layout::KvCache);
+    if (scaled) t->scales = std::make_shared<Tensor>(scalesShape(*t));
+  }
+  c.pages = PagedKv{Tensor::describe("block_table", DType::U32, {batch, maxPages}), std::move(table)};
+  return c;
+}
+
 Tensor latentValueView(const Tensor& keys, std::uint32_t valueDim) {
   Tensor v = keys;
   v.name = "v_of_" + keys.name;

@@ -71,6 +71,14 @@ AttentionCall groupRowsCall(const AttentionCall& call, std::uint32_t group);
 /// `keys`, with its strides, read in place (docs/attention.md, "Value rows narrower than key rows").
 Tensor latentValueView(const Tensor& keys, std::uint32_t valueDim);
 
+/// Shape-only (no buffers): the call's caches as pools of `poolPages` pages of `pageSize` rows
+/// (kv-cache [pages, Hkv, page_size, D], an int8 or q8_0 cache's scales with them) reached through a
+/// u32 block table [batch, max_pages] named "block_table" holding `table` (row-major). Empty `table`:
+/// sequence b's page i is poolPages - 1 - (b * maxPages + i), pages in reverse order, with maxPages
+/// covering kv_len; poolPages 0: batch x maxPages. For planning and listing kernels.
+AttentionCall describePagedCaches(AttentionCall c, std::uint32_t pageSize, std::uint32_t poolPages = 0,
+                                  std::vector<std::uint32_t> table = {}, std::uint32_t maxPages = 0);
+
 /// Sets the cache stride push constants every attention kernel declares.
 void setCacheStrides(Arguments& args, const Tensor& k, const Tensor& v);
 /// Binds the caches (and an int8 cache's scales, and a paged cache's block table) for a kernel with a

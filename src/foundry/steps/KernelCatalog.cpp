@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/KvQuant.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/RopeStep.h"
 #include "foundry/steps/SdpaReferenceStep.h"
@@ -28,16 +29,20 @@ AttentionCall shapeCall(const AttentionLayout& l, const Modifiers& mods, std::ui
   AttentionCall c;
   c.q = Tensor::describe("q", l.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
   c.o = Tensor::describe("o", l.dtype, p.oDims(Layout::HeadMajor), Layout::HeadMajor);
-  c.k = Tensor::describe("k_cache", l.dtype, p.kvDims(), Layout::KvCache);
+  const DType cache = l.cacheType.value_or(l.dtype);
+  c.k = Tensor::describe("k_cache", cache, p.kvDims(), Layout::KvCache);
   if (l.latentValues) {
     c.v = latentValueView(c.k, p.vDim());
   } else {
-    c.v = Tensor::describe("v_cache", l.dtype, p.vDims(), Layout::KvCache);
+    c.v = Tensor::describe("v_cache", cache, p.vDims(), Layout::KvCache);
+  }
+  if (quantized(cache)) {
+    for (Tensor* t : {&c.k, &c.v}) t->scales = std::make_shared<Tensor>(scalesShape(*t));
   }
   c.kvLen = kvLen;
   c.scale = l.scale;
   c.modifiers = mods;
-  return c;
+  return l.pageSize ? describePagedCaches(std::move(c), l.pageSize) : c;
 }
 
 }  // namespace
@@ -91,8 +96,8 @@ std::vector<CatalogEntry> attentionKernels(const AttentionLayout& layout, const 
   if (layout.rope) add("rope", {RopeStep(device, snippets).kernelFor(prompt.q, *layout.rope)});
   const bool ownValues = layout.valueDim && layout.valueDim != layout.headDim && !layout.latentValues;
   add("kv append", {KvAppendStep(device, snippets)
-                        .kernelFor(layout.headDim, layout.dtype, layout.rope, std::nullopt, 0, layout.latentValues,
-                                   ownValues ? layout.valueDim : 0)});
+                        .kernelFor(layout.headDim, layout.dtype, layout.rope, layout.cacheType, layout.pageSize,
+                                   layout.latentValues, ownValues ? layout.valueDim : 0)});
   return out;
 }
 

@@ -20,6 +20,8 @@ struct AttentionLayout {
   std::uint32_t valueDim = 0;   ///< of values and outputs; 0: headDim. Narrower: the prompt runs materialised
   bool latentValues = false;    ///< the values are the last valueDim columns of each key row (absorbed MLA)
   DType dtype = DType::F16;
+  std::optional<DType> cacheType;  ///< of the K/V caches (f16, bf16, f32, int8, q8_0); none: dtype
+  std::uint32_t pageSize = 0;      ///< the caches in pools of pages of this many rows; 0: contiguous
   std::optional<RopeSpec> rope = RopeSpec{};  ///< none: no RoPE kernels, no fused RoPE decode
   std::uint32_t maxContext = 8192;
   float scale = 0.0f;                         ///< the softmax scale (0: 1/sqrt(head_dim))

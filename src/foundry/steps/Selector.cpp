@@ -61,6 +61,16 @@ void requireWithinLoopLimit(const AttentionPlan& plan, std::uint32_t most, const
                                      plan.kvChunk));
 }
 
+// A forced split count is a request for every call of a run: a call with too few keys for it (splits
+// are whole steps and never empty) or too small a scratch buffer takes fewer, and its reason says so.
+std::string forcedSplitsNote(std::optional<std::uint32_t> forced, std::uint32_t splits, std::uint32_t keys,
+                             std::uint32_t granule) {
+  if (!forced || *forced == splits) return "";
+  return fmt::format("={} asked, {} made: the call's {} keys in whole steps of {} keys, no split empty, the partials "
+                     "within one storage buffer",
+                     *forced, splits, keys, granule);
+}
+
 [[noreturn]] void rejectKnob(const AttentionOptions& o, const char* knob, std::uint32_t value, const std::string& why,
                              const std::string& accepted) {
   throw UserError(o.fieldOf(knob), fmt::format("{} cannot be used here: {}; accepted on this device: {}", value, why, accepted));
@@ -633,7 +643,8 @@ AttentionPlan fitDecode(const AttentionPlan& variant, const AttentionProblem& p,
     }
   }
   v.split = plan.splits > 1;
-  why.push_back({"split-k", std::to_string(plan.splits), reason});
+  why.push_back({"split-k", std::to_string(plan.splits),
+                 reason + forcedSplitsNote(o.faDecodeSplitK, plan.splits, keys, v.keyGranule(sg))});
   if (v.split) {
     // Merging in the last workgroup saves a dispatch and a barrier, but every workgroup's hand-over
     // (a device-wide fence and an atomic) holds its compute unit a little longer: a loss once later
@@ -1026,7 +1037,8 @@ AttentionPlan fitPrefill(const AttentionPlan& variant, const AttentionProblem& p
   requireWithinLoopLimit(plan, most, device);
   v.split = plan.splits > 1;
   v.lse = p.lse && !v.split;
-  why.push_back({"split-k", std::to_string(plan.splits), reason});
+  why.push_back({"split-k", std::to_string(plan.splits),
+                 reason + forcedSplitsNote(o.faPrefillSplitK, plan.splits, keys, v.keysPerTile)});
   v.probe = o.faPrefillProbe;
   if (v.probe) why.push_back({"probe", "on", "FOUNDRY_FA_PREFILL_PROBE: a measuring build of the kernel"});
   plan.grid = v.headsFirst ? Grid{p.nHeads, qTiles * plan.splits, p.batch} : Grid{qTiles * plan.splits, p.nHeads, p.batch};

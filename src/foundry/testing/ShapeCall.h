@@ -71,25 +71,10 @@ inline AttentionCall shapeCall(const CallShape& s) {
   return c;
 }
 
-/// Makes a call's caches paged: pools of `poolPages` pages of `pageSize` rows (kv-cache [pages, Hkv,
-/// page_size, D]) and a u32 block table [batch, max_pages] named "block_table" holding `table`
-/// (row-major). Empty `table`: sequence b's page i is poolPages - 1 - (b * maxPages + i), pages in
-/// reverse order, with maxPages covering kv_len.
+/// Makes a call's caches paged (describePagedCaches): pages in reverse order by default.
 inline AttentionCall withPages(AttentionCall c, std::uint32_t pageSize, std::uint32_t poolPages = 0,
                                std::vector<std::uint32_t> table = {}, std::uint32_t maxPages = 0) {
-  const auto batch = static_cast<std::uint32_t>(c.k.dim(0));
-  if (!maxPages) maxPages = (c.kvLen + pageSize - 1) / pageSize;
-  if (!poolPages) poolPages = batch * maxPages;
-  if (table.empty()) {
-    for (std::uint32_t i = 0; i < batch * maxPages; ++i) table.push_back(poolPages - 1 - i);
-  }
-  for (Tensor* t : {&c.k, &c.v}) {
-    const bool scaled = t->scales != nullptr;
-    *t = Tensor::describe(t->name, t->dtype, {poolPages, t->dim(1), pageSize, t->dim(3)}, Layout::KvCache);
-    if (scaled) t->scales = std::make_shared<Tensor>(scalesShape(*t));
-  }
-  c.pages = PagedKv{Tensor::describe("block_table", DType::U32, {batch, maxPages}), std::move(table)};
-  return c;
+  return describePagedCaches(std::move(c), pageSize, poolPages, std::move(table), maxPages);
 }
 
 /// Adds fused RoPE (rotate-half over all of head_dim) at `position` to a decode call.

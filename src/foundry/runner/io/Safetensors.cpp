@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -283,14 +284,15 @@ class FileSource : public SafetensorsReader::Source {
   explicit FileSource(const Problems& p) : p_(p) {
     std::error_code ec;
     if (std::filesystem::is_directory(p.origin(), ec)) p.fail("", "cannot read: it is a directory");
-    fd_ = ::open(p.origin().c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = openForReading(p.origin());  // a FIFO is refused below, never waited on
     if (fd_ < 0) p.fail("", fmt::format("cannot read: {}", std::strerror(errno)));
-    const off_t end = ::lseek(fd_, 0, SEEK_END);
-    if (end < 0) {
+    struct ::stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd_);
-      p.fail("", "cannot read: the file has no size (not a regular file?)");
+      p.fail("", fmt::format("cannot read: it is {}; a safetensors file is read in place, so it must be a regular file",
+                             nonRegularFile(p.origin()).value_or("not a regular file")));
     }
-    size = static_cast<std::uint64_t>(end);
+    size = static_cast<std::uint64_t>(st.st_size);
   }
   ~FileSource() override { ::close(fd_); }
   FileSource(const FileSource&) = delete;
