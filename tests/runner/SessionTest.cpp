@@ -282,6 +282,8 @@ TEST(Session, TheMaterialisedCheckReadsTheInt8CachesAsThePrefillLeftThem) {
   // The same cache, the same rows: only the two paths' own rounding apart.
   EXPECT_LT(r.check.maxRelVsMaterialised, 1e-3) << r.summary();
   EXPECT_EQ(r.toJson()["check"]["max_rel_vs_materialised"], r.check.maxRelVsMaterialised);
+  // K and V: 4 heads x 64 codes a token, and an f16 scale per 32 keys x 32 dims: 16 bytes per 32 tokens.
+  EXPECT_EQ(r.kvBytesPerToken, 2u * (4u * 64u) + 1u);
 }
 
 TEST(Session, TheKernelCatalogOfAConfigListsEveryKernelItsRunBuilds) {

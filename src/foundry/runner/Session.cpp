@@ -558,10 +558,13 @@ RunReport Session::run() {
     lengthValues_.assign(B_, 0);
   }
   const std::uint64_t cacheRows = std::uint64_t(dims[0]) * c_.nKvHeads * dims[2];
+  // Per token over a block of 32 (an int8 block's scales are a fraction of a byte a token), rounded
+  // once at the end.
+  std::uint64_t bytesPer32 = 0;
   for (std::uint32_t l = 0; l < L_; ++l) {
     kCache_.push_back(rt_.allocate(fmt::format("k_cache{}", l), kvDtype_, dims, Layout::KvCache));
     report.cacheBytes += cacheBytes(kvDtype_, cacheRows, D_);
-    report.kvBytesPerToken += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, D_) / 32;
+    bytesPer32 += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, D_);
     if (latent_) {
       vCache_.push_back(latentValueView(kCache_.back(), Dv_));
       continue;
@@ -570,8 +573,9 @@ RunReport Session::run() {
     vDims.back() = Dv_;
     vCache_.push_back(rt_.allocate(fmt::format("v_cache{}", l), kvDtype_, vDims, Layout::KvCache));
     report.cacheBytes += cacheBytes(kvDtype_, cacheRows, Dv_);
-    report.kvBytesPerToken += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, Dv_) / 32;
+    bytesPer32 += cacheBytes(kvDtype_, 32ull * c_.nKvHeads, Dv_);
   }
+  report.kvBytesPerToken = (bytesPer32 + 16) / 32;
   // Every layer's output is kept when something reads them afterwards; otherwise one is reused.
   const bool keepOutputs = keepOutputs_ = req_.check || req_.expect || req_.save;
   for (std::uint32_t l = 0; l < (keepOutputs ? L_ : 1); ++l) {
