@@ -48,6 +48,11 @@ std::vector<CliRow> configRows() {
       configValue("ConfigSlopeOutOfRange", "an ALiBi slope of 1e30",
                   "/attention/modifiers", json::parse(R"([{"type": "alibi", "slopes": [1e30]}])"),
                   "/attention/modifiers/0/slopes/0: expected a number of at least -1000 and at most 1000, found 1e+30"),
+      configValue("ConfigAlibiAfterSoftCap", "ALiBi listed after a soft-cap (its bias enters before every score modifier)",
+                  "/attention/modifiers",
+                  json::parse(R"([{"type": "soft_cap", "cap": 30.0}, {"type": "alibi"}])"),
+                  "/attention/modifiers/1: alibi comes after soft_cap (modifier 0) on layer 0, but ALiBi's bias is "
+                  "added to the logit before any score modifier: list alibi before soft_cap"),
       configValue("ConfigLatentValuesWithoutValueDim", "`latent_values` without a narrower value_dim",
                   "/attention/latent_values", true,
                   "/attention/value_dim: latent_values reads the values from the last value_dim columns of each key "

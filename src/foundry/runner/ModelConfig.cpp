@@ -276,12 +276,19 @@ void checkModifiers(const Reader& r, const ModelConfig& c) {
     }
     for (std::size_t j = 0; j < i; ++j) {
       const auto& o = c.modifiers[j];
-      if (o.kind != m.kind) continue;
+      // ALiBi's bias enters the logit before every score modifier (the fa_distance_bias hook), so a
+      // list that puts one first would not be applied as written.
+      const bool biasAfterScore = m.kind == ModifierConfig::Kind::Alibi && o.kind == ModifierConfig::Kind::SoftCap;
+      if (o.kind != m.kind && !biasAfterScore) continue;
       for (std::uint32_t l = 0; l < c.layers; ++l) {
-        if (m.layers.matches(l) && o.layers.matches(l)) {
-          r.fail(at, fmt::format("modifiers {} and {} are both {} on layer {}: at most one of a type per layer", j, i,
-                                 m.typeName(), l));
+        if (!m.layers.matches(l) || !o.layers.matches(l)) continue;
+        if (biasAfterScore) {
+          r.fail(at, fmt::format("alibi comes after soft_cap (modifier {}) on layer {}, but ALiBi's bias is added to "
+                                 "the logit before any score modifier: list alibi before soft_cap",
+                                 j, l));
         }
+        r.fail(at, fmt::format("modifiers {} and {} are both {} on layer {}: at most one of a type per layer", j, i,
+                               m.typeName(), l));
       }
     }
   }
