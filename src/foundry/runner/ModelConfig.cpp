@@ -377,6 +377,16 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
       }
     }
   }
+  if (const QuantBlocks& b = storageFormat(c.run.cacheType()).blocks; b.inlineScales) {
+    // Each row of such a cache is whole blocks (a scale, then its values).
+    for (const std::uint32_t dim : {c.headDim, c.vDim()}) {
+      if (dim % b.dims != 0) {
+        r.fail(names.kvDtype, fmt::format("{} rows are whole blocks of {} values, but this model's rows hold {}; "
+                                          "accepted here: f16, bf16, f32 or int8",
+                                          dtypeName(c.run.cacheType()), b.dims, dim));
+      }
+    }
+  }
   if (c.run.pageSize && quantized(c.run.cacheType())) {
     const std::uint32_t keys = storageFormat(c.run.cacheType()).blocks.keys;
     if (keys > 1 && c.run.pageSize % keys != 0) {
