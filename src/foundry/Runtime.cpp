@@ -36,7 +36,8 @@ std::string diskCacheDirectory(const RuntimeOptions& options) {
 
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   configureLogging(options_);
-  device_ = std::make_shared<VulkanDevice>(std::make_shared<VulkanInstance>(options_.validation), options_.device);
+  device_ = std::make_shared<VulkanDevice>(std::make_shared<VulkanInstance>(options_.validation), options_.device,
+                                            options_.fieldOf("FOUNDRY_DEVICE"));
   start();
 }
 

@@ -48,6 +48,8 @@ std::vector<CliRow> configRows() {
       configValue("ConfigSlopeOutOfRange", "an ALiBi slope of 1e30",
                   "/attention/modifiers", json::parse(R"([{"type": "alibi", "slopes": [1e30]}])"),
                   "/attention/modifiers/0/slopes/0: expected a number of at least -1000 and at most 1000, found 1e+30"),
+      configValue("ConfigTuningDeviceUnknown", "`tuning` device that names no Vulkan device", "/tuning/device", "nope",
+                  "/tuning/device: 'nope' matches no Vulkan device; available: 0:"),
       configValue("ConfigAlibiAfterSoftCap", "ALiBi listed after a soft-cap (its bias enters before every score modifier)",
                   "/attention/modifiers",
                   json::parse(R"([{"type": "soft_cap", "cap": 30.0}, {"type": "alibi"}])"),

@@ -15,7 +15,8 @@ namespace foundry {
 
 namespace {
 
-const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std::string& selector) {
+const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std::string& selector,
+                                       const std::string& field) {
   const auto& devices = instance.devices();
   if (selector.empty()) {
     for (const auto& d : devices) {
@@ -32,17 +33,17 @@ const PhysicalDeviceEntry& selectEntry(const VulkanInstance& instance, const std
     if (numeric && d.index == index) return d;
     if (!numeric && d.info.name.find(selector) != std::string::npos) return d;
   }
-  throw UserError("FOUNDRY_DEVICE",
-                  fmt::format("'{}' matches no Vulkan device; available: {}", printable(selector), available));
+  throw UserError(field, fmt::format("'{}' matches no Vulkan device; available: {}", printable(selector), available));
 }
 
 bool has(const std::vector<std::string>& v, const char* s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 }  // namespace
 
-VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector)
+VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector,
+                           const std::string& field)
     : instance_(std::move(instance)) {
-  const PhysicalDeviceEntry& entry = selectEntry(*instance_, selector);
+  const PhysicalDeviceEntry& entry = selectEntry(*instance_, selector, field);
   info_ = entry.info;
   physical_ = entry.handle;
   index_ = entry.index;

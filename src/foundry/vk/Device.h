@@ -34,7 +34,9 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
  public:
   /// `selector`: empty picks the first discrete GPU, else the first device; a number picks by index;
   /// anything else picks the first device whose name contains it.
-  VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector);
+  /// `field` names where `selector` came from in an error ("--device", "/tuning/device", ...).
+  VulkanDevice(std::shared_ptr<VulkanInstance> instance, const std::string& selector,
+               const std::string& field = "FOUNDRY_DEVICE");
   /// Adopts `external.device` and its queue (of the physical device `external.physicalDevice` of
   /// `instance`); capabilities are what the application enabled.
   VulkanDevice(std::shared_ptr<VulkanInstance> instance, const ExternalVulkan& external);
