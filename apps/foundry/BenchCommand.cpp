@@ -4,6 +4,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "BenchSuite.h"
@@ -31,6 +32,40 @@ std::string percentCell(const bench::Result& r) {
   return r.percentOfCeiling ? fmt::format("{:.0f}% of {}", *r.percentOfCeiling, r.ceiling) : "n/a";
 }
 
+/// Whether --variants `filters` keep the variant `name`: all do without filters, else those whose
+/// names contain one of them.
+bool picks(const std::vector<std::string>& filters, const std::string& name) {
+  return filters.empty() || std::any_of(filters.begin(), filters.end(), [&](const std::string& f) {
+           return name.find(f) != std::string::npos;
+         });
+}
+
+/// Each --variants filter must keep a variant of some shape; else the error lists the words variant
+/// names are made of (the names themselves run to thousands).
+void checkVariantFilters(const std::vector<std::string>& filters,
+                         const std::vector<std::vector<std::pair<std::string, AttentionOptions>>>& variants) {
+  for (const std::string& f : filters) {
+    std::vector<std::string> words;
+    bool kept = false;
+    for (const auto& shape : variants) {
+      for (const auto& variant : shape) {
+        const std::string& name = variant.first;
+        kept |= picks({f}, name);
+        for (std::size_t at = 0; at < name.size();) {
+          const std::size_t end = std::min(name.find(' ', at), name.size());
+          const std::string word = name.substr(at, end - at);
+          if (std::find(words.begin(), words.end(), word) == words.end()) words.push_back(word);
+          at = end + 1;
+        }
+      }
+    }
+    if (!kept) {
+      throw UserError("--variants", fmt::format("'{}' is in no variant's name; accepted: parts of the names, which are "
+                                                "made of: {}", printable(f), fmt::join(words, ", ")));
+    }
+  }
+}
+
 }  // namespace
 
 void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
@@ -47,14 +82,16 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--suite", a->options.suite, "decode, prefill, modifiers, ceilings, all, smoke")->capture_default_str();
-  cmd->add_option("--json", a->json, "Write the results as JSON (atomically)");
+  cmd->add_option("--json", a->json, "Write the results as JSON (atomically)")->type_name("PATH");
   cmd->add_option("--runs", a->options.runs, "Timed runs per shape (median reported)")->capture_default_str();
   cmd->add_option("--warmup", a->options.warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--l2-mib", a->l2Mib, "L2 size to defeat: inputs rotate over more than 4x this")->capture_default_str();
   cmd->add_flag("!--wait-each-batch", a->options.queueAhead,
                 "Wait for each batch of timed calls before recording the next (the GPU idles in between, and its "
                 "clock may drop there); by default the next batch is queued first");
-  cmd->add_option("--shape", a->shapes, "Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each optionally with +window<W>, +softcap<C>, +alibi, +sinks, and the storage +bf16, +kvtok, +int8, +q8_0");
+  cmd->add_option("--shape", a->shapes,
+                  fmt::format("Time these shapes instead of a suite: decode:B:Hq:Hkv:kv:D, prefill:B:Hq:Hkv:S:D, each "
+                              "optionally with {} (one of a kind)", bench::kShapeModifiers));
   cmd->add_flag("--sweep", a->sweep, "Time every variant the knobs can force for each shape (the Selector's defaults come from this)");
   cmd->add_flag("--probe", a->probe,
                 "Also run each shape through the probe's build of its kernel (FOUNDRY_FA_PREFILL_PROBE, "
@@ -76,6 +113,9 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       if (a->options.runs < 1) throw UserError("--runs", "must be at least 1");
       std::vector<bench::ReadScan> scans;
       for (const auto& s : a->readScans) scans.push_back(bench::parseReadScan(s));
+      std::vector<bench::Shape> shapes;
+      for (const auto& s : a->shapes) shapes.push_back(bench::parseShape(s));
+      if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
       a->options.l2Bytes = std::uint64_t(a->l2Mib) << 20;
       if (!a->json.empty()) checkWritableTarget(a->json, "--json");  // before the timings, not after them
       const foundry::Options options = global.resolve();
@@ -85,9 +125,12 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       // Off a terminal each result's line on stdout is the progress.
       const std::unique_ptr<Progress> progress =
           ::isatty(2) != 0 ? makeProgress(true) : std::unique_ptr<Progress>(std::make_unique<SilentProgress>());
-      std::vector<bench::Shape> shapes;
-      for (const auto& s : a->shapes) shapes.push_back(bench::parseShape(s));
-      if (shapes.empty()) shapes = bench::shapesFor(a->options.suite);
+      // The variants each shape sweeps; every --variants filter must pick one of them.
+      std::vector<std::vector<std::pair<std::string, AttentionOptions>>> variants;
+      for (const auto& s : a->sweep ? shapes : std::vector<bench::Shape>{}) {
+        variants.push_back(bench::sweepVariants(s, options.attention, rt.info()));
+      }
+      checkVariantFilters(a->only, variants);
       const bench::Ceilings ceilings = runner.measureCeilings();
       fmt::print("device: {} ({})\n", rt.info().name, rt.info().driverName);
       fmt::print("ceilings: read {} GB/s, cooperative-matrix f16->f32 {} TFLOP/s; an empty dispatch {:.1f} us, "
@@ -138,24 +181,20 @@ void addBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
           continue;
         }
         bench::Prepared prepared = runner.prepare(s);
-        std::vector<std::pair<std::string, AttentionOptions>> variants;
-        for (const auto& [variant, knobs] : bench::sweepVariants(s, options.attention, rt.info())) {
-          const std::string& name = variant;  // a structured binding cannot be captured (C++20 before clang 16)
-          const bool wanted = a->only.empty() || name == "auto" ||
-                              std::any_of(a->only.begin(), a->only.end(),
-                                          [&](const std::string& o) { return name.find(o) != std::string::npos; });
-          if (wanted) variants.emplace_back(variant, knobs);
+        std::vector<std::pair<std::string, AttentionOptions>> wanted;
+        for (const auto& variant : variants[i]) {
+          if (variant.first == "auto" || picks(a->only, variant.first)) wanted.push_back(variant);
         }
         const std::string phase = fmt::format("sweep {}/{}", i + 1, shapes.size());
-        for (std::size_t v = 0; v < variants.size(); ++v) {
-          progress->update(phase, v, variants.size());
+        for (std::size_t v = 0; v < wanted.size(); ++v) {
+          progress->update(phase, v, wanted.size());
           try {
-            bench::Result r = measured(prepared, variants[v].second);
-            r.variant = variants[v].first;
+            bench::Result r = measured(prepared, wanted[v].second);
+            r.variant = wanted[v].first;
             report(r);
           } catch (const UserError& e) {
             progress->finish();
-            fmt::print("{} [{}]: skipped: {}\n", s.name(), variants[v].first, e.what());
+            fmt::print("{} [{}]: skipped: {}\n", s.name(), wanted[v].first, e.what());
           }
         }
       }

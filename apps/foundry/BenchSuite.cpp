@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <span>
@@ -22,6 +24,7 @@
 #include "foundry/stages/modifiers/SoftCapStage.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/FlashAttentionStep.h"
+#include "foundry/steps/PagedKv.h"
 #include "foundry/steps/Selector.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/PipelineCache.h"
@@ -548,22 +551,47 @@ Shape parseShape(const std::string& text) {
       last.erase(plus, next == std::string::npos ? std::string::npos : next - plus);
     }
   }
-  for (const auto& m : mods) {
-    const bool sized = (m.starts_with("window") && m.size() > 6 &&
-                        m.find_first_not_of("0123456789", 6) == std::string::npos && std::stoul(m.substr(6)) > 0 &&
-                        m.size() < 15) ||
-                       (m.starts_with("softcap") && m.size() > 7 &&
-                        m.find_first_not_of("0123456789.", 7) == std::string::npos && std::stod(m.substr(7)) > 0) ||
-                       (m.starts_with("pg") && m.size() > 2 && m.size() < 7 &&
-                        m.find_first_not_of("0123456789", 2) == std::string::npos && std::stoul(m.substr(2)) > 0);
+  // The modifiers that carry a positive number ("window4096", "softcap50", "pg64"): the characters and
+  // the most of them the number may have, and what the modifier sets.
+  struct Sized {
+    std::string_view name, chars;
+    std::size_t most;
+    std::string_view sets;
+  };
+  static constexpr Sized kSized[] = {{"window", "0123456789", 8, "the window"},
+                                     {"softcap", "0123456789.", 16, "the soft cap"},
+                                     {"pg", "0123456789", 4, "the page size"}};
+  const auto sizedOf = [](const std::string& m) -> const Sized* {
+    const auto s =
+        std::find_if(std::begin(kSized), std::end(kSized), [&](const Sized& x) { return m.starts_with(x.name); });
+    return s == std::end(kSized) ? nullptr : s;
+  };
+  // Two modifiers that set one thing (two windows, int8 and q8_0) cannot both hold.
+  const auto sets = [&](const std::string& m) -> std::string {
+    if (m == "int8" || m == "q8_0") return "the cache's format";
+    return sizedOf(m) ? std::string(sizedOf(m)->sets) : m;
+  };
+  for (std::size_t i = 0; i < mods.size(); ++i) {
+    const std::string& m = mods[i];
+    const Sized* s = sizedOf(m);
+    const std::string number = s ? m.substr(s->name.size()) : "";
+    char* end = nullptr;
+    const bool sized = s && !number.empty() && number.size() <= s->most &&
+                       number.find_first_not_of(s->chars) == std::string::npos &&
+                       std::strtod(number.c_str(), &end) > 0 && *end == '\0';
     if (!sized && m != "alibi" && m != "sinks" && m != "bf16" && m != "kvtok" && m != "int8" && m != "q8_0") {
-      throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: window<W>, softcap<C>, alibi, sinks, and "
-                                             "the storage bf16, kvtok, int8, q8_0, pg<N>", text, m));
+      throw UserError("--shape", fmt::format("'{}': modifier '{}'; accepted: {}", text, m, kShapeModifiers));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (sets(mods[j]) == sets(m)) {
+        throw UserError("--shape", fmt::format("'{}': +{} and +{} both set {}; accepted: one modifier of a kind", text,
+                                               mods[j], m, sets(m)));
+      }
     }
   }
   if (f.size() != 6 || (f[0] != "decode" && f[0] != "prefill")) {
     throw UserError("--shape", fmt::format("'{}'; accepted: decode:B:Hq:Hkv:kv:D or prefill:B:Hq:Hkv:S:D, each "
-                                           "optionally followed by +window<W>, +softcap<C>, +alibi, +sinks", text));
+                                           "optionally followed by {}", text, kShapeModifiers));
   }
   Shape s;
   s.kind = f[0];
@@ -575,6 +603,10 @@ Shape parseShape(const std::string& text) {
   s.headDim = num(5);
   s.causal = s.kind == "prefill";
   s.modifiers = mods;
+  for (const std::string& why :
+       {headGroupProblem(s.heads, s.kvHeads, "Hq", "Hkv"), pageSizeProblem(s.pageSize(), s.cacheType())}) {
+    if (!why.empty()) throw UserError("--shape", fmt::format("'{}': {}", text, why));
+  }
   return s;
 }
 

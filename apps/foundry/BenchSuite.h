@@ -102,8 +102,13 @@ struct Result {
 /// decode, prefill, all, smoke, or modifiers: each modifier on the decode and prefill shapes it
 /// costs most on, beside the same shape without it, and the sliding-window speed shapes.
 std::vector<Shape> shapesFor(const std::string& suite);
+/// What a shape may add, for `bench --shape`'s help and errors.
+inline constexpr const char* kShapeModifiers =
+    "+window<W>, +softcap<C>, +alibi, +sinks, and the storage +bf16, +kvtok, +int8, +q8_0, +pg<N>";
 /// Parses "decode:B:Hq:Hkv:kv:D" or "prefill:B:Hq:Hkv:S:D" (causal), each optionally followed by
-/// modifiers and storage: "+window4096+sinks", "+bf16+kvtok", "+int8".
+/// modifiers and storage: "+window4096+sinks", "+bf16+kvtok", "+int8", "+pg64". Refuses, naming
+/// --shape, two modifiers of a kind (two windows, int8 and q8_0), Hq not a multiple of Hkv and pages
+/// that would cut a quantized cache's blocks: what would otherwise fail after the ceilings.
 Shape parseShape(const std::string& text);
 
 /// One shape's inputs on the device: copies to rotate over, and the host values for the check.

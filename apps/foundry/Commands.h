@@ -30,6 +30,11 @@ using Action = std::function<int()>;
 /// One line for a command-line parse error; names the subcommands when none was recognised.
 std::string describeParseError(CLI::App& app, const CLI::ParseError& error);
 
+/// Refuses an empty value at every option of `app` and its subcommands that takes one, naming the
+/// option and what it takes (its type: PATH, DIR, a number; else its description): no value given as
+/// '' is taken for "not given". Called once every option is registered.
+void refuseEmptyValues(CLI::App& app);
+
 void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addKnobsCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& action);

@@ -70,7 +70,8 @@ void addDevicesCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                          {"storage_16bit", c.storage16Bit},
                          {"shader_clock", c.shaderClock},
                          {"sm_builtins", c.smBuiltins},
-                         {"cooperative_matrix", coopMatText(c)},
+                         {"cooperative_matrix",  // null, not the table's "-"
+                          c.coopMatShapes.empty() ? nlohmann::json() : nlohmann::json(coopMatText(c))},
                          {"cooperative_matrix2", c.coopMat2},
                          {"cooperative_matrix2_bf16", c.coopMat2Bf16},
                          {"compute_units", c.computeUnits},

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include "foundry/Error.h"
 #include "Commands.h"
 
@@ -28,11 +30,26 @@ std::string describeParseError(CLI::App& app, const CLI::ParseError& error) {
     std::string names;
     for (const auto* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
     const auto extra = app.remaining();
-    what = !extra.empty() && !extra.front().starts_with("-") ? "unknown subcommand '" + extra.front() + "'"
-                                                              : std::string("a subcommand is required");
+    what = extra.empty()                   ? std::string("a subcommand is required")
+           : extra.front().starts_with("-") ? "unknown option '" + extra.front() + "'; a subcommand is required"
+                                            : "unknown subcommand '" + extra.front() + "'";
     what += "; accepted: " + names;
   }
   return what + " (see foundry --help)";
+}
+
+void refuseEmptyValues(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_items_expected_max() == 0) continue;  // a flag: it takes no value
+    const std::string type = option->get_type_name();
+    const std::string refusal = type == "PATH"  ? "'' is not a file path"
+                                : type == "DIR" ? "'' is not a directory path"
+                                : type == "UINT" || type == "INT" || type == "FLOAT"
+                                    ? "'' is not a number"
+                                    : fmt::format("'' is empty; accepted: {}", option->get_description());
+    option->check(CLI::Validator([refusal](std::string& v) { return v.empty() ? refusal : std::string(); }, ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuseEmptyValues(*sub);
 }
 
 }  // namespace foundry::cli

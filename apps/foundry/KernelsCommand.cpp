@@ -26,21 +26,25 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
     bool compile = false;
     bool stats = false;
     AttentionLayout layout;
+    // Wide and signed, so that whatever was typed is checked against the config's ranges.
+    std::int64_t heads = AttentionLayout{}.nHeads, kvHeads = AttentionLayout{}.nKvHeads;
+    std::int64_t headDim = AttentionLayout{}.headDim;
     std::string dtype = "f16";
     std::string config;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory");
+  cmd->add_option("--dump", a->dump, "Write each kernel's .comp and .json into this directory")->type_name("DIR");
   cmd->add_option("--pretend", a->pretend,
                   "Plan for a device instead of opening one: a preset (h200, lavapipe, ...) with key=value "
                   "overrides, or the `pretend` string `foundry devices` prints");
   cmd->add_flag("--compile", a->compile, "Also compile each kernel with shaderc, through the disk cache (FOUNDRY_CACHE_DIR)");
   cmd->add_flag("--stats", a->stats, "Create each pipeline on the device and print what the driver reports about it");
   auto* config = cmd->add_option("--config", a->config,
-                                 "A model config (configs/*.json): its heads, head_dim, RoPE, context, dtype and tuning");
-  for (auto* layoutFlag : {cmd->add_option("--heads", a->layout.nHeads, "Query heads")->capture_default_str(),
-                           cmd->add_option("--kv-heads", a->layout.nKvHeads, "KV heads")->capture_default_str(),
-                           cmd->add_option("--head-dim", a->layout.headDim, "Head dimension")->capture_default_str(),
+                                 "A model config (configs/*.json): its heads, head_dim, RoPE, context, dtype and tuning")
+                     ->type_name("PATH");
+  for (auto* layoutFlag : {cmd->add_option("--heads", a->heads, "Query heads")->capture_default_str(),
+                           cmd->add_option("--kv-heads", a->kvHeads, "KV heads")->capture_default_str(),
+                           cmd->add_option("--head-dim", a->headDim, "Head dimension")->capture_default_str(),
                            cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32")->capture_default_str()}) {
     layoutFlag->excludes(config);
   }
@@ -54,8 +58,14 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
         a->layout = attentionLayoutOf(c);
         options.applyTuning(c.tuning, "/tuning");
       } else {
-        const auto dtype = parseDType(a->dtype);
-        if (!dtype) throw UserError("--dtype", fmt::format("'{}'; accepted: f16, bf16, f32", printable(a->dtype)));
+        const HeadFlags heads = checkHeadFlags(a->heads, a->kvHeads, a->headDim);
+        a->layout.nHeads = heads.heads;
+        a->layout.nKvHeads = heads.kvHeads;
+        a->layout.headDim = heads.headDim;
+        const auto dtype = parseDType(a->dtype);  // q, k, v and o alike: a quantized cache needs `run --kv-dtype`
+        if (!dtype || quantized(*dtype)) {
+          throw UserError("--dtype", fmt::format("'{}'; accepted: f16, bf16, f32", printable(a->dtype)));
+        }
         a->layout.dtype = *dtype;
       }
       global.applyTo(options);

@@ -61,7 +61,7 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
     double tolerance = 0;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("config", a->config, "A model config (configs/*.json)")->required();
+  cmd->add_option("config", a->config, "A model config (configs/*.json)")->required()->type_name("PATH");
   cmd->add_option("--prompt-len", a->promptLen, "Tokens in the prompt (prefill)");
   cmd->add_option("--decode-tokens", a->decodeTokens, "Tokens decoded after the prompt");
   cmd->add_option("--batch", a->batch, "Sequences in the batch");
@@ -75,10 +75,12 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   cmd->add_flag("--check", a->check,
                 "Compare sampled layers and tokens with the CPU and the materialised path (default: the config's run.check)");
   cmd->add_flag("--no-check", a->noCheck, "Skip the check even where the config's run.check asks for it");
-  cmd->add_option("--json", a->json, "Write the report as JSON (atomically)");
-  cmd->add_option("--inputs", a->inputs, "Replay q, k, v from a safetensors file ([layers, batch, tokens, heads, D])");
-  cmd->add_option("--expect", a->expect, "Compare the outputs with tensor 'o' of a safetensors file");
-  cmd->add_option("--save", a->save, "Save the outputs as tensor 'o' of a safetensors file");
+  cmd->add_option("--json", a->json, "Write the report as JSON (atomically)")->type_name("PATH");
+  cmd->add_option("--inputs", a->inputs, "Replay q, k, v from a safetensors file ([layers, batch, tokens, heads, D])")
+      ->type_name("PATH");
+  cmd->add_option("--expect", a->expect, "Compare the outputs with tensor 'o' of a safetensors file")
+      ->type_name("PATH");
+  cmd->add_option("--save", a->save, "Save the outputs as tensor 'o' of a safetensors file")->type_name("PATH");
   cmd->add_option("--tolerance", a->tolerance, "Relative error allowed by --check and --expect (default per dtype)");
   cmd->add_option("--path", a->path, "flash (default) or reference (the materialised baseline)");
   cmd->callback([&global, &action, a] {

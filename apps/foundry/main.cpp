@@ -30,6 +30,7 @@ int runCommand(int argc, char** argv) {
   cli::addKernelsCommand(app, global, action);
   cli::addBenchCommand(app, global, action);
   cli::addRunCommand(app, global, action);
+  cli::refuseEmptyValues(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -267,6 +267,32 @@ std::vector<std::string> items(const std::string& text) {
   return out;
 }
 
+// The least a Vulkan implementation may report for each limit (the specification's required limits),
+// and one compute unit: a device string below them describes no device, and would only fail later, in
+// a planner's arithmetic.
+struct Floor {
+  std::string_view key;
+  std::uint64_t value, least;
+  std::string_view why;
+};
+
+void checkLimits(const DeviceInfo& d) {
+  const Floor floors[] = {
+      {"shared", d.maxSharedMemoryBytes, 16384, "Vulkan's least maxComputeSharedMemorySize"},
+      {"invocations", d.maxWorkgroupInvocations, 128, "Vulkan's least maxComputeWorkGroupInvocations"},
+      {"push", d.maxPushConstantBytes, 128, "Vulkan's least maxPushConstantsSize"},
+      {"storage", d.maxStorageBufferRange, 1ull << 27, "Vulkan's least maxStorageBufferRange"},
+      {"cus", d.computeUnits, 1, "a device has one at least"},
+  };
+  for (const Floor& f : floors) {
+    if (f.value < f.least) reject(f.key, std::to_string(f.value), fmt::format("at least {} ({})", f.least, f.why));
+  }
+  if (d.maxWorkgroupInvocations < d.maxSubgroupSize) {
+    reject("invocations", std::to_string(d.maxWorkgroupInvocations),
+           fmt::format("at least subgroup-max={} (a workgroup holds one whole subgroup at least)", d.maxSubgroupSize));
+  }
+}
+
 void checkSubgroups(const DeviceInfo& d) {
   for (const auto& [key, n] : {std::pair{"subgroup", d.subgroupSize}, std::pair{"subgroup-min", d.minSubgroupSize},
                                std::pair{"subgroup-max", d.maxSubgroupSize}}) {
@@ -307,6 +333,7 @@ DeviceInfo parseDevicePreset(const std::string& text) {
     k->set(d, key, std::string_view(item).substr(eq + 1));
   }
   checkSubgroups(d);
+  checkLimits(d);
   return d;
 }
 

@@ -21,6 +21,28 @@ std::string cacheLine(const std::string& out) {
   return lineWith(out, "kernel cache: ");
 }
 
+/// A command line refused as a user error (exit 2).
+CliRow flagRow(std::string id, std::string input, std::vector<std::string> args, std::string fragment) {
+  return {.id = std::move(id),
+          .area = "command line",
+          .input = std::move(input),
+          .args = std::move(args),
+          .exitCode = 2,
+          .fragment = std::move(fragment)};
+}
+
+/// A row whose arguments give one flag (the one `fragment` starts with) an empty value: refused as the
+/// command line is read.
+CliRow emptyValue(std::string id, std::vector<std::string> args, std::string fragment) {
+  std::string input = fmt::format("an empty value for `{}`", fragment.substr(0, fragment.find(':')));
+  return flagRow(std::move(id), std::move(input), std::move(args), std::move(fragment));
+}
+
+/// `foundry bench --shape <shape>`: refused before the device is measured; `fragment` follows the quoted shape.
+CliRow benchShape(std::string id, std::string input, const std::string& shape, std::string fragment) {
+  return flagRow(std::move(id), std::move(input), {"bench", "--shape", shape}, "--shape: '" + shape + "'" + fragment);
+}
+
 /// Fills {tmp}/cache with every lavapipe kernel, then damages the first entry with `damage`.
 std::function<void(const CliContext&)> damagedCache(std::function<void(const fs::path&)> damage) {
   return [damage](const CliContext& ctx) { damage(firstCacheEntry(ctx)); };
@@ -37,6 +59,8 @@ std::vector<CliRow> cliRows() {
        .args = {"frobnicate"},
        .exitCode = 2,
        .fragment = "unknown subcommand 'frobnicate'; accepted: devices"},
+      flagRow("UnknownOptionNoSubcommand", "an unknown option and no subcommand", {"-v"},
+              "unknown option '-v'; a subcommand is required; accepted: devices"),
       {.id = "NoSubcommand",
        .area = "command line",
        .input = "no subcommand",
@@ -54,37 +78,29 @@ std::vector<CliRow> cliRows() {
        .input = "a flag without its value",
        .args = {"kernels", "--heads"},
        .exitCode = 2,
-       .fragment = "--heads: 1 required UINT missing"},
+       .fragment = "--heads: 1 required INT missing"},
       {.id = "FlagNotANumber",
        .area = "command line",
        .input = "a count that is not a number",
        .args = {"kernels", "--pretend", "h200", "--heads", "many"},
        .exitCode = 2,
        .fragment = "Could not convert: --heads = many"},
-      {.id = "TwoToThe40Heads",
-       .area = "command line",
-       .input = "2^40 heads",
-       .args = {"kernels", "--pretend", "h200", "--heads", "1099511627776"},
-       .exitCode = 2,
-       .fragment = "Could not convert: --heads = 1099511627776"},
-      {.id = "NegativeHeadDim",
-       .area = "command line",
-       .input = "a negative head_dim",
-       .args = {"kernels", "--pretend", "h200", "--head-dim", "-64"},
-       .exitCode = 2,
-       .fragment = "Could not convert: --head-dim = -64"},
-      {.id = "ZeroHeads",
-       .area = "command line",
-       .input = "zero heads",
-       .args = {"kernels", "--pretend", "h200", "--heads", "0"},
-       .exitCode = 2,
-       .fragment = "q: empty attention: B=1 Hq=0"},
-      {.id = "HeadsNotAMultipleOfKvHeads",
-       .area = "command line",
-       .input = "n_heads not divisible by n_kv_heads",
-       .args = {"kernels", "--pretend", "h200", "--heads", "32", "--kv-heads", "5"},
-       .exitCode = 2,
-       .fragment = "n_heads: n_heads 32 is not divisible by n_kv_heads 5"},
+      flagRow("TwoToThe40Heads", "2^40 heads", {"kernels", "--pretend", "h200", "--heads", "1099511627776"},
+              "--heads: expected an integer from 1 to 1024, found 1099511627776"),
+      flagRow("NegativeHeadDim", "a negative head_dim", {"kernels", "--pretend", "h200", "--head-dim", "-64"},
+              "--head-dim: expected an integer from 1 to 1024, found -64"),
+      flagRow("ZeroHeads", "zero heads", {"kernels", "--pretend", "h200", "--heads", "0"},
+              "--heads: expected an integer from 1 to 1024, found 0"),
+      flagRow("ZeroKvHeads", "zero KV heads", {"kernels", "--pretend", "h200", "--kv-heads", "0"},
+              "--kv-heads: expected an integer from 1 to 1024, found 0"),
+      flagRow("ZeroHeadDim", "a head_dim of zero", {"kernels", "--pretend", "h200", "--head-dim", "0"},
+              "--head-dim: expected an integer from 1 to 1024, found 0"),
+      flagRow("HeadsAboveTheSchema", "more heads than a config's n_heads may have",
+              {"kernels", "--pretend", "h200", "--heads", "1025", "--kv-heads", "1"},
+              "--heads: expected an integer from 1 to 1024, found 1025"),
+      flagRow("HeadsNotAMultipleOfKvHeads", "n_heads not divisible by n_kv_heads",
+              {"kernels", "--pretend", "h200", "--heads", "32", "--kv-heads", "5"},
+              "--kv-heads: --heads (32) must be a multiple of --kv-heads (5): each KV head serves a whole group"),
       {.id = "HeadDim1024F32",
        .area = "command line",
        .input = "an f32 head_dim whose prefill tiles do not fit the device",
@@ -103,6 +119,10 @@ std::vector<CliRow> cliRows() {
        .args = {"kernels", "--pretend", "h200", "--dtype", "f8"},
        .exitCode = 2,
        .fragment = "--dtype: 'f8'; accepted: f16, bf16, f32"},
+      flagRow("DTypeInt8", "a quantized dtype for q, k, v and o alike",
+              {"kernels", "--pretend", "h200", "--dtype", "int8"}, "--dtype: 'int8'; accepted: f16, bf16, f32"),
+      flagRow("DTypeQ8_0", "q8_0 for q, k, v and o alike", {"kernels", "--pretend", "h200", "--dtype", "q8_0"},
+              "--dtype: 'q8_0'; accepted: f16, bf16, f32"),
       {.id = "UnknownDevicePreset",
        .area = "command line",
        .input = "an unknown device preset",
@@ -121,6 +141,12 @@ std::vector<CliRow> cliRows() {
        .args = {"kernels", "--pretend", "h200,warps=4"},
        .exitCode = 2,
        .fragment = "unknown key 'warps'; accepted: name, vendor"},
+      flagRow("DeviceStringNoInvocations", "a device string whose workgroups hold no invocation",
+              {"kernels", "--pretend", "lavapipe,invocations=0"},
+              "invocations='0' is not accepted; accepted: at least 128 (Vulkan's least "
+              "maxComputeWorkGroupInvocations)"),
+      flagRow("DeviceStringNoSharedMemory", "a device string without shared memory",
+              {"kernels", "--pretend", "lavapipe,shared=0"}, "shared='0' is not accepted; accepted: at least 16384"),
       {.id = "BenchZeroRuns",
        .area = "command line",
        .input = "zero timed runs",
@@ -135,6 +161,45 @@ std::vector<CliRow> cliRows() {
        .fragment =
            "--read-scan: '128:128:256'; accepted: MIB:GROUPS:WORKGROUP:LOADS[:blocked[:SPLIT:SIDES]|:ring|:cm2]"},
 
+      benchShape("BenchShapeTwoFormats", "a bench shape with two cache formats", "decode:1:4:2:300:64+int8+q8_0",
+                 ": +int8 and +q8_0 both set the cache's format; accepted: one modifier of a kind"),
+      benchShape("BenchShapeTwoPageSizes", "a bench shape with two page sizes", "decode:1:4:2:300:64+pg16+pg32",
+                 ": +pg16 and +pg32 both set the page size"),
+      benchShape("BenchShapeTwoWindows", "a bench shape with two windows", "decode:1:4:2:300:64+window16+window8",
+                 ": +window16 and +window8 both set the window"),
+      benchShape("BenchShapeHeadsNotAMultiple", "a bench shape whose Hq is not a multiple of Hkv",
+                 "decode:1:4:3:300:64", ": Hq (4) must be a multiple of Hkv (3)"),
+      benchShape("BenchShapeInt8PagesCutBlocks", "a bench shape whose pages cut int8 blocks",
+                 "decode:1:4:2:300:64+int8+pg16",
+                 ": pages of 16 rows would cut int8 blocks of 32 keys; accepted: a page size that is a multiple of 32"),
+      benchShape("BenchShapeMalformed", "a bench shape without its head_dim", "decode:1:4:2:300",
+                 "; accepted: decode:B:Hq:Hkv:kv:D or prefill:B:Hq:Hkv:S:D, each optionally followed by +window<W>, "
+                 "+softcap<C>, +alibi, +sinks, and the storage +bf16, +kvtok, +int8, +q8_0, +pg<N>"),
+      flagRow("BenchVariantsMatchNothing", "a sweep's `--variants` filter that no variant's name holds",
+              {"bench", "--sweep", "--variants", "nosuchvariant", "--shape", "decode:1:4:2:64:64"},
+              "--variants: 'nosuchvariant' is in no variant's name; accepted: parts of the names, which are made "
+              "of: auto, w4, k1"),
+      {.id = "DevicesJsonWithoutCoopMat",
+       .area = "command line",
+       .input = "`foundry devices --json` on a device without cooperative matrices",
+       .args = {"devices", "--json"},
+       .exitCode = 0,
+       .fragment = "\"cooperative_matrix\": null,",
+       .note = "null, not the table's \"-\"",
+       .quiet = true},
+      emptyValue("EmptyExpect", {"run", "{tmp}/model.json", "--expect", ""}, "--expect: '' is not a file path"),
+      emptyValue("EmptyInputs", {"run", "{tmp}/model.json", "--inputs", ""}, "--inputs: '' is not a file path"),
+      emptyValue("EmptyRunJson", {"run", "{tmp}/model.json", "--json", ""}, "--json: '' is not a file path"),
+      emptyValue("EmptySave", {"run", "{tmp}/model.json", "--save", ""}, "--save: '' is not a file path"),
+      emptyValue("EmptyTolerance", {"run", "{tmp}/model.json", "--tolerance", ""}, "--tolerance: '' is not a number"),
+      emptyValue("EmptyConfig", {"run", ""}, "config: '' is not a file path"),
+      emptyValue("EmptyDump", {"kernels", "--dump", ""}, "--dump: '' is not a directory path"),
+      emptyValue("EmptyPretend", {"kernels", "--pretend", ""}, "--pretend: '' is empty; accepted: Plan for a device"),
+      emptyValue("EmptyBenchJson", {"bench", "--json", ""}, "--json: '' is not a file path"),
+      emptyValue("EmptyDevice", {"--device", "", "devices"}, "--device: '' is empty; accepted: Vulkan device: index"),
+      emptyValue("EmptyLogLevel", {"--log-level", "", "knobs"},
+                 "--log-level: '' is empty; accepted: trace, debug, info, warn, error, off"),
+
       // ---- Knobs: flags, environment.
       {.id = "KnobInvalidValueFlag",
        .area = "knobs",
@@ -148,6 +213,12 @@ std::vector<CliRow> cliRows() {
        .args = {"knobs", "--set", "FA_DECODE_WRAPS=4"},
        .exitCode = 2,
        .fragment = "FOUNDRY_FA_DECODE_WRAPS (--set): unknown knob; accepted: FOUNDRY_DISABLE_FA"},
+      {.id = "KnobEmptyValueFlag",
+       .area = "knobs",
+       .input = "a knob given an empty value on the command line",
+       .args = {"--set", "FA_DECODE_WARPS=", "knobs"},
+       .exitCode = 2,
+       .fragment = "FOUNDRY_FA_DECODE_WARPS (--set): invalid value ''; accepted: auto, 1, 2, 4, 8, 16"},
       {.id = "KnobWithoutEquals",
        .area = "knobs",
        .input = "`--set` without `=`",

@@ -386,7 +386,7 @@ std::vector<InProcessRow> inProcessRows() {
        .input = "n_heads not divisible by n_kv_heads",
        .via = "FlashAttentionStep::validate",
        .field = "n_heads",
-       .fragment = "n_heads 32 is not divisible by n_kv_heads 5",
+       .fragment = "n_heads (32) must be a multiple of n_kv_heads (5)",
        .action = attention({.nHeads = 32, .nKvHeads = 5})},
       {.id = "CallTwoToThe40Heads",
        .area = "attention call",
@@ -540,7 +540,7 @@ std::vector<InProcessRow> inProcessRows() {
        .input = "an int8 paged cache whose pages cut its blocks of 32 keys",
        .via = "FlashAttentionStep::validate",
        .field = "block_table",
-       .fragment = "pages of 16 rows cut int8 blocks of 32 keys; accepted: a page size that is a multiple of 32",
+       .fragment = "pages of 16 rows would cut int8 blocks of 32 keys; accepted: a page size that is a multiple of 32",
        .action = attentionCall([] {
          AttentionCall c = test::shapeCall(test::decodeShape(1, 8, 2, 45, 64));
          for (Tensor* t : {&c.k, &c.v}) {

@@ -37,7 +37,7 @@ std::string cell(const std::string& text) {
 }
 
 std::string quoted(const std::string& arg) {
-  return arg.find_first_of(" ;'\"") == std::string::npos ? arg : fmt::format("'{}'", arg);
+  return !arg.empty() && arg.find_first_of(" ;'\"") == std::string::npos ? arg : fmt::format("'{}'", arg);
 }
 
 /// The shell's spelling of where a stream goes: " >&-", " 2> /dev/full", ...

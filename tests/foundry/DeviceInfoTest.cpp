@@ -117,7 +117,7 @@ TEST(DeviceInfo, OverridesApplyOnTopOfAPreset) {
   EXPECT_TRUE(parseDevicePreset("lavapipe,coopmat=1").coopMatLayout.quad());
   EXPECT_FALSE(parseDevicePreset("lavapipe,quad=1").coopMatLayout.quad()) << "no shapes, no layout";
   EXPECT_FALSE(parseDevicePreset("h200,fp16=0").fp16Arithmetic);
-  EXPECT_EQ(parseDevicePreset("lavapipe,storage=200000").maxStorageBufferRange, 200000u);
+  EXPECT_EQ(parseDevicePreset("lavapipe,storage=200000000").maxStorageBufferRange, 200000000u);
   EXPECT_EQ(parseDevicePreset("custom"), DeviceInfo{});
 }
 
@@ -126,7 +126,7 @@ std::vector<DeviceInfo> roundTripCases() {
   std::vector<DeviceInfo> out;
   for (const auto& name : devicePresetNames()) out.push_back(parseDevicePreset(name));
   for (const char* text : {"h200,subgroup=64,shared=32768,coopmat=0,cus=8", "lavapipe,coopmat=1,fp16=0",
-                           "h200,quad=0", "amd-rdna3,subgroup-min=16,storage=12345", "small,coopmat=16x8x8:f16:f16"}) {
+                           "h200,quad=0", "amd-rdna3,subgroup-min=16,storage=234567890", "small,coopmat=16x8x8:f16:f16"}) {
     out.push_back(parseDevicePreset(text));
   }
   DeviceInfo odd = parseDevicePreset("intel-arc");
@@ -197,6 +197,13 @@ TEST(DeviceInfo, BadPresetsAndKeysNameWhatIsAccepted) {
   expectRejected("h200,uuid=1234", {"uuid='1234'", "32 hex digits"});
   expectRejected("h200,name=\"unclosed", {"never closed"});
   expectRejected("amd-rdna3,subgroup-max=32", {"subgroup=64", "subgroup-max=32"});
+  // Limits below what Vulkan requires of every device describe none.
+  expectRejected("lavapipe,invocations=0", {"invocations='0'", "at least 128"});
+  expectRejected("custom,subgroup=256,invocations=128", {"invocations='128'", "at least subgroup-max=256"});
+  expectRejected("lavapipe,shared=0", {"shared='0'", "at least 16384"});
+  expectRejected("h200,push=64", {"push='64'", "at least 128"});
+  expectRejected("h200,storage=12345", {"storage='12345'", "at least 134217728"});
+  expectRejected("h200,cus=0", {"cus='0'", "at least 1"});
 }
 
 TEST(CoopMatLayout, TheQuadPatternIsRecognisedAndAnythingElseRejected) {

@@ -502,7 +502,7 @@ INSTANTIATE_TEST_SUITE_P(
                   c.v = Tensor::describe("v_cache", DType::F16, {1, 5, 1024, 128}, Layout::KvCache);
                 },
                 "n_heads",
-                {"n_heads 32", "n_kv_heads 5"}},
+                {"n_heads (32)", "n_kv_heads (5)"}},
         BadCall{"QueriesBeyondTheCache", [](AttentionCall& c) { c.kvLen = 8; }, "q_len", {"q_len 16 exceeds kv_len 8"}},
         BadCall{"CacheNotTaggedAsKvCache",
                 [](AttentionCall& c) { c.k.layout = Layout::HeadMajor; },

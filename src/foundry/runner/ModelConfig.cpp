@@ -19,6 +19,7 @@
 #include "foundry/runner/ConfigSchema.h"
 #include "foundry/runner/io/Json.h"
 #include "foundry/steps/Options.h"
+#include "foundry/steps/PagedKv.h"
 
 namespace foundry {
 
@@ -297,11 +298,8 @@ void checkModifiers(const Reader& r, const ModelConfig& c) {
 // The rules that tie fields together; run after parsing and again after command-line overrides.
 void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& names, bool promptOverridden,
                     bool decodeOverridden) {
-  if (c.nKvHeads == 0 || c.nKvHeads > c.nHeads || c.nHeads % c.nKvHeads != 0) {
-    r.fail("/attention/n_kv_heads",
-           fmt::format("n_heads ({}) must be a multiple of n_kv_heads ({}): each KV head serves a whole group of "
-                       "query heads",
-                       c.nHeads, c.nKvHeads));
+  if (const std::string why = headGroupProblem(c.nHeads, c.nKvHeads, "n_heads", "n_kv_heads"); !why.empty()) {
+    r.fail("/attention/n_kv_heads", why);
   }
   if (c.rope && c.rope->rotaryDims > c.headDim) {
     r.fail("/attention/rope/rotary_dims",
@@ -387,12 +385,8 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
       }
     }
   }
-  if (c.run.pageSize && quantized(c.run.cacheType())) {
-    const std::uint32_t keys = storageFormat(c.run.cacheType()).blocks.keys;
-    if (keys > 1 && c.run.pageSize % keys != 0) {
-      r.fail(names.pageSize, fmt::format("pages of {} rows would cut {} blocks of {} keys; accepted: a multiple of {}",
-                                         c.run.pageSize, dtypeName(c.run.cacheType()), keys, keys));
-    }
+  if (const std::string why = pageSizeProblem(c.run.pageSize, c.run.cacheType()); !why.empty()) {
+    r.fail(names.pageSize, why);
   }
   if (c.run.promptLen > c.maxContext) {
     r.fail(names.promptLen,
@@ -756,6 +750,17 @@ ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& o) {
   }
   checkRelations(r, c, names, o.promptLen.has_value() || o.promptLens.has_value(), o.decodeTokens.has_value());
   return c;
+}
+
+HeadFlags checkHeadFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t headDim) {
+  const Reader r("");
+  const HeadFlags h{overrideValue(r, heads, "--heads", "/attention/n_heads"),
+                    overrideValue(r, kvHeads, "--kv-heads", "/attention/n_kv_heads"),
+                    overrideValue(r, headDim, "--head-dim", "/attention/head_dim")};
+  if (const std::string why = headGroupProblem(h.heads, h.kvHeads, "--heads", "--kv-heads"); !why.empty()) {
+    r.fail("--kv-heads", why);
+  }
+  return h;
 }
 
 }  // namespace foundry

@@ -123,4 +123,12 @@ struct RunOverrides {
 /// `config` with `overrides` applied and every rule checked again.
 ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& overrides);
 
+/// Heads and head dimension given by flags instead of a config (`foundry kernels --heads 32 --kv-heads 8
+/// --head-dim 128`), checked as a config's n_heads, n_kv_heads and head_dim are: each in the range
+/// configs/schema.json gives the field, and --heads a multiple of --kv-heads. Errors name the flags.
+struct HeadFlags {
+  std::uint32_t heads = 0, kvHeads = 0, headDim = 0;
+};
+HeadFlags checkHeadFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t headDim);
+
 }  // namespace foundry

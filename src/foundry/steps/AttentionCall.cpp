@@ -203,8 +203,8 @@ AttentionProblem describeCall(const AttentionCall& c) {
     }
     p.lse = true;
   }
-  if (p.nHeads % p.nKvHeads != 0) {
-    throw UserError("n_heads", fmt::format("n_heads {} is not divisible by n_kv_heads {}", p.nHeads, p.nKvHeads));
+  if (const std::string why = headGroupProblem(p.nHeads, p.nKvHeads, "n_heads", "n_kv_heads"); !why.empty()) {
+    throw UserError("n_heads", why);
   }
   if (c.pages && p.kvLen > p.kvCapacity) {
     throw UserError("kv_len", fmt::format("kv_len {} is past the pages: each row of the block table holds {} pages of "

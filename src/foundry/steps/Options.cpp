@@ -33,6 +33,12 @@ std::vector<BoundKnob> bound(Options& o) {
   return out;
 }
 
+// FOUNDRY_X= in the environment customarily stands for "unset"; an empty value from a flag or a config's
+// `tuning` is a mistake, unless the knob lists empty among its values (FOUNDRY_GLSLC: none).
+void refuseEmpty(const KnobInfo& info, std::string_view value, const std::string& field) {
+  if (value.empty() && !info.accepted.ends_with("or empty")) knob::reject(field, value, info.accepted);
+}
+
 }  // namespace
 
 const std::vector<KnobInfo>& knobTable() {
@@ -49,6 +55,7 @@ void Options::set(std::string_view name, std::string_view value, std::string_vie
   const std::string field = source.empty() ? std::string(name) : fmt::format("{} ({})", name, source);
   for (const auto& k : bound(*this)) {
     if (k.info.name != name) continue;
+    if (source != "environment") refuseEmpty(k.info, value, field);
     k.set(std::string(value), field);
     if (!source.empty()) k.sources->byKnob[std::string(name)] = std::string(source);
     return;
@@ -86,7 +93,9 @@ void Options::applyTuning(const nlohmann::json& tuning, const std::string& point
       for (const auto& k : knobTable()) accepted += (accepted.empty() ? "" : ", ") + tuningKey(k.name);
       throw UserError(field, fmt::format("unknown tuning key; accepted: {}", accepted));
     }
-    match->set(tuningText(value, field), field);
+    const std::string text = tuningText(value, field);
+    refuseEmpty(match->info, text, field);
+    match->set(text, field);
     match->sources->byKnob[std::string(match->info.name)] = field;
   }
 }

@@ -154,7 +154,7 @@ std::string quoteForMessage(std::string_view text, std::size_t maxChars) { retur
 std::string describeJsonValue(const json& value) {
   switch (value.type()) {
     case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
+    case json::value_t::array: return value.empty() ? "an empty array" : "an array";
     case json::value_t::string: return quoteForMessage(value.get_ref<const std::string&>()) + " (a string)";
     case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
     case json::value_t::null: return "null";
