@@ -120,11 +120,4 @@ std::vector<std::int64_t> AttentionProblem::kvDims() const { return {batch, nKvH
 
 std::vector<std::int64_t> AttentionProblem::vDims() const { return {batch, nKvHeads, kvCapacity, vDim()}; }
 
-std::string headGroupProblem(std::uint32_t heads, std::uint32_t kvHeads, std::string_view headsName,
-                             std::string_view kvName) {
-  if (kvHeads != 0 && kvHeads <= heads && heads % kvHeads == 0) return "";
-  return fmt::format("{} ({}) must be a multiple of {} ({}): each KV head serves a whole group of query heads",
-                     headsName, heads, kvName, kvHeads);
-}
-
 }  // namespace foundry

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "foundry/DType.h"
+#include "foundry/steps/ShapeRules.h"
 #include "foundry/Tensor.h"
 #include "foundry/stages/AttentionModifier.h"
 
@@ -111,10 +112,5 @@ struct AttentionProblem {
   std::vector<std::int64_t> lseDims() const; ///< [B, Hq, q_len]: one log-sum-exp per query row
 };
 
-/// Why `heads` query heads cannot share `kvHeads` KV heads in whole groups, calling them `headsName`
-/// and `kvName` (a config's fields, or flags); empty where they can. The one rule behind a config's
-/// n_kv_heads, an attention call's and the command line's head counts.
-std::string headGroupProblem(std::uint32_t heads, std::uint32_t kvHeads, std::string_view headsName,
-                             std::string_view kvName);
 
 }  // namespace foundry

@@ -32,13 +32,6 @@ void requireBlockTable(const PagedKv& pages, std::uint32_t batch, const PagePool
   if (const std::string why = pageSizeProblem(pool.pageSize, format); !why.empty()) throw UserError("block_table", why);
 }
 
-std::string pageSizeProblem(std::uint32_t pageSize, DType format) {
-  const QuantBlocks& q = storageFormat(format).blocks;
-  if (q.keys <= 1 || pageSize % q.keys == 0) return "";
-  return fmt::format("pages of {} rows would cut {} blocks of {} keys; accepted: a page size that is a multiple of {}",
-                     pageSize, dtypeName(format), q.keys, q.keys);
-}
-
 void requirePagesCover(const PagedKv& pages, const PagePool& pool, const std::vector<std::uint32_t>& first,
                        const std::vector<std::uint32_t>& end, bool writes) {
   const std::uint64_t rows = std::uint64_t(pages.maxPages()) * pool.pageSize;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "foundry/Tensor.h"
+#include "foundry/steps/ShapeRules.h"
 
 namespace foundry {
 
@@ -28,10 +29,6 @@ struct PagePool {
   std::uint32_t pageSize = 0;
 };
 
-/// Why pages of `pageSize` rows cannot hold a `format` cache (they would cut its blocks of keys: int8's
-/// 32); empty where they can, and for 0 (no pages). The one rule behind a block table's pool, a config's page_size and
-/// `foundry bench --shape`'s pg<N>.
-std::string pageSizeProblem(std::uint32_t pageSize, DType format);
 
 /// Checks the block table against `batch` sequences and the pool: a u32 [batch, max_pages] tensor
 /// contiguous in its last dim with strides that fit 32 bits, a host copy of batch x max_pages entries,
