@@ -45,12 +45,13 @@ bool picks(const std::vector<std::string>& filters, const std::string& name) {
 void checkVariantFilters(const std::vector<std::string>& filters,
                          const std::vector<std::vector<std::pair<std::string, AttentionOptions>>>& variants) {
   for (const std::string& f : filters) {
+    const auto picked = [&](const auto& shape) {
+      return std::any_of(shape.begin(), shape.end(), [&](const auto& v) { return picks({f}, v.first); });
+    };
+    if (std::any_of(variants.begin(), variants.end(), picked)) continue;
     std::vector<std::string> words;
-    bool kept = false;
     for (const auto& shape : variants) {
-      for (const auto& variant : shape) {
-        const std::string& name = variant.first;
-        kept |= picks({f}, name);
+      for (const auto& [name, knobs] : shape) {
         for (std::size_t at = 0; at < name.size();) {
           const std::size_t end = std::min(name.find(' ', at), name.size());
           const std::string word = name.substr(at, end - at);
@@ -59,10 +60,8 @@ void checkVariantFilters(const std::vector<std::string>& filters,
         }
       }
     }
-    if (!kept) {
-      throw UserError("--variants", fmt::format("'{}' is in no variant's name; accepted: parts of the names, which are "
-                                                "made of: {}", printable(f), fmt::join(words, ", ")));
-    }
+    throw UserError("--variants", fmt::format("'{}' is in no variant's name; accepted: parts of the names, which are "
+                                              "made of: {}", printable(f), fmt::join(words, ", ")));
   }
 }
 

@@ -52,23 +52,20 @@ const char* standardStreamAt(const struct stat& st) {
 }
 
 Target inspect(const fs::path& path, std::string_view flag) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    if (const char* stream = standardStreamAt(st)) {
-      throw UserError(std::string(flag),
-                      fmt::format("cannot write {}: it is this process's {}; name a file of its own", path.string(), stream));
-    }
+  struct stat named {};  // as the kernel resolves the path
+  const bool exists = ::stat(path.c_str(), &named) == 0;
+  if (const char* stream = exists && S_ISREG(named.st_mode) ? standardStreamAt(named) : nullptr) {
+    throw UserError(std::string(flag),
+                    fmt::format("cannot write {}: it is this process's {}; name a file of its own", path.string(), stream));
   }
   Target target{followSymlinks(path), std::nullopt};
+  struct stat st {};
   if (::stat(target.file.c_str(), &st) != 0) {
-    const int error = errno;
+    if (errno != ENOENT) cannotWrite(path, flag, errno);
+    if (!exists) return target;
     // A link that only the kernel resolves (/dev/stdout to a pipe: "pipe:[N]") is what it names.
-    if (error == ENOENT && ::stat(path.c_str(), &st) == 0) {
-      target.file = path;
-    } else {
-      if (error != ENOENT) cannotWrite(path, flag, error);
-      return target;
-    }
+    target.file = path;
+    st = named;
   }
   if (!S_ISREG(st.st_mode)) {
     // Renaming over it would replace the node itself (for /dev/null, the device), and writing into it

@@ -21,6 +21,7 @@ struct KnobInfo {
   std::string_view name;      ///< FOUNDRY_...
   std::string_view accepted;  ///< the accepted values, as shown in errors and docs
   std::string_view help;
+  bool emptyIsAValue = false;  ///< an empty value means something (FOUNDRY_GLSLC: none), not a slip
 };
 
 /// A tri-state forcing switch: let the selector decide, force on, or force off.
@@ -99,8 +100,8 @@ Knob<O> force(std::string_view name, std::string_view help) {
 
 /// A free-text knob.
 template <auto Member, typename O>
-Knob<O> text(std::string_view name, std::string_view accepted, std::string_view help) {
-  return {{name, accepted, help}, [](O& o, const std::string& v, const std::string&) { o.*Member = v; },
+Knob<O> text(std::string_view name, std::string_view accepted, std::string_view help, bool emptyIsAValue = false) {
+  return {{name, accepted, help, emptyIsAValue}, [](O& o, const std::string& v, const std::string&) { o.*Member = v; },
           [](const O& o) { return o.*Member; }};
 }
 

@@ -18,7 +18,8 @@ const std::vector<Knob<RuntimeOptions>>& RuntimeOptions::knobs() {
                                "a glslc that compiles GL_NV_cooperative_matrix2 kernels (and, glslang 15.3 or newer, "
                                "their bf16 operands), run for those alone; unset: glslc on PATH, where the device has "
                                "the extension; empty: none (bash scripts/newer-compilers.sh makes one from Debian's "
-                               "forky packages)"),
+                               "forky packages)",
+                               true),
       {{"FOUNDRY_LOG_LEVEL", "trace, debug, info, warn, error, off", "log verbosity"},
        [](O& o, const std::string& v, const std::string& f) {
          static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};

@@ -519,8 +519,11 @@ RunReport Session::run() {
   rt_.device().resetPeak();
   const std::uint64_t baseline = rt_.device().memoryStats().liveBytes;
   const auto& kc = rt_.kernels();
-  const std::uint64_t compiles0 = kc.compiles(), memory0 = kc.memoryHits(), disk0 = kc.diskHits();
-  const std::uint64_t pipelines0 = rt_.pipelines().created();
+  // Kernels compiled, found in memory and on disk, pipelines created: the run's are the counts past these.
+  const auto counts = [&] {
+    return std::array{kc.compiles(), kc.memoryHits(), kc.diskHits(), rt_.pipelines().created()};
+  };
+  auto before = counts();
 
   fill_.emplace(rt_, dtype_);
   if (c_.rope) ropeTable_ = makeRopeTable(rt_, *c_.rope, c_.headDim);
@@ -630,15 +633,14 @@ RunReport Session::run() {
   for (std::uint32_t b = 0; b < B_; ++b) report.prefill.tokens += c_.run.promptOf(b);
   // Decode's appends requantize an int8 block whose scale grows, so the materialised comparison reads
   // the caches now. What it allocates, compiles and creates is the check's, not the run's.
-  std::uint64_t peak = rt_.device().memoryStats().peakBytes;
-  std::uint64_t checkCompiles = kc.compiles(), checkMemory = kc.memoryHits(), checkDisk = kc.diskHits();
-  std::uint64_t checkPipelines = rt_.pipelines().created();
-  if (materialisedCheck()) referencePrefill();
-  checkCompiles = kc.compiles() - checkCompiles;
-  checkMemory = kc.memoryHits() - checkMemory;
-  checkDisk = kc.diskHits() - checkDisk;
-  checkPipelines = rt_.pipelines().created() - checkPipelines;
-  rt_.device().resetPeak();
+  const std::uint64_t peak = rt_.device().memoryStats().peakBytes;
+  if (materialisedCheck()) {
+    const auto beforeCheck = counts();
+    referencePrefill();
+    const auto afterCheck = counts();
+    for (std::size_t i = 0; i < before.size(); ++i) before[i] += afterCheck[i] - beforeCheck[i];
+    rt_.device().resetPeak();
+  }
 
   // Decode: one submission per token, every layer in it.
   start = Clock::now();
@@ -663,10 +665,11 @@ RunReport Session::run() {
   report.selector = decisions_;
   report.scratchBytes = workspace_.bytes();
   report.peakDeviceBytes = std::max(peak, rt_.device().memoryStats().peakBytes) - baseline;
-  report.kernelCompiles = kc.compiles() - compiles0 - checkCompiles;
-  report.kernelMemoryHits = kc.memoryHits() - memory0 - checkMemory;
-  report.kernelDiskHits = kc.diskHits() - disk0 - checkDisk;
-  report.pipelines = rt_.pipelines().created() - pipelines0 - checkPipelines;
+  const auto after = counts();
+  report.kernelCompiles = after[0] - before[0];
+  report.kernelMemoryHits = after[1] - before[1];
+  report.kernelDiskHits = after[2] - before[2];
+  report.pipelines = after[3] - before[3];
   // Over several ranks rank 0 checks (it holds every output); the others report no check.
   if (req_.check && (!ranked_ || req_.ranks->rank() == 0)) checkOutputs(report);
   if (req_.expect || req_.save) compareExpected(report);
@@ -784,7 +787,7 @@ void Session::decodeReplayed(VulkanDispatcher& d, RunReport& report) {
 // not where the prefill was itself materialised, nor per sequence (ragged prompts: the CPU rows only),
 // nor over several ranks (rank 0's caches hold its own range), nor past the materialised scores' limit.
 bool Session::materialisedCheck() const {
-  return req_.check && keepOutputs_ && !materialisedPrefill_ && !ragged_ && !ranked_ &&
+  return req_.check && !materialisedPrefill_ && !ragged_ && !ranked_ &&
          SdpaReferenceStep::scratchBytes({B_, c_.nHeads, c_.nKvHeads, P_, P_, P_, D_, dtype_}) <=
              rt_.info().maxStorageBufferRange;
 }

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "foundry/DType.h"
-#include "foundry/steps/ShapeRules.h"
 #include "foundry/Tensor.h"
 #include "foundry/stages/AttentionModifier.h"
+#include "foundry/steps/ShapeRules.h"
 
 namespace foundry {
 
@@ -111,6 +111,5 @@ struct AttentionProblem {
   std::vector<std::int64_t> vDims() const;   ///< [B, Hkv, capacity, value_dim]
   std::vector<std::int64_t> lseDims() const; ///< [B, Hq, q_len]: one log-sum-exp per query row
 };
-
 
 }  // namespace foundry

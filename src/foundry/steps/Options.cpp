@@ -34,9 +34,9 @@ std::vector<BoundKnob> bound(Options& o) {
 }
 
 // FOUNDRY_X= in the environment customarily stands for "unset"; an empty value from a flag or a config's
-// `tuning` is a mistake, unless the knob lists empty among its values (FOUNDRY_GLSLC: none).
+// `tuning` is a mistake, unless empty is one of the knob's values (FOUNDRY_GLSLC: none).
 void refuseEmpty(const KnobInfo& info, std::string_view value, const std::string& field) {
-  if (value.empty() && !info.accepted.ends_with("or empty")) knob::reject(field, value, info.accepted);
+  if (value.empty() && !info.emptyIsAValue) knob::reject(field, value, info.accepted);
 }
 
 }  // namespace
