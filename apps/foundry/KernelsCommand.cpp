@@ -29,7 +29,8 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
     // Wide and signed, so that whatever was typed is checked against the config's ranges.
     std::int64_t heads = AttentionLayout{}.nHeads, kvHeads = AttentionLayout{}.nKvHeads;
     std::int64_t headDim = AttentionLayout{}.headDim;
-    std::string dtype = "f16";
+    std::optional<std::string> dtype, kvDtype;
+    std::optional<std::int64_t> pageSize;
     std::string config;
   };
   auto a = std::make_shared<Args>();
@@ -44,29 +45,31 @@ void addKernelsCommand(CLI::App& app, const GlobalOptions& global, Action& actio
                      ->type_name("PATH");
   for (auto* layoutFlag : {cmd->add_option("--heads", a->heads, "Query heads")->capture_default_str(),
                            cmd->add_option("--kv-heads", a->kvHeads, "KV heads")->capture_default_str(),
-                           cmd->add_option("--head-dim", a->headDim, "Head dimension")->capture_default_str(),
-                           cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32")->capture_default_str()}) {
+                           cmd->add_option("--head-dim", a->headDim, "Head dimension")->capture_default_str()}) {
     layoutFlag->excludes(config);
   }
+  // As `foundry run` takes them, with or without --config.
+  cmd->add_option("--dtype", a->dtype, "f16, bf16 or f32 (default: the config's, else f16)");
+  cmd->add_option("--kv-dtype", a->kvDtype, "KV cache storage, f16, bf16, f32, int8 or q8_0 (default: --dtype)");
+  cmd->add_option("--page-size", a->pageSize, "Paged KV caches: rows per page (0: contiguous)");
   cmd->callback([&global, &action, a] {
     action = [&global, a] {
       checkOutputsApart({{"--config", a->config}}, {{"--dump", a->dump}});
       Options options = Options::fromEnvironment();
       if (!a->config.empty()) {
         // The kernels a run of this config builds: its layout, and its tuning under --set.
-        const ModelConfig c = loadModelConfig(a->config);
+        const ModelConfig c =
+            loadModelConfig(a->config, {.dtype = a->dtype, .kvDtype = a->kvDtype, .pageSize = a->pageSize});
         a->layout = attentionLayoutOf(c);
         options.applyTuning(c.tuning, "/tuning");
       } else {
-        const HeadFlags heads = checkHeadFlags(a->heads, a->kvHeads, a->headDim);
-        a->layout.nHeads = heads.heads;
-        a->layout.nKvHeads = heads.kvHeads;
-        a->layout.headDim = heads.headDim;
-        const auto dtype = parseDType(a->dtype);  // q, k, v and o alike: a quantized cache needs `run --kv-dtype`
-        if (!dtype || quantized(*dtype)) {
-          throw UserError("--dtype", fmt::format("'{}'; accepted: f16, bf16, f32", printable(a->dtype)));
-        }
-        a->layout.dtype = *dtype;
+        const LayoutFlags f = checkLayoutFlags(a->heads, a->kvHeads, a->headDim, a->dtype, a->kvDtype, a->pageSize);
+        a->layout.nHeads = f.heads.heads;
+        a->layout.nKvHeads = f.heads.kvHeads;
+        a->layout.headDim = f.heads.headDim;
+        a->layout.dtype = f.dtype;
+        a->layout.cacheType = f.cacheType;
+        a->layout.pageSize = f.pageSize;
       }
       global.applyTo(options);
       configureLogging(options.runtime);

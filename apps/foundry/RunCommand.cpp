@@ -89,16 +89,16 @@ void addRunCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
       checkOutputsApart({{"config", a->config}, {"--inputs", a->inputs}, {"--expect", a->expect}},
                         {{"--json", a->json}, {"--save", a->save}});
       RunRequest req;
-      req.config = loadModelConfig(a->config);
+      req.config = loadModelConfig(a->config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype, a->kvDtype,
+                                               a->pageSize, a->promptLens});
       req.configPath = a->config;
-      req.config = applyOverrides(req.config, {a->batch, a->promptLen, a->decodeTokens, a->layers, a->dtype, a->kvDtype,
-                                                       a->pageSize, a->promptLens});
       if (a->path != "flash" && a->path != "reference") {
         throw UserError("--path", fmt::format("'{}'; accepted: flash, reference", printable(a->path)));
       }
-      if (!std::isfinite(a->tolerance) || a->tolerance < 0) {
-        throw UserError("--tolerance", fmt::format("'{}'; accepted: a finite relative error >= 0 (0: the dtype's bound)",
-                                                   a->tolerance));
+      // A relative error of 1 would pass outputs that are all zero: nothing would be checked.
+      if (!(a->tolerance >= 0 && a->tolerance < 1)) {
+        throw UserError("--tolerance", fmt::format("'{}'; accepted: a relative error from 0 to below 1 (0: the "
+                                                   "dtype's bound)", a->tolerance));
       }
       if (a->check && a->noCheck) throw UserError("--no-check", "given with --check; give one of them");
       req.path = a->path == "flash" ? AttentionPath::Flash : AttentionPath::Reference;

@@ -22,7 +22,9 @@
 namespace foundry {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using json = nlohmann::json;
 
 const std::filesystem::path kSourceDir = FOUNDRY_SOURCE_DIR;
@@ -895,6 +897,61 @@ TEST(Overrides, PromptLensSetTheBatchAndTheLongestPrompt) {
   EXPECT_EQ(c.run.promptLens, (std::vector<std::uint32_t>{100, 2000, 7}));
   EXPECT_EQ(c.run.promptOf(2), 7u);
   EXPECT_EQ(c.run.pageSize, 64u);
+}
+
+// The rules between fields hold for the run as the flags leave it: a run section beyond max_context
+// loads with flags that bring it back, and without them its own field is blamed, with the file.
+TEST(Overrides, BringARunSectionBeyondMaxContextBackWithinIt) {
+  json c = baseConfig();
+  c["run"]["prompt_len"] = 4095;  // + 8 decode tokens: past max_context 4096
+  EXPECT_THROW(parseModelConfig(c.dump(), kOrigin), UserError);
+  const ModelConfig fixed = parseModelConfig(c.dump(), kOrigin, {.promptLen = 100});
+  EXPECT_EQ(fixed.run.promptLen, 100u);
+  EXPECT_EQ(parseModelConfig(c.dump(), kOrigin, {.decodeTokens = 1}).totalTokens(), 4096u);
+  try {
+    parseModelConfig(c.dump(), kOrigin, {.batch = 2});
+    FAIL() << "accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "/run/decode_tokens");
+    EXPECT_THAT(e.what(), HasSubstr("4095 + 8 = 4103 exceeds max_context (4096)"));
+    EXPECT_THAT(e.what(), HasSubstr(kOrigin));
+  }
+  // A flag's own value is still checked against its range before any rule between fields.
+  try {
+    parseModelConfig(c.dump(), kOrigin, {.promptLen = 0});
+    FAIL() << "accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "--prompt-len");
+  }
+}
+
+TEST(LayoutFlags, TakeTheRunFieldsRules) {
+  const LayoutFlags f = checkLayoutFlags(32, 8, 128, std::nullopt, "int8", 64);
+  EXPECT_EQ(f.heads.heads, 32u);
+  EXPECT_EQ(f.heads.kvHeads, 8u);
+  EXPECT_EQ(f.heads.headDim, 128u);
+  EXPECT_EQ(f.dtype, DType::F16);
+  EXPECT_EQ(f.cacheType, DType::I8);
+  EXPECT_EQ(f.pageSize, 64u);
+  EXPECT_EQ(checkLayoutFlags(8, 8, 64, "bf16", std::nullopt, std::nullopt).cacheType, DType::BF16);
+  const auto fieldOf = [](auto&& call) {
+    try {
+      call();
+    } catch (const UserError& e) {
+      return e.field() + ": " + e.what();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_THAT(fieldOf([] { checkLayoutFlags(32, 8, 80, std::nullopt, "q8_0", std::nullopt); }),
+              AllOf(StartsWith("--kv-dtype: "), HasSubstr("q8_0 rows are whole blocks of 32 values")));
+  EXPECT_THAT(fieldOf([] { checkLayoutFlags(32, 8, 128, std::nullopt, "int8", 16); }),
+              AllOf(StartsWith("--page-size: "), HasSubstr("pages of 16 rows would cut int8 blocks of 32 keys")));
+  EXPECT_THAT(fieldOf([] { checkLayoutFlags(32, 8, 128, "int8", std::nullopt, std::nullopt); }),
+              StartsWith("--dtype: "));
+  EXPECT_THAT(fieldOf([] { checkLayoutFlags(32, 8, 128, std::nullopt, std::nullopt, 4097); }),
+              StartsWith("--page-size: "));
+  EXPECT_THAT(fieldOf([] { checkLayoutFlags(32, 5, 128, std::nullopt, std::nullopt, std::nullopt); }),
+              StartsWith("--kv-heads: "));
 }
 
 class RejectedOverride : public ::testing::TestWithParam<BadOverride> {};

@@ -295,9 +295,27 @@ void checkModifiers(const Reader& r, const ModelConfig& c) {
   }
 }
 
+// The cache's storage against the rows it holds, and its pages against its storage.
+void checkCacheRules(const Reader& r, const ModelConfig& c, const FieldNames& names) {
+  if (const QuantBlocks& b = storageFormat(c.run.cacheType()).blocks; b.inlineScales) {
+    // Each row of such a cache is whole blocks (a scale, then its values).
+    for (const std::uint32_t dim : {c.headDim, c.vDim()}) {
+      if (dim % b.dims != 0) {
+        r.fail(names.kvDtype, fmt::format("{} rows are whole blocks of {} values, but this model's rows hold {}; "
+                                          "accepted here: f16, bf16, f32 or int8",
+                                          dtypeName(c.run.cacheType()), b.dims, dim));
+      }
+    }
+  }
+  if (const std::string why = pageSizeProblem(c.run.pageSize, c.run.cacheType()); !why.empty()) {
+    r.fail(names.pageSize, why);
+  }
+}
+
 // The rules that tie fields together; run after parsing and again after command-line overrides.
-void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& names, bool promptOverridden,
-                    bool decodeOverridden) {
+void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& names, const RunOverrides& overrides) {
+  const bool promptOverridden = overrides.promptLen || overrides.promptLens;
+  const bool decodeOverridden = overrides.decodeTokens.has_value();
   if (const std::string why = headGroupProblem(c.nHeads, c.nKvHeads, "n_heads", "n_kv_heads"); !why.empty()) {
     r.fail("/attention/n_kv_heads", why);
   }
@@ -375,19 +393,7 @@ void checkRelations(const Reader& r, const ModelConfig& c, const FieldNames& nam
       }
     }
   }
-  if (const QuantBlocks& b = storageFormat(c.run.cacheType()).blocks; b.inlineScales) {
-    // Each row of such a cache is whole blocks (a scale, then its values).
-    for (const std::uint32_t dim : {c.headDim, c.vDim()}) {
-      if (dim % b.dims != 0) {
-        r.fail(names.kvDtype, fmt::format("{} rows are whole blocks of {} values, but this model's rows hold {}; "
-                                          "accepted here: f16, bf16, f32 or int8",
-                                          dtypeName(c.run.cacheType()), b.dims, dim));
-      }
-    }
-  }
-  if (const std::string why = pageSizeProblem(c.run.pageSize, c.run.cacheType()); !why.empty()) {
-    r.fail(names.pageSize, why);
-  }
+  checkCacheRules(r, c, names);
   if (c.run.promptLen > c.maxContext) {
     r.fail(names.promptLen,
            fmt::format("prompt_len ({}) exceeds max_context ({}) of {}", c.run.promptLen, c.maxContext, c.name));
@@ -659,7 +665,46 @@ std::vector<ModifierConfig> ModelConfig::modifiersOf(std::uint32_t layer) const 
   return out;
 }
 
-ModelConfig parseModelConfig(std::string_view text, const std::string& origin) {
+namespace {
+
+// `o` applied to `c`, each value checked in its own range; returns the names the rules between fields blame.
+FieldNames applyRunOverrides(ModelConfig& c, const RunOverrides& o) {
+  const Reader r("");
+  FieldNames names;
+  const auto integer = [&](const std::optional<std::int64_t>& value, std::string& name, const char* flag,
+                           const char* field, std::uint32_t& out) {
+    if (!value) return;
+    name = flag;
+    out = overrideValue(r, *value, name, field);
+  };
+  integer(o.batch, names.batch, "--batch", "/run/batch", c.run.batch);
+  integer(o.promptLen, names.promptLen, "--prompt-len", "/run/prompt_len", c.run.promptLen);
+  integer(o.decodeTokens, names.decodeTokens, "--decode-tokens", "/run/decode_tokens", c.run.decodeTokens);
+  integer(o.layers, names.layers, "--layers", "/run/layers", c.run.layers);
+  if (o.dtype) {
+    names.dtype = "--dtype";
+    c.run.dtype = r.runDType(json(*o.dtype), names.dtype);
+  }
+  if (o.kvDtype) {
+    names.kvDtype = "--kv-dtype";
+    c.run.kvDtype = r.runDType(json(*o.kvDtype), names.kvDtype, "/run/kv_dtype");
+  }
+  integer(o.pageSize, names.pageSize, "--page-size", "/run/page_size", c.run.pageSize);
+  if (o.promptLens) {
+    names.promptLens = "--prompt-lens";
+    c.run.promptLens = promptLengths(*o.promptLens);
+    if (!o.batch) c.run.batch = static_cast<std::uint32_t>(c.run.promptLens.size());
+    if (!o.promptLen) {
+      c.run.promptLen = *std::max_element(c.run.promptLens.begin(), c.run.promptLens.end());
+      names.promptLen = names.promptLens;
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+ModelConfig parseModelConfig(std::string_view text, const std::string& origin, const RunOverrides& overrides) {
   if (text.size() > kMaxConfigBytes) {
     Reader(origin).fail("", fmt::format("config is {} bytes; the limit is {} bytes", text.size(), kMaxConfigBytes));
   }
@@ -668,7 +713,9 @@ ModelConfig parseModelConfig(std::string_view text, const std::string& origin) {
   try {
     ModelConfig c = readConfig(r, doc);
     checkSchema(r, doc);
-    checkRelations(r, c, FieldNames{}, false, false);
+    // The rules between fields hold for the run as the flags leave it, not as the file gives it.
+    const FieldNames names = applyRunOverrides(c, overrides);
+    checkRelations(r, c, names, overrides);
     return c;
   } catch (const json::exception& e) {
     // Every access above is checked first; reaching this is a bug, but still not a crash.
@@ -680,7 +727,7 @@ ModelConfig readModelConfigFields(const nlohmann::json& doc, const std::string& 
   return readConfig(Reader(origin, doc), doc);
 }
 
-ModelConfig loadModelConfig(const std::filesystem::path& path) {
+ModelConfig loadModelConfig(const std::filesystem::path& path, const RunOverrides& overrides) {
   const std::string origin = path.string();
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -704,55 +751,19 @@ ModelConfig loadModelConfig(const std::filesystem::path& path) {
   if (text.size() > kMaxConfigBytes) {
     throw UserError("", fmt::format("config {} is larger than the limit of {} bytes", origin, kMaxConfigBytes));
   }
-  return parseModelConfig(text, origin);
+  return parseModelConfig(text, origin, overrides);
 }
 
 ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& o) {
-  const Reader r("");
   ModelConfig c = config;
-  FieldNames names;
-  if (o.batch) {
-    names.batch = "--batch";
-    c.run.batch = overrideValue(r, *o.batch, names.batch, "/run/batch");
-  }
-  if (o.promptLen) {
-    names.promptLen = "--prompt-len";
-    c.run.promptLen = overrideValue(r, *o.promptLen, names.promptLen, "/run/prompt_len");
-  }
-  if (o.decodeTokens) {
-    names.decodeTokens = "--decode-tokens";
-    c.run.decodeTokens = overrideValue(r, *o.decodeTokens, names.decodeTokens, "/run/decode_tokens");
-  }
-  if (o.layers) {
-    names.layers = "--layers";
-    c.run.layers = overrideValue(r, *o.layers, names.layers, "/run/layers");
-  }
-  if (o.dtype) {
-    names.dtype = "--dtype";
-    c.run.dtype = r.runDType(json(*o.dtype), names.dtype);
-  }
-  if (o.kvDtype) {
-    names.kvDtype = "--kv-dtype";
-    c.run.kvDtype = r.runDType(json(*o.kvDtype), names.kvDtype, "/run/kv_dtype");
-  }
-  if (o.pageSize) {
-    names.pageSize = "--page-size";
-    c.run.pageSize = overrideValue(r, *o.pageSize, names.pageSize, "/run/page_size");
-  }
-  if (o.promptLens) {
-    names.promptLens = "--prompt-lens";
-    c.run.promptLens = promptLengths(*o.promptLens);
-    if (!o.batch) c.run.batch = static_cast<std::uint32_t>(c.run.promptLens.size());
-    if (!o.promptLen) {
-      c.run.promptLen = *std::max_element(c.run.promptLens.begin(), c.run.promptLens.end());
-      names.promptLen = names.promptLens;
-    }
-  }
-  checkRelations(r, c, names, o.promptLen.has_value() || o.promptLens.has_value(), o.decodeTokens.has_value());
+  const FieldNames names = applyRunOverrides(c, o);
+  checkRelations(Reader(""), c, names, o);
   return c;
 }
 
-HeadFlags checkHeadFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t headDim) {
+LayoutFlags checkLayoutFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t headDim,
+                             const std::optional<std::string>& dtype, const std::optional<std::string>& kvDtype,
+                             std::optional<std::int64_t> pageSize) {
   const Reader r("");
   const HeadFlags h{overrideValue(r, heads, "--heads", "/attention/n_heads"),
                     overrideValue(r, kvHeads, "--kv-heads", "/attention/n_kv_heads"),
@@ -760,7 +771,13 @@ HeadFlags checkHeadFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t 
   if (const std::string why = headGroupProblem(h.heads, h.kvHeads, "--heads", "--kv-heads"); !why.empty()) {
     r.fail("--kv-heads", why);
   }
-  return h;
+  ModelConfig c;
+  c.nHeads = h.heads;
+  c.nKvHeads = h.kvHeads;
+  c.headDim = h.headDim;
+  const FieldNames names = applyRunOverrides(c, {.dtype = dtype, .kvDtype = kvDtype, .pageSize = pageSize});
+  checkCacheRules(r, c, names);
+  return {h, c.run.dtype, c.run.cacheType(), c.run.pageSize};
 }
 
 }  // namespace foundry

@@ -95,16 +95,6 @@ struct ModelConfig {
 /// than this are rejected unread.
 inline constexpr std::size_t kMaxConfigBytes = std::size_t(16) << 20;
 
-/// Parses and validates a config. `origin` (a path, "<stdin>") is named in every error message.
-/// Throws UserError / UnsupportedError only, whatever the input.
-ModelConfig parseModelConfig(std::string_view text, const std::string& origin);
-/// Each field's own checks alone (type, range, enum, known keys), without configs/schema.json and
-/// without the rules between fields: what the schema states too, for the test that keeps them equal.
-ModelConfig readModelConfigFields(const nlohmann::json& doc, const std::string& origin);
-/// Reads and parses a file; a file that cannot be read or is over kMaxConfigBytes is a UserError
-/// naming the path.
-ModelConfig loadModelConfig(const std::filesystem::path& path);
-
 /// Command-line changes to a config's run. Values are signed and wide so that whatever the user typed
 /// is checked here, with the flag name as the error's field ("--prompt-len").
 struct RunOverrides {
@@ -120,15 +110,37 @@ struct RunOverrides {
   std::optional<std::string> promptLens;
 };
 
+/// Parses and validates a config. `origin` (a path, "<stdin>") is named in every error message.
+/// Throws UserError / UnsupportedError only, whatever the input. The rules between fields (prompt_len
+/// within max_context, ...) are checked on the run as `overrides` leave it, so a flag can bring a run
+/// section that breaks them back within them.
+ModelConfig parseModelConfig(std::string_view text, const std::string& origin, const RunOverrides& overrides = {});
+/// Each field's own checks alone (type, range, enum, known keys), without configs/schema.json and
+/// without the rules between fields: what the schema states too, for the test that keeps them equal.
+ModelConfig readModelConfigFields(const nlohmann::json& doc, const std::string& origin);
+/// Reads and parses a file; a file that cannot be read or is over kMaxConfigBytes is a UserError
+/// naming the path.
+ModelConfig loadModelConfig(const std::filesystem::path& path, const RunOverrides& overrides = {});
+
 /// `config` with `overrides` applied and every rule checked again.
 ModelConfig applyOverrides(const ModelConfig& config, const RunOverrides& overrides);
 
-/// Heads and head dimension given by flags instead of a config (`foundry kernels --heads 32 --kv-heads 8
-/// --head-dim 128`), checked as a config's n_heads, n_kv_heads and head_dim are: each in the range
-/// configs/schema.json gives the field, and --heads a multiple of --kv-heads. Errors name the flags.
 struct HeadFlags {
   std::uint32_t heads = 0, kvHeads = 0, headDim = 0;
 };
-HeadFlags checkHeadFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t headDim);
+
+/// Heads, head dimension and storage given by flags instead of a config (`foundry kernels --heads 32
+/// --kv-heads 8 --head-dim 128 --kv-dtype int8 --page-size 64`), checked as a config's fields are: each
+/// in the range configs/schema.json gives the field, --heads a multiple of --kv-heads, the cache's rows
+/// whole blocks of its format and its pages whole blocks. Errors name the flags.
+struct LayoutFlags {
+  HeadFlags heads;
+  DType dtype = DType::F16;
+  DType cacheType = DType::F16;
+  std::uint32_t pageSize = 0;
+};
+LayoutFlags checkLayoutFlags(std::int64_t heads, std::int64_t kvHeads, std::int64_t headDim,
+                             const std::optional<std::string>& dtype, const std::optional<std::string>& kvDtype,
+                             std::optional<std::int64_t> pageSize);
 
 }  // namespace foundry
