@@ -282,6 +282,7 @@ void checkLimits(const DeviceInfo& d) {
       {"invocations", d.maxWorkgroupInvocations, 128, "Vulkan's least maxComputeWorkGroupInvocations"},
       {"push", d.maxPushConstantBytes, 128, "Vulkan's least maxPushConstantsSize"},
       {"storage", d.maxStorageBufferRange, 1ull << 27, "Vulkan's least maxStorageBufferRange"},
+      {"alloc", d.maxAllocationBytes, 1ull << 30, "Vulkan 1.1's least maxMemoryAllocationSize"},
       {"cus", d.computeUnits, 1, "a device has one at least"},
   };
   for (const Floor& f : floors) {

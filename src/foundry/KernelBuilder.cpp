@@ -230,6 +230,13 @@ void checkHooks(Merged& m, const std::string& kernel, const std::string& chain, 
                       fmt::format("stage {} hooks '{}' with {}, but no stage of this kernel hosts that point (hosted "
                                   "here: {}; chain: {})", p.stage, p.decl.point, p.decl.function, hostedList(m), chain));
     }
+    for (const auto& h : m.hosted) {
+      if (h.point.name != p.decl.function) continue;
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} hooks '{}' with a function named {}, the name of a hook point, whose function "
+                                  "the builder generates; name the stage's function differently", p.stage,
+                                  p.decl.point, p.decl.function));
+    }
     for (const auto& q : kept) {
       if (q.decl.point != p.decl.point) continue;
       if (host->point.compose == HookCompose::Single) {

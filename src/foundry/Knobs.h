@@ -113,6 +113,15 @@ std::vector<std::pair<std::string, std::string>> describe(const std::vector<Knob
   return out;
 }
 
+/// Each knob's value in `options` read back through the knob's own parser, so that a value set in C++
+/// outside the accepted ones (`options.faDecodeWarps = 0`) is the UserError that value would be in the
+/// environment, naming the knob, rather than reaching the code that relies on it.
+template <typename O>
+void validate(const std::vector<Knob<O>>& table, const O& options) {
+  O scratch;
+  for (const auto& k : table) k.set(scratch, k.get(options), std::string(k.info.name));
+}
+
 }  // namespace knob
 
 }  // namespace foundry

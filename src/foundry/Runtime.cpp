@@ -35,6 +35,7 @@ std::string diskCacheDirectory(const RuntimeOptions& options) {
 }
 
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
+  options_.validate();
   configureLogging(options_);
   device_ = std::make_shared<VulkanDevice>(std::make_shared<VulkanInstance>(options_.validation), options_.device,
                                             options_.fieldOf("FOUNDRY_DEVICE"));
@@ -43,6 +44,7 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
 
 Runtime::Runtime(RuntimeOptions options, std::shared_ptr<VulkanDevice> device)
     : options_(std::move(options)), device_(std::move(device)) {
+  options_.validate();
   configureLogging(options_);
   if (!device_) throw InternalError("a Runtime needs a device");
   start();
@@ -88,9 +90,16 @@ std::unique_ptr<VulkanDispatcher> Runtime::dispatcher() {
   return std::make_unique<VulkanDispatcher>(device_, pipelines_);
 }
 
-void Runtime::wait(Submission submission) { device_->wait(submission.value); }
+void Runtime::wait(Submission submission) {
+  device_->requireSubmitted(submission.value);
+  device_->wait(submission.value);
+}
 
 Tensor Runtime::allocate(const Tensor& shape) {
+  if (shape.dtype == DType::I32) {
+    throw UserError("dtype", fmt::format("'{}': i32 tensors are host-side only; accepted on a device: f16, bf16, f32, "
+                                         "u32, int8, q8_0", shape.name));
+  }
   Tensor t = shape;
   t.strides = Tensor::packedStrides(t.dims);
   t.offset = 0;
@@ -106,11 +115,46 @@ Tensor Runtime::allocate(std::string name, DType dtype, std::vector<std::int64_t
   return allocate(Tensor::describe(std::move(name), dtype, std::move(dims), layout));
 }
 
+namespace {
+
+// The data API's checks on the caller's tensor: memory of this device, and a view within its buffer.
+void requireMemory(const Tensor& t, const VulkanDevice& device, const char* what) {
+  if (!t.buffer) {
+    throw UserError("tensor", fmt::format("{} '{}' ({}): it has no device memory (Tensor::describe gives a shape "
+                                          "only; Runtime::allocate or adoptBuffer gives it memory)", what, t.name,
+                                          t.shapeString()));
+  }
+  if (&t.buffer->device() != &device) {
+    throw UserError("tensor", fmt::format("{} '{}': it lives in the memory of another Runtime's device ('{}')", what,
+                                          t.name, t.buffer->device().info().name));
+  }
+  const std::uint64_t offset = storageBytes(t.dtype, t.offset), span = t.spanBytes();
+  if (offset + span > t.buffer->size()) {
+    throw UserError("tensor", fmt::format("{} '{}' ({}): it spans bytes {}..{} but its buffer '{}' holds {}", what,
+                                          t.name, t.shapeString(), offset, offset + span, t.buffer->name(),
+                                          t.buffer->size()));
+  }
+}
+
+}  // namespace
+
 void Runtime::upload(const Tensor& tensor, std::span<const float> values) {
-  if (!tensor.packed()) throw InternalError(fmt::format("upload to '{}' needs a packed tensor", tensor.name));
+  requireMemory(tensor, *device_, "upload to");
+  if (!tensor.packed()) {
+    throw UserError("tensor", fmt::format("upload to '{}' ({}): values are uploaded into packed tensors only",
+                                          tensor.name, tensor.shapeString()));
+  }
   if (values.size() != static_cast<std::size_t>(tensor.numel())) {
-    throw InternalError(fmt::format("upload to '{}' ({}) got {} values", tensor.name, tensor.shapeString(),
-                                    values.size()));
+    throw UserError("values", fmt::format("upload to '{}' ({}) got {} values; it holds {}", tensor.name,
+                                          tensor.shapeString(), values.size(), tensor.numel()));
+  }
+  if (tensor.dtype == DType::U32) {
+    for (const float v : values) {
+      if (!(v >= 0.0f && v <= 16777216.0f && v == std::floor(v))) {
+        throw UserError("values", fmt::format("upload to u32 tensor '{}' of {}; accepted: whole numbers from 0 to 2^24 "
+                                              "(larger words: the u32 overload)", tensor.name, v));
+      }
+    }
   }
   if (quantized(tensor.dtype)) {
     const QuantizedBytes q = quantizeKv(values, tensor);
@@ -123,18 +167,23 @@ void Runtime::upload(const Tensor& tensor, std::span<const float> values) {
 }
 
 void Runtime::upload(const Tensor& tensor, std::span<const std::uint32_t> words) {
+  requireMemory(tensor, *device_, "word upload to");
   if (!tensor.packed() || tensor.dtype != DType::U32 || words.size() != static_cast<std::size_t>(tensor.numel())) {
-    throw InternalError(fmt::format("word upload to '{}' ({}) of {} words needs a packed u32 tensor of as many",
-                                    tensor.name, tensor.shapeString(), words.size()));
+    throw UserError("words", fmt::format("word upload to '{}' ({}) of {} words needs a packed u32 tensor of as many",
+                                         tensor.name, tensor.shapeString(), words.size()));
   }
   tensor.buffer->upload(std::as_bytes(words), tensor.offset * 4);
 }
 
 std::vector<float> Runtime::download(const Tensor& tensor) {
+  requireMemory(tensor, *device_, "download of");
+  if (quantized(tensor.dtype) && !tensor.packed()) {
+    throw UserError("tensor", fmt::format("download of '{}' ({}): a quantized cache is downloaded whole (packed)",
+                                          tensor.name, tensor.shapeString()));
+  }
   std::vector<std::byte> bytes(tensor.spanBytes());
   tensor.buffer->download(bytes, storageBytes(tensor.dtype, tensor.offset));
   if (quantized(tensor.dtype)) {
-    if (!tensor.packed()) throw InternalError(fmt::format("download of '{}' needs a packed tensor", tensor.name));
     QuantizedBytes q{std::move(bytes), {}};
     if (tensor.scales) {
       q.scales.resize(tensor.scales->spanBytes());
@@ -156,6 +205,7 @@ std::vector<float> Runtime::download(const Tensor& tensor) {
 }
 
 void Runtime::poison(const Tensor& tensor) {
+  requireMemory(tensor, *device_, "poison of");
   // The format's quiet NaN (int8: the code -128 the quantizer never writes, and NaN scales).
   tensor.buffer->fill(storageFormat(tensor.dtype).fillWord);
   if (tensor.scales) poison(*tensor.scales);

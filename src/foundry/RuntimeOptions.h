@@ -29,6 +29,8 @@ struct RuntimeOptions {
   static const std::vector<Knob<RuntimeOptions>>& knobs();
   /// Every one of these knobs and its current value.
   std::vector<std::pair<std::string, std::string>> describe() const { return knob::describe(knobs(), *this); }
+  /// UserError naming the knob of any field set outside its accepted values (knob::validate).
+  void validate() const { knob::validate(knobs(), *this); }
   std::string sourceOf(std::string_view knob) const { return sources.sourceOf(knob); }
   std::string fieldOf(std::string_view knob) const { return sources.fieldOf(knob); }
   /// The glslc the coopmat2 kernels go to: FOUNDRY_GLSLC where it was given (empty: none), else, for a

@@ -20,7 +20,9 @@ class Stage {
   virtual void declare(KernelInterface& iface, const DeviceInfo& device) const = 0;
   /// Emits this stage's part of main(). Symbols it produces are declared at main() scope.
   virtual void emit(GlslWriter& out, const DeviceInfo& device) const = 0;
-  /// Every parameter that changes the emitted code, e.g. "D128_sg4_k8".
+  /// Every parameter that changes the emitted code, e.g. "D128_sg4_k8". The attention steps also hash
+  /// a modifier's own GLSL (its GlslSource snippets and emit()) into their kernel maps, so a modifier
+  /// whose code is a value need not spell it here.
   virtual std::string key() const = 0;
 };
 

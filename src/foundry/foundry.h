@@ -1,8 +1,9 @@
 #pragma once
 // Everything a program that embeds Foundry uses, in one include: the runtime (device, tensors, kernel
 // builder, stages, dispatch), the built-in attention modifiers, the attention API (FusedAttention,
-// FlashAttentionStep and the other steps, knobs), the CPU float64 reference, and model runs from JSON
-// configs. docs/embedding.md walks through it. Foundry::testing adds foundry/testing/*.h for GMock.
+// FlashAttentionStep, MergeStep and the other steps, paged and quantized caches, the Selector, knobs), the
+// CPU float64 reference, and model runs from JSON configs. Not here, each by its own path: the stages
+// behind the steps (foundry/stages/), the Vulkan objects (foundry/vk/) and multi-rank runs. docs/embedding.md walks through it. Foundry::testing adds foundry/testing/*.h for GMock.
 #include "foundry/DType.h"
 #include "foundry/DeviceInfo.h"
 #include "foundry/Dispatcher.h"
@@ -13,6 +14,7 @@
 #include "foundry/KernelInterface.h"
 #include "foundry/KernelSource.h"
 #include "foundry/Knobs.h"
+#include "foundry/KvQuant.h"
 #include "foundry/Random.h"
 #include "foundry/Runtime.h"
 #include "foundry/RuntimeOptions.h"
@@ -41,8 +43,11 @@
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/FlashAttentionStep.h"
 #include "foundry/steps/FusedAttention.h"
+#include "foundry/steps/MergeStep.h"
 #include "foundry/steps/Options.h"
 #include "foundry/steps/OutputComparison.h"
+#include "foundry/steps/PagedKv.h"
 #include "foundry/steps/RopeStep.h"
 #include "foundry/steps/SdpaReferenceStep.h"
+#include "foundry/steps/Selector.h"
 #include "foundry/steps/StepContext.h"

@@ -173,7 +173,7 @@ TEST_F(AsyncReplay, ARecordingUpdateWithOtherDispatchesDoesNotMatch) {
     chain(update, slice(a, n, n), b, n, 1, 1.0f);  // the next token's view
     EXPECT_FALSE(update.matches());
     EXPECT_NE(update.mismatch().find("src"), std::string::npos) << update.mismatch();
-    EXPECT_THROW(update.submitAsync(), InternalError);
+    EXPECT_THROW(update.submitAsync(), UserError);
   }
   {
     RecordingUpdate update(*d, recording);

@@ -203,6 +203,7 @@ TEST(DeviceInfo, BadPresetsAndKeysNameWhatIsAccepted) {
   expectRejected("lavapipe,shared=0", {"shared='0'", "at least 16384"});
   expectRejected("h200,push=64", {"push='64'", "at least 128"});
   expectRejected("h200,storage=12345", {"storage='12345'", "at least 134217728"});
+  expectRejected("lavapipe,alloc=0", {"alloc='0'", "at least 1073741824"});
   expectRejected("h200,cus=0", {"cus='0'", "at least 1"});
 }
 

@@ -236,7 +236,8 @@ AttentionProblem describeCall(const AttentionCall& c) {
   if (c.pages) {
     // Every page a sequence's keys live in must be in the pool; pages past them are never read.
     const ModifierChain chain{p.modifiers};
-    std::vector<std::uint32_t> first(p.batch, 0), end(p.batch);
+    std::vector<std::uint32_t> first(p.batch, 0);
+    std::vector<std::uint64_t> end(p.batch);
     for (std::uint32_t b = 0; b < p.batch; ++b) end[b] = chain.kvLength(b, p.kvLen);
     requirePagesCover(*c.pages, {kv.batch, p.pageSize}, first, end, false);
   }

@@ -73,6 +73,8 @@ struct AttentionOptions {
   static AttentionOptions fromEnvironment(const std::map<std::string, std::string>& env);
   /// Every one of these knobs and its current value.
   std::vector<std::pair<std::string, std::string>> describe() const { return knob::describe(knobs(), *this); }
+  /// UserError naming the knob of any field set outside its accepted values (knob::validate).
+  void validate() const { knob::validate(knobs(), *this); }
   std::string sourceOf(std::string_view knob) const { return sources.sourceOf(knob); }
   std::string fieldOf(std::string_view knob) const { return sources.fieldOf(knob); }
 };

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/Error.h"
 #include "foundry/stages/modifiers/CausalStage.h"
 
 namespace foundry {
@@ -14,7 +15,43 @@ std::string_view ropePairingName(RopePairing pairing) {
   return pairing == RopePairing::RotateHalf ? "rotate_half" : "interleaved";
 }
 
+void RopeSpec::validate(std::uint32_t headDim) const {
+  const std::uint32_t rot = dims(headDim);
+  if (rot == 0 || rot % 2 != 0 || rot > headDim) {
+    throw UserError("rope.rotary_dims", fmt::format("{} must be even and in 2..head_dim {}", rot, headDim));
+  }
+  const auto positive = [](double v, const char* field) {
+    if (!std::isfinite(v) || v <= 0.0) {
+      throw UserError(field, fmt::format("{} gives no finite frequencies; accepted: a finite value above 0", v));
+    }
+  };
+  positive(theta, "rope.theta");
+  if (llama3 && yarn) {
+    throw UserError("rope.yarn", "given with rope.llama3: a RoPE has one frequency scaling; give one of them");
+  }
+  if (llama3) {
+    positive(llama3->factor, "rope.llama3.factor");
+    positive(llama3->lowFreqFactor, "rope.llama3.low_freq_factor");
+    positive(llama3->originalMaxPosition, "rope.llama3.original_max_position");
+    if (!(llama3->highFreqFactor > llama3->lowFreqFactor) || !std::isfinite(llama3->highFreqFactor)) {
+      throw UserError("rope.llama3.high_freq_factor",
+                      fmt::format("{} must be finite and above low_freq_factor ({}): the ramp between them divides by "
+                                  "their difference", llama3->highFreqFactor, llama3->lowFreqFactor));
+    }
+  }
+  if (yarn) {
+    positive(yarn->factor, "rope.yarn.factor");
+    positive(yarn->originalMaxPosition, "rope.yarn.original_max_position");
+    positive(yarn->betaFast, "rope.yarn.beta_fast");
+    positive(yarn->betaSlow, "rope.yarn.beta_slow");
+    if (yarn->attentionFactor) positive(*yarn->attentionFactor, "rope.yarn.attention_factor");
+    if (yarn->mscale) positive(*yarn->mscale, "rope.yarn.mscale");
+    if (yarn->mscaleAllDim) positive(*yarn->mscaleAllDim, "rope.yarn.mscale_all_dim");
+  }
+}
+
 std::vector<double> RopeSpec::inverseFrequencies(std::uint32_t headDim) const {
+  validate(headDim);
   const std::uint32_t rot = dims(headDim);
   std::vector<double> f(rot / 2);
   for (std::uint32_t i = 0; i < rot / 2; ++i) f[i] = std::pow(theta, -2.0 * i / rot);

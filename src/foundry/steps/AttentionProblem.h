@@ -48,7 +48,11 @@ struct RopeSpec {
   std::optional<Llama3Scaling> llama3;
   std::optional<YarnScaling> yarn;
 
-  /// Inverse frequencies, rotaryDims / 2 of them, computed in double (scaling applied).
+  /// UserError naming the field ("rope.theta", "rope.yarn.factor", ...) unless the spec gives finite
+  /// frequencies for `headDim`: an even rotated count in 2..headDim, theta above 0, at most one scaling,
+  /// its factors and lengths above 0 (llama3's high_freq_factor above its low_freq_factor).
+  void validate(std::uint32_t headDim) const;
+  /// Inverse frequencies, rotaryDims / 2 of them, computed in double (scaling applied); validates first.
   std::vector<double> inverseFrequencies(std::uint32_t headDim) const;
   /// What the rotated dimensions of q and k are multiplied by (YaRN's attention factor; else 1).
   double attentionScale() const;

@@ -33,7 +33,9 @@ namespace foundry {
 
 FlashAttentionStep::FlashAttentionStep(const DeviceInfo& device, std::shared_ptr<const SnippetLibrary> snippets,
                                        AttentionOptions options)
-    : device_(device), snippets_(std::move(snippets)), options_(std::move(options)) {}
+    : device_(device), snippets_(std::move(snippets)), options_(std::move(options)) {
+  options_.validate();
+}
 
 AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
   if (options_.disableFa || options_.sdpaForceMaterialized) {
@@ -48,10 +50,8 @@ AttentionProblem FlashAttentionStep::validate(const AttentionCall& call) const {
   requireStorage(p.oType(), device_, "o");
   if (call.rope) {
     const auto& r = call.rope->spec;
+    r.validate(p.headDim);
     const std::uint32_t dims = r.dims(p.headDim);
-    if (dims % 2 != 0 || dims > p.headDim) {
-      throw UserError("rope.rotary_dims", fmt::format("{} must be even and at most head_dim {}", dims, p.headDim));
-    }
     if (call.rope->invFreq.numel() != dims / 2 || call.rope->invFreq.dtype != DType::F32) {
       throw UserError("rope.inv_freq", fmt::format("expected {} f32 values, got {}", dims / 2,
                                                    call.rope->invFreq.shapeString()));
@@ -213,10 +213,10 @@ std::string PreparedAttention::kernelsKey(const AttentionPlan& plan) {
 std::string PreparedAttention::shapeKey(const AttentionProblem& p, const std::string& rope) {
   // Not the KV length: a plan is fitted to each call's (Selector::fit).
   std::string key = fmt::format("q {} kv {} o {} {} {} B{} Hq{} Hkv{} q{} capacity{} D{} Dv{} row{} align{}/{} causal{} "
-                                "scale{} pages{}", dtypeName(p.qType()), dtypeName(p.dtype), dtypeName(p.oType()),
+                                "scale{} pages{} lse{}", dtypeName(p.qType()), dtypeName(p.dtype), dtypeName(p.oType()),
                                 layoutName(p.qLayout), layoutName(p.oLayout), p.batch, p.nHeads, p.nKvHeads, p.qLen,
                                 p.kvCapacity, p.headDim, p.vDim(), p.vRow(), p.kvAlign, p.qAlign, p.causal, p.scale,
-                                p.pageSize);
+                                p.pageSize, p.lse);
   if (!rope.empty()) key += " " + rope;
   // The modifier objects themselves: the Selector sizes Split-K by their key ranges, which their values
   // (a window's width, a prefix's length) decide.

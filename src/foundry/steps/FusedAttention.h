@@ -31,7 +31,9 @@ struct AttentionRun {
 
 class FusedAttention {
  public:
-  /// Attention on `runtime`'s device, with `options`' knobs (default: nothing forced).
+  /// Attention on `runtime`'s device, with `options`' knobs (default: nothing forced; a field set
+  /// outside its knob's values is a UserError naming the knob). Holds `runtime` by reference: destroy
+  /// this object before it.
   explicit FusedAttention(Runtime& runtime, AttentionOptions options = {});
 
   /// Plans the call's shapes, once: checks the call (a UserError or UnsupportedError names the field),

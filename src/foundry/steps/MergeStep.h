@@ -20,7 +20,9 @@ namespace foundry {
 /// One partial result: its output and its log-sum-exp.
 struct MergePart {
   Tensor o;    ///< [B, Hq, q_len, value_dim] head-major or [B, q_len, Hq, value_dim] token-major
-  Tensor lse;  ///< f32 [B, Hq, q_len] packed; -inf where the part's row saw no key
+  /// f32 [B, Hq, q_len] packed; -inf where the part's row saw no key. Values on the device are not
+  /// checked: a part's +inf or NaN (a part computed wrongly) gives a merged row of no meaning.
+  Tensor lse;
 };
 
 struct MergeCall {

@@ -4,10 +4,28 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
-
+#include "foundry/GlslWriter.h"
+#include "foundry/Hash.h"
 #include "foundry/stages/AttentionHooks.h"
 
 namespace foundry {
+
+namespace {
+
+// A stage as the in-memory kernel maps know it: its name and key, and a hash of the GLSL it carries
+// and emits, so that two stages that differ only in a GlslSource member (whatever their key()
+// says) never share a kernel.
+std::string stageKey(const Stage& stage, const DeviceInfo& device) {
+  KernelInterface iface;
+  stage.declare(iface, device);
+  std::string text;
+  for (const auto& s : iface.inlineSnippets()) text.append(s.name).append(1, '\n').append(s.text).append(1, '\n');
+  GlslWriter w(stage.name());
+  stage.emit(w, device);
+  return fmt::format("{}:{}:{}", stage.name(), stage.key(), hashHex(text + w.str()).substr(0, 16));
+}
+
+}  // namespace
 
 void KernelModifiers::addTo(KernelBuilder& builder) const {
   for (const auto& s : stages) builder.add(s);
@@ -38,7 +56,7 @@ KernelModifiers modifiersFor(const Modifiers& all, const std::set<std::string>& 
     if (!stage) continue;
     out.modifiers.push_back(m);
     out.stages.push_back(std::move(stage));
-    out.key += fmt::format("|{}:{}", m->name(), m->key());
+    out.key.append(1, '|').append(stageKey(*m, device));
   }
   return out;
 }
@@ -50,7 +68,7 @@ std::vector<std::string> recordModifierPasses(
   std::vector<std::string> names;
   for (const auto& m : modifiers.modifiers) {
     for (const auto& pass : m->passes(call, ctx.workspace, tile)) {
-      const std::string key = fmt::format("pass_{}_{}_wg{}", pass.stage->name(), pass.stage->key(), pass.workgroup);
+      const std::string key = fmt::format("pass_{}_wg{}", stageKey(*pass.stage, device), pass.workgroup);
       const auto k = kernel(key, [&] { return KernelBuilder(device, snippets).workgroup(pass.workgroup).add(pass.stage).build(); });
       ctx.dispatcher.dispatch(*k, pass.args, pass.grid);
       names.push_back(k->name);

@@ -33,7 +33,7 @@ void requireBlockTable(const PagedKv& pages, std::uint32_t batch, const PagePool
 }
 
 void requirePagesCover(const PagedKv& pages, const PagePool& pool, const std::vector<std::uint32_t>& first,
-                       const std::vector<std::uint32_t>& end, bool writes) {
+                       const std::vector<std::uint64_t>& end, bool writes) {
   const std::uint64_t rows = std::uint64_t(pages.maxPages()) * pool.pageSize;
   std::map<std::uint32_t, std::uint32_t> writer;  // page -> the sequence writing it
   for (std::uint32_t b = 0; b < end.size(); ++b) {
@@ -43,7 +43,8 @@ void requirePagesCover(const PagedKv& pages, const PagePool& pool, const std::ve
                                                  end[b], pages.maxPages(), pool.pageSize, rows));
     }
     if (end[b] <= first[b]) continue;
-    for (std::uint32_t i = first[b] / pool.pageSize; i <= (end[b] - 1) / pool.pageSize; ++i) {
+    const auto last = static_cast<std::uint32_t>((end[b] - 1) / pool.pageSize);
+    for (std::uint32_t i = first[b] / pool.pageSize; i <= last; ++i) {
       const std::uint32_t page = pages.entry(b, i);
       if (page >= pool.pages) {
         throw UserError("block_table", fmt::format("entry [{}][{}] is {}, past the pool of {} pages (keys {}..{} of "

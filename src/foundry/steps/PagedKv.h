@@ -38,9 +38,10 @@ void requireBlockTable(const PagedKv& pages, std::uint32_t batch, const PagePool
 /// Checks that keys [first[b], end[b]) of each sequence b lie within its row of the block table and
 /// that every entry they use names a page of the pool: UserError "a sequence length past its pages" or
 /// "a block table entry past the pool", naming the sequence, the entry and the numbers. With `writes`,
-/// two sequences may not write into one page.
+/// two sequences may not write into one page. `end` is wide so that a position near 2^32 plus its
+/// tokens cannot wrap into a short range.
 void requirePagesCover(const PagedKv& pages, const PagePool& pool, const std::vector<std::uint32_t>& first,
-                       const std::vector<std::uint32_t>& end, bool writes);
+                       const std::vector<std::uint64_t>& end, bool writes);
 
 /// Host side (tests, benchmarks, programs that fill a cache from the CPU): where a packed cache holds
 /// row s of KV head h of sequence b, in rows, for head-major host values [B, heads, capacity, D]. In

@@ -43,17 +43,22 @@ Rows rowsOf(const Tensor& t, const char* role) {
 }
 
 RopeStageParams paramsFor(const RopeSpec& spec, std::uint32_t headDim, DType dtype) {
-  const std::uint32_t dims = spec.dims(headDim);
-  if (dims == 0 || dims % 2 != 0 || dims > headDim) {
-    throw UserError("rope.rotary_dims", fmt::format("{} must be even and in 2..head_dim {}", dims, headDim));
-  }
-  return {headDim, dims, spec.pairing == RopePairing::Interleaved, dtype, 1};
+  spec.validate(headDim);
+  return {headDim, spec.dims(headDim), spec.pairing == RopePairing::Interleaved, dtype, 1};
 }
 
 void checkTable(const Tensor& invFreq, const RopeStageParams& p) {
   if (invFreq.dtype != DType::F32 || invFreq.numel() != p.rotaryDims / 2) {
     throw UserError("rope.inv_freq", fmt::format("expected {} f32 values (makeRopeTable), got {}", p.rotaryDims / 2,
                                                  invFreq.shapeString()));
+  }
+}
+
+// Positions pos0 .. pos0 + tokens - 1 are 32-bit in the kernels: they must not wrap.
+void requirePositions(std::uint32_t pos0, std::uint32_t tokens, const char* field) {
+  if (std::uint64_t(pos0) + tokens > (std::uint64_t(1) << 32)) {
+    throw UserError(field, fmt::format("{} tokens from position {} pass 2^32 - 1, the last position a kernel holds",
+                                       tokens, pos0));
   }
 }
 
@@ -94,6 +99,7 @@ void RopeStep::run(StepContext& ctx, const Tensor& x, const Tensor& invFreq, con
   const Rows r = rowsOf(x, "x");
   const RopeStageParams p = paramsFor(spec, r.dim, x.dtype);
   checkTable(invFreq, p);
+  requirePositions(pos0, r.tokens, "pos0");
   const KernelSource& k = kernelFor(x, spec);
   Arguments a;
   a.bind("x", x).bind("rope_inv_freq", invFreq).set("rope_pos0", pos0);
@@ -167,12 +173,15 @@ void KvAppendStep::append(StepContext& ctx, const Tensor& kNew, const Tensor* vN
     const PagePool pool{views[0].batch, views[0].capacity};
     requireBlockTable(*pages, k.batch, pool, kCache.dtype);
     requirePagesCover(*pages, pool, std::vector<std::uint32_t>(k.batch, cachePos),
-                      std::vector<std::uint32_t>(k.batch, cachePos + k.tokens), true);
+                      std::vector<std::uint64_t>(k.batch, std::uint64_t(cachePos) + k.tokens), true);
   } else if (std::uint64_t(cachePos) + k.tokens > views[0].capacity) {
     throw UserError("kv_len", fmt::format("appending {} tokens at row {} overruns the cache capacity {}", k.tokens,
                                           cachePos, views[0].capacity));
   }
-  if (rope) checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
+  if (rope) {
+    checkTable(rope->invFreq, paramsFor(rope->spec, k.dim, kNew.dtype));
+    requirePositions(rope->pos0, k.tokens, "rope.pos0");
+  }
   const KernelSource& kernel =
       kernelFor(k.dim, kNew.dtype, rope ? std::optional<RopeSpec>(rope->spec) : std::nullopt, kCache.dtype,
                 pages ? views[0].capacity : 0, !vNewOrNull, ownValues ? v.dim : 0);

@@ -1165,6 +1165,7 @@ void Selector::splitKeys(std::uint32_t kvLen, std::uint32_t wanted, std::uint32_
 }
 
 AttentionPlan Selector::plan(const AttentionProblem& problem, const DeviceInfo& device, const AttentionOptions& options) {
+  options.validate();
   return fit(variant(problem, device, options), problem, device, options);
 }
 

@@ -3,6 +3,7 @@
 // overrides), a strict mocked dispatcher and a shape-only workspace, so a test states a GPU and asserts
 // exactly what a FlashAttentionStep records for a call, with no device and no compilation.
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -25,9 +26,9 @@ class StepMockTest : public ::testing::Test {
     device_ = std::make_unique<DeviceInfo>(std::move(device));
     step_ = std::make_unique<FlashAttentionStep>(*device_, SnippetLibrary::embedded(), std::move(options));
   }
-  const DeviceInfo& device() const { return *device_; }
-  FlashAttentionStep& step() { return *step_; }
-  StepRecord run(const AttentionCall& call) { return step_->run(ctx, call); }
+  const DeviceInfo& device() const { return requirePretended(), *device_; }
+  FlashAttentionStep& step() { return requirePretended(), *step_; }
+  StepRecord run(const AttentionCall& call) { return step().run(ctx, call); }
 
   /// Expects the call to throw E with a message matching `m`, and nothing recorded or allocated.
   template <typename E, typename M>
@@ -35,7 +36,7 @@ class StepMockTest : public ::testing::Test {
     EXPECT_CALL(dispatcher, dispatch(::testing::_, ::testing::_, ::testing::_)).Times(0);
     EXPECT_THAT([&] { run(call); }, ::testing::ThrowsMessage<E>(m));
     EXPECT_THAT(workspace.requests(), ::testing::IsEmpty());
-    EXPECT_THROW(step_->plan(call), E);
+    EXPECT_THROW(step().plan(call), E);
   }
 
   ::testing::StrictMock<MockDispatcher> dispatcher;
@@ -43,6 +44,9 @@ class StepMockTest : public ::testing::Test {
   StepContext ctx{dispatcher, workspace};
 
  private:
+  void requirePretended() const {
+    if (!step_) throw std::logic_error("StepMockTest: call pretend(\"<device>\") before run(), step() or device()");
+  }
   std::unique_ptr<DeviceInfo> device_;
   std::unique_ptr<FlashAttentionStep> step_;
 };

@@ -437,6 +437,15 @@ std::uint64_t VulkanDevice::submit(VkCommandBuffer commands) {
   return value;
 }
 
+void VulkanDevice::requireSubmitted(std::uint64_t value) const {
+  std::lock_guard lock(*queueMutex_);
+  if (value > submitted_) {
+    throw UserError("submission", fmt::format("{} was never submitted on device '{}', whose last submission is {}; a "
+                                              "Submission is waited for on the Runtime or dispatcher that returned it",
+                                              value, info_.name, submitted_));
+  }
+}
+
 void VulkanDevice::wait(std::uint64_t value) {
   if (value == 0) return;
   const VkSemaphore semaphore = timeline_.get();

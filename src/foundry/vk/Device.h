@@ -88,6 +88,9 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   std::uint64_t submit(VkCommandBuffer commands);
   /// Blocks until the timeline reaches `value`.
   void wait(std::uint64_t value);
+  /// UserError unless `value` is 0 or was submitted on this device's queue: a wait for a value never
+  /// submitted (a stale number, another Runtime's) would wait for ever.
+  void requireSubmitted(std::uint64_t value) const;
   /// Whether the timeline has reached `value`.
   bool reached(std::uint64_t value) const;
   /// The semaphore submit() signals (applications chain on it).

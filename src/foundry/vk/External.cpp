@@ -20,6 +20,7 @@ std::unique_ptr<Runtime> adoptVulkan(RuntimeOptions options, const ExternalVulka
 }
 
 Tensor adoptBuffer(Runtime& runtime, VkBuffer buffer, VkDeviceSize bytes, VkDeviceSize offset, const Tensor& shape) {
+  Tensor::describe(shape.name, shape.dtype, shape.dims, shape.layout);  // its dims' own checks first
   const std::uint64_t unit = shape.dtype == DType::Q8_0 ? 32 : 1;  // elements in a whole number of bytes
   const std::uint64_t element = storageBytes(shape.dtype, unit);
   if (offset % element != 0) {

@@ -76,20 +76,27 @@ struct Bound {
 /// buffer's size, the device's range limit, written bindings overlapping others; and the grid.
 std::vector<Bound> resolveBindings(const KernelSource& kernel, const Arguments& args, const VulkanDevice& dev, Grid grid) {
   const auto& caps = dev.info();
-  const std::string field = fmt::format("kernel {}", kernel.name);
   std::vector<Bound> bound;
   for (const auto& slot : kernel.layout.bindings) {
     const Tensor& t = args.tensors().at(slot.name);
-    if (!t.buffer) throw UserError(field, fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
+    // The binding's name is the call's parameter ("q", "k_cache"); the kernel is said in the message.
+    const auto fail = [&](const std::string& what) {
+      throw UserError(slot.name, fmt::format("{} (kernel {})", what, kernel.name));
+    };
+    if (!t.buffer) fail(fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
+    if (&t.buffer->device() != &dev) {
+      fail(fmt::format("tensor '{}' bound as '{}' lives in the memory of another Runtime's device ('{}'); a kernel "
+                       "reads only its own device's buffers", t.name, slot.name, t.buffer->device().info().name));
+    }
     const VkDeviceSize offset = storageBytes(t.dtype, t.offset);
     const VkDeviceSize span = t.spanBytes();
     if (offset % dev.storageOffsetAlignment() != 0) {
-      throw UserError(field, fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset "
-                                         "alignment {}", t.name, offset, dev.storageOffsetAlignment()));
+      fail(fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset alignment {}",
+                       t.name, offset, dev.storageOffsetAlignment()));
     }
     if (offset + span > t.buffer->size()) {
-      throw UserError(field, fmt::format("tensor '{}' ({}) spans bytes {}..{} but its buffer '{}' holds {}", t.name,
-                                         t.shapeString(), offset, offset + span, t.buffer->name(), t.buffer->size()));
+      fail(fmt::format("tensor '{}' ({}) spans bytes {}..{} but its buffer '{}' holds {}", t.name, t.shapeString(),
+                       offset, offset + span, t.buffer->name(), t.buffer->size()));
     }
     if (span > caps.maxStorageBufferRange) {
       throw UnsupportedError(fmt::format("tensor '{}' ({}) spans {} bytes; device '{}' binds at most {} bytes per "
@@ -108,8 +115,9 @@ std::vector<Bound> resolveBindings(const KernelSource& kernel, const Arguments& 
       const bool written = a.slot->access != Access::ReadOnly || b.slot->access != Access::ReadOnly;
       const bool overlap = a.offset < b.offset + b.range && b.offset < a.offset + a.range;
       if (written && overlap) {
-        throw UserError(field, fmt::format("bindings '{}' and '{}' overlap in buffer '{}' and one is written", a.slot->name,
-                                           b.slot->name, a.tensor->buffer->name()));
+        const std::string& blamed = b.slot->access != Access::ReadOnly ? b.slot->name : a.slot->name;
+        throw UserError(blamed, fmt::format("bindings '{}' and '{}' overlap in buffer '{}' and one is written (kernel {})",
+                                            a.slot->name, b.slot->name, a.tensor->buffer->name(), kernel.name));
       }
     }
   }
@@ -483,7 +491,10 @@ Submission VulkanDispatcher::submitAsync() {
 
 SubmitResult VulkanDispatcher::wait(Submission submission) {
   auto it = impl_->running.find(submission.value);
-  if (it == impl_->running.end()) return {};
+  if (it == impl_->running.end()) {
+    impl_->device->requireSubmitted(submission.value);
+    return {};  // waited for already, or submitted by another dispatcher
+  }
   auto f = std::move(it->second);
   impl_->running.erase(it);
   const bool reusable = impl_->reusable[submission.value];
@@ -589,7 +600,10 @@ std::string RecordingUpdate::mismatch() const {
 }
 
 Submission RecordingUpdate::submitAsync() {
-  if (!matches()) throw InternalError(fmt::format("replaying a recording given other dispatches: {}", mismatch()));
+  if (!matches()) {
+    throw UserError("RecordingUpdate", fmt::format("replaying a recording given other dispatches: {}; check matches() "
+                                                   "and record afresh where it is false", mismatch()));
+  }
   return dispatcher_.replay(*recording_);
 }
 

@@ -88,9 +88,9 @@ class RecordingUpdate : public Dispatcher {
   RecordingUpdate(VulkanDispatcher& dispatcher, std::shared_ptr<Recording> recording);
 
   void dispatch(const KernelSource& kernel, const Arguments& args, Grid grid) override;
-  /// Replays and waits; InternalError where matches() is false.
+  /// Replays and waits; UserError where matches() is false.
   SubmitResult submit() override;
-  /// Replays without waiting; InternalError where matches() is false.
+  /// Replays without waiting; UserError where matches() is false.
   Submission submitAsync() override;
   SubmitResult wait(Submission submission) override;
   /// Replaying part of a recording is not possible: UnsupportedError.
