@@ -187,6 +187,23 @@ TEST(ApiMisuse, APagedAppendNear2To32IsRefusedNotWrapped) {
   EXPECT_EQ(dispatcher->pending(), 0u);
 }
 
+TEST(ApiMisuse, AnAppendOfRowsReadFromTheCacheItWritesIsBlamedOnThem) {
+  Runtime& rt = test::runtime();
+  const Tensor kCache = rt.allocate("k_cache", DType::F16, {1, 1, 16, 64}, Layout::KvCache);
+  const Tensor vCache = rt.allocate("v_cache", DType::F16, {1, 1, 16, 64}, Layout::KvCache);
+  const Tensor vNew = rt.allocate("v_new", DType::F16, {1, 1, 2, 64}, Layout::HeadMajor);
+  Tensor kNew = kCache;  // rows 0 and 1 of the cache, as a view
+  kNew.name = "k_view";
+  kNew.dims = {1, 1, 2, 64};
+  kNew.layout = Layout::HeadMajor;
+  KvAppendStep append(rt.info(), rt.snippets());
+  auto dispatcher = rt.dispatcher();
+  DeviceWorkspace ws(rt);
+  StepContext ctx{*dispatcher, ws};
+  EXPECT_THAT(userError([&] { append.run(ctx, kNew, vNew, kCache, vCache, 0, std::nullopt); }),
+              HasSubstr("k_new: 'k_view' lies in the bytes of k_cache 'k_cache'"));
+}
+
 TEST(ApiMisuse, RopeValuesWithoutFiniteFrequenciesAreRefused) {
   RopeSpec spec;
   spec.theta = 0.0;
