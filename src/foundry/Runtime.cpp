@@ -117,22 +117,10 @@ Tensor Runtime::allocate(std::string name, DType dtype, std::vector<std::int64_t
 
 namespace {
 
-// The data API's checks on the caller's tensor: memory of this device, and a view within its buffer.
+// The data API's checks on the caller's tensor (the same a dispatch makes).
 void requireMemory(const Tensor& t, const VulkanDevice& device, const char* what) {
-  if (!t.buffer) {
-    throw UserError("tensor", fmt::format("{} '{}' ({}): it has no device memory (Tensor::describe gives a shape "
-                                          "only; Runtime::allocate or adoptBuffer gives it memory)", what, t.name,
-                                          t.shapeString()));
-  }
-  if (&t.buffer->device() != &device) {
-    throw UserError("tensor", fmt::format("{} '{}': it lives in the memory of another Runtime's device ('{}')", what,
-                                          t.name, t.buffer->device().info().name));
-  }
-  const std::uint64_t offset = storageBytes(t.dtype, t.offset), span = t.spanBytes();
-  if (offset + span > t.buffer->size()) {
-    throw UserError("tensor", fmt::format("{} '{}' ({}): it spans bytes {}..{} but its buffer '{}' holds {}", what,
-                                          t.name, t.shapeString(), offset, offset + span, t.buffer->name(),
-                                          t.buffer->size()));
+  if (const std::string why = memoryProblem(t, device); !why.empty()) {
+    throw UserError("tensor", fmt::format("{} '{}' ({}): it {}", what, t.name, t.shapeString(), why));
   }
 }
 

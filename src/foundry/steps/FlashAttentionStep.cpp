@@ -114,7 +114,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
     const std::set<std::string> points = splitk_detail::hookPoints();
     KernelModifiers rm = modifiersFor(mods, points, device_);
     auto source = kernel(fmt::format("{}_reduce_D{}_{}{}{}", what, p.vDim(), dtypeName(p.oType()), p.lse ? "_lse" : "",
-                                     rm.key), [&] {
+                                     rm.key(device_)), [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(plan.reduceWorkgroup);
       rm.addTo(b);
@@ -139,7 +139,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
       rp = {p.headDim, rope->dims(p.headDim), rope->pairing == RopePairing::Interleaved, p.qType(), v.heads};
       key += fmt::format("_rope{}_{}", rp.rotaryDims, rp.interleaved);
     }
-    auto source = kernel(key + km.key, [&] {
+    auto source = kernel(key + km.key(device_), [&] {
       KernelBuilder b(device_, snippets_);
       b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(HeadLayoutStage::Grid::Decode, v.heads);
       b.emplace<KvAccessStage>(v.kvAccess());
@@ -159,7 +159,7 @@ std::vector<PreparedKernel> FlashAttentionStep::buildKernels(const AttentionProb
   const PrefillVariant& v = plan.prefillVariant;
   const std::set<std::string> points = prefill_detail::hookPoints(v);
   KernelModifiers km = modifiersFor(mods, points, device_);
-  auto source = kernel("prefill_" + v.key() + km.key, [&] {
+  auto source = kernel("prefill_" + v.key() + km.key(device_), [&] {
     KernelBuilder b(device_, snippets_);
     b.workgroup(v.workgroupSize(sg)).emplace<HeadLayoutStage>(
         v.headsFirst ? HeadLayoutStage::Grid::PrefillHeadsFirst : HeadLayoutStage::Grid::Prefill, 1);
@@ -265,7 +265,8 @@ StepRecord FlashAttentionStep::run(StepContext& ctx, const PreparedAttention& pr
   std::vector<KernelModifiers> km;
   for (const auto& k : kernels) {
     km.push_back(modifiersFor(mods, k.points, device_));
-    FOUNDRY_CHECK_INTERNAL(km.back().key == k.modifiers.key, "modifiers of equal keys gave kernels different keys");
+    // The plan's key holds the modifier objects, so the call's are the ones its kernels were built with.
+    FOUNDRY_CHECK_INTERNAL(km.back().modifiers == k.modifiers.modifiers, "the call's modifiers are not its plan's");
   }
   for (const auto& m : mods) record.modifiers.push_back(m->describe());
   if (options_.debugSdpa || options_.debugSdpaVerbose) {

@@ -12,9 +12,7 @@ namespace foundry {
 
 namespace {
 
-// A stage as the in-memory kernel maps know it: its name and key, and a hash of the GLSL it carries
-// and emits, so that two stages that differ only in a GlslSource member (whatever their key()
-// says) never share a kernel.
+// A stage as the in-memory kernel maps know it (see KernelModifiers::key).
 std::string stageKey(const Stage& stage, const DeviceInfo& device) {
   KernelInterface iface;
   stage.declare(iface, device);
@@ -26,6 +24,12 @@ std::string stageKey(const Stage& stage, const DeviceInfo& device) {
 }
 
 }  // namespace
+
+std::string KernelModifiers::key(const DeviceInfo& device) const {
+  std::string out;
+  for (const auto& m : modifiers) out.append(1, '|').append(stageKey(*m, device));
+  return out;
+}
 
 void KernelModifiers::addTo(KernelBuilder& builder) const {
   for (const auto& s : stages) builder.add(s);
@@ -56,7 +60,6 @@ KernelModifiers modifiersFor(const Modifiers& all, const std::set<std::string>& 
     if (!stage) continue;
     out.modifiers.push_back(m);
     out.stages.push_back(std::move(stage));
-    out.key.append(1, '|').append(stageKey(*m, device));
   }
   return out;
 }

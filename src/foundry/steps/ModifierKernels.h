@@ -19,7 +19,11 @@ namespace foundry {
 struct KernelModifiers {
   Modifiers modifiers;            ///< the ones that hook a point the kernel hosts
   std::vector<StagePtr> stages;   ///< the same, each with only its hooks on those points
-  std::string key;                ///< what they add to the kernel's cache key
+
+  /// What they add to a kernel's cache key: each one's name and key, and a hash of the GLSL it carries
+  /// and emits (so two that differ only in a GlslSource member never share a kernel). Computed when
+  /// a kernel is looked up, not for every call.
+  std::string key(const DeviceInfo& device) const;
 
   /// Adds the stages to a kernel being built.
   void addTo(KernelBuilder& builder) const;

@@ -68,8 +68,10 @@ const SdpaReferenceStep::Kernels& SdpaReferenceStep::kernels(const AttentionProb
   k.softmaxMods = modifiersFor(mods, ReferenceSoftmaxStage::hookPoints(), device_);
   k.pvMods = modifiersFor(mods, ReferencePvStage::hookPoints(), device_);
   const KvAccess access{p.dtype, 1, false, p.pageSize};
-  const std::string key = fmt::format("{}_{}_{}_{}_{}{}{}{}{}", p.headDim, p.vDim(), dtypeName(p.qType()), dtypeName(p.dtype),
-                                      dtypeName(p.oType()), access.key(), k.scoresMods.key, k.softmaxMods.key, k.pvMods.key);
+  const std::string key =
+      fmt::format("{}_{}_{}_{}_{}{}{}{}{}", p.headDim, p.vDim(), dtypeName(p.qType()), dtypeName(p.dtype),
+                  dtypeName(p.oType()), access.key(), k.scoresMods.key(device_), k.softmaxMods.key(device_),
+                  k.pvMods.key(device_));
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   auto build = [&](const KernelModifiers& m, StagePtr stage, bool readsCache = true) {

@@ -7,6 +7,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/MemoryBudget.h"
+#include "foundry/Tensor.h"
 #include "foundry/vk/Barrier.h"
 #include "foundry/vk/Check.h"
 #include "foundry/vk/Device.h"
@@ -216,6 +217,23 @@ void Buffer::fill(std::uint32_t pattern) {
     memoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             kShaderAccess);
   });
+}
+
+std::string memoryProblem(const Tensor& t, const VulkanDevice& device) {
+  if (!t.buffer) {
+    return "has no device memory (Tensor::describe gives a shape only; Runtime::allocate or adoptBuffer gives it "
+           "memory)";
+  }
+  if (&t.buffer->device() != &device) {
+    return fmt::format("lives in the memory of another Runtime's device ('{}'); a device reads only its own buffers",
+                       t.buffer->device().info().name);
+  }
+  const std::uint64_t offset = storageBytes(t.dtype, t.offset), span = t.spanBytes();
+  if (offset + span > t.buffer->size()) {
+    return fmt::format("spans bytes {}..{} but its buffer '{}' holds {}", offset, offset + span, t.buffer->name(),
+                       t.buffer->size());
+  }
+  return "";
 }
 
 }  // namespace foundry

@@ -16,6 +16,7 @@
 namespace foundry {
 
 class VulkanDevice;
+struct Tensor;
 
 /// What a buffer holds: tensors (device-local memory where the device has it), parameters the host
 /// writes between submissions and the device reads as storage and as indirect dispatch grids
@@ -65,5 +66,10 @@ class Buffer {
   bool coherent_ = true;
   bool counted_ = false;  ///< in the device's allocation accounting
 };
+
+/// Why `t` cannot be read or written on `device` ("has no device memory ...", "lives in the memory of
+/// another Runtime's device ...", "spans bytes a..b but its buffer ... holds n"), or "" when it can: what
+/// the data API and every dispatch check before they touch a tensor.
+std::string memoryProblem(const Tensor& t, const VulkanDevice& device);
 
 }  // namespace foundry

@@ -83,20 +83,14 @@ std::vector<Bound> resolveBindings(const KernelSource& kernel, const Arguments& 
     const auto fail = [&](const std::string& what) {
       throw UserError(slot.name, fmt::format("{} (kernel {})", what, kernel.name));
     };
-    if (!t.buffer) fail(fmt::format("tensor '{}' bound as '{}' has no device memory", t.name, slot.name));
-    if (&t.buffer->device() != &dev) {
-      fail(fmt::format("tensor '{}' bound as '{}' lives in the memory of another Runtime's device ('{}'); a kernel "
-                       "reads only its own device's buffers", t.name, slot.name, t.buffer->device().info().name));
+    if (const std::string why = memoryProblem(t, dev); !why.empty()) {
+      fail(fmt::format("tensor '{}' ({}) bound as '{}' {}", t.name, t.shapeString(), slot.name, why));
     }
     const VkDeviceSize offset = storageBytes(t.dtype, t.offset);
     const VkDeviceSize span = t.spanBytes();
     if (offset % dev.storageOffsetAlignment() != 0) {
       fail(fmt::format("tensor '{}' starts at byte {}, not a multiple of the device's storage offset alignment {}",
                        t.name, offset, dev.storageOffsetAlignment()));
-    }
-    if (offset + span > t.buffer->size()) {
-      fail(fmt::format("tensor '{}' ({}) spans bytes {}..{} but its buffer '{}' holds {}", t.name, t.shapeString(),
-                       offset, offset + span, t.buffer->name(), t.buffer->size()));
     }
     if (span > caps.maxStorageBufferRange) {
       throw UnsupportedError(fmt::format("tensor '{}' ({}) spans {} bytes; device '{}' binds at most {} bytes per "
