@@ -52,6 +52,8 @@
 #                                        # 16 subgroups (at most 128 registers a lane) against the plan
 #   bash bench/h200.sh int8-dot          # on the device: int8/q8_0 decode, K through integer dot
 #                                        # products against float products and f16, two rounds
+#   bash bench/h200.sh nonfinite         # on the device: the NaN/Inf cases (TESTS) in shards, then SHAPES
+#                                        # with the new kernels against BASE_KERNELS, interleaved
 #   bash bench/h200.sh prefill-tune [V...] # on the device: causal prefill at S 2048, the plan against
 #                                        # one-knob variants, three rounds in alternation
 #   bash bench/h200.sh against-base      # on the device: the attention cases (TESTS), then SHAPES with
@@ -157,6 +159,24 @@ suite_subset() {
   .device/bin/foundry_attention_tests --gtest_filter="$2" --gtest_brief=1 >"$out/$1.log" 2>&1 || status=1
   tail -3 "$out/$1.log"
   grep -A8 "FAILED\|Failure" "$out/$1.log" | head -40 || true
+}
+# On the device: the attention cases matching FILTER in SHARDS processes at once (its kernels compile on
+# the CPU, one at a time a process), each under LIMIT seconds, logs as $out/NAME-i.log; a line per
+# shard and its failures printed. attention_shards NAME SHARDS FILTER LIMIT; fails when a shard does.
+attention_shards() {
+  local name=$1 shards=$2 filter=$3 limit=$4 i rc failed=0 pids=()
+  for i in $(seq 0 $((shards - 1))); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$limit" \
+      .device/bin/foundry_attention_tests --gtest_filter="$filter" --gtest_brief=1 >"$out/$name-$i.log" 2>&1 &
+    pids+=("$!")
+  done
+  for i in $(seq 0 $((shards - 1))); do
+    wait "${pids[$i]}" && rc=0 || rc=$?
+    [ "$rc" -eq 0 ] || failed=1
+    echo "$name shard $i: rc=$rc; $(grep -E '^\[  (PASSED|SKIPPED) ' "$out/$name-$i.log" | tr '\n' ' ')"
+    grep -E -A6 "^\[  FAILED  \]|Failure$" "$out/$name-$i.log" | head -30 || true
+  done
+  return $failed
 }
 # On the device: the plan and each of "${variants[@]}" (NAME:KNOB=VALUE,...; a kernel copy named NAME
 # through variant_kernels) timed over "${shapes[@]}", ROUNDS rounds in alternation, each run under
@@ -317,19 +337,7 @@ case "${1:-}" in
     status=0
     .device/bin/foundry_device_tests --gtest_brief=1 >"$out/device-tests.log" 2>&1 || status=1
     tail -3 "$out/device-tests.log"
-    shards=${SHARDS:-8}
-    pids=()
-    for i in $(seq 0 $((shards - 1))); do
-      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${SUITE_LIMIT_S:-400}" \
-        .device/bin/foundry_attention_tests --gtest_brief=1 >"$out/attention-$i.log" 2>&1 &
-      pids+=("$!")
-    done
-    for i in $(seq 0 $((shards - 1))); do
-      wait "${pids[$i]}" && rc=0 || rc=$?
-      [ "$rc" -eq 0 ] || status=1
-      echo "attention shard $i: rc=$rc; $(grep -E '^\[  (PASSED|SKIPPED) ' "$out/attention-$i.log" | tr '\n' ' ')"
-      grep -E "^\[  FAILED  \]|Failure$" "$out/attention-$i.log" | head -8 || true
-    done
+    attention_shards attention "${SHARDS:-8}" "*" "${SUITE_LIMIT_S:-400}" || status=1
     exit $status
     ;;
   peers)
@@ -1154,6 +1162,22 @@ decode:1:32:8:65536:128+int8+pg64 decode:8:32:8:16384:128 decode:1:32:8:65536:64
           grep -E "us$|probe:|rror" | sed "s/^/${spec%%=*}: /" || status=1
       done
     fi
+    exit $status
+    ;;
+  nonfinite)
+    # The NaN and Inf policy (docs/reliability.md, "NaN and Inf in the inputs") on the GPU's own kernels:
+    # the cases of TESTS in SHARDS shards at once (the tensor-core and cooperative-matrix variants run only
+    # here), then SHAPES timed with the new kernels against BASE_KERNELS (a copy of the base's kernels/
+    # under .device), interleaved, ROUNDS times.
+    on_device
+    gpu_name
+    status=0
+    attention_shards nonfinite "${SHARDS:-4}" \
+      "${TESTS:-*NonFinite*:*KvFormatParity*:*LseParity*:*Merge*:*DecodeVariants*_tc*:*PrefillVariants*:*ModifierEdges*}" \
+      "${SUITE_LIMIT_S:-300}" || status=1
+    read -r -a shapes <<<"${SHAPES:?SHAPES names the shapes to time}"
+    bash bench/interleave.sh "${shapes[@]}" -- "base=.device/bin/foundry:$PWD/${BASE_KERNELS:?}" new=.device/bin/foundry ||
+      status=1
     exit $status
     ;;
   prefill-candidates)

@@ -8,10 +8,10 @@ include(CMakePackageConfigHelpers)
 # (docs/embedding.md says why each is internal). Every other header under src/foundry is installed.
 set(FOUNDRY_INTERNAL_HEADERS
   AtomicFile.h CoopMatProbe.h FileIdentity.h Hash.h TempFiles.h
-  vk/Barrier.h vk/Buffer.h vk/Check.h vk/PipelineCache.h
+  vk/Barrier.h vk/Buffer.h vk/PipelineCache.h
   stages/FlashDecodeCommon.h stages/SdpaPrefillCommon.h stages/SplitKReduceCommon.h
   steps/KernelCatalog.h
-  runner/ConfigSchema.h runner/io/Json.h
+  runner/ConfigSchema.h runner/LayerModifiers.h runner/io/Json.h
   # Built only where Open MPI is, and not installed (foundry_mpi is the repository's own).
   runner/MpiCommunicator.h)
 

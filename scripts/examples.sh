@@ -24,3 +24,11 @@ printf '#include <foundry/foundry.h>\nint main() { return foundry::knobTable().e
 pcdir="$(dirname "$(find "$prefix" -name foundry.pc)")"
 c++ -std=c++20 "$prefix/pc.cpp" -o "$prefix/pc" $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs foundry)
 "$prefix/pc" && echo "examples: pkg-config foundry compiles, links and runs"
+
+# Every installed header compiles on its own against the installed tree: none reaches a header that
+# was left out (cmake/FoundryInstall.cmake's FOUNDRY_INTERNAL_HEADERS).
+cflags="$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags foundry) $(pkg-config --cflags gmock 2>/dev/null || true)"
+(cd "$prefix/include" && find foundry -name '*.h' | sort) |
+  xargs -P "$(nproc)" -I{} sh -c 'printf "#include <{}>\n" | c++ -std=c++20 -fsyntax-only -x c++ '"$cflags"' - ||
+    { echo "examples: installed header {} does not compile on its own" >&2; exit 255; }'
+echo "examples: every installed header ($(find "$prefix/include/foundry" -name '*.h' | wc -l)) compiles on its own"

@@ -106,8 +106,11 @@ uint dc_keep(uint row, uint skip) { return row >= skip ? 0xffffffffu : 0u; }
 // [2^14, 2^15), so no value overflows; every value within 2^-28 of the largest keeps its 8 bits in
 // f16's normals (2^-31 with its subnormals), and smaller ones lose under 2^-28 of the largest, below
 // f32's rounding of the sums they enter. Every bf16 value, however large or small, is within reach.
+// Infinities and NaN (an exponent of all ones) stay out of the tile's power of two: they pass through
+// any scale, where setting it would flush the tile's finite values.
 uint dc_bf16_top(uvec4 r) {
-  const uvec4 a = max(r & 0x7fffu, (r >> 16u) & 0x7fffu);
+  const uvec4 lo = r & 0x7fffu, hi = (r >> 16u) & 0x7fffu, none = uvec4(0u), inf = uvec4(0x7f80u);
+  const uvec4 a = max(mix(lo, none, greaterThanEqual(lo, inf)), mix(hi, none, greaterThanEqual(hi, inf)));
   return max(max(a.x, a.y), max(a.z, a.w));
 }
 // 2^s as f32 for |s| <= 126.
@@ -316,7 +319,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint claim_begin, uint cla
   float top[DECODE_HEADS];
   [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) {
     float x = 0.0;
-    for (uint d = lane; d < HEAD_DIM; d += SUBGROUP_SIZE) x = max(x, abs(q_shared[h * HEAD_DIM + d]));
+    for (uint d = lane; d < HEAD_DIM; d += SUBGROUP_SIZE) x = max(x, magnitude_or_inf(q_shared[h * HEAD_DIM + d]));
     top[h] = dc_q_unit(subgroupMax(x));
   }
   float unit[2];
@@ -324,9 +327,9 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint claim_begin, uint cla
     float t = 0.0;
     [[unroll]] for (uint h = 0u; h < DECODE_HEADS; ++h) t = lane_col + c == h ? top[h] : t;
 #if DC_INT8
-    unit[c] = t / float(DC_QUNIT) * fa_logit_scale(qk_scale);
+    unit[c] = scale_or_nan(t, t / float(DC_QUNIT) * fa_logit_scale(qk_scale));
 #else
-    unit[c] = t * fa_logit_scale(qk_scale);
+    unit[c] = scale_or_nan(t, t * fa_logit_scale(qk_scale));
 #endif
   }
   for (uint i = lane; i < DC_COLS * (HEAD_DIM / 4u); i += SUBGROUP_SIZE) {
@@ -530,7 +533,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint claim_begin, uint cla
         }
       }
       [[unroll]] for (uint i = 0u; i < DC_PAIR * CM8_ELEMS; ++i) {
-        x[i] = x[i] > 0.5 * NEG_BIG ? exp2(x[i] - m[CM8_COL_OF[i % CM8_ELEMS]]) : 0.0;
+        x[i] = softmax_weight(x[i], m[CM8_COL_OF[i % CM8_ELEMS]]);
         l[CM8_COL_OF[i % CM8_ELEMS]] += x[i];
       }
       // P^T's rows, tile p's in rows [16p, 16p + 16): a lane's two heads of one key are one word.
@@ -598,7 +601,7 @@ void flash_decode_coopmat(uint kv_begin, uint kv_end, uint claim_begin, uint cla
     l[c] += subgroupShuffleXor(l[c], 4u);
     l[c] += subgroupShuffleXor(l[c], 8u);
     l[c] += subgroupShuffleXor(l[c], 16u);
-    inv[c] = l[c] > 0.0 ? 1.0 / l[c] : 0.0;
+    inv[c] = softmax_inverse(l[c]);
     const uint h = lane_col + c;
     if (h < DECODE_HEADS && lane_row == 0u) {
       part_m[sg * DECODE_HEADS + h] = m[c];

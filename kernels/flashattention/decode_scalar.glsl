@@ -45,7 +45,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, 
     barrier();
     for (uint h = 0u; h < DECODE_HEADS; ++h) {
       const float s = block_s[h * WORKGROUP_SIZE + tid];
-      block_s[h * WORKGROUP_SIZE + tid] = s > 0.5 * NEG_BIG ? exp2(s - block_m[h]) : 0.0;
+      block_s[h * WORKGROUP_SIZE + tid] = softmax_weight(s, block_m[h]);
     }
     barrier();
     if (tid < DECODE_HEADS) {
@@ -64,7 +64,7 @@ void flash_decode_scalar(uint kv_begin, uint kv_end, uint kv_h, float qk_scale, 
   }
   for (uint idx = tid; idx < DECODE_OUTPUTS; idx += WORKGROUP_SIZE) {
     const float l = block_l[idx / VALUE_DIM];
-    part_o[idx] = l > 0.0 ? part_o[idx] / l : 0.0;
+    part_o[idx] = part_o[idx] * softmax_inverse(l);
   }
   if (tid < DECODE_HEADS) {
     part_m[tid] = block_m[tid];

@@ -91,7 +91,7 @@ bool decode_in_range(uint at, uint kv_begin, uint kv_end) {
 
 // Stores this subgroup's normalised partial output, its max and its sum in shared memory.
 void decode_store_partial(uint sg, uint lik, uint h, DVEC acc_o[DECODE_CHUNKS_V], float m, float l) {
-  const float inv = l > 0.0 ? 1.0 / l : 0.0;
+  const float inv = softmax_inverse(l);
   [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS_V; ++c) {
     // Under a preprocessor test, not a constant one: with the `continue` in it, spirv-opt left the loop
     // over heads that calls this rolled and the accumulators in local arrays indexed by head (H200:
@@ -245,11 +245,10 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint claim_begin, uint cl
       [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
         x[c] = decode_q(h * HEAD_DIM + decode_dim_in(j * DECODE_PAIR + c, lik, HEAD_DIM, DECODE_VEC)) *
                fa_logit_scale(qk_scale);
-        const vec4 a = abs(x[c]);
-        top = max(top, max(max(a.x, a.y), max(a.z, a.w)));
+        top = max(top, magnitude_or_inf(x[c]));
       }
       const float s = top > 0.0 ? top / 127.0 : 1.0;
-      q_step[h][j] = s * (1.0 / 256.0);
+      q_step[h][j] = scale_or_nan(top, s * (1.0 / 256.0));
       [[unroll]] for (uint c = 0u; c < DECODE_PAIR; ++c) {
         const vec4 t = clamp(x[c] / s, -127.0, 127.0);
         const vec4 hi = roundEven(t);
@@ -260,11 +259,10 @@ void flash_decode_subgroup(uint kv_begin, uint kv_end, uint claim_begin, uint cl
 #elif DECODE_HALF_PRODUCTS
     float top = 0.0;
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
-      const vec4 a = abs(decode_q(h * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC)));
-      top = max(top, max(max(a.x, a.y), max(a.z, a.w)));
+      top = max(top, magnitude_or_inf(decode_q(h * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC))));
     }
     const float inv = top > 0.0 ? 1.0 / top : 0.0;
-    q_unit[h] = top * fa_logit_scale(qk_scale);
+    q_unit[h] = scale_or_nan(top, top * fa_logit_scale(qk_scale));
     [[unroll]] for (uint c = 0u; c < DECODE_CHUNKS; ++c) {
       const vec4 x = decode_q(h * HEAD_DIM + decode_dim_in(c, lik, HEAD_DIM, DECODE_VEC)) * inv;
       qh_e[h][c] = f16vec2(x.xz);

@@ -6,11 +6,12 @@
 // its maximum is still NEG_BIG (decode counts hidden keys at NEG_BIG in l rather than branching per
 // key; any visible key's weight makes theirs 0).
 void fa_denominator(float m, float l, uint b, uint h, out float m_d, out float l_d) {
-  const float l_seen = m > 0.5 * NEG_BIG ? l : 0.0;
+  const float l_seen = softmax_hidden(m) ? 0.0 : l;
   m_d = m;
   l_d = l_seen;
   if (FA_SINK_HOOKED) {
-    const float sink = max(fa_sink(b, h) * LOG2E, NEG_BIG);
+    const float sink_logit = fa_sink(b, h) * LOG2E;
+    const float sink = softmax_hidden(sink_logit) ? NEG_BIG : sink_logit;
     m_d = max(m, sink);
     l_d = l_seen * exp2(m - m_d) + exp2(sink - m_d);
   }
@@ -21,7 +22,7 @@ void fa_denominator(float m, float l, uint b, uint h, out float m_d, out float l
 float fa_norm_scale(float m, float l, uint b, uint h) {
   float m_d, l_d;
   fa_denominator(m, l, b, h, m_d, l_d);
-  return l_d > 0.0 ? exp2(m - m_d) / l_d : 0.0;
+  return exp2(m - m_d) * softmax_inverse(l_d);
 }
 
 // The row's log-sum-exp (natural log) of its scaled, modified scores, a sink included: what a merge

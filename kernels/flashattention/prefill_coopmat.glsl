@@ -116,7 +116,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
   probe_mark(PROBE_SOFTMAX);
   [[unroll]] for (uint n = 0u; n < CM_N; ++n) {
     [[unroll]] for (uint e = 0u; e < CM_ELEMS; ++e) {
-      const float p = !masked || s[n][e] > 0.5 * NEG_BIG ? exp2(s[n][e] - st.m[CM_SLOT_OF[e]]) : 0.0;
+      const float p = masked ? softmax_weight(s[n][e], st.m[CM_SLOT_OF[e]]) : exp2(s[n][e] - st.m[CM_SLOT_OF[e]]);
       s[n][e] = p;
       sum[CM_SLOT_OF[e]] += p;
     }
@@ -205,7 +205,7 @@ void pf_tile(inout CmState st, uint stage, uint t, uint kv_end, bool masked, uin
     coopMatLoadNV(s[n], s_tile, sg * CM_S + n * 16u, PF_BC, false);  // the masked, modified scores
     [[unroll]] for (uint i = 0u; i < s[n].length(); ++i) {
       const float x = s[n][i];
-      s[n][i] = x > 0.5 * NEG_BIG ? exp2(x - row_m[sg * 16u + uint(row_idx[i])]) : 0.0;
+      s[n][i] = softmax_weight(x, row_m[sg * 16u + uint(row_idx[i])]);
     }
     const F16MAT p = F16MAT(s[n]);
     st.l = coopMatMulAddNV(p, ones, st.l);

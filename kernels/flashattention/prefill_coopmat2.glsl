@@ -47,7 +47,7 @@ float cm2_add(const in float a, const in float b) { return a + b; }
 float cm2_max_of(const in uint r, const in uint c, const in float a, const in float b) { return max(a, b); }
 // exp2(s - m) for a visible score; 0 for a hidden one (NEG_BIG), also while m is still NEG_BIG.
 float cm2_weight(const in uint r, const in uint c, const in float s, const in float m) {
-  return s > 0.5 * NEG_BIG ? exp2(s - m) : 0.0;
+  return softmax_weight(s, m);
 }
 // The maximum in use, m, kept unless the tile's row maximum passes it by more than CM2_SLACK.
 const float CM2_SLACK = 8.0;

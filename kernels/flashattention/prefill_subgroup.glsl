@@ -57,7 +57,7 @@ void pf_tile(inout PfState st, uint stage, uint t, uint kv_end, bool masked, uin
     alpha[r] = exp2(st.m[r] - m_new);
     float row_sum = 0.0;
     [[unroll]] for (uint j = 0u; j < PF_KPL; ++j) {
-      const float p = s[r][j] > 0.5 * NEG_BIG ? exp2(s[r][j] - m_new) : 0.0;
+      const float p = softmax_weight(s[r][j], m_new);
       row_sum += p;
       if (pf_lane_scores()) p_tile[(sg * PF_ROWS + r) * PF_BC + pf_lane_key(j)] = p;
     }

@@ -13,7 +13,7 @@ bool mask_visible(uint b, uint h, uint q, uint k) { return mask_element_visible(
 // discarded): the key is held to the row.
 float mask_score(float s, uint b, uint h, uint q, uint k) {
   const float m = mask_element(mask_row(b, h, mask_query_index(b, q)), min(k, fa_kv_len(b) - 1u));
-  return m > -HALF_MAX ? s + m : s;
+  return m <= -HALF_MAX ? s : s + m;
 }
 #endif
 

@@ -24,7 +24,16 @@ std::size_t keyAxis(const Tensor& t) {
                                       "D] tensor", t.name, t.shapeString(), dtypeName(t.dtype)));
 }
 
-float f16Scale(float absmax) { return halfToFloat(floatToHalf(absmax / 127.0f)); }
+// The f16 at or above absmax / 127, so that no code is clipped at 127 and tiny blocks keep a scale; NaN
+// for an infinity or a block beyond f16's range (codes cannot hold it). KvAppendStep's kvq_scale is the
+// same, bit for bit.
+float f16Scale(float absmax) {
+  const float step = absmax / 127.0f;
+  std::uint16_t h = floatToHalf(step);
+  if (halfToFloat(h) < step) ++h;
+  const float scale = halfToFloat(h);
+  return std::isinf(absmax) || std::isinf(scale) ? std::numeric_limits<float>::quiet_NaN() : scale;
+}
 
 std::int8_t code(float x, float scale) {
   if (std::isnan(x)) return kPoisonCode;

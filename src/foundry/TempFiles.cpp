@@ -107,8 +107,10 @@ pid_t temporaryOwner(std::string_view fileName) {
 }
 
 void removeDeadTemporaries(const fs::path& directory) {
-  static std::mutex mutex;
-  static std::set<fs::path> scanned;
+  // Never destroyed: a Runtime held in a static saves its pipeline cache as it is destroyed at exit,
+  // which may come after this function's statics would have been.
+  static std::mutex& mutex = *new std::mutex;
+  static std::set<fs::path>& scanned = *new std::set<fs::path>;
   const fs::path dir = directory.empty() ? fs::path(".") : directory;
   std::error_code ec;
   const fs::path key = fs::weakly_canonical(dir, ec);

@@ -2,7 +2,9 @@
 // second destroy; a Tensor (and a dispatcher) that outlive their Runtime keep the device alive and
 // free into it; a buffer whose memory bind fails frees what it had created. With the validation
 // layer on, vkDestroyDevice reports any object still alive, so a leak fails the test.
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include <gmock/gmock.h>
@@ -10,9 +12,13 @@
 
 #include "foundry/Error.h"
 #include "foundry/Runtime.h"
+#include "foundry/steps/FusedAttention.h"
+#include "foundry/steps/Options.h"
 #include "foundry/vk/Buffer.h"
 #include "foundry/vk/Device.h"
 #include "foundry/vk/Handle.h"
+#include "support/Subprocess.h"
+#include "support/TempDir.h"
 #include "support/TestRuntime.h"
 #include "support/TestStages.h"
 
@@ -83,6 +89,41 @@ TEST(Ownership, AFailedBindFreesTheBufferAndItsMemory) {
   rt.reset();  // vkDestroyDevice: the layer names a VkBuffer or VkDeviceMemory still alive
   if (!test::runtime().options().validation) GTEST_SKIP() << "FOUNDRY_VALIDATION is off: leaks are not observed";
   EXPECT_EQ(instance->validationErrors(), 0u) << instance->lastValidationError();
+}
+
+// A Runtime held in a function-local static is destroyed at exit after the library's own statics that
+// were made later, and saves its pipeline cache as it goes (which once wrote into a destroyed set:
+// heap corruption). The child test builds one, runs a decode that compiles into a fresh cache directory,
+// and returns; the parent runs it and asks for a clean exit.
+std::unique_ptr<Runtime>& staticRuntime() {
+  static std::unique_ptr<Runtime> rt;
+  return rt;
+}
+
+TEST(StaticRuntimeChild, RunsADecodeAndLeavesItsRuntimeToTheExit) {
+  if (!std::getenv("OWNERSHIP_STATIC_RUNTIME_CHILD")) GTEST_SKIP() << "run by Ownership.ARuntimeHeldInAStaticOutlivesTheLibrarysStatics";
+  staticRuntime() = std::make_unique<Runtime>(Options::fromEnvironment().runtime);
+  Runtime& rt = *staticRuntime();
+  AttentionProblem p;
+  p.nHeads = 4, p.nKvHeads = 1, p.headDim = 64, p.kvCapacity = 64, p.dtype = DType::F16;
+  AttentionCall call;
+  call.k = rt.allocate("k_cache", p.dtype, p.kvDims(), Layout::KvCache);
+  call.v = rt.allocate("v_cache", p.dtype, p.vDims(), Layout::KvCache);
+  call.q = rt.allocate("q", p.dtype, p.qDims(Layout::HeadMajor), Layout::HeadMajor);
+  call.o = rt.allocate("o", p.dtype, p.oDims(Layout::HeadMajor), Layout::HeadMajor);
+  for (const Tensor& t : {call.k, call.v, call.q}) rt.upload(t, test::randomVector(t.numel(), 3));
+  call.kvLen = 64;
+  FusedAttention(rt).run(call);
+}
+
+TEST(Ownership, ARuntimeHeldInAStaticOutlivesTheLibrarysStatics) {
+  const test::TempDir cache;
+  test::ProcessSpec spec;
+  spec.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--gtest_filter=StaticRuntimeChild.*"};
+  spec.env = {{"OWNERSHIP_STATIC_RUNTIME_CHILD", "1"}, {"FOUNDRY_CACHE_DIR", cache.str()}};
+  const test::ProcessResult r = test::Process(spec).wait();
+  EXPECT_EQ(r.exitCode, 0) << r.summary();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("[  PASSED  ] 1 test")) << r.summary();
 }
 
 }  // namespace

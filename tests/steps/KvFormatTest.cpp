@@ -5,11 +5,15 @@
 // the materialised reference) and through KvAppendStep. Outputs are NaN-poisoned and rows past kv_len hold NaN (AttentionHarness).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "foundry/Error.h"
+#include "foundry/KvQuant.h"
 #include "foundry/Runtime.h"
 #include "foundry/StorageFormat.h"
 #include "foundry/steps/RopeStep.h"
@@ -672,6 +676,113 @@ INSTANTIATE_TEST_SUITE_P(Formats, KvQuantAppend,
                            return fmt::format("{}_rows_{}_cache{}{}", dtypeName(p.param.rows), dtypeName(p.param.cache),
                                               p.param.tokenMajorCache ? "_tok" : "", p.param.rope ? "_rope" : "");
                          });
+
+// Blocks of tiny values (f16 scales in the subnormal range, or below f16's smallest) and of values near
+// the largest an f16 scale holds: a block's scale is the f16 at or above absmax / 127, so every value
+// lands within half a step of its code (none clipped at 127, none flushed to 0 with a scale of 0), and
+// KvAppendStep's codes are the host codec's bit for bit.
+class KvQuantAppendScales : public ::testing::TestWithParam<DType> {};
+
+TEST_P(KvQuantAppendScales, EveryBlockKeepsItsValuesWithinHalfAStep) {
+  const DType cache = GetParam();
+  Runtime& rt = runtime();
+  const std::int64_t S = 64, D = 64, tokens = 40;
+  for (const float magnitude : {3e-7f, 1e-5f, 8e6f}) {
+    SCOPED_TRACE(magnitude);
+    const Tensor kCache = rt.allocate("k_cache", cache, {1, 1, S, D}, Layout::KvCache);
+    const Tensor vCache = rt.allocate("v_cache", cache, {1, 1, S, D}, Layout::KvCache);
+    rt.poison(kCache);
+    rt.poison(vCache);
+    const Tensor kNew = rt.allocate("k_new", DType::F32, {1, 1, tokens, D}, Layout::HeadMajor);
+    const Tensor vNew = rt.allocate("v_new", DType::F32, {1, 1, tokens, D}, Layout::HeadMajor);
+    const std::vector<float> k = randomVector(kNew.numel(), 31, -magnitude, magnitude);
+    rt.upload(kNew, k);
+    rt.upload(vNew, randomVector(vNew.numel(), 32, -magnitude, magnitude));
+    KvAppendStep step(rt.info(), rt.snippets());
+    auto dispatcher = rt.dispatcher();
+    DeviceWorkspace workspace(rt);
+    StepContext ctx{*dispatcher, workspace, &rt};
+    step.run(ctx, kNew, vNew, kCache, vCache, 0, std::nullopt);
+    dispatcher->submit();
+    std::vector<float> host(std::size_t(S * D), std::numeric_limits<float>::quiet_NaN());  // rows never written
+    std::copy(k.begin(), k.end(), host.begin());
+    const std::vector<float> hostRead = dequantizeKv(quantizeKv(host, kCache), kCache);
+    const std::vector<float> got = rt.download(kCache);
+    const QuantBlocks& blocks = storageFormat(cache).blocks;
+    for (std::int64_t s = 0; s < tokens; ++s) {
+      for (std::int64_t d = 0; d < D; ++d) {
+        const std::size_t at = std::size_t(s * D + d);
+        float absmax = 0;
+        const std::int64_t s0 = s / blocks.keys * blocks.keys, d0 = d / blocks.dims * blocks.dims;
+        for (std::int64_t ss = s0; ss < std::min<std::int64_t>(s0 + blocks.keys, tokens); ++ss) {
+          for (std::int64_t dd = d0; dd < d0 + blocks.dims; ++dd) absmax = std::max(absmax, std::abs(k[ss * D + dd]));
+        }
+        ASSERT_EQ(std::memcmp(&got[at], &hostRead[at], sizeof(float)), 0)
+            << "row " << s << " dim " << d << ": KvAppendStep read " << got[at] << ", the host codec " << hostRead[at];
+        // Half a step of the scale: the f16 at or above absmax / 127, at most one f16 spacing above it.
+        const double halfStep = 0.5 * (absmax / 127.0 * (1.0 + 1.0 / 1024.0) + std::ldexp(1.0, -24));
+        ASSERT_LE(std::abs(got[at] - k[at]), halfStep * 1.0001)
+            << "row " << s << " dim " << d << " got " << got[at] << " want " << k[at];
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, KvQuantAppendScales, ::testing::Values(DType::I8, DType::Q8_0),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtypeName(p.param)); });
+
+// A NaN or an infinity appended into an int8 or q8_0 cache gives its block a NaN scale (codes cannot hold
+// it), so every value read from the block is NaN, and later appends that grow the block keep it NaN; the
+// other blocks keep their values.
+class KvQuantAppendNonFinite : public ::testing::TestWithParam<DType> {};
+
+TEST_P(KvQuantAppendNonFinite, ABlockWithANonFiniteValueReadsAsNaN) {
+  const DType cache = GetParam();
+  Runtime& rt = runtime();
+  const std::int64_t S = 64, D = 64;
+  const Tensor kCache = rt.allocate("k_cache", cache, {1, 1, S, D}, Layout::KvCache);
+  const Tensor vCache = rt.allocate("v_cache", cache, {1, 1, S, D}, Layout::KvCache);
+  rt.poison(kCache);
+  rt.poison(vCache);
+  KvAppendStep step(rt.info(), rt.snippets());
+  std::uint32_t pos = 0;
+  // (tokens, magnitude, [row, dim, value] of K then V): a NaN in K row 5, an infinity in V row 36; then
+  // one row four times larger into the block of rows 32..63 (its scale grows).
+  struct Bad { std::int64_t row, dim; float value; };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const auto& [tokens, magnitude, kBad, vBad] :
+       {std::tuple{40, 1.0f, std::optional<Bad>{{5, 3, nan}}, std::optional<Bad>{{36, 40, -inf}}},
+        std::tuple{1, 4.0f, std::optional<Bad>{}, std::optional<Bad>{}}}) {
+    const Tensor kNew = rt.allocate("k_new", DType::F16, {1, 1, tokens, D}, Layout::HeadMajor);
+    const Tensor vNew = rt.allocate("v_new", DType::F16, {1, 1, tokens, D}, Layout::HeadMajor);
+    std::vector<float> k = randomVector(kNew.numel(), 21 + pos, -magnitude, magnitude);
+    std::vector<float> v = randomVector(vNew.numel(), 22 + pos, -magnitude, magnitude);
+    if (kBad) k[kBad->row * D + kBad->dim] = kBad->value;
+    if (vBad) v[vBad->row * D + vBad->dim] = vBad->value;
+    rt.upload(kNew, k);
+    rt.upload(vNew, v);
+    auto dispatcher = rt.dispatcher();
+    DeviceWorkspace workspace(rt);
+    StepContext ctx{*dispatcher, workspace, &rt};
+    step.run(ctx, kNew, vNew, kCache, vCache, pos, std::nullopt);
+    dispatcher->submit();
+    pos += tokens;
+  }
+  const QuantBlocks& blocks = storageFormat(cache).blocks;
+  for (const auto& [which, bad] : {std::pair{0, Bad{5, 3, nan}}, std::pair{1, Bad{36, 40, -inf}}}) {
+    const std::vector<float> got = rt.download(which ? vCache : kCache);
+    for (std::int64_t s = 0; s < pos; ++s) {
+      for (std::int64_t d = 0; d < D; ++d) {
+        const bool inBlock = s / blocks.keys == bad.row / blocks.keys && d / blocks.dims == bad.dim / blocks.dims;
+        EXPECT_EQ(std::isnan(got[s * D + d]), inBlock)
+            << (which ? "v" : "k") << " row " << s << " dim " << d << " reads " << got[s * D + d];
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, KvQuantAppendNonFinite, ::testing::Values(DType::I8, DType::Q8_0),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtypeName(p.param)); });
 
 }  // namespace
 }  // namespace foundry::test

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "foundry/Runtime.h"
@@ -200,46 +201,115 @@ TEST_P(Merge, PartsMergeToTheUnsplitResult) {
 INSTANTIATE_TEST_SUITE_P(KeyRanges, Merge, ::testing::ValuesIn(mergeParams()),
                          [](const ::testing::TestParamInfo<MergeParam>& i) { return mergeName(i.param); });
 
+// Two parts of random f32 outputs and LSEs in [-3, 3], [batch, 1, rows, dim], that `edit` may change
+// before they are uploaded, with a poisoned merged output and LSE: the merges of values a test gives.
+struct TwoParts {
+  std::uint32_t batch, rows, dim;
+  std::vector<std::vector<float>> o, lse;
+  MergeCall call;
+};
+TwoParts twoParts(const std::string& name, std::uint32_t batch, std::uint32_t rows, std::uint32_t dim,
+                  std::uint32_t seed, const std::function<void(TwoParts&)>& edit) {
+  Runtime& rt = runtime();
+  TwoParts t{batch, rows, dim, {}, {}, {}};
+  const std::vector<std::int64_t> oDims{batch, 1, rows, dim}, lseDims{batch, 1, rows};
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    t.o.push_back(randomVector(std::size_t(batch) * rows * dim, seed + i));
+    t.lse.push_back(randomVector(std::size_t(batch) * rows, seed + 10 + i, -3.0f, 3.0f));
+    t.call.parts.push_back({rt.allocate(fmt::format("{}_o{}", name, i), DType::F32, oDims, Layout::HeadMajor),
+                            rt.allocate(fmt::format("{}_lse{}", name, i), DType::F32, lseDims)});
+  }
+  edit(t);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    rt.upload(t.call.parts[i].o, t.o[i]);
+    rt.upload(t.call.parts[i].lse, t.lse[i]);
+  }
+  t.call.o = rt.allocate(name + "_merged", DType::F32, oDims, Layout::HeadMajor);
+  t.call.lse = rt.allocate(name + "_merged_lse", DType::F32, lseDims);
+  rt.poison(t.call.o);
+  rt.poison(*t.call.lse);
+  return t;
+}
+
+// The float64 merge of two parts: the outputs, then the LSEs.
+std::pair<std::vector<double>, std::vector<double>> mergedInFloat64(const TwoParts& t) {
+  std::vector<double> want(t.o[0].size()), lseWant(t.lse[0].size());
+  for (std::size_t r = 0; r < lseWant.size(); ++r) {
+    const double m = std::max<double>(t.lse[0][r], t.lse[1][r]);
+    const double w0 = std::exp(double(t.lse[0][r]) - m), w1 = std::exp(double(t.lse[1][r]) - m);
+    lseWant[r] = m + std::log(w0 + w1);
+    for (std::uint32_t d = 0; d < t.dim; ++d) {
+      want[r * t.dim + d] = (w0 * t.o[0][r * t.dim + d] + w1 * t.o[1][r * t.dim + d]) / (w0 + w1);
+    }
+  }
+  return {want, lseWant};
+}
+
 // More query rows than a grid dimension holds (65535): the rows past it continue in z. Two parts of
 // random outputs and LSEs (one row's part -inf) merged against the float64 formula, every row.
 TEST(MergeLongRows, RowsPastTheGridLimitMerge) {
+  const std::uint32_t rows = 70001;
+  TwoParts t = twoParts("long", 2, rows, 16, 40, [&](TwoParts& p) {
+    p.lse[1][rows + 65535 + 3] = -std::numeric_limits<float>::infinity();  // batch 1, row 65538: part 0 only
+  });
   Runtime& rt = runtime();
-  const std::uint32_t batch = 2, heads = 1, rows = 70001, dim = 16;
-  const std::vector<std::int64_t> oDims{batch, heads, rows, dim}, lseDims{batch, heads, rows};
-  MergeCall call;
-  std::vector<std::vector<float>> o, lse;
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    o.push_back(randomVector(std::size_t(batch) * rows * dim, 40 + i));
-    lse.push_back(randomVector(std::size_t(batch) * rows, 50 + i, -3.0f, 3.0f));
-    call.parts.push_back({rt.allocate(fmt::format("long_o{}", i), DType::F32, oDims, Layout::HeadMajor),
-                          rt.allocate(fmt::format("long_lse{}", i), DType::F32, lseDims)});
-  }
-  lse[1][rows + 65535 + 3] = -std::numeric_limits<float>::infinity();  // batch 1, row 65538: part 0 only
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    rt.upload(call.parts[i].o, o[i]);
-    rt.upload(call.parts[i].lse, lse[i]);
-  }
-  call.o = rt.allocate("long_merged", DType::F32, oDims, Layout::HeadMajor);
-  call.lse = rt.allocate("long_merged_lse", DType::F32, lseDims);
-  rt.poison(call.o);
-  rt.poison(*call.lse);
-  const MergeRecord record = runMerge(rt, call);
+  const MergeRecord record = runMerge(rt, t.call);
   ASSERT_EQ(record.grids.size(), 1u);
-  EXPECT_EQ(record.grids[0], (Grid{65535, heads, batch * 2}));
-  std::vector<double> want(o[0].size()), lseWant(lse[0].size());
-  for (std::size_t r = 0; r < lseWant.size(); ++r) {
-    const double m = std::max<double>(lse[0][r], lse[1][r]);
-    const double w0 = std::exp(double(lse[0][r]) - m), w1 = std::exp(double(lse[1][r]) - m);
-    lseWant[r] = m + std::log(w0 + w1);
-    for (std::uint32_t d = 0; d < dim; ++d) {
-      want[r * dim + d] = (w0 * o[0][r * dim + d] + w1 * o[1][r * dim + d]) / (w0 + w1);
-    }
-  }
-  const ErrorStats e = compareOutputs(rt.download(call.o), want);
+  EXPECT_EQ(record.grids[0], (Grid{65535, 1, 2 * 2}));
+  const auto [want, lseWant] = mergedInFloat64(t);
+  const ErrorStats e = compareOutputs(rt.download(t.call.o), want);
   EXPECT_EQ(e.nonFinite, 0u);
   EXPECT_LE(e.maxRel, 1e-5) << "worst at " << e.worstIndex;
-  const ErrorStats el = compareOutputs(rt.download(*call.lse), lseWant);
+  const ErrorStats el = compareOutputs(rt.download(*t.call.lse), lseWant);
   EXPECT_LE(el.maxAbs, 1e-4) << "worst LSE at " << el.worstIndex;
+}
+
+// LSEs far from 0 (a long context's, or a caller's own offset): parts whose LSEs differ by up to 6 near
+// +-1e6, and a row whose parts both have the finite LSE -3e38, merge as the float64 formula does.
+TEST(MergeLargeLse, PartsFarFromZeroMergeByTheirDifferences) {
+  const std::uint32_t rows = 64;
+  TwoParts t = twoParts("far", 1, rows, 16, 80, [&](TwoParts& p) {
+    for (auto& lse : p.lse) {
+      for (std::uint32_t r = 0; r < rows; ++r) lse[r] += r % 2 ? 1e6f : -1e6f;
+      lse[rows - 1] = -3e38f;
+    }
+  });
+  Runtime& rt = runtime();
+  runMerge(rt, t.call);
+  const auto [want, lseWant] = mergedInFloat64(t);
+  const ErrorStats e = compareOutputs(rt.download(t.call.o), want);
+  EXPECT_EQ(e.nonFinite, 0u);
+  EXPECT_LE(e.maxRel, 1e-5) << "worst at " << e.worstIndex;
+  const std::vector<float> gotLse = rt.download(*t.call.lse);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    EXPECT_NEAR(gotLse[r], lseWant[r], std::abs(lseWant[r]) * 2e-7 + 1e-5) << "row " << r;
+  }
+}
+
+// A NaN in a part reaches what it weighs into, as in PyTorch: a NaN LSE makes its row NaN (every element
+// and the merged LSE), a NaN output element makes that element NaN; a part with LSE -inf weighs nothing.
+TEST(MergeNonFinite, ANaNPartReachesOnlyWhatItWeighsInto) {
+  const std::uint32_t rows = 6, dim = 16;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  TwoParts t = twoParts("nf", 1, rows, dim, 60, [&](TwoParts& p) {
+    p.lse[1][1] = nan;          // row 1: NaN everywhere
+    p.o[0][2 * dim + 5] = nan;  // row 2: element 5 NaN
+    p.lse[1][3] = -inf;         // row 3: part 0 alone
+    std::fill_n(p.o[1].begin() + 3 * dim, dim, 0.0f);
+  });
+  Runtime& rt = runtime();
+  runMerge(rt, t.call);
+  const std::vector<float> got = rt.download(t.call.o), gotLse = rt.download(*t.call.lse);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    EXPECT_EQ(std::isnan(gotLse[r]), r == 1) << "row " << r << " LSE " << gotLse[r];
+    for (std::uint32_t d = 0; d < dim; ++d) {
+      const float x = got[r * dim + d];
+      EXPECT_EQ(std::isnan(x), r == 1 || (r == 2 && d == 5)) << "row " << r << " element " << d << " = " << x;
+      if (r == 3) {
+        EXPECT_NEAR(x, t.o[0][r * dim + d], 1e-6) << "row 3 is part 0's: part 1 saw nothing";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -176,6 +176,16 @@ std::vector<ModCase> edges() {
   AttentionCase sd = s;
   sd.qLen = 1;
   add(sd, "decode_softcap_logits_near_1e4");
+  // Caps far above every logit (tanh near 0, where cap - 2 cap / (e^2x + 1) cancels: at a cap of 1e8 it
+  // gave every logit 0), in f32, whose bound is 1e-4.
+  for (const double cap : {1e4, 1e8}) {
+    AttentionCase big = attentionCase(1, 4, 1, 17, 60, 64, DType::F32);
+    big.magnitude = 3.0f;
+    big.modifiers = {softCap(cap)};
+    add(big, fmt::format("softcap_1e{}", int(std::log10(cap))));
+    big.qLen = 1;
+    add(big, fmt::format("decode_softcap_1e{}", int(std::log10(cap))));
+  }
   // Sinks far below and far above every logit, and in between.
   AttentionCase k = attentionCase(2, 6, 2, 1, 120, 64, DType::F16);
   k.modifiers = {sinks({-1e4, 1e4, -30.0, 30.0, 0.0, 2.5})};

@@ -11,6 +11,7 @@
 
 #include "foundry/Runtime.h"
 #include "foundry/Workspace.h"
+#include "foundry/stages/modifiers/MaskStage.h"
 #include "foundry/steps/Selector.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "support/AttentionHarness.h"
@@ -35,23 +36,64 @@ struct Variant {
   AttentionOptions options;
 };
 
-std::vector<Variant> decodeVariants() {
-  return {{"auto", knobs()},
-          {"scalar", knobs([](AttentionOptions& o) { o.faDecodeScalar = true; })},
-          {"half_partials", knobs([](AttentionOptions& o) { o.faDecodeTgOut = PartialStorage::Half; })},
-          {"split3", knobs([](AttentionOptions& o) { o.faDecodeSplitK = 3; })}};
+std::vector<Variant> decodeVariants(DType dtype) {
+  std::vector<Variant> v = {
+      {"auto", knobs()},
+      {"scalar", knobs([](AttentionOptions& o) { o.faDecodeScalar = true; })},
+      {"half_partials", knobs([](AttentionOptions& o) { o.faDecodeTgOut = PartialStorage::Half; })},
+      {"split3", knobs([](AttentionOptions& o) { o.faDecodeSplitK = 3; })},
+      {"split3_reduce_kernel", knobs([](AttentionOptions& o) { o.faDecodeSplitK = 3, o.faDecodeFusedReduce = Force::Off; })},
+      {"scatter", knobs([](AttentionOptions& o) { o.faDecodeScatter = Force::On, o.faDecodeUnroll = 4; })},
+      {"gathered", knobs([](AttentionOptions& o) { o.faDecodeScatter = Force::Off; })},
+      {"eager_rescale", knobs([](AttentionOptions& o) { o.faDecodeLazyRescale = Force::Off; })}};
+  if (tensorCoreDecode(runtime().info(), dtype)) {
+    v.push_back({"tensor_cores", knobs([](AttentionOptions& o) { o.faDecodeTensorCores = Force::On; })});
+    v.push_back({"tensor_cores_split3", knobs([](AttentionOptions& o) { o.faDecodeTensorCores = Force::On, o.faDecodeSplitK = 3; })});
+  }
+  return v;
 }
 
-std::vector<Variant> prefillVariants() {
-  return {{"auto", knobs([](AttentionOptions& o) { o.disableFaPrefillSplitK = true; })},
-          {"split3", knobs([](AttentionOptions& o) { o.faPrefillSplitK = 3; })}};
+/// int8 and q8_0 caches: the decode kernels that take q to int8 or to f16 over its largest magnitude.
+std::vector<Variant> quantizedDecodeVariants(DType kv) {
+  std::vector<Variant> v = {
+      {"auto", knobs()},
+      {"int8_dot", knobs([](AttentionOptions& o) { o.faDecodeInt8Dot = Force::On; })},
+      {"widened", knobs([](AttentionOptions& o) { o.faDecodeInt8Dot = Force::Off; })},
+      {"scalar", knobs([](AttentionOptions& o) { o.faDecodeScalar = true; })}};
+  if (kv == DType::I8) {
+    v.push_back({"half_products", knobs([](AttentionOptions& o) {
+                   o.faDecodeHalfProducts = o.faDecodeStepScales = Force::On;
+                   o.faDecodeKeysPerWarp = 2, o.faDecodeUnroll = 4, o.faDecodeVectorWidth = 4;
+                 })});
+  }
+  if (tensorCoreDecode(runtime().info(), kv)) {
+    v.push_back({"tensor_cores", knobs([](AttentionOptions& o) { o.faDecodeTensorCores = Force::On; })});
+  }
+  return v;
+}
+
+std::vector<Variant> prefillVariants(DType dtype) {
+  std::vector<Variant> v = {{"auto", knobs([](AttentionOptions& o) { o.disableFaPrefillSplitK = true; })},
+                            {"split3", knobs([](AttentionOptions& o) { o.faPrefillSplitK = 3; })}};
+  const DeviceInfo& device = runtime().info();
+  if (dtype == DType::F16 && device.hasCoopMat({16, 16, 16, DType::F16, DType::F32})) {
+    v.push_back({"coopmat", knobs([](AttentionOptions& o) { o.faPrefillCoopMat = Force::On, o.disableFaPrefillSplitK = true; })});
+    v.push_back({"coopmat_split3", knobs([](AttentionOptions& o) { o.faPrefillCoopMat = Force::On, o.faPrefillSplitK = 3; })});
+  }
+  if (dtype == DType::F16 && device.coopMat2) {
+    v.push_back({"coopmat2", knobs([](AttentionOptions& o) {
+                   o.faPrefillCoopMat = o.faPrefillCoopMat2 = Force::On;
+                   o.disableFaPrefillSplitK = true;
+                 })});
+  }
+  return v;
 }
 
 // ---- q·k beyond 65504 with f16 inputs: the kernels multiply and accumulate in f32.
 
 TEST(Numerics, F16ScoresBeyondTheHalfRangeStayExact) {
   for (const bool decode : {true, false}) {
-    for (const auto& v : decode ? decodeVariants() : prefillVariants()) {
+    for (const auto& v : decode ? decodeVariants(DType::F16) : prefillVariants(DType::F16)) {
       // |q|, |k| up to 100 over 128 dims: |q·k| well past 65504; a scale of 2^-10 keeps the logits
       // moderate (~100), so only an f16 product or accumulator could go wrong here.
       AttentionCase c = attentionCase(1, 8, 2, decode ? 1 : 40, 300, 128, DType::F16);
@@ -66,16 +108,17 @@ TEST(Numerics, F16ScoresBeyondTheHalfRangeStayExact) {
   }
 }
 
-// ---- NaN and Inf in the inputs (docs/reliability.md, "NaN and Inf in the inputs"). What holds on
-// every device and is asserted here:
+// ---- NaN and Inf in the inputs (docs/reliability.md, "NaN and Inf in the inputs"), PyTorch's policy,
+// asserted for every decode and prefill kernel the device runs:
 //  - an output row the bad value cannot reach (another head's KV group, a query that does not see the
-//    key row, a row past kv_len) is bit for bit what it is without the bad value;
-//  - an output row the bad value reaches is never silently the clean result;
-//  - f32: NaN in element d of a visible value row makes element d of the output NaN, Inf makes it
-//    non-finite.
-// What each kernel does beyond that today (a NaN score dropped, f16 NaN clamped to -65504, NaN in a
-// causally masked value row leaking into the masked queries' element d) is recorded in the doc as
-// known defects; the rows those defects touch are marked `Leaks` and not asserted.
+//    key row, a row past kv_len, a key a mask hides) is bit for bit what it is without it;
+//  - a NaN or infinity in q, or in a key row (a NaN or +Inf score), or a NaN in an additive mask makes
+//    every element of each row that sees it NaN;
+//  - a NaN (infinity) in element d of a visible value row makes element d of the output NaN
+//    (non-finite) and leaves the row's other elements as they were; in an int8 or q8_0 cache the value
+//    gives its block a NaN scale, so the block's 32 dimensions are NaN.
+// A NaN in a value row a query does not see still reaches its element d on a prefill tile that crosses
+// the diagonal (0 x NaN in the P.V product, as in FlashAttention): those rows are `Leaks`, not asserted.
 
 enum class Expect { Unreached, Reached, Leaks };
 
@@ -85,6 +128,8 @@ struct PoisonCase {
   InputPoke poke;
   /// Whether the bad value can reach output row (b, h, i).
   std::function<Expect(std::uint32_t b, std::uint32_t h, std::uint32_t i)> expect;
+  /// Puts the bad value somewhere other than the inputs (then `poke` only names the rule: a score's).
+  std::function<void(AttentionCase&)> poison = {};
 };
 
 void checkPoisoned(const PoisonCase& pc, const Variant& v) {
@@ -92,15 +137,20 @@ void checkPoisoned(const PoisonCase& pc, const Variant& v) {
   const AttentionResult clean = runFlash(pc.shape, v.options);
   ASSERT_TRUE(matchesReference(pc.shape, clean));
   AttentionCase poked = pc.shape;
-  poked.pokes = {pc.poke};
+  if (pc.poison) {
+    pc.poison(poked);
+  } else {
+    poked.pokes = {pc.poke};
+  }
   const AttentionResult r = runFlash(poked, v.options);
   const AttentionProblem p = pc.shape.problem();
-  int reached = 0;
+  int reached = 0, reachable = 0;
   for (std::uint32_t b = 0; b < p.batch; ++b) {
     for (std::uint32_t h = 0; h < p.nHeads; ++h) {
       for (std::uint32_t i = 0; i < p.qLen; ++i) {
         const std::size_t row = qIndex(p, pc.shape.oLayout, b, h, i);
         const Expect e = pc.expect(b, h, i);
+        reachable += e != Expect::Unreached;
         const auto where = [&](std::uint32_t d) {
           return fmt::format("output (b{}, h{}, i{}, d{}) = {} (clean run: {})", b, h, i, d, r.got[row + d],
                              clean.got[row + d]);
@@ -112,22 +162,33 @@ void checkPoisoned(const PoisonCase& pc, const Variant& v) {
           }
         } else if (e == Expect::Reached) {
           ++reached;
-          ASSERT_NE(std::memcmp(&r.got[row], &clean.got[row], p.headDim * sizeof(float)), 0)
-              << "output row (b" << b << ", h" << h << ", i" << i << ") silently kept its clean value";
-          // (Half partials pass the f32 values through f16 storage, which clamps: a known defect.)
-          const bool halfPartials = v.options.faDecodeTgOut == PartialStorage::Half;
-          if (pc.poke.operand == Operand::V && pc.shape.dtype == DType::F32 && pc.poke.dim && !halfPartials) {
-            const float got = r.got[row + *pc.poke.dim];
-            ASSERT_FALSE(std::isfinite(got)) << where(*pc.poke.dim) << " should be non-finite";
-            if (std::isnan(pc.poke.value)) {
-              ASSERT_TRUE(std::isnan(got)) << where(*pc.poke.dim) << " should be NaN";
+          if (pc.poke.operand == Operand::V) {
+            // A value element reaches only element d: non-finite there (NaN for NaN), the rest as clean.
+            // In an int8 or q8_0 cache it gives its block a NaN scale: the block's 32 dims are NaN.
+            const bool block = quantized(pc.shape.dtype);
+            const std::uint32_t lo = block ? *pc.poke.dim / 32 * 32 : *pc.poke.dim;
+            const std::uint32_t hi = block ? std::min(lo + 32, p.headDim) : lo + 1;
+            for (std::uint32_t d = 0; d < p.headDim; ++d) {
+              const float got = r.got[row + d];
+              if (d < lo || d >= hi) {
+                ASSERT_EQ(std::memcmp(&got, &clean.got[row + d], sizeof(float)), 0) << where(d) << " should be unaffected";
+              } else if (std::isnan(pc.poke.value) || block) {
+                ASSERT_TRUE(std::isnan(got)) << where(d) << " should be NaN";
+              } else {
+                ASSERT_FALSE(std::isfinite(got)) << where(d) << " should be non-finite";
+              }
             }
+          } else {
+            // A non-finite score (from q or k) makes the row's softmax NaN: every element of the row.
+            for (std::uint32_t d = 0; d < p.headDim; ++d) ASSERT_TRUE(std::isnan(r.got[row + d])) << where(d) << " should be NaN";
           }
         }
       }
     }
   }
-  EXPECT_GT(reached, 0) << "the poke must reach some output, else this case proves nothing";
+  if (reachable) {
+    EXPECT_GT(reached, 0) << "the poke must reach some output, else this case proves nothing";
+  }
 }
 
 // Prefill: 16 new queries at positions 24..39 of 40 keys; KV head 1 serves query heads 2 and 3.
@@ -164,6 +225,10 @@ std::vector<PoisonCase> poisonCases(DType dtype) {
        prefillShape(dtype),
        {Operand::Q, 0, 2, 3, 17, kNaN},
        [](std::uint32_t, std::uint32_t h, std::uint32_t i) { return keyRule(h == 2 && i == 3); }},
+      {"InfInQueryRow",
+       prefillShape(dtype),
+       {Operand::Q, 0, 1, 9, std::nullopt, kInf},
+       [](std::uint32_t, std::uint32_t h, std::uint32_t i) { return keyRule(h == 1 && i == 9); }},
       {"NaNInKeyRow",
        prefillShape(dtype),
        {Operand::K, 0, 1, j, 9, kNaN},
@@ -205,6 +270,28 @@ std::vector<PoisonCase> decodePoisonCases(DType dtype) {
        decodeShape(dtype),
        {Operand::Q, 0, 3, 0, 0, kNaN},
        [](std::uint32_t, std::uint32_t h, std::uint32_t) { return keyRule(h == 3); }},
+      {"DecodeInfInQuery",
+       decodeShape(dtype),
+       {Operand::Q, 0, 1, 0, std::nullopt, kInf},
+       [](std::uint32_t, std::uint32_t h, std::uint32_t) { return keyRule(h == 1); }},
+  };
+}
+
+// int8 and q8_0 caches, quantized on upload (KvQuant: an infinity gives its block a NaN scale), f16 q
+// and o. A NaN in q reaches the kernels that quantize q; an infinity in K or V reaches every score or
+// value element its block holds.
+std::vector<PoisonCase> quantizedDecodeCases(DType kv) {
+  AttentionCase shape = decodeShape(kv);
+  shape.qType = shape.oType = DType::F16;
+  return {
+      {"NaNInQuery", shape, {Operand::Q, 0, 3, 0, 5, kNaN},
+       [](std::uint32_t, std::uint32_t h, std::uint32_t) { return keyRule(h == 3); }},
+      {"InfInQuery", shape, {Operand::Q, 0, 0, 0, 60, kInf},
+       [](std::uint32_t, std::uint32_t h, std::uint32_t) { return keyRule(h == 0); }},
+      {"InfInKeyElement", shape, {Operand::K, 0, 1, 123, 3, kInf},
+       [](std::uint32_t, std::uint32_t h, std::uint32_t) { return keyRule(inGroup1(h)); }},
+      {"InfInValueElement", shape, {Operand::V, 0, 0, 299, 40, kInf},
+       [](std::uint32_t, std::uint32_t h, std::uint32_t) { return valueRule(!inGroup1(h), true); }},
   };
 }
 
@@ -212,17 +299,60 @@ class NonFiniteInputs : public ::testing::TestWithParam<DType> {};
 
 TEST_P(NonFiniteInputs, PrefillOnlyReachesTheRowsThatSeeThem) {
   for (const auto& pc : poisonCases(GetParam())) {
-    for (const auto& v : prefillVariants()) checkPoisoned(pc, v);
+    for (const auto& v : prefillVariants(GetParam())) checkPoisoned(pc, v);
   }
 }
 
 TEST_P(NonFiniteInputs, DecodeOnlyReachesTheRowsThatSeeThem) {
   for (const auto& pc : decodePoisonCases(GetParam())) {
-    for (const auto& v : decodeVariants()) checkPoisoned(pc, v);
+    for (const auto& v : decodeVariants(GetParam())) checkPoisoned(pc, v);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, NonFiniteInputs, ::testing::Values(DType::F16, DType::F32),
+INSTANTIATE_TEST_SUITE_P(DTypes, NonFiniteInputs, ::testing::Values(DType::F16, DType::BF16, DType::F32),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtypeName(p.param)); });
+
+// An additive mask [1, 1, q_len, kv_len] of zeros (the clean run) with a NaN at (query `row`, key `key`):
+// PyTorch adds it to the score, which makes that query's row NaN in every head.
+ModifierSpec maskWithNaN(std::uint32_t row, std::uint32_t key, bool poisoned) {
+  return custom(poisoned ? "mask_nan" : "mask_zero", [=](Runtime& rt, const AttentionProblem& p) -> ModifierPtr {
+    std::vector<float> host(std::size_t(p.qLen) * p.kvLen, 0.0f);
+    if (poisoned) host.at(std::size_t(row) * p.kvLen + key) = kNaN;
+    const Tensor t = rt.allocate("nan_mask", DType::F32, {1, 1, p.qLen, p.kvLen});
+    rt.upload(t, host);
+    return MaskStage::additive(t, host);
+  });
+}
+
+std::vector<PoisonCase> maskCases(DType dtype) {
+  const std::uint32_t j = kOffset + 5;  // seen by queries 5..15
+  AttentionCase prefill = prefillShape(dtype), decode = decodeShape(dtype);
+  prefill.modifiers = {maskWithNaN(7, j, false)};
+  decode.modifiers = {maskWithNaN(0, 150, false)};
+  return {{"NaNInMask", prefill, {Operand::Q}, [](std::uint32_t, std::uint32_t, std::uint32_t i) { return keyRule(i == 7); },
+           [j](AttentionCase& c) { c.modifiers = {maskWithNaN(7, j, true)}; }},
+          {"NaNInMaskOfAHiddenKey", prefill, {Operand::Q}, [](std::uint32_t, std::uint32_t, std::uint32_t) { return Expect::Unreached; },
+           [j](AttentionCase& c) { c.modifiers = {maskWithNaN(2, j, true)}; }},
+          {"DecodeNaNInMask", decode, {Operand::Q}, [](std::uint32_t, std::uint32_t, std::uint32_t) { return keyRule(true); },
+           [](AttentionCase& c) { c.modifiers = {maskWithNaN(0, 150, true)}; }}};
+}
+
+TEST_P(NonFiniteInputs, AMaskReachesTheRowsThatSeeItsKey) {
+  for (const auto& pc : maskCases(GetParam())) {
+    const bool decode = pc.shape.qLen == 1;
+    for (const auto& v : decode ? decodeVariants(GetParam()) : prefillVariants(GetParam())) checkPoisoned(pc, v);
+  }
+}
+
+class NonFiniteQuantizedInputs : public ::testing::TestWithParam<DType> {};
+
+TEST_P(NonFiniteQuantizedInputs, DecodeOnlyReachesTheRowsThatSeeThem) {
+  for (const auto& pc : quantizedDecodeCases(GetParam())) {
+    for (const auto& v : quantizedDecodeVariants(GetParam())) checkPoisoned(pc, v);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, NonFiniteQuantizedInputs, ::testing::Values(DType::I8, DType::Q8_0),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtypeName(p.param)); });
 
 // ---- Long KV: tens of thousands of keys stay within the stated error bound.

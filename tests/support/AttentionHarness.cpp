@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "foundry/KvQuant.h"
 #include "foundry/Runtime.h"
 #include "foundry/stages/modifiers/AlibiStage.h"
 #include "foundry/stages/modifiers/CausalStage.h"
@@ -120,10 +121,7 @@ void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name(); }
 // Quantized caches are compared with their dequantized values: f16's bound (q and o are f16 at best).
 double relativeBound(DType dtype) { return dtype == DType::F32 ? 1e-4 : dtype == DType::BF16 ? 1.2e-2 : 3e-3; }
 
-// Each code is within half a step (1/254 of its block's largest |value|) of the value it stands for; on
-// the harness's uniform inputs that moves outputs by at most 5.2e-3 of max |output| (int8 and q8_0,
-// every variant, 2026-11-25): the bound keeps a factor of about 3.
-double quantizationBound(DType dtype) { return quantized(dtype) ? 1.5e-2 : 0.0; }
+double quantizationBound(DType dtype) { return quantized(dtype) ? kQuantizedAttentionBound : 0.0; }
 
 double relativeBound(const AttentionCase& c, const AttentionResult& r) {
   const bool halfPartials = r.record.plan.decode && !r.record.kernels.empty() &&

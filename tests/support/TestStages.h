@@ -12,7 +12,7 @@ class LoadStage : public Stage {
   std::string name() const override { return "LoadStage"; }
   void declare(KernelInterface& k, const DeviceInfo&) const override {
     k.buffer("src", dtype_, Access::ReadOnly).push("count", PushType::U32).shared("tile", "float", tile_, 4);
-    k.produces("gid", "uint").snippet("common/math.glsl");
+    k.produces("gid", "uint").snippet("common/finite.glsl");
   }
   void emit(GlslWriter& w, const DeviceInfo&) const override {
     w.line("const uint gid = gl_GlobalInvocationID.x;");

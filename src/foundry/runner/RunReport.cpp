@@ -111,7 +111,7 @@ std::string RunReport::failure() const {
   if (!check.passed) {
     const std::string first = check.failures.empty() ? "" : ": " + check.failures.front();
     const std::size_t more = check.failures.empty() ? 0 : check.failures.size() - 1;
-    return fmt::format("the outputs do not match the reference{}{}", first,
+    return fmt::format("the outputs fail the check against the reference{}{}", first,
                        more ? fmt::format(" (and {} more sampled failure{})", more, more == 1 ? "" : "s") : "");
   }
   if (!expectPassed) return "the outputs do not match --expect: " + expectFailure;

@@ -185,10 +185,15 @@ std::string DecodeVariant::unusableReason(std::uint32_t subgroupSize) const {
   return {};
 }
 
+namespace {
+std::string tensorCoreFormatUnsupported(DType kv) {
+  if (kv == DType::F16 || kv == DType::BF16 || kv == DType::I8) return {};
+  return fmt::format("tensor-core decode takes f16, bf16 or int8 K/V, not {}", dtypeName(kv));
+}
+}  // namespace
+
 std::string DecodeVariant::tensorCoresUnusableReason(std::uint32_t subgroupSize) const {
-  if (dtype != DType::F16 && dtype != DType::BF16 && dtype != DType::I8) {
-    return fmt::format("tensor-core decode takes f16, bf16 or int8 K/V, not {}", dtypeName(dtype));
-  }
+  if (std::string why = tensorCoreFormatUnsupported(dtype); !why.empty()) return why;
   if (vecWidth != 16 / storageFormat(dtype).bytes) {
     return fmt::format("tensor-core decode loads 16 bytes at a time: {} elements of {}, not {}",
                        16 / storageFormat(dtype).bytes, dtypeName(dtype), vecWidth);
@@ -252,6 +257,7 @@ std::uint32_t DecodeVariant::tensorStageBytes() const {
 }
 
 std::string DecodeVariant::tensorCoresUnavailable(const DeviceInfo& device, DType kv) {
+  if (std::string why = tensorCoreFormatUnsupported(kv); !why.empty()) return why;
   if (!device.hasCoopMat({16, 8, 16, DType::F16, DType::F32})) {
     return fmt::format("device '{}' has no 16x8x16 f16 cooperative matrices (GL_NV_cooperative_matrix)", device.name);
   }

@@ -159,9 +159,9 @@ struct DecodeVariant {
   std::uint32_t tensorRow4V() const;
   std::uint32_t tensorRowsBytes() const;
   std::uint32_t tensorStageBytes() const;
-  /// Why this device cannot run the tensor-core variant for K/V of `kv`, or empty: it needs 16x8x16
-  /// f16 cooperative matrices (and 16x8x32 int8 ones for int8), the quad 16x8 accumulator layout and
-  /// f16 arithmetic.
+  /// Why this device cannot run the tensor-core variant for K/V of `kv`, or empty: it takes f16, bf16 or
+  /// int8 K/V, and needs 16x8x16 f16 cooperative matrices (and 16x8x32 int8 ones for int8), the quad 16x8
+  /// accumulator layout and f16 arithmetic.
   static std::string tensorCoresUnavailable(const DeviceInfo& device, DType kv);
   /// Why this device cannot build V's fragments from its loads (valueRegisters), or empty: it needs a 16x16 f16
   /// layout from the probe with a lane's eight elements in rows r and r + 8 and columns c, c + 1, c + 8 and c + 9.

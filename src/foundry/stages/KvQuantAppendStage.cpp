@@ -24,8 +24,20 @@ void KvQuantAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.shared("kvq_max", "float", 2 * kWorkgroup, 4);
   k.extension("GL_EXT_control_flow_attributes");
   if (rope_) RopeStage::declareRope(k, *rope_);
+  // Codes cannot hold a NaN or an infinity: a block with one gets a NaN scale, which every value read
+  // from it shows, and keeps it through later appends. Infinity marks such a block in the maxima.
+  // A block's scale is the f16 at or above absmax / 127 (KvQuant.cpp's f16Scale, bit for bit): no code
+  // is clipped at 127 however f16 rounds, and a block of tiny values never gets a scale of 0. One beyond
+  // f16's range is NaN too.
+  k.snippet("common/finite.glsl");
   std::string text =
-      "float kvq_scale(float absmax) { return unpackHalf2x16(packHalf2x16(vec2(absmax / 127.0, 0.0))).x; }\n"
+      "float kvq_scale(float absmax) {\n"
+      "  const float step = absmax / 127.0;\n"
+      "  const uint h = packHalf2x16(vec2(step, 0.0)) & 0xffffu;\n"
+      "  const float s = unpackHalf2x16(unpackHalf2x16(h).x < step ? h + 1u : h).x;\n"
+      "  return scale_or_nan(max(absmax, s), s);\n"
+      "}\n"
+      "float kvq_merge(float old_scale, float scale) { return isnan(old_scale) || isnan(scale) ? f32_nan() : max(old_scale, scale); }\n"
       "uint kvq_word(float x[KV_BLOCK_DIMS], uint i, float inv) {\n"
       "  return f32_to_i8(x[i] * inv) | (f32_to_i8(x[i + 1u] * inv) << 8u) | (f32_to_i8(x[i + 2u] * inv) << 16u) |\n"
       "         (f32_to_i8(x[i + 3u] * inv) << 24u);\n"
@@ -61,7 +73,7 @@ void KvQuantAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {
                  "NEW_READ(k_new[src + rope_partner(d)])) : k_d;"
                : "xk[i] = k_d;");
   w.line("xv[i] = NEW_READ(v_new[src + d]);");
-  w.line("mk = max(mk, abs(xk[i])), mv = max(mv, abs(xv[i]));");
+  w.line("mk = max(mk, magnitude_or_inf(xk[i])), mv = max(mv, magnitude_or_inf(xv[i]));");
   w.close();
   w.close();
   w.line("float sk = kvq_scale(mk), sv = kvq_scale(mv);");
@@ -82,8 +94,8 @@ void KvQuantAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("memoryBarrierShared();");
   w.line("barrier();");
   w.close();
-  w.line("sk = max(old_k, kvq_scale(kvq_max[0])), sv = max(old_v, kvq_scale(kvq_max[32u]));");
-  w.line("requant_k = key < pc.cache_pos0 && sk != old_k, requant_v = key < pc.cache_pos0 && sv != old_v;");
+  w.line("sk = kvq_merge(old_k, kvq_scale(kvq_max[0])), sv = kvq_merge(old_v, kvq_scale(kvq_max[32u]));");
+  w.line("requant_k = key < pc.cache_pos0 && !(sk == old_k), requant_v = key < pc.cache_pos0 && !(sv == old_v);");
   w.open("if (t == 0u)");
   w.line("kv_store_k_scale(k0, d0, sk);");
   w.line("kv_store_v_scale(v0, d0, sv);");

@@ -37,15 +37,23 @@ void LseMergeStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint part_row = batch * pc.part_stride_b + head * pc.part_stride_h + token * pc.part_stride_s;");
   w.line("const uint o_row = batch * pc.o_stride_b + head * pc.o_stride_h + token * pc.o_stride_s;");
   w.line("const uint lse_row = {};", lse_detail::row("batch", "head", "token"));
-  // Every part's (m, l) once per row; then each dimension folds the parts in order.
-  for (std::uint32_t i = 0; i < p_.parts; ++i) w.line("const vec2 ml{} = softmax_state_of_lse({}[lse_row]);", i, partLse(i));
+  // Every part's (m, l) once per row, relative to the row's largest LSE: an LSE of 1e6 scaled to log2
+  // units whole would round by 0.06 (weights off by 4%); the differences scale exactly enough. The floor
+  // keeps a row whose parts all saw nothing (-inf) from -inf - -inf. Then each dimension folds the parts.
+  std::string top = "-3.0e38";
+  for (std::uint32_t i = 0; i < p_.parts; ++i) {
+    w.line("const float lse{} = {}[lse_row];", i, partLse(i));
+    top = fmt::format("max({}, lse{})", top, i);
+  }
+  w.line("const float lse_top = {};", top);
+  for (std::uint32_t i = 0; i < p_.parts; ++i) w.line("const vec2 ml{0} = softmax_state_of_lse(lse{0} - lse_top);", i);
   w.open("for (uint d = gl_LocalInvocationIndex; d < VALUE_DIM; d += WORKGROUP_SIZE)");
   w.line("float m = NEG_BIG, l = 0.0, acc = 0.0;");
   for (std::uint32_t i = 0; i < p_.parts; ++i) {
     w.line("softmax_fold(m, l, acc, ml{0}.x, ml{0}.y, PART_READ({1}[part_row + d]));", i, partOutput(i));
   }
-  w.line("o[o_row + d] = OUT_STORE(l > 0.0 ? acc / l : 0.0);");
-  if (p_.lse) w.line("if (d == 0u) lse[lse_row] = softmax_lse(m, l);");
+  w.line("o[o_row + d] = OUT_STORE(acc * softmax_inverse(l));");
+  if (p_.lse) w.line("if (d == 0u) lse[lse_row] = lse_top + softmax_lse(m, l);");
   w.close();
 }
 

@@ -74,19 +74,20 @@ void ReferenceSoftmaxStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const uint batch = gl_WorkGroupID.z, head = gl_WorkGroupID.y;");
   w.line("const uint row = ref_row(batch, head, gl_WorkGroupID.x) * pc.kv_len;");
   // A sink joins the denominator: the maximum and the sum take it in, no output weight does.
-  w.line("const float sink = FA_SINK_HOOKED ? max(fa_sink(batch, head), NEG_BIG) : NEG_BIG;");
+  w.line("const float sink_logit = FA_SINK_HOOKED ? fa_sink(batch, head) : NEG_BIG;");
+  w.line("const float sink = softmax_hidden(sink_logit) ? NEG_BIG : sink_logit;");
   w.line("float m = NEG_BIG;");
   w.line("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE) m = max(m, scores[row + j]);");
   w.line("m = max(ref_reduce(m, true), sink);");
   w.line("float l = 0.0;");
   w.open("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE)");
   w.line("const float s = scores[row + j];");
-  w.line("l += s > 0.5 * NEG_BIG ? exp(s - m) : 0.0;");
+  w.line("l += softmax_hidden(s) ? 0.0 : exp(s - m);");
   w.close();
   w.line("l = ref_reduce(l, false) + (FA_SINK_HOOKED ? exp(sink - m) : 0.0);");
   w.open("for (uint j = gl_LocalInvocationIndex; j < pc.kv_len; j += WORKGROUP_SIZE)");
   w.line("const float s = scores[row + j];");
-  w.line("scores[row + j] = s > 0.5 * NEG_BIG && l > 0.0 ? exp(s - m) / l : 0.0;");
+  w.line("scores[row + j] = softmax_hidden(s) ? 0.0 : exp(s - m) * softmax_inverse(l);");
   w.close();
 }
 

@@ -49,7 +49,10 @@ ErrorStats compareOutputs(std::span<const float> got, std::span<const double> wa
       }
       continue;
     }
-    if (!std::isfinite(g)) continue;  // the same non-finite value on both sides
+    if (!std::isfinite(g)) {  // the same non-finite value on both sides
+      if (st.sharedNonFinite++ == 0) st.firstSharedNonFinite = i;
+      continue;
+    }
     const double e = std::abs(g - w);
     if (e > st.maxAbs) {
       st.maxAbs = e;
@@ -71,6 +74,14 @@ std::string describeMismatch(const ErrorStats& e, double bound, std::string_view
   const double w = e.worstIndex < want.size() ? want[e.worstIndex] : NAN;
   return fmt::format("relative error {:.3g} {} bound {:.3g} at {} (got {}, want {})", e.maxRel,
                      e.maxRel > bound ? ">" : "<=", bound, coordinates(e.worstIndex, axes, tensor), g, w);
+}
+
+std::string describeSharedNonFinite(const ErrorStats& e, std::string_view tensor, std::span<const Axis> axes) {
+  if (!e.sharedNonFinite) return {};
+  return fmt::format("{} output{} NaN or Inf where the reference is too, the first at {} (NaN or Inf in the "
+                     "inputs reaches both alike: the check cannot vouch for them)",
+                     e.sharedNonFinite, e.sharedNonFinite == 1 ? " is" : "s are",
+                     coordinates(e.firstSharedNonFinite, axes, tensor));
 }
 
 }  // namespace foundry

@@ -24,6 +24,10 @@ struct ErrorStats {
   std::size_t nonFinite = 0;
   std::size_t firstNonFinite = 0;  ///< the first of them
   double firstGot = 0, firstWant = 0;  ///< their values there (NaN past the end of a side)
+  /// Elements that are the same NaN or Inf on both sides: a match, which says nothing of the numbers
+  /// (NaN or Inf in the inputs reach both sides alike), so that `--check` refuses to call it a pass.
+  std::size_t sharedNonFinite = 0;
+  std::size_t firstSharedNonFinite = 0;
 
   /// No non-finite mismatch and maxRel within `bound`.
   bool passes(double bound) const { return nonFinite == 0 && maxRel <= bound; }
@@ -44,5 +48,8 @@ struct Axis {
 /// 0.003 at o[...] (got 0.5, want 0.25)". `axes` (row-major) turn flat indices into coordinates of `tensor`.
 std::string describeMismatch(const ErrorStats& e, double bound, std::string_view tensor, std::span<const Axis> axes,
                              std::span<const float> got, std::span<const double> want);
+/// For a check of kernels against a reference on the same inputs: "64 outputs are NaN or Inf where the
+/// reference is too, the first at o[...] (...)"; empty when there are none.
+std::string describeSharedNonFinite(const ErrorStats& e, std::string_view tensor, std::span<const Axis> axes);
 
 }  // namespace foundry

@@ -19,7 +19,7 @@ std::string SoftCapStage::describe() const { return fmt::format("logit soft-cap 
 
 void SoftCapStage::declare(KernelInterface& k, const DeviceInfo&) const {
   k.push("soft_cap", PushType::F32).snippet("modifiers/soft_cap.glsl");
-  k.hook(hook::kScore, "soft_cap_score");
+  k.hook(hook::kScore, wide() ? "soft_cap_score_wide" : "soft_cap_score");
 }
 
 void SoftCapStage::bind(Arguments& args, const ModifierCall&, Workspace&, TileShape) const {

@@ -9,7 +9,7 @@ class SoftCapStage : public AttentionModifier {
   explicit SoftCapStage(double cap);
 
   std::string name() const override { return "SoftCapStage"; }
-  std::string key() const override { return {}; }
+  std::string key() const override { return wide() ? "wide" : ""; }
   std::string describe() const override;
   void declare(KernelInterface& k, const DeviceInfo& device) const override;
   void bind(Arguments& args, const ModifierCall& call, Workspace& ws, TileShape tile) const override;
@@ -17,6 +17,8 @@ class SoftCapStage : public AttentionModifier {
   double score(double s, const HookAt& at) const override;
 
  private:
+  /// Caps above 64 take tanh's series near 0 (kernels/modifiers/soft_cap.glsl), in a kernel of their own.
+  bool wide() const { return cap_ > 64.0; }
   double cap_;
 };
 
