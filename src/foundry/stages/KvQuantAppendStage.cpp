@@ -21,7 +21,7 @@ void KvQuantAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
   for (const char* f : {"new_stride_b", "new_stride_h", "new_stride_s", "cache_pos0", "new_tokens"}) k.push(f, PushType::U32);
   glsl::declareRead(k, "NEW_READ", dtype_);
   k.constant("HEAD_DIM", headDim_);
-  k.shared("kvq_max", "float", 2 * kWorkgroup, 4);
+  k.shared("kvq_max", "float", 4 * kWorkgroup, 4);  // K's and V's new rows', then their held rows' maxima
   k.extension("GL_EXT_control_flow_attributes");
   if (rope_) RopeStage::declareRope(k, *rope_);
   // Codes cannot hold a NaN or an infinity: a block with one gets a NaN scale, which every value read
@@ -38,6 +38,14 @@ void KvQuantAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
       "  return scale_or_nan(max(absmax, s), s);\n"
       "}\n"
       "float kvq_merge(float old_scale, float scale) { return isnan(old_scale) || isnan(scale) ? f32_nan() : max(old_scale, scale); }\n"
+      // An int8 block's scale from its old one and the largest magnitudes of its new rows and of the
+      // rows it keeps (their codes times the old scale, exact). It grows to fit the new rows; where no
+      // kept row holds the code 127 any more, the rows that set it were written over (a rollback), and
+      // it is set afresh from the rows the block now holds.
+      "float kvq_block_scale(float old_scale, float fresh, float held) {\n"
+      "  if (isnan(old_scale) || !(held < 127.0 * old_scale)) return kvq_merge(old_scale, kvq_scale(fresh));\n"
+      "  return kvq_scale(max(held, fresh));\n"
+      "}\n"
       "uint kvq_word(float x[KV_BLOCK_DIMS], uint i, float inv) {\n"
       "  return f32_to_i8(x[i] * inv) | (f32_to_i8(x[i + 1u] * inv) << 8u) | (f32_to_i8(x[i + 2u] * inv) << 16u) |\n"
       "         (f32_to_i8(x[i + 3u] * inv) << 24u);\n"
@@ -83,18 +91,24 @@ void KvQuantAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {
   w.line("const bool held = first < pc.cache_pos0;  // the block holds rows of earlier appends");
   w.line("const KV_ROW k0 = kv_k_row(batch, kv_head, first), v0 = kv_v_row(batch, kv_head, first);");
   w.line("const float old_k = held ? kv_k_scale(k0, d0) : 0.0, old_v = held ? kv_v_scale(v0, d0) : 0.0;");
+  w.line("float hk = 0.0, hv = 0.0;");
   w.open("[[unroll]] for (uint i = 0u; i < KV_BLOCK_DIMS; ++i)");
-  w.line("if (key < pc.cache_pos0 && i < n) xk[i] = kv_load_k(kr, d0 + i), xv[i] = kv_load_v(vr, d0 + i);");
+  w.open("if (key < pc.cache_pos0 && i < n)");
+  w.line("xk[i] = kv_load_k(kr, d0 + i), xv[i] = kv_load_v(vr, d0 + i);");
+  w.line("hk = max(hk, magnitude_or_inf(xk[i])), hv = max(hv, magnitude_or_inf(xv[i]));");
   w.close();
-  w.line("kvq_max[t] = mk, kvq_max[32u + t] = mv;");
+  w.close();
+  w.line("kvq_max[t] = mk, kvq_max[32u + t] = mv, kvq_max[64u + t] = hk, kvq_max[96u + t] = hv;");
   w.line("memoryBarrierShared();");
   w.line("barrier();");
   w.open("for (uint s = 16u; s > 0u; s >>= 1u)");
-  w.line("if (t < s) kvq_max[t] = max(kvq_max[t], kvq_max[t + s]), kvq_max[32u + t] = max(kvq_max[32u + t], kvq_max[32u + t + s]);");
+  w.open("if (t < s)");
+  w.line("[[unroll]] for (uint j = 0u; j < 128u; j += 32u) kvq_max[j + t] = max(kvq_max[j + t], kvq_max[j + t + s]);");
+  w.close();
   w.line("memoryBarrierShared();");
   w.line("barrier();");
   w.close();
-  w.line("sk = kvq_merge(old_k, kvq_scale(kvq_max[0])), sv = kvq_merge(old_v, kvq_scale(kvq_max[32u]));");
+  w.line("sk = kvq_block_scale(old_k, kvq_max[0], kvq_max[64u]), sv = kvq_block_scale(old_v, kvq_max[32u], kvq_max[96u]);");
   w.line("requant_k = key < pc.cache_pos0 && !(sk == old_k), requant_v = key < pc.cache_pos0 && !(sv == old_v);");
   w.open("if (t == 0u)");
   w.line("kv_store_k_scale(k0, d0, sk);");
