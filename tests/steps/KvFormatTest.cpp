@@ -784,8 +784,8 @@ TEST_P(KvQuantAppendRollback, ABlockWrittenOverForgetsTheOutlierItHeld) {
 INSTANTIATE_TEST_SUITE_P(Formats, KvQuantAppendRollback, ::testing::Values(DType::I8, DType::Q8_0),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtypeName(p.param)); });
 
-// A NaN or an infinity appended into an int8 or q8_0 cache gives its block a NaN scale (codes cannot hold
-// it), so every value read from the block is NaN, and later appends that grow the block keep it NaN; the
+// A NaN, an infinity or a value beyond what an f16 scale holds, appended into an int8 or q8_0 cache, gives
+// its block a NaN scale (codes cannot hold it), so every value read from the block is NaN, and later appends that grow the block keep it NaN; the
 // other blocks keep their values.
 class KvQuantAppendNonFinite : public ::testing::TestWithParam<DType> {};
 
@@ -793,18 +793,23 @@ TEST_P(KvQuantAppendNonFinite, ABlockWithANonFiniteValueReadsAsNaN) {
   SmallQuantCache cache(GetParam());
   const std::int64_t D = SmallQuantCache::D;
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  // A NaN in K row 5 and an infinity in V row 36; then one row four times larger into the block of rows
-  // 32..63 (its scale grows).
+  // A NaN in K row 5, a value beyond what an f16 scale holds (127 x 65504) in K row 10, an infinity in V
+  // row 36; then one row four times larger into the block of rows 32..63 (its scale grows).
   std::vector<float> k = randomVector(std::size_t(40 * D), 21, -1.0f, 1.0f), v = randomVector(k.size(), 22, -1.0f, 1.0f);
   k[5 * D + 3] = nan;
+  k[10 * D + 50] = 2e7f;
   v[36 * D + 40] = -inf;
   cache.append(k, v, 0);
   cache.append(randomVector(std::size_t(D), 23, -4.0f, 4.0f), randomVector(std::size_t(D), 24, -4.0f, 4.0f), 40);
-  for (const auto& [tensor, row, dim] : {std::tuple{cache.k, 5, 3}, std::tuple{cache.v, 36, 40}}) {
+  using Bad = std::vector<std::pair<std::int64_t, std::int64_t>>;  // (row, dim) of each bad value
+  for (const auto& [tensor, bad] : {std::pair{cache.k, Bad{{5, 3}, {10, 50}}}, std::pair{cache.v, Bad{{36, 40}}}}) {
     const std::vector<float> got = runtime().download(tensor);
     for (std::int64_t s = 0; s < 41; ++s) {
       for (std::int64_t d = 0; d < D; ++d) {
-        const bool inBlock = s / cache.blocks.keys == row / cache.blocks.keys && d / cache.blocks.dims == dim / cache.blocks.dims;
+        bool inBlock = false;
+        for (const auto& [row, dim] : bad) {
+          inBlock |= s / cache.blocks.keys == row / cache.blocks.keys && d / cache.blocks.dims == dim / cache.blocks.dims;
+        }
         EXPECT_EQ(std::isnan(got[s * D + d]), inBlock) << tensor.name << " row " << s << " dim " << d << " reads " << got[s * D + d];
       }
     }
