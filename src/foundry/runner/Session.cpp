@@ -887,10 +887,8 @@ void Session::checkOutputs(RunReport& report) {
         chk.rows += c_.nHeads;
         chk.maxRelVsCpu = std::max(chk.maxRelVsCpu, e.reportedRel());
         const Axis axes[] = {{"head", c_.nHeads}, {"d", Dv}};
-        if (!e.passes(chk.bound) || e.sharedNonFinite) {
-          chk.failures.push_back(fmt::format("layer {} sequence {} position {} vs the CPU: {}", l, b, pos,
-                                             e.passes(chk.bound) ? describeSharedNonFinite(e, "o", axes)
-                                                                 : describeMismatch(e, chk.bound, "o", axes, gs, want)));
+        if (const std::string why = describeCheckFailure(e, chk.bound, "o", axes, gs, want); !why.empty()) {
+          chk.failures.push_back(fmt::format("layer {} sequence {} position {} vs the CPU: {}", l, b, pos, why));
         }
       }
     }
@@ -903,10 +901,8 @@ void Session::checkOutputs(RunReport& report) {
       chk.maxRelVsMaterialised = std::max(chk.maxRelVsMaterialised, e.reportedRel());
       chk.materialisedRan = true;
       const Axis axes[] = {{"token", P_}, {"batch", B_}, {"head", c_.nHeads}, {"d", Dv}};
-      if (!e.passes(chk.bound) || e.sharedNonFinite) {
-        chk.failures.push_back(fmt::format("layer {} prefill vs SdpaReferenceStep: {}", l,
-                                           e.passes(chk.bound) ? describeSharedNonFinite(e, "o", axes)
-                                                               : describeMismatch(e, chk.bound, "o", axes, mine, ref)));
+      if (const std::string why = describeCheckFailure(e, chk.bound, "o", axes, mine, ref); !why.empty()) {
+        chk.failures.push_back(fmt::format("layer {} prefill vs SdpaReferenceStep: {}", l, why));
       }
     }
   }

@@ -37,14 +37,14 @@ void KvQuantAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
       "  const float s = unpackHalf2x16(unpackHalf2x16(h).x < step ? h + 1u : h).x;\n"
       "  return scale_or_nan(max(absmax, s), s);\n"
       "}\n"
-      "float kvq_merge(float old_scale, float scale) { return isnan(old_scale) || isnan(scale) ? f32_nan() : max(old_scale, scale); }\n"
       // An int8 block's scale from its old one and the largest magnitudes of its new rows and of the
-      // rows it keeps (their codes times the old scale, exact). It grows to fit the new rows; where no
-      // kept row holds the code 127 any more, the rows that set it were written over (a rollback), and
-      // it is set afresh from the rows the block now holds.
+      // rows it keeps (their codes times the old scale, exact). Where no kept row holds the code 127 any
+      // more, the rows that set it were written over (a rollback): it is set afresh from the rows the
+      // block now holds. Else it grows to fit the new rows, and a NaN on either side stays.
       "float kvq_block_scale(float old_scale, float fresh, float held) {\n"
-      "  if (isnan(old_scale) || !(held < 127.0 * old_scale)) return kvq_merge(old_scale, kvq_scale(fresh));\n"
-      "  return kvq_scale(max(held, fresh));\n"
+      "  if (held < 127.0 * old_scale) return kvq_scale(max(held, fresh));\n"
+      "  const float grown = kvq_scale(fresh);\n"
+      "  return isnan(old_scale) || isnan(grown) ? f32_nan() : max(old_scale, grown);\n"
       "}\n"
       "uint kvq_word(float x[KV_BLOCK_DIMS], uint i, float inv) {\n"
       "  return f32_to_i8(x[i] * inv) | (f32_to_i8(x[i + 1u] * inv) << 8u) | (f32_to_i8(x[i + 2u] * inv) << 16u) |\n"

@@ -76,7 +76,9 @@ std::string describeMismatch(const ErrorStats& e, double bound, std::string_view
                      e.maxRel > bound ? ">" : "<=", bound, coordinates(e.worstIndex, axes, tensor), g, w);
 }
 
-std::string describeSharedNonFinite(const ErrorStats& e, std::string_view tensor, std::span<const Axis> axes) {
+std::string describeCheckFailure(const ErrorStats& e, double bound, std::string_view tensor, std::span<const Axis> axes,
+                                 std::span<const float> got, std::span<const double> want) {
+  if (!e.passes(bound)) return describeMismatch(e, bound, tensor, axes, got, want);
   if (!e.sharedNonFinite) return {};
   return fmt::format("{} output{} NaN or Inf where the reference is too, the first at {} (NaN or Inf in the "
                      "inputs reaches both alike: the check cannot vouch for them)",

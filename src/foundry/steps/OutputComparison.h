@@ -48,8 +48,10 @@ struct Axis {
 /// 0.003 at o[...] (got 0.5, want 0.25)". `axes` (row-major) turn flat indices into coordinates of `tensor`.
 std::string describeMismatch(const ErrorStats& e, double bound, std::string_view tensor, std::span<const Axis> axes,
                              std::span<const float> got, std::span<const double> want);
-/// For a check of kernels against a reference on the same inputs: "64 outputs are NaN or Inf where the
-/// reference is too, the first at o[...] (...)"; empty when there are none.
-std::string describeSharedNonFinite(const ErrorStats& e, std::string_view tensor, std::span<const Axis> axes);
+/// Why a check of kernels against a reference on the same inputs fails, or empty where it passes: a
+/// mismatch (describeMismatch), else outputs that are NaN or Inf where the reference is too ("64 outputs
+/// are NaN or Inf where the reference is too, the first at o[...]"), which vouch for nothing.
+std::string describeCheckFailure(const ErrorStats& e, double bound, std::string_view tensor, std::span<const Axis> axes,
+                                 std::span<const float> got, std::span<const double> want);
 
 }  // namespace foundry
