@@ -113,6 +113,9 @@
 #                                        # arithmetic a subgroup (bench/decode_round_copies.py), probed
 #   bash bench/h200.sh sm-fill           # on the device: decode on 128 workgroups against 132 (every
 #                                        # SM) at the same work a workgroup; the int8 plan's slope
+#   bash bench/h200.sh fixed-costs       # on the device: f16 and int8 decode at three cache lengths with
+#                                        # 16 splits held (each format's fixed part and part per key),
+#                                        # the empty dispatch and plain reads of both formats' bytes
 #   bash bench/h200.sh prefill-order     # on the device: attention suite, then prefill dispatch order
 #                                        # and row sums against a base build, interleaved
 #   bash bench/h200.sh prepare cp        # here: only what `cp` needs (foundry_cp_bench, Open MPI's
@@ -1030,6 +1033,29 @@ decode:1:32:8:65536:128+int8+pg64 decode:8:32:8:16384:128 decode:1:32:8:65536:64
         timeout 100 foundry "${sets[@]}" bench --runs 30 --shape "$shape" 2>&1 | grep -E "us$|rror|FAIL" |
           sed "s/^/round $round $name: /" || status=1
       done
+    done
+    exit $status
+    ;;
+  fixed-costs)
+    # Issue 14: each format's time as a fixed part plus a part per key. f16 and int8 decode (B1, D128, Hq 32,
+    # Hkv 8) at three cache lengths with the plan's 16 splits held (FOUNDRY_FA_DECODE_SPLIT_K=16, so every
+    # length runs the same kernel structure), each shape a process, ROUNDS rounds (2) in alternation; the plan
+    # at kv 65536; then the floor (an empty dispatch) and plain reads of int8's and f16's bytes.
+    on_device
+    status=0
+    gpu_name
+    lens=(${LENS:-32768 65536 131072})
+    for round in $(seq "${ROUNDS:-2}"); do
+      for fmt in "" "+int8"; do
+        for kv in "${lens[@]}"; do
+          timeout 60 foundry --set FA_DECODE_SPLIT_K=16 bench --runs 30 --shape "decode:1:32:8:$kv:128$fmt" 2>&1 |
+            grep -E "us$|rror|FAIL" | sed "s/^/round $round s16: /" | tee -a "$out/fixed-costs.txt" || status=1
+        done
+        timeout 60 foundry bench --runs 30 --shape "decode:1:32:8:65536:128$fmt" 2>&1 |
+          grep -E "us$|rror|FAIL" | sed "s/^/round $round plan: /" | tee -a "$out/fixed-costs.txt" || status=1
+      done
+      timeout 120 foundry bench --suite ceilings --runs 30 --read-scan 128:1056:256:4 256:1056:256:4 2>&1 |
+        grep -E "^read scan|^ceilings|empty|rror" | sed "s/^/round $round: /" | tee -a "$out/fixed-costs.txt" || status=1
     done
     exit $status
     ;;

@@ -60,9 +60,12 @@ struct SubmitResult {
 
 /// Work submitted and perhaps still running: done when the device's timeline semaphore reaches
 /// `value` (vk/External.h gives the semaphore, for an application's own submissions to wait on).
-/// Value 0 is work that was already done when it was returned.
+/// Value 0 is work that was already done when it was returned. `device` names the device whose
+/// timeline `value` counts on (VulkanDevice::id; 0 where no device made it: a double's), so a wait on
+/// another Runtime's submission is refused instead of reading a value of the wrong timeline.
 struct Submission {
   std::uint64_t value = 0;
+  std::uint64_t device = 0;
 };
 
 class Dispatcher {
@@ -76,6 +79,7 @@ class Dispatcher {
   /// record or compute meanwhile. This default runs submit() at once (for doubles that record only).
   virtual Submission submitAsync();
   /// Waits for `submission` and returns its timings (each submission's once; later calls: empty).
+  /// Another dispatcher's submission on the same device is waited for too, without timings.
   virtual SubmitResult wait(Submission submission);
   /// Runs everything recorded so far and waits, like submit(), for a step that must read a result
   /// before it records more (the online compare); the next submit() still reports those dispatches.

@@ -91,7 +91,7 @@ std::unique_ptr<VulkanDispatcher> Runtime::dispatcher() {
 }
 
 void Runtime::wait(Submission submission) {
-  device_->requireSubmitted(submission.value);
+  device_->requireSubmitted(submission.value, submission.device);
   device_->wait(submission.value);
 }
 

@@ -50,4 +50,15 @@ struct Tensor {
   std::string shapeString() const;  ///< "f16[1, 32, 7, 128] head-major"
 };
 
+/// Whether two positions of `t` can name one element: a stride of 0 over a dim of 2 or more, or strides
+/// that do not nest (each dim's stride past every element the smaller strides reach). A layout whose
+/// strides do not nest counts as overlapping even where its elements happen to be apart.
+bool selfOverlapping(const Tensor& t);
+
+/// Whether `a` and `b` share an element: never in different buffers; exact where both have one dtype,
+/// the same dims and the same nested, non-negative strides (views interleaved in one buffer, such as the
+/// column halves of a fused activation or K and V pages alternating in one pool); else whether their
+/// byte ranges meet.
+bool viewsOverlap(const Tensor& a, const Tensor& b);
+
 }  // namespace foundry

@@ -20,14 +20,7 @@ using ::testing::HasSubstr;
 class DispatcherTest : public ::testing::Test {
  protected:
   Runtime& rt = test::runtime();
-  KernelSource kernel() const {
-    return rt.builder()
-        .workgroup(64)
-        .add(std::make_shared<test::LoadStage>(DType::F32, 64))
-        .add(std::make_shared<test::ScaleStage>(64))
-        .add(std::make_shared<test::StoreStage>(DType::F32))
-        .build();
-  }
+  KernelSource kernel() const { return test::scaleKernel(rt); }
 };
 
 TEST_F(DispatcherTest, WrongArgumentsFailBeforeAnythingIsRecorded) {

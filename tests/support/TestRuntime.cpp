@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "foundry/steps/Options.h"
+#include "foundry/KernelBuilder.h"
 #include "foundry/vk/Device.h"
+#include "support/TestStages.h"
 
 namespace foundry::test {
 
@@ -48,6 +50,15 @@ Runtime& runtime() {
 bool runtimeCreated() { return holder() != nullptr; }
 
 void shutdownRuntime() { holder().reset(); }
+
+KernelSource scaleKernel(Runtime& rt) {
+  return rt.builder()
+      .workgroup(64)
+      .add(std::make_shared<LoadStage>(DType::F32, 64))
+      .add(std::make_shared<ScaleStage>(64))
+      .add(std::make_shared<StoreStage>(DType::F32))
+      .build();
+}
 
 std::vector<float> randomVector(std::size_t n, std::uint32_t seed, float lo, float hi) {
   std::mt19937 gen(seed);

@@ -18,6 +18,10 @@ bool runtimeCreated();
 /// driver's own teardown at exit.
 void shutdownRuntime();
 
+/// A kernel of test stages (support/TestStages.h) built on `rt`: dst = scale * src over `count` f32
+/// elements, 64 a workgroup (bindings src, dst; push constants count, scale).
+KernelSource scaleKernel(Runtime& rt);
+
 /// Uniform values in [lo, hi) from a seeded generator; never all zeros.
 std::vector<float> randomVector(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 

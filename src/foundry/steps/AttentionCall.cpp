@@ -10,8 +10,25 @@
 
 #include "foundry/Error.h"
 #include "foundry/KvQuant.h"
+#include "foundry/vk/Buffer.h"
 
 namespace foundry {
+
+void requireOwnElements(const Tensor& out, const std::string& role,
+                        const std::vector<std::pair<const Tensor*, std::string>>& inputs) {
+  if (selfOverlapping(out)) {
+    throw UserError(role, fmt::format("'{}' ({}, strides [{}]) names one element at two positions, which two "
+                                      "invocations would both write; each position of an output needs an element of "
+                                      "its own", out.name, out.shapeString(), fmt::join(out.strides, ", ")));
+  }
+  for (const auto& [in, inRole] : inputs) {
+    if (in && viewsOverlap(out, *in)) {
+      throw UserError(role, fmt::format("'{}' shares elements with {} '{}' in buffer '{}': the {} is written while "
+                                        "{} is read, so it needs elements of its own", out.name, inRole, in->name,
+                                        out.buffer->name(), role, inRole));
+    }
+  }
+}
 
 void requireRank4(const Tensor& t, const std::string& role, const char* lastDim) {
   if (t.rank() != 4) {
@@ -203,6 +220,9 @@ AttentionProblem describeCall(const AttentionCall& c) {
     }
     p.lse = true;
   }
+  // Written by every plan: checked here, not only where a kernel happens to bind it beside what it overlaps.
+  requireOwnElements(c.o, "o", {{&c.q, "q"}, {&c.k, "k"}, {&c.v, "v"}});
+  if (c.lse) requireOwnElements(*c.lse, "lse", {{&c.q, "q"}, {&c.k, "k"}, {&c.v, "v"}, {&c.o, "o"}});
   if (const std::string why = headGroupProblem(p.nHeads, p.nKvHeads, "n_heads", "n_kv_heads"); !why.empty()) {
     throw UserError("n_heads", why);
   }

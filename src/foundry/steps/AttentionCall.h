@@ -3,6 +3,9 @@
 // SdpaReferenceStep so both accept exactly the same inputs.
 #include <initializer_list>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "foundry/Dispatcher.h"
 #include "foundry/Tensor.h"
@@ -56,6 +59,11 @@ struct AttentionCall {
 /// last dimension (`lastDim` names it in the message), strides that fit in 32 bits. UserError naming
 /// `role`, or UnsupportedError for a stride beyond 32 bits.
 void requireRank4(const Tensor& t, const std::string& role, const char* lastDim = "head_dim");
+
+/// Checks that `out`, which a step writes, names each element once (foundry/Tensor.h selfOverlapping) and
+/// shares none with `inputs` (viewsOverlap), whatever kernels the plan takes: a UserError naming `role`.
+void requireOwnElements(const Tensor& out, const std::string& role,
+                        const std::vector<std::pair<const Tensor*, std::string>>& inputs);
 
 /// Checks the tensors against each other, and each modifier against the call, and returns the problem
 /// they describe. Every failure is a UserError naming the tensor, the field and the values (head_dim

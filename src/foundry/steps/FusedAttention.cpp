@@ -28,10 +28,15 @@ StepRecord FusedAttention::record(Dispatcher& dispatcher, const AttentionCall& c
 }
 
 AttentionRun FusedAttention::run(const AttentionCall& call) {
-  auto dispatcher = runtime_.dispatcher();
+  if (!dispatcher_) dispatcher_ = runtime_.dispatcher();
   AttentionRun out;
-  out.record = record(*dispatcher, call);
-  out.timings = dispatcher->submit();
+  try {
+    out.record = record(*dispatcher_, call);
+    out.timings = dispatcher_->submit();
+  } catch (...) {
+    dispatcher_.reset();  // whatever the failed call recorded is dropped with its dispatcher, never run later
+    throw;
+  }
   return out;
 }
 

@@ -44,11 +44,17 @@ class FusedAttention {
   /// Records the call's dispatches into `dispatcher` (planning its shapes first if they are new), for a
   /// program that submits several steps together.
   StepRecord record(Dispatcher& dispatcher, const AttentionCall& call);
-  /// Records the call on a dispatcher of its own, submits and waits.
+  /// Records the call on a dispatcher of its own (made at the first run and kept for the next ones),
+  /// submits and waits.
   AttentionRun run(const AttentionCall& call);
 
-  /// How many distinct shapes have been planned.
+  /// How many distinct shapes have been planned. Each keeps its plan (a few KiB of host memory) until
+  /// forgetPlans(): a program that sees ever new shapes (a server sizing its caches per request) calls
+  /// it now and then.
   std::size_t plans() const { return plans_.size(); }
+  /// Drops every plan (their kernels and pipelines stay in the Runtime's caches, so planning a shape
+  /// again compiles nothing). A reference plan() returned is not valid after it.
+  void forgetPlans() { plans_.clear(); }
   FlashAttentionStep& step() { return step_; }
   /// The scratch (Split-K partials, a mask's block map) calls share; grows to the largest call.
   Workspace& workspace() { return workspace_; }
@@ -58,6 +64,7 @@ class FusedAttention {
   FlashAttentionStep step_;
   DeviceWorkspace workspace_;
   std::map<std::string, std::shared_ptr<const PreparedAttention>> plans_;
+  std::unique_ptr<Dispatcher> dispatcher_;  ///< run()'s, kept so that a call creates no Vulkan pools
 };
 
 }  // namespace foundry

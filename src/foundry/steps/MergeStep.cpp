@@ -101,6 +101,16 @@ MergeProblem MergeStep::validate(const MergeCall& call) const {
                                      rowsString(out), rowsString(first)));
   }
   if (call.lse) requireLse(*call.lse, "lse", first);
+  std::vector<std::pair<const Tensor*, std::string>> read;
+  for (std::size_t i = 0; i < call.parts.size(); ++i) {
+    read.emplace_back(&call.parts[i].o, fmt::format("parts[{}].o", i));
+    read.emplace_back(&call.parts[i].lse, fmt::format("parts[{}].lse", i));
+  }
+  requireOwnElements(call.o, "o", read);
+  if (call.lse) {
+    read.emplace_back(&call.o, "o");
+    requireOwnElements(*call.lse, "lse", read);
+  }
   MergeProblem p;
   p.batch = static_cast<std::uint32_t>(first.batch);
   p.nHeads = static_cast<std::uint32_t>(first.heads);

@@ -131,18 +131,18 @@ void KvAppendStep::append(StepContext& ctx, const Tensor& kNew, const Tensor* vN
                           const PagedKv* pages) {
   const Tensor& vNew = vNewOrNull ? *vNewOrNull : kNew;
   // New rows read from the cache they are written into would be overwritten as they are read.
-  const auto overlap = [](const Tensor& a, const Tensor& b) {
-    const std::uint64_t a0 = storageBytes(a.dtype, a.offset), b0 = storageBytes(b.dtype, b.offset);
-    return a0 < b0 + b.spanBytes() && b0 < a0 + a.spanBytes();
-  };
   for (const auto& [in, inRole] : {std::pair{&kNew, "k_new"}, std::pair{&vNew, "v_new"}}) {
     for (const auto& [cache, cacheRole] : {std::pair{&kCache, "k_cache"}, std::pair{&vCache, "v_cache"}}) {
-      if (in->buffer && in->buffer == cache->buffer && overlap(*in, *cache)) {
+      if (viewsOverlap(*in, *cache)) {
         throw UserError(inRole, fmt::format("'{}' lies in the bytes of {} '{}', which the append writes; new rows "
                                             "come from a tensor of their own", in->name, cacheRole, cache->name));
       }
     }
   }
+  // Both caches are written: neither may name an element twice (two heads' rows in one), nor share one
+  // with the other (K and V pages may alternate in one pool).
+  requireOwnElements(kCache, "k_cache", {});
+  if (vNewOrNull) requireOwnElements(vCache, "v_cache", {{&kCache, "k_cache"}});  // else the keys' cache alone
   const Rows k = rowsOf(kNew, "k_new");
   const Rows v = rowsOf(vNew, "v_new");
   // V rows of their own width (value_dim) carry their own strides; rows of K's width share K's.

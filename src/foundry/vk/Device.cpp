@@ -437,7 +437,17 @@ std::uint64_t VulkanDevice::submit(VkCommandBuffer commands) {
   return value;
 }
 
-void VulkanDevice::requireSubmitted(std::uint64_t value) const {
+std::uint64_t VulkanDevice::nextId() {
+  static std::atomic<std::uint64_t> next{0};
+  return ++next;
+}
+
+void VulkanDevice::requireSubmitted(std::uint64_t value, std::uint64_t device) const {
+  if (device != 0 && device != id_) {
+    throw UserError("submission", fmt::format("{} was submitted on another Runtime's device, not on device '{}': a "
+                                              "Submission is waited for on the Runtime or dispatcher that returned it",
+                                              value, info_.name));
+  }
   std::lock_guard lock(*queueMutex_);
   if (value > submitted_) {
     throw UserError("submission", fmt::format("{} was never submitted on device '{}', whose last submission is {}; a "

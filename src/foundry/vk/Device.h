@@ -88,9 +88,13 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   std::uint64_t submit(VkCommandBuffer commands);
   /// Blocks until the timeline reaches `value`.
   void wait(std::uint64_t value);
-  /// UserError unless `value` is 0 or was submitted on this device's queue: a wait for a value never
-  /// submitted (a stale number, another Runtime's) would wait for ever.
-  void requireSubmitted(std::uint64_t value) const;
+  /// UserError unless the submission was made on this device (its `device` is this one's id, or 0 from
+  /// code that does not say) and its value is 0 or was submitted on this device's queue: a wait for a
+  /// value never submitted (a stale number) would wait for ever, and another Runtime's value counts on
+  /// another timeline.
+  void requireSubmitted(std::uint64_t value, std::uint64_t device) const;
+  /// This device's id, unique in the process (never 0): what a Submission made here carries.
+  std::uint64_t id() const { return id_; }
   /// Whether the timeline has reached `value`.
   bool reached(std::uint64_t value) const;
   /// The semaphore submit() signals (applications chain on it).
@@ -128,6 +132,8 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   Owned<VkDevice, VkCommandPool> oneShotPool_;
   Owned<VkDevice, VkSemaphore> timeline_;
   std::uint64_t submitted_ = 0;  ///< the last value a submission signals (under the queue lock)
+  const std::uint64_t id_ = nextId();
+  static std::uint64_t nextId();
   std::mutex ownQueueMutex_;
   std::mutex* queueMutex_ = &ownQueueMutex_;
   std::mutex oneShotMutex_;  ///< the one-shot pool is used by one thread at a time

@@ -101,14 +101,20 @@ std::vector<Bound> resolveBindings(const KernelSource& kernel, const Arguments& 
                                                        caps.maxStorageBufferRange});
     bound.push_back({&slot, &t, offset, std::max<VkDeviceSize>(range, 4)});
   }
-  // Kernels declare their buffers `restrict`: a written binding must not overlap any other binding.
+  // Kernels declare their buffers `restrict`: a written binding must not share an element with any
+  // other binding, nor name one element at two positions (two invocations would write it).
+  for (const auto& b : bound) {
+    if (b.slot->access != Access::ReadOnly && selfOverlapping(*b.tensor)) {
+      throw UserError(b.slot->name, fmt::format("tensor '{}' ({}, strides [{}]) is written and names one element at "
+                                                "two positions (kernel {})", b.tensor->name, b.tensor->shapeString(),
+                                                fmt::join(b.tensor->strides, ", "), kernel.name));
+    }
+  }
   for (std::size_t i = 0; i < bound.size(); ++i) {
     for (std::size_t j = i + 1; j < bound.size(); ++j) {
       const auto &a = bound[i], &b = bound[j];
-      if (a.tensor->buffer != b.tensor->buffer) continue;
       const bool written = a.slot->access != Access::ReadOnly || b.slot->access != Access::ReadOnly;
-      const bool overlap = a.offset < b.offset + b.range && b.offset < a.offset + a.range;
-      if (written && overlap) {
+      if (written && viewsOverlap(*a.tensor, *b.tensor)) {
         const std::string& blamed = b.slot->access != Access::ReadOnly ? b.slot->name : a.slot->name;
         throw UserError(blamed, fmt::format("bindings '{}' and '{}' overlap in buffer '{}' and one is written (kernel {})",
                                             a.slot->name, b.slot->name, a.tensor->buffer->name(), kernel.name));
@@ -321,6 +327,7 @@ struct VulkanDispatcher::Impl {
   std::vector<std::shared_ptr<Recording::Frame>> spare;   ///< finished, ready to record again
   std::map<std::uint64_t, std::shared_ptr<Recording::Frame>> running;  ///< by timeline value
   std::map<std::uint64_t, bool> reusable;                 ///< false for a Recording's frame
+  std::map<std::uint64_t, SubmitResult> finished;  ///< timings of frames taken back before their wait
   bool timestamps = false;
   SubmitResult flushed;  ///< what flush() ran, for the next submit() to report
   int uncaughtAtCreation = 0;
@@ -331,6 +338,27 @@ struct VulkanDispatcher::Impl {
     auto& v = variants[kernel.hash];
     if (!v) v = std::make_shared<const KernelSource>(parameterBlockVariant(kernel));
     return *v;
+  }
+
+  /// At most this many finished submissions keep their timings for a later wait (the oldest go first).
+  static constexpr std::size_t kKeptResults = 64;
+
+  /// Takes back the frames whose work the device has finished, keeping their timings for a wait: a
+  /// program that waits through Runtime::wait, or never, must not hold every command buffer and bound
+  /// buffer it ever submitted until the dispatcher dies.
+  void reclaim() {
+    // One queue: values finish in the order they were submitted.
+    for (auto it = running.begin(); it != running.end() && device->reached(it->first);) {
+      auto& f = it->second;
+      finished[it->first] = f->results(timestamps);
+      if (reusable[it->first]) {
+        f->reset();
+        spare.push_back(std::move(f));
+      }
+      reusable.erase(it->first);
+      it = running.erase(it);
+    }
+    while (finished.size() > kKeptResults) finished.erase(finished.begin());
   }
 
   Recording::Frame& frame() {
@@ -478,16 +506,23 @@ Submission VulkanDispatcher::submitAsync() {
     throw;
   }
   const std::uint64_t value = f->submitted;
+  impl_->reclaim();
   impl_->reusable[value] = true;
   impl_->running.emplace(value, std::move(f));
-  return {value};
+  return {value, impl_->device->id()};
 }
 
 SubmitResult VulkanDispatcher::wait(Submission submission) {
   auto it = impl_->running.find(submission.value);
   if (it == impl_->running.end()) {
-    impl_->device->requireSubmitted(submission.value);
-    return {};  // waited for already, or submitted by another dispatcher
+    // Waited for already, taken back as it finished, or another dispatcher's: waited for all the same.
+    impl_->device->requireSubmitted(submission.value, submission.device);
+    impl_->device->wait(submission.value);
+    const auto done = impl_->finished.find(submission.value);
+    if (done == impl_->finished.end()) return {};
+    SubmitResult result = std::move(done->second);
+    impl_->finished.erase(done);
+    return result;
   }
   auto f = std::move(it->second);
   impl_->running.erase(it);
@@ -539,9 +574,10 @@ Submission VulkanDispatcher::replay(Recording& recording) {
   }
   f->submitted = impl_->device->submit(f->cmd);
   ++recording.replays_;
+  impl_->reclaim();
   impl_->reusable[f->submitted] = false;
   impl_->running.emplace(f->submitted, f);
-  return {f->submitted};
+  return {f->submitted, impl_->device->id()};
 }
 
 RecordingUpdate::RecordingUpdate(VulkanDispatcher& dispatcher, std::shared_ptr<Recording> recording)
