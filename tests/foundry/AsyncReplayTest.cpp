@@ -12,6 +12,7 @@
 #include "foundry/Error.h"
 #include "foundry/KernelBuilder.h"
 #include "foundry/Runtime.h"
+#include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "support/TestRuntime.h"
 #include "support/TestStages.h"
