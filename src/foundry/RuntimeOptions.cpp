@@ -12,7 +12,7 @@ const std::vector<Knob<RuntimeOptions>>& RuntimeOptions::knobs() {
                                   "SPIR-V and pipeline cache location (default $XDG_CACHE_HOME/foundry)"),
       knob::text<&O::dumpKernels, O>("FOUNDRY_DUMP_KERNELS", "a directory",
                                      "write each built kernel's .comp and .json there"),
-      knob::text<&O::kernelDir, O>("FOUNDRY_KERNEL_DIR", "a directory holding kernels/*.glsl",
+      knob::text<&O::kernelDir, O>("FOUNDRY_KERNEL_DIR", "a copy of kernels/ (the directory holding common/, flashattention/, ...)",
                                    "read GLSL snippets from disk instead of the binary"),
       knob::text<&O::glslc, O>("FOUNDRY_GLSLC", "a glslc command (a path), or empty",
                                "a glslc that compiles GL_NV_cooperative_matrix2 kernels (and, glslang 15.3 or newer, "

@@ -1,5 +1,6 @@
 // What a run over several ranks refuses before anything runs (RankedAttention::checkSupported): each
-// feature on its own, named, as an UnsupportedError; a plain config passes.
+// feature on its own, named, as an UnsupportedError; a plain config passes. What each rank's memory
+// check counts.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 
 #include "foundry/Error.h"
 #include "foundry/runner/RankedAttention.h"
+#include "foundry/runner/RunMemory.h"
 #include "foundry/runner/Session.h"
 
 namespace foundry {
@@ -43,6 +45,27 @@ TEST(RankedAttention, RefusesWhatTheRanksDoNotRunNamingIt) {
   gemma.config = loadModelConfig(FOUNDRY_SOURCE_DIR "/configs/gemma-2-9b.json");
   EXPECT_THAT([&] { RankedAttention::checkSupported(gemma); },
               ThrowsMessage<UnsupportedError>(HasSubstr("attention modifiers (layer 0) in a run over several ranks")));
+}
+
+// Each rank's memory check counts the cache rows it keeps (a trial found every rank budgeted for the
+// whole sequence, so a run whose share fit each device was refused as the one-device run was).
+TEST(RankedAttention, EachRanksMemoryCountsItsOwnCacheRows) {
+  RunRequest r = tinyLlama();
+  r.config.run.promptLen = 1000;
+  r.config.run.decodeTokens = 24;
+  std::uint32_t rows = 0;
+  for (std::uint32_t rank = 0; rank < 3; ++rank) rows += RankedAttention::cacheRowsOf(1000, 24, 3, rank);
+  EXPECT_EQ(rows, 1024u) << "the ranks' rows cover every position once";
+  const auto cacheBytes = [&](std::optional<std::uint32_t> cacheRows) {
+    const MemoryPlan plan = runMemoryPlan(r, {}, DeviceInfo{}, cacheRows);
+    for (const auto& b : plan.device) {
+      if (b.name == "k_cache0") return b.bytes;
+    }
+    return std::uint64_t{0};
+  };
+  const std::uint32_t last = RankedAttention::cacheRowsOf(1000, 24, 3, 2);
+  EXPECT_LT(last, 1024u);
+  EXPECT_EQ(cacheBytes(last) * 1024, cacheBytes(std::nullopt) * last);
 }
 
 }  // namespace

@@ -33,8 +33,13 @@ double micros(std::chrono::steady_clock::duration d) {
 
 RuntimeOptions optionsForRank(RuntimeOptions options, const Communicator& comm) {
   if (options.device.empty()) {
-    const auto count = static_cast<std::uint32_t>(VulkanInstance(false).devices().size());
-    options.device = std::to_string(comm.localRank() % count);
+    // The host's GPUs, one a rank: a CPU driver (lavapipe) is taken only where there is no other
+    // device, as one rank's default device would be.
+    std::vector<std::uint32_t> pool, cpus;
+    const VulkanInstance instance(false);
+    for (const auto& d : instance.devices()) (d.info.kind == DeviceKind::Cpu ? cpus : pool).push_back(d.index);
+    if (pool.empty()) pool = cpus;
+    options.device = std::to_string(pool[comm.localRank() % pool.size()]);
   }
   return options;
 }
@@ -91,6 +96,7 @@ std::uint64_t roundUp(std::uint64_t n, std::uint64_t to) { return (n + to - 1) /
 
 ContextParallelReport ContextParallelDecode::decode(const AttentionCall& call) {
   const std::uint32_t rank = comm_.rank(), ranks = comm_.size();
+  if (call.kvLen == 0) throw UserError("kv_len", "0: a decode attends to at least its own token's key; accepted: 1 or more");
   const std::uint32_t keys = shards_.keysHeld(rank, call.kvLen);
   shards_.owner(call.kvLen - 1);  // the sequence's last position lies in some shard
   AttentionCall local = call;

@@ -24,7 +24,8 @@ namespace foundry {
 class Buffer;
 
 /// The device a rank opens: `options.device` if set, else the rank's place among this host's ranks
-/// over the devices Vulkan lists (several ranks share a device when there are fewer).
+/// over the GPUs Vulkan lists (several ranks share a device when there are fewer; a CPU driver such as
+/// lavapipe only where the host has no other device).
 RuntimeOptions optionsForRank(RuntimeOptions options, const Communicator& comm);
 
 /// What one rank did in a decode step.

@@ -1,5 +1,7 @@
 #include "foundry/runner/RankedAttention.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
@@ -19,7 +21,58 @@ KvShards cacheShardsOf(const KvShards& prompt, std::uint32_t decodeTokens) {
   return KvShards::ofSizes(sizes);
 }
 
+/// A rank's cache rows: its shard's, at least 1 (a cache tensor is never empty).
+std::uint32_t rowsKept(const KvShards& cache, std::uint32_t rank) { return std::max(cache.shard(rank).size(), 1u); }
+
 }  // namespace
+
+std::uint32_t RankedAttention::cacheRowsOf(std::uint32_t promptLen, std::uint32_t decodeTokens, std::uint32_t ranks,
+                                           std::uint32_t rank) {
+  return rowsKept(cacheShardsOf(KvShards::causalBalanced(promptLen, ranks), decodeTokens), rank);
+}
+
+std::uint32_t RankedAttention::cacheRows() const { return rowsKept(cacheShards_, comm_.rank()); }
+
+void RankedAttention::requireAgreement(Communicator& comm, const RunRequest& request) {
+  const ModelConfig& c = request.config;
+  const RunSpec& r = c.run;
+  double ropeFrequencies = 0;
+  if (c.rope) {
+    for (const double f : c.rope->inverseFrequencies(c.headDim)) ropeFrequencies += f;
+  }
+  const std::pair<const char*, double> fields[] = {
+      {"/run/batch", r.batch},
+      {"/run/prompt_len", r.promptLen},
+      {"/run/decode_tokens", r.decodeTokens},
+      {"/run/layers", r.layers},
+      {"/run/dtype", static_cast<double>(r.dtype)},
+      {"/run/kv_dtype", static_cast<double>(r.cacheType())},
+      {"/run/seed (low 32 bits)", static_cast<double>(r.seed & 0xffffffffu)},
+      {"/run/seed (high 32 bits)", static_cast<double>(r.seed >> 32)},
+      {"/run/check", request.check ? 1.0 : 0.0},
+      {"/attention/n_heads", c.nHeads},
+      {"/attention/n_kv_heads", c.nKvHeads},
+      {"/attention/head_dim", c.headDim},
+      {"/attention/value_dim", c.vDim()},
+      {"the softmax scale", c.softmaxScale},
+      {"/attention/rope (its inverse frequencies' sum)", ropeFrequencies},
+      {"/attention/rope (its pairing)", c.rope ? static_cast<double>(c.rope->pairing) : -1.0},
+      {"/attention/rope (its attention factor)", c.rope ? c.rope->attentionScale() : 0.0},
+  };
+  constexpr std::size_t n = std::size(fields);
+  std::vector<double> mine;
+  for (const auto& f : fields) mine.push_back(f.second);
+  const std::vector<double> all = comm.allGather(mine);
+  for (std::uint32_t rank = 1; rank < comm.size(); ++rank) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (all[rank * n + i] != all[i]) {
+        throw UserError(fields[i].first, fmt::format("rank {} runs with {} where rank 0 runs with {}: every rank of a "
+                                                     "run over several ranks (mpirun) takes the same config, flags "
+                                                     "and seed", rank, all[rank * n + i], all[i]));
+      }
+    }
+  }
+}
 
 RankedAttention::RankedAttention(Runtime& runtime, Communicator& comm, std::uint32_t promptLen,
                                  std::uint32_t decodeTokens, const AttentionOptions& options)
@@ -40,7 +93,7 @@ void RankedAttention::checkSupported(const RunRequest& request) {
   };
   if (request.inputs || request.expect || request.save) refuse("--inputs, --expect and --save");
   if (request.path != AttentionPath::Flash) refuse("--path reference");
-  if (!c.run.promptLens.empty()) refuse("prompts of different lengths (--prompt-lens)");
+  if (!c.run.promptLens.empty()) refuse("a prompt length per sequence (--prompt-lens, /run/prompt_lens)");
   if (c.run.pageSize) refuse("paged KV caches (--page-size)");
   if (quantized(c.run.cacheType())) refuse(fmt::format("--kv-dtype {}", dtypeName(c.run.cacheType())));
   if (c.vDim() != c.headDim) refuse("values of another width than the keys (value_dim, latent values)");

@@ -29,11 +29,21 @@ class RankedAttention {
 
   /// UnsupportedError naming the first thing of `request` a run over several ranks does not do.
   static void checkSupported(const RunRequest& request);
+  /// A collective: UserError on every rank, naming the field, where a rank was given another run than
+  /// rank 0 (shapes, types, the seed its inputs come from, RoPE, the check). Ranks that disagree would
+  /// exchange rows of other sizes (a hang, or memory written past a buffer) or merge other inputs.
+  static void requireAgreement(Communicator& comm, const RunRequest& request);
+  /// The rows rank `rank` of `ranks` keeps in its caches (its prompt positions and, on the last rank,
+  /// the decode tokens; at least 1): what each rank allocates, and what its memory check counts.
+  static std::uint32_t cacheRowsOf(std::uint32_t promptLen, std::uint32_t decodeTokens, std::uint32_t ranks,
+                                   std::uint32_t rank);
 
   /// This rank's prompt positions, and the rows its caches need (its prompt positions and, on the
   /// last rank, the decode tokens; at least 1).
   KvShard prompt() const { return promptShards_.shard(comm_.rank()); }
-  std::uint32_t cacheRows() const { return std::max(cacheShards_.shard(comm_.rank()).size(), 1u); }
+  std::uint32_t cacheRows() const;
+  /// Every rank's prompt positions (rank 0's check samples each rank's).
+  const KvShards& promptShards() const { return promptShards_; }
 
   /// The ring prefill of this rank's prompt rows (`call.q`, rotated; the caches hold its rotated keys).
   void prefill(const AttentionCall& call);

@@ -23,7 +23,8 @@ std::uint64_t product(std::initializer_list<std::uint64_t> factors) {
 
 }  // namespace
 
-MemoryPlan runMemoryPlan(const RunRequest& req, const RunFileBytes& files, const DeviceInfo& device) {
+MemoryPlan runMemoryPlan(const RunRequest& req, const RunFileBytes& files, const DeviceInfo& device,
+                         std::optional<std::uint32_t> cacheRows) {
   const ModelConfig& c = req.config;
   const RunSpec& r = c.run;
   const std::uint64_t T = std::uint64_t(r.promptLen) + r.decodeTokens, L = r.layers, B = r.batch;
@@ -33,7 +34,7 @@ MemoryPlan runMemoryPlan(const RunRequest& req, const RunFileBytes& files, const
   const std::uint64_t q = product({T, B, c.nHeads, c.headDim, dt}), o = product({T, B, c.nHeads, c.vDim(), dt});
   const std::uint64_t kv = product({T, B, c.nKvHeads, c.headDim + (c.latentValues ? 0 : c.vDim()), dt});
   // A paged cache holds whole pages: each sequence's rows rounded up to its last page.
-  const std::uint64_t rows = r.pageSize ? (T + r.pageSize - 1) / r.pageSize * r.pageSize : T;
+  const std::uint64_t rows = cacheRows ? *cacheRows : r.pageSize ? (T + r.pageSize - 1) / r.pageSize * r.pageSize : T;
   const std::uint64_t kCache = cacheBytes(r.cacheType(), rows * B * c.nKvHeads, c.headDim);
   const std::uint64_t vCache = c.latentValues ? 0 : cacheBytes(r.cacheType(), rows * B * c.nKvHeads, c.vDim());
   const bool keepOutputs = req.check || req.expect || req.save;

@@ -2,6 +2,7 @@
 // What `foundry run` will hold in device and host memory, computed from the config and the flags
 // before anything is allocated, so that a run that cannot fit fails at once (checkMemoryPlan).
 #include <cstdint>
+#include <optional>
 
 #include "foundry/MemoryBudget.h"
 #include "foundry/runner/Session.h"
@@ -16,6 +17,9 @@ struct RunFileBytes {
 
 /// The run's device buffers (KV caches, inputs, outputs, the check's and the reference path's
 /// scratch) and its larger host buffers (file tensors, their float copies, the comparisons).
-MemoryPlan runMemoryPlan(const RunRequest& request, const RunFileBytes& files, const DeviceInfo& device);
+/// `cacheRows`: over several ranks, the rows this rank's caches keep (RankedAttention::cacheRowsOf);
+/// else every position's.
+MemoryPlan runMemoryPlan(const RunRequest& request, const RunFileBytes& files, const DeviceInfo& device,
+                         std::optional<std::uint32_t> cacheRows = std::nullopt);
 
 }  // namespace foundry

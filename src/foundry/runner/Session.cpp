@@ -359,9 +359,16 @@ void Session::noteDecisions(const std::string& phase, const StepRecord& record) 
 // Every layer's prefill and first decode call planned before anything is recorded: a shape the
 // device cannot run fails here, not after the first layers' work.
 void Session::planEveryCall() const {
-  // Over several ranks each rank's calls have its own shapes; RingPrefill and ContextParallelDecode plan them.
-  if (req_.path != AttentionPath::Flash || ranked_) return;
+  if (req_.path != AttentionPath::Flash) return;
   const LayerInputs& in = inputs_[0];
+  if (ranked_) {
+    // Each rank's calls have its shard's shapes (RingPrefill and ContextParallelDecode fit them); what the
+    // knobs refuse of the decode's form (RoPE fused into it) is refused here, on the rank's own rows.
+    for (std::uint32_t l = 0; l < L_ && N_ > 0; ++l) {
+      flash_.plan(attentionCall(tokenView(in.q, P_, 1), l, tokenView(out_[0], P_, 1), ranked_->cacheRows(), P_));
+    }
+    return;
+  }
   for (std::uint32_t l = 0; l < L_; ++l) {
     if (ragged_) {
       for (std::uint32_t b = 0; b < B_ && !materialisedPrefill_; ++b) flash_.plan(raggedPrefillCall(in, l, out_[0], b));
@@ -470,7 +477,12 @@ void Session::checkMemoryBudget() const {
   std::uint64_t inputBytes = 0;
   for (const char* name : inputNames()) inputBytes += bytesOf(inputFile_, {name});
   const RunFileBytes files{inputBytes, bytesOf(expectFile_, {"o"})};
-  checkMemoryPlan(runMemoryPlan(req_, files, rt_.info()), rt_.info(), hostMemory());
+  // Over several ranks each holds its share of the positions in its caches.
+  std::optional<std::uint32_t> cacheRows;
+  if (req_.ranks && req_.ranks->size() > 1) {
+    cacheRows = RankedAttention::cacheRowsOf(P_, N_, req_.ranks->size(), req_.ranks->rank());
+  }
+  checkMemoryPlan(runMemoryPlan(req_, files, rt_.info(), cacheRows), rt_.info(), hostMemory());
 }
 
 // The run binds each token's rows of q, k, v and o at that token's byte offset, which the device
@@ -490,6 +502,7 @@ void Session::checkTokenRowsAligned() const {
 }
 
 RunReport Session::run() {
+  if (req_.ranks && req_.ranks->size() > 1) RankedAttention::requireAgreement(*req_.ranks, req_);
   checkFilesBeforeRunning();
   checkMemoryBudget();
   checkTokenRowsAligned();
@@ -854,6 +867,12 @@ void Session::checkOutputs(RunReport& report) {
       const std::uint32_t n = c_.run.promptOf(b);
       std::set<std::uint32_t> positions = {0u, n / 2, n - 1};
       if (N_ > 0) positions.insert({n, n + N_ - 1});
+      // Over several ranks every rank's rows came from its own ring prefill: each rank's first, middle
+      // and last prompt positions too.
+      for (std::uint32_t r = 0; ranked_ && r < req_.ranks->size(); ++r) {
+        const KvShard s = ranked_->promptShards().shard(r);
+        if (s.size() > 0) positions.insert({s.begin, s.begin + s.size() / 2, s.end - 1});
+      }
       for (const std::uint32_t pos : positions) {
         AttentionProblem p;
         p.batch = 1;
