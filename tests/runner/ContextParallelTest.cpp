@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include "foundry/Error.h"
 #include "foundry/Runtime.h"
 #include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
@@ -56,6 +57,25 @@ KvShards shardsOf(const CpCase& c, std::uint32_t ranks) {
     return KvShards::ofSizes(sizes);
   }
   return KvShards::even(c.capacity, ranks);
+}
+
+// A decode of no key at all is refused on every rank naming kv_len (it named position 2^32 - 1).
+TEST(ContextParallelRefusals, AKvLengthOf0IsNamed) {
+  Runtime& rt = *gRuntime;
+  MpiCommunicator& comm = *gComm;
+  ContextParallelDecode cp(rt, comm, KvShards::even(8, comm.size()), AttentionOptions{});
+  AttentionCall call;
+  call.q = rt.allocate("q", DType::F32, {1, 2, 1, 64}, Layout::HeadMajor);
+  call.o = rt.allocate("o", DType::F32, {1, 2, 1, 64}, Layout::HeadMajor);
+  call.k = rt.allocate("k", DType::F32, {1, 1, 8, 64}, Layout::KvCache);
+  call.v = rt.allocate("v", DType::F32, {1, 1, 8, 64}, Layout::KvCache);
+  call.kvLen = 0;
+  try {
+    cp.decode(call);
+    ADD_FAILURE() << "a decode of kv_len 0 ran";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "kv_len") << e.what();
+  }
 }
 
 TEST_P(ContextParallel, DecodeEqualsTheSingleDeviceResult) {
