@@ -108,6 +108,18 @@ void mergeBuffer(Merged& m, const BufferDecl& d, const std::string& stage, const
   m.buffers.push_back({d, {stage}});
 }
 
+/// Bytes of a shared array's element where GLSL fixes them (0: a type of the stage's own, a struct).
+std::uint32_t knownElementBytes(const std::string& glsl) {
+  static const std::map<std::string, std::uint32_t> sizes = {
+      {"float", 4},     {"int", 4},       {"uint", 4},       {"bool", 4},       {"vec2", 8},      {"vec3", 12},
+      {"vec4", 16},     {"ivec2", 8},     {"ivec4", 16},     {"uvec2", 8},      {"uvec3", 12},    {"uvec4", 16},
+      {"float16_t", 2}, {"f16vec2", 4},   {"f16vec4", 8},    {"uint16_t", 2},   {"int16_t", 2},   {"u16vec2", 4},
+      {"u16vec4", 8},   {"int8_t", 1},    {"uint8_t", 1},    {"i8vec4", 4},     {"u8vec4", 4},    {"mat4", 64},
+      {"double", 8},    {"dvec4", 32},    {"uint64_t", 8},   {"int64_t", 8}};
+  const auto it = sizes.find(glsl);
+  return it == sizes.end() ? 0 : it->second;
+}
+
 void mergePush(Merged& m, const PushDecl& d, const std::string& stage, const std::string& kernel) {
   for (auto& p : m.push) {
     if (p.decl.name != d.name) continue;
@@ -416,7 +428,15 @@ KernelSource KernelBuilder::build() const {
   KernelSource src;
   std::vector<std::string> shortNames;
   for (const auto& s : stages_) {
-    src.stages.push_back(s->name());
+    // A stage's name goes into the kernel's banners and #line markers: one printable line without quotes.
+    const std::string name = s->name();
+    if (name.empty() || std::any_of(name.begin(), name.end(), [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e || c == '"' || c == '\\';
+        })) {
+      throw UserError("stage", fmt::format("a stage named {}: a stage's name is one line of printable ASCII without "
+                                           "quotes or backslashes", foundry::quoted(name)));
+    }
+    src.stages.push_back(name);
     src.stageKeys.push_back(s->key());
     shortNames.push_back(shortStageName(s->name()));
   }
@@ -442,7 +462,17 @@ KernelSource KernelBuilder::build() const {
     stages_[i]->declare(iface, device_);
     for (const auto& b : iface.buffers()) checkName(b.name, "buffer", stage, kernel);
     for (const auto& p : iface.pushFields()) checkName(p.name, "push constant", stage, kernel);
-    for (const auto& s : iface.sharedArrays()) checkName(s.name, "shared array", stage, kernel);
+    for (const auto& s : iface.sharedArrays()) {
+      checkName(s.name, "shared array", stage, kernel);
+      // The budget below counts elementBytes: it must be what the element takes.
+      const std::uint32_t known = knownElementBytes(s.glslElement);
+      if (s.elementBytes == 0 || (known && s.elementBytes != known)) {
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("stage {} declares shared array '{}' of {} with {} bytes an element; accepted: {}",
+                                    stage, s.name, s.glslElement, s.elementBytes,
+                                    known ? std::to_string(known) : std::string("1 or more")));
+      }
+    }
     for (const auto& c : iface.constants()) checkName(c.name, "constant", stage, kernel);
     for (const auto& c : iface.defines()) checkName(c.name.substr(0, c.name.find('(')), "macro", stage, kernel);
     for (const auto& p : iface.produced()) checkName(p.name, "symbol", stage, kernel);
@@ -566,10 +596,10 @@ KernelSource KernelBuilder::build() const {
   }
 
   // Budgets the device must hold.
-  std::uint32_t sharedBytes = 0;
+  std::uint64_t sharedBytes = 0;  // 64 bits: a count times its element's bytes may pass 2^32
   std::vector<std::string> sharedParts;
   for (const auto& s : m.shared) {
-    const std::uint32_t bytes = (s.decl.count * s.decl.elementBytes + 15u) & ~15u;
+    const std::uint64_t bytes = (std::uint64_t(s.decl.count) * s.decl.elementBytes + 15u) & ~std::uint64_t(15);
     sharedBytes += bytes;
     sharedParts.push_back(fmt::format("{}.{} {} B", s.stage, s.decl.name, bytes));
   }
@@ -611,7 +641,7 @@ KernelSource KernelBuilder::build() const {
                                        kernel, src.layout.pushBytes, fmt::join(fields, ", "), device_.name,
                                        device_.maxPushConstantBytes));
   }
-  src.layout.sharedBytes = sharedBytes;
+  src.layout.sharedBytes = static_cast<std::uint32_t>(sharedBytes);  // within the device's limit
   src.layout.workgroup = workgroup_;
   src.layout.subgroupSize = device_.subgroupSize;
 

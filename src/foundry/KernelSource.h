@@ -41,7 +41,9 @@ struct KernelLayout {
 struct KernelSource {
   std::string name;                 ///< e.g. "decode__HeadLayout_FlashDecode__D128_sg4"
   std::string glsl;
-  std::string hash;                 ///< hex digest of the GLSL text
+  /// Hex digest of the GLSL text, which the kernel caches key on: a program that edits `glsl` after
+  /// KernelBuilder::build() sets it again (hashHex, foundry/Hash.h), or the caches serve the old kernel.
+  std::string hash;
   KernelLayout layout;
   std::vector<std::string> stages;  ///< stage names in order
   std::vector<std::string> stageKeys;

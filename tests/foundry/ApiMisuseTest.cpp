@@ -1,6 +1,8 @@
 // What the library does when an embedding program misuses its C++ API (a hostile trial's findings):
 // each misuse is a UserError naming the parameter, never a crash, a hang, a write past a sequence's
 // pages or a silently wrong output; and the valid calls that were refused now run and are right.
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "foundry/steps/RopeStep.h"
 #include "foundry/stages/AttentionHooks.h"
 #include "foundry/testing/StepMockTest.h"
+#include "support/TempDir.h"
 #include "support/TestRuntime.h"
 #include "support/UserErrorText.h"
 
@@ -84,6 +87,85 @@ TEST(ApiMisuse, ModifiersThatDifferOnlyInTheirGlslNeverShareAKernel) {
     fa.run(d.call);
     EXPECT_LT(d.error(), 1e-4) << fn;
   }
+}
+
+/// One GLSL text for every factor: the factor is a macro the modifier defines, or a constant it declares;
+/// key() says nothing of it.
+struct DefinedScale : AttentionModifier {
+  GlslSource glsl = GlslSource::fromText("defined_scale", "float defined_scale(float s, uint b, uint h, uint q, uint k) "
+                                                          "{ return SCALE_BY * s; }\n");
+  double factor;
+  bool asConstant;
+  DefinedScale(double f, bool constant) : factor(f), asConstant(constant) {}
+  std::string name() const override { return "DefinedScale"; }
+  std::string key() const override { return {}; }
+  void declare(KernelInterface& k, const DeviceInfo&) const override {
+    if (asConstant) {
+      k.constant("SCALE_BY", "float", fmt::format("{:.1f}", factor));
+    } else {
+      k.define("SCALE_BY", fmt::format("{:.1f}", factor));
+    }
+    k.snippet(glsl).hook(hook::kScore, "defined_scale");
+  }
+  double score(double s, const HookAt&) const override { return s * factor; }
+};
+
+// A trial found the second of two such modifiers running the first one's kernel (maxRel 0.55).
+TEST(ApiMisuse, ModifiersThatDifferOnlyInADefineOrAConstantNeverShareAKernel) {
+  SmallDecode d;
+  for (const bool constant : {false, true}) {
+    FusedAttention fa(d.rt);
+    for (const double factor : {2.0, 0.5}) {
+      d.call.modifiers = {std::make_shared<DefinedScale>(factor, constant)};
+      d.rt.poison(d.call.o);
+      fa.run(d.call);
+      EXPECT_LT(d.error(), 1e-4) << (constant ? "constant " : "define ") << factor;
+    }
+  }
+}
+
+// Compile errors in a modifier's own file name that file when the modifier runs inside an attention
+// kernel (they named the snippet's generated name there).
+TEST(ApiMisuse, ACompileErrorInAModifiersFileNamesTheFile) {
+  SmallDecode d;
+  const test::TempDir dir;
+  const auto path = dir.path() / "broken_score.glsl";
+  std::ofstream(path) << "float broken_score(float s, uint b, uint h, uint q, uint k) {\n  return s * not_declared;\n}\n";
+  struct Broken : AttentionModifier {
+    GlslSource glsl;
+    explicit Broken(const std::filesystem::path& p) : glsl(GlslSource::fromFile(p)) {}
+    std::string name() const override { return "Broken"; }
+    std::string key() const override { return {}; }
+    void declare(KernelInterface& k, const DeviceInfo&) const override { k.snippet(glsl).hook(hook::kScore, "broken_score"); }
+    double score(double s, const HookAt&) const override { return s; }
+  };
+  d.call.modifiers = {std::make_shared<Broken>(path)};
+  FusedAttention fa(d.rt);
+  try {
+    fa.run(d.call);
+    ADD_FAILURE() << "a modifier that does not compile ran";
+  } catch (const DeviceError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path.string() + ":2:")) << e.what();
+  }
+}
+
+// A trial found a modifier that declared and set kv_len replacing the step's value (maxRel 3.7).
+TEST(ApiMisuse, AModifierThatSetsTheKernelsOwnPushConstantIsRefused) {
+  SmallDecode d;
+  struct OwnLength : AttentionModifier {
+    GlslSource glsl = GlslSource::fromText("own_length", "float own_length(float s, uint b, uint h, uint q, uint k) "
+                                                         "{ return s; }\n");
+    std::string name() const override { return "OwnLength"; }
+    std::string key() const override { return {}; }
+    void declare(KernelInterface& k, const DeviceInfo&) const override {
+      k.push("kv_len", PushType::U32).snippet(glsl).hook(hook::kScore, "own_length");
+    }
+    void bind(Arguments& args, const ModifierCall&, Workspace&, TileShape) const override { args.set("kv_len", 5u); }
+  };
+  d.call.modifiers = {std::make_shared<OwnLength>()};
+  FusedAttention fa(d.rt);
+  EXPECT_THAT(userError([&] { fa.run(d.call); }),
+              AllOf(StartsWith("kv_len: "), HasSubstr("modifier OwnLength sets push constant 'kv_len'")));
 }
 
 TEST(ApiMisuse, OneFusedAttentionServesACallWithLseAndOneWithout) {

@@ -237,5 +237,30 @@ TEST_F(KernelBuilderTest, EmitsBannersLineMarkersAndADeterministicName) {
   EXPECT_EQ(build().hash, src.hash);  // same stages, same text
 }
 
+// A trial's findings: a shared array's bytes wrapped past 2^32 to 0 and the kernel crashed the driver;
+// an element size of 0 (or one GLSL does not give the type) passed the budget; a stage's name with a
+// newline or a quote broke the kernel's banners and #line markers.
+TEST_F(KernelBuilderTest, SharedArraysAreBudgetedAtTheirTrueSize) {
+  const auto build = [&](std::string element, std::uint32_t count, std::uint32_t bytes) {
+    builder().workgroup(64).add(scripted("Big", [=](KernelInterface& k) { k.shared("big", element, count, bytes); })).build();
+  };
+  EXPECT_THAT([&] { build("float", 1u << 30, 4); },
+              ::testing::ThrowsMessage<UnsupportedError>(HasSubstr("needs 4294967296 bytes of shared memory")));
+  EXPECT_THAT([&] { build("vec4", 100000, 0); },
+              ::testing::ThrowsMessage<UserError>(HasSubstr("'big' of vec4 with 0 bytes an element; accepted: 16")));
+  EXPECT_THAT([&] { build("float", 64, 2); }, ::testing::ThrowsMessage<UserError>(HasSubstr("accepted: 4")));
+  EXPECT_NO_THROW(build("vec4", 64, 16));
+  EXPECT_NO_THROW(build("MyStruct", 8, 24));  // a type of the stage's own: its stated size is taken
+}
+
+TEST_F(KernelBuilderTest, AStageNameIsOnePrintableLineWithoutQuotes) {
+  for (const std::string name : {"Bad\nStage", "Bad\"Stage", "Back\\slash", ""}) {
+    EXPECT_THAT([&] { builder().workgroup(64).add(scripted(name, [](KernelInterface&) {})).build(); },
+                ::testing::ThrowsMessage<UserError>(HasSubstr("a stage's name is one line of printable ASCII")))
+        << name;
+  }
+  EXPECT_NO_THROW(builder().workgroup(64).add(scripted("My stage-2.v1", [](KernelInterface&) {})).build());
+}
+
 }  // namespace
 }  // namespace foundry

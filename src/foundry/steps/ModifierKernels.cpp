@@ -16,8 +16,23 @@ namespace {
 std::string stageKey(const Stage& stage, const DeviceInfo& device) {
   KernelInterface iface;
   stage.declare(iface, device);
+  // Everything the stage declares goes into the kernel's text: its snippets, and its macros, constants,
+  // buffers, push constants, shared arrays and hooks (a modifier whose key() leaves out a define's value
+  // once got another's kernel).
   std::string text;
   for (const auto& s : iface.inlineSnippets()) text.append(s.name).append(1, '\n').append(s.text).append(1, '\n');
+  for (const auto& s : iface.snippets()) text.append("snippet ").append(s).append(1, '\n');
+  for (const auto& c : iface.defines()) text.append(fmt::format("define {} {}\n", c.name, c.value));
+  for (const auto& c : iface.constants()) text.append(fmt::format("const {} {} = {}\n", c.type, c.name, c.value));
+  for (const auto& b : iface.buffers()) {
+    text.append(fmt::format("buffer {} {} {} {}\n", b.name, dtypeName(b.dtype), b.glslElement, accessName(b.access)));
+  }
+  for (const auto& p : iface.pushFields()) text.append(fmt::format("push {} {}\n", p.name, pushTypeGlsl(p.type)));
+  for (const auto& a : iface.sharedArrays()) {
+    text.append(fmt::format("shared {} {} {} {}\n", a.name, a.glslElement, a.count, a.elementBytes));
+  }
+  for (const auto& h : iface.hooks()) text.append(fmt::format("hook {} {} {}\n", h.point, h.function, h.hint));
+  for (const auto& e : iface.extensions()) text.append("extension ").append(e).append(1, '\n');
   GlslWriter w(stage.name());
   stage.emit(w, device);
   return fmt::format("{}:{}:{}", stage.name(), stage.key(), hashHex(text + w.str()).substr(0, 16));
@@ -36,7 +51,19 @@ void KernelModifiers::addTo(KernelBuilder& builder) const {
 }
 
 void KernelModifiers::bind(Arguments& args, const ModifierCall& call, Workspace& ws, TileShape tile) const {
-  for (const auto& m : modifiers) m->bind(args, call, ws, tile);
+  for (const auto& m : modifiers) {
+    // A modifier sets its own push constants; one that gave a value the step or an earlier modifier set
+    // (a kv_len of its own) would change what the whole kernel computes without a word.
+    const std::map<std::string, PushValue> before = args.push();
+    m->bind(args, call, ws, tile);
+    for (const auto& [name, value] : before) {
+      if (args.push().at(name) != value) {
+        throw UserError(name, fmt::format("modifier {} sets push constant '{}', which the kernel's own stages set; a "
+                                          "modifier reads such a value (KernelInterface::usesPush) and sets only the "
+                                          "push constants it declares for itself", m->name(), name));
+      }
+    }
+  }
 }
 
 void requireHosted(const Modifiers& all, const std::set<std::string>& hosted, const DeviceInfo& device,
