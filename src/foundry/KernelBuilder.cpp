@@ -456,6 +456,18 @@ KernelSource KernelBuilder::build() const {
   Merged m;
   std::vector<KernelInterface> ifaces(stages_.size());
   std::map<std::string, std::pair<std::string, std::string>> produced;  // symbol -> (type, stage)
+  // Buffers, shared arrays, constants, macros and symbols share the kernel's one namespace: one name, one
+  // kind (stages may repeat a declaration of the same kind; its merge rules apply).
+  std::map<std::string, std::pair<const char*, std::string>> named;  // name -> (kind, stage)
+  const auto claim = [&](const std::string& name, const char* kind, const std::string& stage) {
+    const auto [it, fresh] = named.emplace(name, std::pair{kind, stage});
+    if (!fresh && std::string_view(it->second.first) != kind) {
+      throw UserError(fmt::format("kernel {}", kernel),
+                      fmt::format("stage {} declares {} '{}' but stage {} declared a {} of that name: buffers, shared "
+                                  "arrays, constants, macros and symbols share the kernel's names (chain: {})",
+                                  stage, kind, name, it->second.second, it->second.first, chain));
+    }
+  };
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const std::string& stage = src.stages[i];
     KernelInterface& iface = ifaces[i];
@@ -476,6 +488,11 @@ KernelSource KernelBuilder::build() const {
     for (const auto& c : iface.constants()) checkName(c.name, "constant", stage, kernel);
     for (const auto& c : iface.defines()) checkName(c.name.substr(0, c.name.find('(')), "macro", stage, kernel);
     for (const auto& p : iface.produced()) checkName(p.name, "symbol", stage, kernel);
+    for (const auto& b : iface.buffers()) claim(b.name, "buffer", stage);
+    for (const auto& s : iface.sharedArrays()) claim(s.name, "shared array", stage);
+    for (const auto& c : iface.constants()) claim(c.name, "constant", stage);
+    for (const auto& c : iface.defines()) claim(c.name.substr(0, c.name.find('(')), "macro", stage);
+    for (const auto& p : iface.produced()) claim(p.name, "symbol", stage);
     for (const auto& b : iface.buffers()) mergeBuffer(m, b, stage, kernel);
     for (const auto& p : iface.pushFields()) mergePush(m, p, stage, kernel);
     for (const auto& c : iface.constants()) mergeConstant(m.constants, c, stage, kernel);

@@ -262,5 +262,24 @@ TEST_F(KernelBuilderTest, AStageNameIsOnePrintableLineWithoutQuotes) {
   EXPECT_NO_THROW(builder().workgroup(64).add(scripted("My stage-2.v1", [](KernelInterface&) {})).build());
 }
 
+// One name, one kind: a trial found these clashes surfacing as glslang errors (DeviceError) instead.
+TEST_F(KernelBuilderTest, NamesOfDifferentKindsNeverClash) {
+  using Declare = ScriptedStage::Declare;
+  const Declare buffer = [](KernelInterface& k) { k.buffer("x", DType::F32, Access::ReadOnly); };
+  const std::vector<std::pair<Declare, Declare>> clashes = {
+      {buffer, [](KernelInterface& k) { k.shared("x", "float", 4, 4); }},
+      {buffer, [](KernelInterface& k) { k.constant("x", 1u); }},
+      {buffer, [](KernelInterface& k) { k.produces("x", "uint"); }},
+      {[](KernelInterface& k) { k.define("X", "2"); }, [](KernelInterface& k) { k.constant("X", 1u); }},
+  };
+  for (const auto& [first, second] : clashes) {
+    EXPECT_THAT([&] { builder().workgroup(64).add(scripted("A", first)).add(scripted("Bee", second)).build(); },
+                ::testing::ThrowsMessage<UserError>(
+                    AllOf(HasSubstr("stage Bee declares"), HasSubstr("stage A declared"), HasSubstr("share the kernel"))));
+  }
+  // The same kind twice merges as before.
+  EXPECT_NO_THROW(builder().workgroup(64).add(scripted("A", buffer)).add(scripted("Bee", buffer)).build());
+}
+
 }  // namespace
 }  // namespace foundry
