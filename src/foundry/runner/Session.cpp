@@ -162,6 +162,8 @@ class Session {
   }
   void noteDecisions(const std::string& phase, const StepRecord& record);
   void planEveryCall() const;
+  /// Started by mpirun with more than one process: the run is divided over the ranks.
+  bool overRanks() const { return req_.ranks && req_.ranks->size() > 1; }
   void record(const SubmitResult& r, PhaseReport& phase);
   void loadInputs();
   void checkOutputs(RunReport& report);
@@ -479,7 +481,7 @@ void Session::checkMemoryBudget() const {
   const RunFileBytes files{inputBytes, bytesOf(expectFile_, {"o"})};
   // Over several ranks each holds its share of the positions in its caches.
   std::optional<std::uint32_t> cacheRows;
-  if (req_.ranks && req_.ranks->size() > 1) {
+  if (overRanks()) {
     cacheRows = RankedAttention::cacheRowsOf(P_, N_, req_.ranks->size(), req_.ranks->rank());
   }
   checkMemoryPlan(runMemoryPlan(req_, files, rt_.info(), cacheRows), rt_.info(), hostMemory());
@@ -502,11 +504,11 @@ void Session::checkTokenRowsAligned() const {
 }
 
 RunReport Session::run() {
-  if (req_.ranks && req_.ranks->size() > 1) RankedAttention::requireAgreement(*req_.ranks, req_);
+  if (overRanks()) RankedAttention::requireAgreement(*req_.ranks, req_);
   checkFilesBeforeRunning();
   checkMemoryBudget();
   checkTokenRowsAligned();
-  if (req_.ranks && req_.ranks->size() > 1) {
+  if (overRanks()) {
     RankedAttention::checkSupported(req_);
     ranked_ = std::make_unique<RankedAttention>(rt_, *req_.ranks, P_, N_, req_.attention);
   }

@@ -51,10 +51,10 @@ void KernelModifiers::addTo(KernelBuilder& builder) const {
 }
 
 void KernelModifiers::bind(Arguments& args, const ModifierCall& call, Workspace& ws, TileShape tile) const {
+  // A modifier sets its own push constants; one that gave a value the step set (a kv_len of its own)
+  // would change what the whole kernel computes without a word. One copy of the step's values a call.
+  const std::map<std::string, PushValue> before = args.push();
   for (const auto& m : modifiers) {
-    // A modifier sets its own push constants; one that gave a value the step or an earlier modifier set
-    // (a kv_len of its own) would change what the whole kernel computes without a word.
-    const std::map<std::string, PushValue> before = args.push();
     m->bind(args, call, ws, tile);
     for (const auto& [name, value] : before) {
       if (args.push().at(name) != value) {

@@ -348,17 +348,27 @@ struct VulkanDispatcher::Impl {
   /// buffer it ever submitted until the dispatcher dies.
   void reclaim() {
     // One queue: values finish in the order they were submitted.
-    for (auto it = running.begin(); it != running.end() && device->reached(it->first);) {
-      auto& f = it->second;
-      finished[it->first] = f->results(timestamps);
-      if (reusable[it->first]) {
-        f->reset();
-        spare.push_back(std::move(f));
-      }
-      reusable.erase(it->first);
-      it = running.erase(it);
+    while (!running.empty() && device->reached(running.begin()->first)) {
+      const std::uint64_t value = running.begin()->first;
+      finished[value] = retire(running.begin());
     }
     while (finished.size() > kKeptResults) finished.erase(finished.begin());
+  }
+
+  /// A running frame whose work has finished out of `running`: its timings, and the frame back to the
+  /// spare list unless a Recording owns it.
+  SubmitResult retire(std::map<std::uint64_t, std::shared_ptr<Recording::Frame>>::iterator it) {
+    const std::uint64_t value = it->first;
+    auto f = std::move(it->second);
+    running.erase(it);
+    const bool ours = reusable[value];
+    reusable.erase(value);
+    SubmitResult result = f->results(timestamps);
+    if (ours) {
+      f->reset();
+      spare.push_back(std::move(f));
+    }
+    return result;
   }
 
   Recording::Frame& frame() {
@@ -524,17 +534,8 @@ SubmitResult VulkanDispatcher::wait(Submission submission) {
     impl_->finished.erase(done);
     return result;
   }
-  auto f = std::move(it->second);
-  impl_->running.erase(it);
-  const bool reusable = impl_->reusable[submission.value];
-  impl_->reusable.erase(submission.value);
   impl_->device->wait(submission.value);
-  SubmitResult result = f->results(impl_->timestamps);
-  if (reusable) {
-    f->reset();
-    impl_->spare.push_back(std::move(f));
-  }
-  return result;
+  return impl_->retire(it);
 }
 
 void VulkanDispatcher::beginParameterized() {
