@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 # Headers a program that links Foundry never needs, and which no installed header includes
 # (docs/embedding.md says why each is internal). Every other header under src/foundry is installed.
 set(FOUNDRY_INTERNAL_HEADERS
-  AtomicFile.h CoopMatProbe.h FileIdentity.h Hash.h TempFiles.h
+  AtomicFile.h CoopMatProbe.h FileIdentity.h GlslScan.h Hash.h TempFiles.h
   vk/Barrier.h vk/Buffer.h vk/PipelineCache.h
   stages/FlashDecodeCommon.h stages/SdpaPrefillCommon.h stages/SplitKReduceCommon.h
   steps/KernelCatalog.h

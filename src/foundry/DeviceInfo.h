@@ -81,6 +81,8 @@ struct DeviceInfo {
   std::uint64_t maxAllocationBytes = 1ull << 31;
   std::uint64_t deviceMemoryBytes = 1ull << 32;
   std::uint32_t maxWorkgroupInvocations = 1024;
+  /// The most invocations a workgroup may have along x, y and z (maxComputeWorkGroupSize).
+  std::array<std::uint32_t, 3> maxWorkgroupSize{1024, 1024, 64};
   std::uint32_t maxPushConstantBytes = 128;
   bool fp16Arithmetic = true;
   bool storage16Bit = true;
@@ -141,6 +143,7 @@ struct DeviceInfo {
 ///   subgroup=N (sets the default, min and max size)  subgroup-min=N  subgroup-max=N
 ///   subgroup-control=0|1  subgroup-arithmetic=0|1  subgroup-shuffle=0|1
 ///   shared=N (bytes)  storage=N (max storage buffer range)  alloc=N  memory=N  invocations=N  push=N
+///   workgroup-size=XxYxZ (the most invocations along each dimension)
 ///   fp16=0|1  storage16=0|1  cus=N  loop-limit=N (0: none)  driver-version=N  uuid=32 hex digits
 ///   coopmat=0|none (no shapes, no layout) | 1 (NVIDIA's shapes and quad layout, if there were none) |
 ///           MxNxK:input:accumulator joined by + (exactly these shapes), e.g. 16x16x16:f16:f32+16x8x16:f16:f16

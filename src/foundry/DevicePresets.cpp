@@ -24,7 +24,8 @@ DeviceInfo lavapipe() {
   return {.name = "llvmpipe (preset)", .vendor = Vendor::Mesa, .kind = DeviceKind::Cpu,
           .family = DeviceFamily::Lavapipe, .subgroupSize = 8, .minSubgroupSize = 8, .maxSubgroupSize = 8,
           .maxSharedMemoryBytes = 32768, .maxStorageBufferRange = 134217728, .maxAllocationBytes = 2 * kGiB,
-          .deviceMemoryBytes = 8 * kGiB, .maxPushConstantBytes = 128, .int8Dot = true, .computeUnits = 2,
+          .deviceMemoryBytes = 8 * kGiB, .maxWorkgroupSize = {1024, 1024, 1024}, .maxPushConstantBytes = 128,
+          .int8Dot = true, .computeUnits = 2,
           .loopLimit = kLlvmpipeLoopLimit, .driverName = "llvmpipe (preset)"};
 }
 
@@ -33,7 +34,7 @@ DeviceInfo small() {
   return {.name = "small GPU (preset)", .vendor = Vendor::Other, .kind = DeviceKind::Integrated,
           .subgroupSize = 16, .minSubgroupSize = 16, .maxSubgroupSize = 16, .maxSharedMemoryBytes = 16384,
           .maxStorageBufferRange = 134217728, .maxAllocationBytes = kGiB, .deviceMemoryBytes = 2 * kGiB,
-          .maxWorkgroupInvocations = 256, .fp16Arithmetic = false, .computeUnits = 8};
+          .maxWorkgroupInvocations = 256, .maxWorkgroupSize = {256, 256, 64}, .fp16Arithmetic = false, .computeUnits = 8};
 }
 
 /// RDNA3 runs wave64 or wave32; `subgroup` is what a pipeline gets without asking.
@@ -41,7 +42,8 @@ DeviceInfo rdna3(const char* name, std::uint32_t subgroup) {
   return {.name = name, .vendor = Vendor::Amd, .kind = DeviceKind::Discrete, .family = DeviceFamily::Rdna3,
           .subgroupSize = subgroup, .minSubgroupSize = 32, .maxSubgroupSize = 64, .subgroupSizeControl = true,
           .maxSharedMemoryBytes = 65536, .maxStorageBufferRange = kMaxRange, .maxAllocationBytes = 24 * kGiB,
-          .deviceMemoryBytes = 24 * kGiB, .maxPushConstantBytes = 256, .computeUnits = 96};
+          .deviceMemoryBytes = 24 * kGiB, .maxWorkgroupSize = {1024, 1024, 1024}, .maxPushConstantBytes = 256,
+          .computeUnits = 96};
 }
 
 /// An Arc A770. GL_NV_cooperative_matrix is NVIDIA's only: no shapes.
@@ -49,7 +51,8 @@ DeviceInfo intelArc() {
   return {.name = "Intel Arc (preset)", .vendor = Vendor::Intel, .kind = DeviceKind::Discrete,
           .family = DeviceFamily::Arc, .subgroupSize = 32, .minSubgroupSize = 8, .maxSubgroupSize = 32,
           .subgroupSizeControl = true, .maxSharedMemoryBytes = 65536, .maxStorageBufferRange = kMaxRange,
-          .maxAllocationBytes = 4 * kGiB, .deviceMemoryBytes = 16 * kGiB, .maxPushConstantBytes = 256,
+          .maxAllocationBytes = 4 * kGiB, .deviceMemoryBytes = 16 * kGiB, .maxWorkgroupSize = {1024, 1024, 1024},
+          .maxPushConstantBytes = 256,
           .computeUnits = 32, .driverName = "Intel (preset)"};
 }
 
@@ -58,7 +61,8 @@ DeviceInfo appleM() {
   return {.name = "Apple M (preset)", .vendor = Vendor::Apple, .kind = DeviceKind::Integrated,
           .family = DeviceFamily::Apple, .subgroupSize = 32, .minSubgroupSize = 32, .maxSubgroupSize = 32,
           .maxSharedMemoryBytes = 32768, .maxStorageBufferRange = kMaxRange, .maxAllocationBytes = 16 * kGiB,
-          .deviceMemoryBytes = 32 * kGiB, .maxWorkgroupInvocations = 1024, .maxPushConstantBytes = 4096,
+          .deviceMemoryBytes = 32 * kGiB, .maxWorkgroupInvocations = 1024, .maxWorkgroupSize = {1024, 1024, 1024},
+          .maxPushConstantBytes = 4096,
           .computeUnits = 38, .driverName = "MoltenVK (preset)"};
 }
 

@@ -208,6 +208,21 @@ const std::vector<Key>& keys() {
       number("alloc", &DeviceInfo::maxAllocationBytes),
       number("memory", &DeviceInfo::deviceMemoryBytes),
       number("invocations", &DeviceInfo::maxWorkgroupInvocations),
+      {"workgroup-size",
+       [](DeviceInfo& d, std::string_view key, std::string_view v) {
+         const std::string text(v);
+         std::size_t at = 0;
+         for (std::size_t i = 0; i < 3; ++i) {
+           const std::size_t end = i < 2 ? text.find('x', at) : text.size();
+           if (end == std::string::npos || (i == 2 && text.find('x', at) != std::string::npos)) {
+             reject(key, v, "three sizes as XxYxZ, e.g. 1024x1024x64");
+           }
+           d.maxWorkgroupSize[i] = static_cast<std::uint32_t>(
+               parseNumber(key, std::string_view(text).substr(at, end - at), std::numeric_limits<std::uint32_t>::max()));
+           at = end + 1;
+         }
+       },
+       [](const DeviceInfo& d) { return fmt::format("{}", fmt::join(d.maxWorkgroupSize, "x")); }},
       number("push", &DeviceInfo::maxPushConstantBytes),
       flag("fp16", &DeviceInfo::fp16Arithmetic),
       flag("storage16", &DeviceInfo::storage16Bit),
@@ -287,6 +302,13 @@ void checkLimits(const DeviceInfo& d) {
   };
   for (const Floor& f : floors) {
     if (f.value < f.least) reject(f.key, std::to_string(f.value), fmt::format("at least {} ({})", f.least, f.why));
+  }
+  const std::uint32_t leastSize[3] = {128, 128, 64};
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (d.maxWorkgroupSize[i] < leastSize[i]) {
+      reject("workgroup-size", fmt::format("{}", fmt::join(d.maxWorkgroupSize, "x")),
+             "at least 128x128x64 (Vulkan's least maxComputeWorkGroupSize)");
+    }
   }
   if (d.maxWorkgroupInvocations < d.maxSubgroupSize) {
     reject("invocations", std::to_string(d.maxWorkgroupInvocations),

@@ -63,9 +63,9 @@ void GlslWriter::resumeGenerated() {
 }
 
 void GlslWriter::snippet(std::string_view path, std::string_view text, std::vector<std::string> users,
-                         std::string_view origin) {
+                         std::string_view origin, bool user) {
   SourceBlock block{SourceBlock::Kind::Snippet, origin.empty() ? fmt::format("kernels/{}", path) : std::string(origin),
-                    std::move(users), {}};
+                    std::move(users), {}, user};
   raw(fmt::format("#line 1 \"{}\"", block.name));
   std::size_t start = 0;
   while (start < text.size()) {

@@ -17,6 +17,7 @@ struct SourceBlock {
   std::string name;                ///< the #line file name: "kernels/x.glsl", "stage HeadLayoutStage", kernel name
   std::vector<std::string> users;  ///< the stages that asked for a snippet
   std::vector<std::string> lines;  ///< the block's own lines, numbered from 1 as #line numbers them
+  bool user = false;               ///< a user's own GLSL (a stage's text the library did not generate)
 };
 
 class GlslWriter {
@@ -48,9 +49,9 @@ class GlslWriter {
   /// Returns to builder-generated lines.
   void endStage();
   /// Copies a snippet verbatim with a #line marker back to its file: kernels/<path>, or `origin` for
-  /// a stage's own file.
+  /// a stage's own file. `user`: the text is a user's, not the library's (SourceBlock::user).
   void snippet(std::string_view path, std::string_view text, std::vector<std::string> users,
-               std::string_view origin = {});
+               std::string_view origin = {}, bool user = false);
 
   std::string str() const;
   const std::vector<SourceBlock>& blocks() const { return blocks_; }

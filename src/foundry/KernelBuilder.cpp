@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "foundry/Error.h"
+#include "foundry/GlslScan.h"
 #include "foundry/Hash.h"
 #include "foundry/StorageFormat.h"
 
@@ -73,6 +74,7 @@ struct Merged {
     std::string text;
     std::vector<std::string> users;
     std::string origin;  ///< a stage's own file, as #line names it ("" otherwise)
+    bool user = false;   ///< a stage's own text that the library did not generate
   };
   std::vector<Snippet> snippets;
   struct Hosted {
@@ -178,18 +180,8 @@ std::string upper(std::string s) {
   return s;
 }
 
-// Plain scans rather than std::regex: kernels are built from several threads at once, and libstdc++'s
-// regex matcher fills the shared ctype narrow cache lazily (a race ThreadSanitizer reports).
-bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-/// Offsets in `text` where `word` starts and no identifier character comes right before it.
-std::vector<std::size_t> wordStarts(const std::string& text, const std::string& word) {
-  std::vector<std::size_t> out;
-  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
-    if (at == 0 || !isWordChar(text[at - 1])) out.push_back(at);
-  }
-  return out;
-}
+using glsl_scan::isWordChar;
+using glsl_scan::wordStarts;
 
 bool definesFunction(const std::string& text, const std::string& function) {
   for (const std::size_t at : wordStarts(text, function)) {
@@ -227,6 +219,91 @@ std::string hostedList(const Merged& m) {
   std::vector<std::string> names;
   for (const auto& h : m.hosted) names.push_back(h.point.name);
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+}
+
+// A user's hook function, where its text defines it, takes what the point passes and gives what it
+// returns (glslang's own message would quote the call the builder generated, not the user's function).
+void checkHookSignature(const Merged& m, const Merged::Provider& p, const HookPoint& point, const std::string& kernel) {
+  const auto fits = [&](const glsl_scan::Function& f) {
+    if (f.params.size() != point.params.size() || !glsl_scan::convertsImplicitly(f.returnType, point.returnType)) {
+      return false;
+    }
+    for (std::size_t i = 0; i < f.params.size(); ++i) {
+      if (!glsl_scan::convertsImplicitly(point.params[i].type, f.params[i])) return false;
+    }
+    return true;
+  };
+  std::vector<std::string> seen;
+  for (const auto& sn : m.snippets) {
+    if (!sn.user || std::find(sn.users.begin(), sn.users.end(), p.stage) == sn.users.end()) continue;
+    for (const auto& f : glsl_scan::scanTopLevel(sn.text).functions) {
+      if (f.name != p.decl.function) continue;
+      if (fits(f)) return;
+      seen.push_back(fmt::format("{} ({}:{})", f.text(), sn.origin.empty() ? sn.path : sn.origin, f.line));
+    }
+  }
+  if (seen.empty()) return;  // defined where the scan does not look (a macro): glslang decides
+  std::vector<std::string> types;
+  for (const auto& q : point.params) types.push_back(q.type);
+  throw UserError(fmt::format("kernel {}", kernel),
+                  fmt::format("stage {} hooks '{}' with {}, defined as {}; the point calls it as {}: it must take ({}), "
+                              "or types GLSL converts these to, and return {}",
+                              p.stage, point.name, p.decl.function, fmt::join(seen, " and "), point.signature(),
+                              fmt::join(types, ", "), point.returnType));
+}
+
+// A user's snippets take no file-scope name that another snippet or the builder's own declarations
+// take (a function of the same parameters, or any other use of the name): glslang would report the
+// redefinition inside the library's code, as a DeviceError. Kernels without a user's text skip this.
+void checkSnippetNames(const Merged& m, const std::string& kernel) {
+  if (std::none_of(m.snippets.begin(), m.snippets.end(), [](const auto& sn) { return sn.user; })) return;
+  struct Taken {
+    std::string what, where;
+    bool user = false;
+    bool function = false;
+    std::vector<std::string> params;
+  };
+  std::map<std::string, std::vector<Taken>> taken;
+  const std::string builder = "the builder's declarations";
+  const auto generated = [&](const std::string& name, const std::string& what) {
+    taken[name].push_back({fmt::format("{} {}", what, name), builder, false, false, {}});
+  };
+  for (const auto& b : m.buffers) generated(b.decl.name, "buffer");
+  for (const auto& x : m.shared) generated(x.decl.name, "shared array");
+  for (const auto& c : m.constants) generated(c.decl.name, "constant");
+  for (const auto& c : m.defines) generated(c.decl.name.substr(0, c.decl.name.find('(')), "macro");
+  for (const char* name : {"SUBGROUP_SIZE", "WORKGROUP_SIZE", "main"}) generated(name, "name");
+  for (const auto& h : m.hosted) {
+    std::vector<std::string> types;
+    for (const auto& q : h.point.params) types.push_back(q.type);
+    taken[h.point.name].push_back({"hook point " + h.point.signature(), builder, false, true, types});
+    generated(upper(h.point.name) + "_HOOKED", "constant");
+  }
+  for (const auto& sn : m.snippets) {
+    const std::string where = fmt::format("{} (stage {})", sn.origin.empty() ? "kernels/" + sn.path : sn.origin,
+                                          fmt::join(sn.users, ", "));
+    const glsl_scan::TopLevel top = glsl_scan::scanTopLevel(sn.text);
+    for (const auto& f : top.functions) {
+      if (f.definition) {
+        taken[f.name].push_back({fmt::format("function {} at line {}", f.text(), f.line), where, sn.user, true, f.params});
+      }
+    }
+    for (const auto& n : top.names) {
+      taken[n.name].push_back({fmt::format("{} {} at line {}", n.kind, n.name, n.line), where, sn.user, false, {}});
+    }
+  }
+  for (const auto& [name, all] : taken) {
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        const Taken &a = all[j], &b = all[i];
+        if (a.where == b.where || !(a.user || b.user)) continue;
+        if (a.function && b.function && a.params != b.params) continue;  // overloads
+        throw UserError(fmt::format("kernel {}", kernel),
+                        fmt::format("{} in {} takes the name '{}', which {} in {} takes too; rename the user's", b.what,
+                                    b.where, name, a.what, a.where));
+      }
+    }
+  }
 }
 
 // Every hook lands on a hosted point (hints may be dropped), single points take one provider, the
@@ -276,6 +353,7 @@ void checkHooks(Merged& m, const std::string& kernel, const std::string& chain, 
                                   p.decl.point, p.decl.function, own.empty() ? "none" : fmt::format("{}", fmt::join(own, ", ")),
                                   p.decl.function));
     }
+    checkHookSignature(m, p, host->point, kernel);
     if (!host->point.companion.empty()) {
       const auto& c = host->point.companion;
       const bool hosted = std::any_of(m.hosted.begin(), m.hosted.end(), [&](const auto& h) { return h.point.name == c; });
@@ -539,8 +617,9 @@ KernelSource KernelBuilder::build() const {
     }
     // Snippets with their `//! requires:` dependencies first, each once, in first-use order.
     std::map<std::string, std::string> origins;  // inline snippet path -> the file a stage read it from
-    std::function<void(const std::string&, const std::string*, std::set<std::string>&)> addSnippet =
-        [&](const std::string& path, const std::string* inlineText, std::set<std::string>& visiting) {
+    std::function<void(const std::string&, const InlineSnippet*, std::set<std::string>&)> addSnippet =
+        [&](const std::string& path, const InlineSnippet* own, std::set<std::string>& visiting) {
+          const std::string* inlineText = own ? &own->text : nullptr;
           if (visiting.count(path)) {
             throw UserError(fmt::format("kernel {}", kernel),
                             fmt::format("snippet {} requires itself through a cycle (stage {})", path, stage));
@@ -571,7 +650,8 @@ KernelSource KernelBuilder::build() const {
           for (const auto& dep : snippetRequirements(text)) addSnippet(dep, nullptr, visiting);
           visiting.erase(path);
           const auto origin = origins.find(path);
-          m.snippets.push_back({path, std::move(text), {stage}, origin == origins.end() ? "" : origin->second});
+          m.snippets.push_back(
+              {path, std::move(text), {stage}, origin == origins.end() ? "" : origin->second, own && !own->generated});
         };
     for (const auto& sn : iface.snippets()) {
       std::set<std::string> visiting;
@@ -581,7 +661,7 @@ KernelSource KernelBuilder::build() const {
       checkName(sn.name, "inline snippet", stage, kernel);
       if (!sn.origin.empty()) origins["inline/" + sn.name] = sn.origin;
       std::set<std::string> visiting;
-      addSnippet("inline/" + sn.name, &sn.text, visiting);
+      addSnippet("inline/" + sn.name, &sn, visiting);
     }
     for (const auto& hp : iface.hostedPoints()) {
       checkName(hp.name, "hook point", stage, kernel);
@@ -604,6 +684,7 @@ KernelSource KernelBuilder::build() const {
 
   checkHooks(m, kernel, chain, ifaces, src.stages);
   checkUses(m, kernel, ifaces, src.stages);
+  checkSnippetNames(m, kernel);
 
   for (const auto& s : m.shared) {
     if (s.decl.elementBytes == 2 && !device_.fp16Arithmetic) {
@@ -630,6 +711,13 @@ KernelSource KernelBuilder::build() const {
     throw UnsupportedError(fmt::format("kernel {} uses a workgroup of {}x{}x{} invocations; device '{}' allows 1..{}",
                                        kernel, workgroup_[0], workgroup_[1], workgroup_[2], device_.name,
                                        device_.maxWorkgroupInvocations));
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (workgroup_[i] > device_.maxWorkgroupSize[i]) {
+      throw UnsupportedError(fmt::format("kernel {} uses a workgroup of {}x{}x{} invocations; device '{}' allows at most "
+                                         "{} along each of x, y and z", kernel, workgroup_[0], workgroup_[1],
+                                         workgroup_[2], device_.name, fmt::join(device_.maxWorkgroupSize, "x")));
+    }
   }
   if (invocations % device_.subgroupSize != 0) {
     throw UnsupportedError(fmt::format("kernel {}: workgroup of {} invocations is not a multiple of the subgroup size {}",
@@ -725,7 +813,7 @@ KernelSource KernelBuilder::build() const {
   emitHookPrototypes(w, m);
   for (const auto& sn : m.snippets) {
     w.blank();
-    w.snippet(sn.path, sn.text, sn.users, sn.origin);
+    w.snippet(sn.path, sn.text, sn.users, sn.origin, sn.user);
   }
   emitHookDefinitions(w, m);
   w.blank();

@@ -107,6 +107,11 @@ KernelInterface& KernelInterface::snippetText(std::string name, std::string text
   return *this;
 }
 
+KernelInterface& KernelInterface::generatedSnippet(std::string name, std::string text) {
+  inline_.push_back({std::move(name), std::move(text), {}, true});
+  return *this;
+}
+
 KernelInterface& KernelInterface::snippet(const GlslSource& source) {
   inline_.push_back({source.name, source.text, source.origin});
   return *this;

@@ -102,6 +102,9 @@ struct InlineSnippet {
   std::string name;
   std::string text;
   std::string origin;  ///< the file it was read from, named by #line and compile errors ("" for a string)
+  /// Text a library stage generated (generatedSnippet): its compile errors are the library's, and the
+  /// builder does not check its names against the library's as it checks a user's.
+  bool generated = false;
 };
 
 /// Everything one stage declares. Stages fill it in `declare()`; nothing here is numbered.
@@ -121,6 +124,9 @@ class KernelInterface {
   /// GLSL the stage carries itself instead of a file under kernels/ (a user's own functions). It may
   /// start with `//! requires:` lines naming kernels/ snippets it needs first.
   KernelInterface& snippetText(std::string name, std::string text);
+  /// GLSL a library stage generates for this kernel (a cache format's loads): as snippetText, but
+  /// compile errors in it are the library's (DeviceError), not the user's (UserError).
+  KernelInterface& generatedSnippet(std::string name, std::string text);
   /// GLSL the stage carries as a value: a string, or a file read when the value was made; compile
   /// errors in a file's code name the file and its line.
   KernelInterface& snippet(const GlslSource& source);

@@ -42,7 +42,7 @@ std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) c
     try {
       return external_->compile(source.glsl, source.name);
     } catch (const DeviceError& e) {
-      throw DeviceError(describeCompileError(source, e.what()));
+      throwCompileError(source, e.what());
     }
   }
   shaderc::Compiler compiler;
@@ -55,7 +55,7 @@ std::vector<std::uint32_t> ShaderCompiler::compile(const KernelSource& source) c
   const auto result = compiler.CompileGlslToSpv(source.glsl, shaderc_compute_shader,
                                                 (source.name + ".comp").c_str(), "main", options);
   if (result.GetCompilationStatus() != shaderc_compilation_status_success) {
-    throw DeviceError(describeCompileError(source, result.GetErrorMessage()));
+    throwCompileError(source, result.GetErrorMessage());
   }
   return {result.cbegin(), result.cend()};
 }
@@ -72,28 +72,56 @@ std::string ShaderCompiler::rejects(const std::vector<std::uint32_t>& spirv, boo
   return "spirv-val rejects: " + printable(first.empty() ? "invalid" : first);
 }
 
+namespace {
+
+// glslang reports "<file>:<line>: error: ..." where <file> is the #line name of the block.
+struct Located {
+  const SourceBlock* block = nullptr;
+  int line = 0;
+  bool error = false;
+};
+
+bool locate(const KernelSource& source, const std::string& line, Located& at) {
+  static const std::regex located(R"(^(.*?):(\d+): (error|warning): (.*)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, located)) return false;
+  const std::string file = m[1];
+  const auto block = std::find_if(source.blocks.begin(), source.blocks.end(), [&](const SourceBlock& b) { return b.name == file; });
+  at = {block == source.blocks.end() ? nullptr : &*block, std::stoi(m[2]), m[3] == "error"};
+  return true;
+}
+
+}  // namespace
+
+[[noreturn]] void throwCompileError(const KernelSource& source, const std::string& compilerMessage) {
+  std::istringstream in(compilerMessage);
+  std::string line;
+  Located at;
+  while (std::getline(in, line)) {
+    if (!locate(source, line, at) || !at.error) continue;
+    if (at.block && at.block->user) {
+      throw UserError(at.block->name, describeCompileError(source, compilerMessage));
+    }
+    break;
+  }
+  throw DeviceError(describeCompileError(source, compilerMessage));
+}
+
 std::string describeCompileError(const KernelSource& source, const std::string& compilerMessage) {
   std::ostringstream out;
   out << fmt::format("compiling kernel {} (stages {}) failed:\n", source.name, fmt::join(source.stages, " -> "));
-  // glslang reports "<file>:<line>: error: ..." where <file> is the #line name of the block.
-  static const std::regex located(R"(^(.*?):(\d+): (error|warning): (.*)$)");
   std::istringstream in(compilerMessage);
   std::string line;
   int quoted = 0;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    std::smatch m;
-    if (!std::regex_match(line, m, located)) {
-      out << "  " << line << "\n";
-      continue;
-    }
-    const std::string file = m[1];
-    const int lineNo = std::stoi(m[2]);
+    Located at;
     out << "  " << line << "\n";
+    if (!locate(source, line, at)) continue;
+    const int lineNo = at.line;
     if (quoted >= 3) continue;  // the first errors are the useful ones
-    const auto block = std::find_if(source.blocks.begin(), source.blocks.end(),
-                                    [&](const SourceBlock& b) { return b.name == file; });
-    if (block == source.blocks.end()) continue;
+    const SourceBlock* block = at.block;
+    if (!block) continue;
     ++quoted;
     switch (block->kind) {
       case SourceBlock::Kind::Snippet:

@@ -52,5 +52,8 @@ class ShaderCompiler {
 
 /// Turns shaderc's message into one that quotes numbered lines of the block each error points at.
 std::string describeCompileError(const KernelSource& source, const std::string& compilerMessage);
+/// Throws describeCompileError's message: a UserError (its field the file) where the first error lies
+/// in a user's own GLSL (SourceBlock::user), else a DeviceError.
+[[noreturn]] void throwCompileError(const KernelSource& source, const std::string& compilerMessage);
 
 }  // namespace foundry

@@ -144,7 +144,8 @@ TEST(ApiMisuse, ACompileErrorInAModifiersFileNamesTheFile) {
   try {
     fa.run(d.call);
     ADD_FAILURE() << "a modifier that does not compile ran";
-  } catch (const DeviceError& e) {
+  } catch (const UserError& e) {  // the user's code: a UserError naming the file
+    EXPECT_EQ(e.field(), path.string());
     EXPECT_THAT(e.what(), HasSubstr(path.string() + ":2:")) << e.what();
   }
 }

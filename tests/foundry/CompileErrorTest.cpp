@@ -15,12 +15,17 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-/// The message of the DeviceError compiling `src` throws (a test failure if it compiles).
+/// The message of the error compiling `src` throws, which must be an `E` (a test failure if it compiles
+/// or throws another kind): a UserError where the first error lies in a user's own GLSL, else a DeviceError.
+template <typename E = DeviceError>
 std::string compileFailure(const KernelSource& src) {
   try {
     ShaderCompiler().compile(src);
-  } catch (const DeviceError& e) {
+  } catch (const E& e) {
     return e.what();
+  } catch (const Error& e) {
+    ADD_FAILURE() << "expected another kind of error than " << errorKindName(e.kind()) << ": " << e.what();
+    return {};
   }
   ADD_FAILURE() << "expected a compile error";
   return {};
@@ -49,7 +54,8 @@ TEST(CompileError, QuotesTheFailingSnippetLine) {
       << msg;
 }
 
-// A stage's own GLSL file (GlslSource::fromFile) is named by its path, as a library snippet is.
+// A stage's own GLSL file (GlslSource::fromFile) is named by its path, as a library snippet is, and its
+// errors are the user's to fix: a UserError whose field is the file.
 TEST(CompileError, QuotesTheLineOfAStagesOwnGlslFile) {
   test::TempDir dir;
   dir.write("mine.glsl", "float mine(float x) {\n  return x + not_declared;\n}\n");
@@ -61,8 +67,8 @@ TEST(CompileError, QuotesTheLineOfAStagesOwnGlslFile) {
                        .add(std::make_shared<test::ScriptedStage>(
                            "MineStage", [&](KernelInterface& k) { k.snippet(glsl); }, "float m = mine(1.0);"))
                        .build();
-  const std::string msg = compileFailure(src);
-  EXPECT_THAT(msg, AllOf(HasSubstr(dir.str() + "/mine.glsl:2"), HasSubstr("in snippet " + dir.str() + "/mine.glsl"),
+  const std::string msg = compileFailure<UserError>(src);
+  EXPECT_THAT(msg, AllOf(HasSubstr(dir.str() + "/mine.glsl: compiling kernel"), HasSubstr(dir.str() + "/mine.glsl:2"), HasSubstr("in snippet " + dir.str() + "/mine.glsl"),
                          HasSubstr(">    2 |   return x + not_declared;")))
       << msg;
 }

@@ -205,6 +205,11 @@ TEST(DeviceInfo, BadPresetsAndKeysNameWhatIsAccepted) {
   expectRejected("h200,storage=12345", {"storage='12345'", "at least 134217728"});
   expectRejected("lavapipe,alloc=0", {"alloc='0'", "at least 1073741824"});
   expectRejected("h200,cus=0", {"cus='0'", "at least 1"});
+  expectRejected("h200,workgroup-size=1024x1024", {"workgroup-size='1024x1024'", "XxYxZ"});
+  expectRejected("h200,workgroup-size=1024x1024x64x1", {"workgroup-size='1024x1024x64x1'", "XxYxZ"});
+  expectRejected("h200,workgroup-size=1024x1024x32", {"workgroup-size='1024x1024x32'", "at least 128x128x64"});
+  EXPECT_EQ(parseDevicePreset("h200,workgroup-size=1024x512x64").maxWorkgroupSize,
+            (std::array<std::uint32_t, 3>{1024, 512, 64}));
 }
 
 TEST(CoopMatLayout, TheQuadPatternIsRecognisedAndAnythingElseRejected) {

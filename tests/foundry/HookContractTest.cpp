@@ -221,5 +221,70 @@ TEST_F(HookContractTest, InlineSnippetsMayRequireLibrarySnippets) {
   EXPECT_EQ(compileError(src), "");
 }
 
+// A hook function that does not take what its point passes is refused before glslang, whose message
+// would quote the call the builder generated; types GLSL converts the point's to are accepted.
+TEST_F(HookContractTest, AHookFunctionMustTakeWhatItsPointPasses) {
+  const std::string e = buildError(
+      builder().add(host()).add(modifier("Short", "float short_score(float s) { return s; }\n", {{"t_score", "short_score"}})));
+  EXPECT_THAT(e, AllOf(HasSubstr("stage Short hooks 't_score' with short_score, defined as float short_score(float)"),
+                       HasSubstr("inline/Short_glsl:1"), HasSubstr("the point calls it as float t_score(float s, uint i)"),
+                       HasSubstr("it must take (float, uint)"), HasSubstr("and return float")));
+  EXPECT_THAT(buildError(builder().add(host()).add(modifier(
+                  "Out", "float out_score(float s, out uint i) { i = 0u; return s; }\n", {{"t_score", "out_score"}}))),
+              HasSubstr("defined as float out_score(float, out uint)"));
+  EXPECT_THAT(buildError(builder().add(host()).add(
+                  modifier("Vec", "vec2 vec_score(float s, uint i) { return vec2(s); }\n", {{"t_score", "vec_score"}}))),
+              HasSubstr("defined as vec2 vec_score(float, uint)"));
+  // uint to float is an implicit conversion; an overload that fits is enough; comments are not code.
+  const auto src = builder()
+                       .add(host())
+                       .add(modifier("Wide",
+                                     "// float wide(float s) { return s; }\n"
+                                     "float wide(float s) { return s; }\n"
+                                     "float wide(const in float s, float i) { return s + i; }\n",
+                                     {{"t_score", "wide"}}))
+                       .build();
+  EXPECT_EQ(compileError(src), "");
+}
+
+// A user's GLSL takes no file-scope name the library's snippets or the builder's declarations take
+// (glslang reported the redefinition inside the library's code, as a DeviceError); overloads are fine.
+TEST_F(HookContractTest, AUsersNamesNeverTakeTheLibrarysOrTheBuilders) {
+  const auto withCommon = [&](const std::string& glsl) {
+    return buildError(builder().add(host()).add(modifier(
+        "Mine", "//! requires: flashattention/common.glsl\n" + glsl + "float mine(float s, uint i) { return s; }\n",
+        {{"t_score", "mine"}})));
+  };
+  EXPECT_THAT(withCommon("float softmax_inverse(float l) { return l; }\n"),
+              AllOf(HasSubstr("function float softmax_inverse(float) at line 19 in kernels/flashattention/common.glsl"),
+                    HasSubstr("function float softmax_inverse(float) at line 2 in kernels/inline/Mine_glsl (stage Mine)"),
+                    HasSubstr("rename the user's")));
+  EXPECT_THAT(withCommon("const float NEG_BIG = -1.0;\n"), HasSubstr("takes the name 'NEG_BIG'"));
+  EXPECT_THAT(withCommon("#define LOG2E 1.0\n"), HasSubstr("macro LOG2E at line 2"));
+  EXPECT_THAT(withCommon("const uint WORKGROUP_SIZE = 1u;\n"), HasSubstr("name WORKGROUP_SIZE in the builder's declarations"));
+  EXPECT_THAT(withCommon("const float result = 1.0;\n"), HasSubstr("buffer result in the builder's declarations"));
+  EXPECT_THAT(withCommon("float t_score(float s, uint i) { return s; }\n"),
+              HasSubstr("hook point float t_score(float s, uint i) in the builder's declarations"));
+  // Two users' stages with one helper.
+  EXPECT_THAT(buildError(builder()
+                             .add(host())
+                             .add(modifier("A", "float helper(float s) { return s; }\nfloat a(float s, uint i) { return s; }\n",
+                                           {{"t_score", "a"}}))
+                             .add(modifier("B", "float helper(float s) { return s; }\nfloat b(float s, uint i) { return s; }\n",
+                                           {{"t_score", "b"}}))),
+              AllOf(HasSubstr("kernels/inline/A_glsl (stage A)"), HasSubstr("kernels/inline/B_glsl (stage B)")));
+  // Overloads of the library's functions and of a hook point compile.
+  const auto src = builder()
+                       .add(host())
+                       .add(modifier("Over",
+                                     "//! requires: flashattention/common.glsl\n"
+                                     "float softmax_inverse(float l, float k) { return k / l; }\n"
+                                     "float t_score(float s) { return s; }\n"
+                                     "float over(float s, uint i) { return softmax_inverse(2.0, t_score(s)); }\n",
+                                     {{"t_score", "over"}}))
+                       .build();
+  EXPECT_EQ(compileError(src), "");
+}
+
 }  // namespace
 }  // namespace foundry

@@ -179,6 +179,13 @@ TEST_F(KernelBuilderTest, RejectsWorkgroupsTheDeviceCannotRun) {
   auto c = builder();
   c.workgroup(2048).add(scripted("A", [](KernelInterface&) {}));
   EXPECT_THROW(c.build(), UnsupportedError);
+  // Within the total, past one dimension's own limit (z: 64 by default, as on NVIDIA's drivers).
+  DeviceInfo narrow = device;
+  narrow.maxWorkgroupSize = {1024, 1024, 64};
+  KernelBuilder d(narrow, SnippetLibrary::embedded());
+  d.workgroup(1, 1, 128).add(scripted("A", [](KernelInterface&) {}));
+  EXPECT_THAT([&] { d.build(); }, ::testing::ThrowsMessage<UnsupportedError>(
+                                      AllOf(HasSubstr("1x1x128"), HasSubstr("at most 1024x1024x64 along each of x, y and z"))));
 }
 
 TEST_F(KernelBuilderTest, RejectsPushConstantsOverTheDeviceLimit) {

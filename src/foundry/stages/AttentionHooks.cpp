@@ -62,7 +62,9 @@ class OnlyHooksStage : public Stage {
     for (const auto& c : all.consumed()) k.consumes(c.name, c.type);
     for (const auto& p : all.produced()) k.produces(p.name, p.type);
     for (const auto& s : all.snippets()) k.snippet(s);
-    for (const auto& s : all.inlineSnippets()) k.snippet(GlslSource{s.name, s.text, s.origin});  // with its file
+    for (const auto& s : all.inlineSnippets()) {  // with its file
+      s.generated ? k.generatedSnippet(s.name, s.text) : k.snippet(GlslSource{s.name, s.text, s.origin});
+    }
     for (const auto& e : all.extensions()) k.extension(e);
     for (const auto& p : all.hostedPoints()) k.hosts(p);
     for (const auto& p : all.usedPush()) k.usesPush(p);

@@ -155,7 +155,7 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
     // as they are loaded.
     if ((a_.format == DType::F16 || a_.format == DType::BF16) && a_.width == 8) k.define("KV_TILE8(r)", "(r)");
     for (const char kv : roles) text += floatAccess(a_, kv);
-    k.snippetText("kv_access", text);
+    k.generatedSnippet("kv_access", text);
     return;
   }
   k.define("KV_BLOCK_KEYS", fmt::format("{}u", q.keys)).define("KV_BLOCK_DIMS", fmt::format("{}u", q.dims));
@@ -188,7 +188,7 @@ void KvAccessStage::declare(KernelInterface& k, const DeviceInfo&) const {
             "}\n";
   }
   for (const char kv : roles) text += q.inlineScales ? q8Access(a_, kv) : int8Access(a_, kv);
-  k.snippetText("kv_access", text);
+  k.generatedSnippet("kv_access", text);
 }
 
 }  // namespace foundry

@@ -57,7 +57,7 @@ void KvQuantAppendStage::declare(KernelInterface& k, const DeviceInfo&) const {
       "    if (do_v && i < n) kv_store_v_codes(vr, d0 + i, kvq_word(xv, i, iv));\n"
       "  }\n"
       "}\n";
-  k.snippetText("kv_quant_append", text);
+  k.generatedSnippet("kv_quant_append", text);
 }
 
 void KvQuantAppendStage::emit(GlslWriter& w, const DeviceInfo&) const {

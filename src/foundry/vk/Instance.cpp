@@ -195,6 +195,7 @@ DeviceInfo queryDeviceInfo(VkInstance instance, VkPhysicalDevice device) {
     }
   }
   c.maxWorkgroupInvocations = base.limits.maxComputeWorkGroupInvocations;
+  for (std::size_t i = 0; i < 3; ++i) c.maxWorkgroupSize[i] = base.limits.maxComputeWorkGroupSize[i];
   c.maxPushConstantBytes = base.limits.maxPushConstantsSize;
   c.fp16Arithmetic = f12.shaderFloat16;
   c.storage16Bit = f11.storageBuffer16BitAccess;
