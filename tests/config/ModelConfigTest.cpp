@@ -899,6 +899,24 @@ TEST(Overrides, PromptLensSetTheBatchAndTheLongestPrompt) {
   EXPECT_EQ(c.run.pageSize, 64u);
 }
 
+// --prompt-len alone gives every sequence its prompt, over the run section's per-sequence lengths (a
+// config with prompt_lens could not run over MPI ranks, which take one length, even with the flag).
+TEST(Overrides, APromptLenReplacesTheRunSectionsPromptLens) {
+  json c = baseConfig();
+  c["run"]["batch"] = 2;
+  c["run"]["prompt_len"] = 60;
+  c["run"]["prompt_lens"] = json::array({60, 20});
+  EXPECT_EQ(parseModelConfig(c.dump(), kOrigin).run.promptLens, (std::vector<std::uint32_t>{60, 20}));
+  const ModelConfig uniform = parseModelConfig(c.dump(), kOrigin, {.promptLen = 30});
+  EXPECT_TRUE(uniform.run.promptLens.empty());
+  EXPECT_EQ(uniform.run.promptOf(0), 30u);
+  EXPECT_EQ(uniform.run.promptOf(1), 30u);
+  EXPECT_EQ(uniform.run.batch, 2u);
+  // With --prompt-lens as well, those lengths hold, within --prompt-len.
+  EXPECT_EQ(parseModelConfig(c.dump(), kOrigin, {.promptLen = 30, .promptLens = "30,5"}).run.promptLens,
+            (std::vector<std::uint32_t>{30, 5}));
+}
+
 // The rules between fields hold for the run as the flags leave it: a run section beyond max_context
 // loads with flags that bring it back, and without them its own field is blamed, with the file.
 TEST(Overrides, BringARunSectionBeyondMaxContextBackWithinIt) {

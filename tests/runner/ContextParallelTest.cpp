@@ -59,6 +59,18 @@ KvShards shardsOf(const CpCase& c, std::uint32_t ranks) {
   return KvShards::even(c.capacity, ranks);
 }
 
+// A rank's device, chosen by its place on the host, is reported as chosen there (the report said
+// "default"); a device the options name is kept, with its own source.
+TEST(ContextParallelRefusals, ARanksDeviceSaysWhereItCameFrom) {
+  MpiCommunicator& comm = *gComm;
+  const RuntimeOptions chosen = optionsForRank(RuntimeOptions{}, comm);
+  EXPECT_FALSE(chosen.device.empty());
+  EXPECT_EQ(chosen.sourceOf("FOUNDRY_DEVICE"), fmt::format("local rank {}", comm.localRank()));
+  RuntimeOptions named;
+  named.device = "0";
+  EXPECT_EQ(optionsForRank(named, comm).sourceOf("FOUNDRY_DEVICE"), "default");
+}
+
 // A decode of no key at all is refused on every rank naming kv_len (it named position 2^32 - 1).
 TEST(ContextParallelRefusals, AKvLengthOf0IsNamed) {
   Runtime& rt = *gRuntime;

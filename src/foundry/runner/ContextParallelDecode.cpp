@@ -40,6 +40,7 @@ RuntimeOptions optionsForRank(RuntimeOptions options, const Communicator& comm) 
     for (const auto& d : instance.devices()) (d.info.kind == DeviceKind::Cpu ? cpus : pool).push_back(d.index);
     if (pool.empty()) pool = cpus;
     options.device = std::to_string(pool[comm.localRank() % pool.size()]);
+    options.sources.byKnob["FOUNDRY_DEVICE"] = fmt::format("local rank {}", comm.localRank());
   }
   return options;
 }

@@ -679,6 +679,8 @@ FieldNames applyRunOverrides(ModelConfig& c, const RunOverrides& o) {
   };
   integer(o.batch, names.batch, "--batch", "/run/batch", c.run.batch);
   integer(o.promptLen, names.promptLen, "--prompt-len", "/run/prompt_len", c.run.promptLen);
+  // --prompt-len alone gives every sequence that prompt, over a run section's prompt_lens.
+  if (o.promptLen && !o.promptLens) c.run.promptLens.clear();
   integer(o.decodeTokens, names.decodeTokens, "--decode-tokens", "/run/decode_tokens", c.run.decodeTokens);
   integer(o.layers, names.layers, "--layers", "/run/layers", c.run.layers);
   if (o.dtype) {

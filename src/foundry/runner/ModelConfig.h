@@ -99,7 +99,7 @@ inline constexpr std::size_t kMaxConfigBytes = std::size_t(16) << 20;
 /// is checked here, with the flag name as the error's field ("--prompt-len").
 struct RunOverrides {
   std::optional<std::int64_t> batch;         ///< --batch
-  std::optional<std::int64_t> promptLen;     ///< --prompt-len
+  std::optional<std::int64_t> promptLen;     ///< --prompt-len (without --prompt-lens: every sequence's)
   std::optional<std::int64_t> decodeTokens;  ///< --decode-tokens
   std::optional<std::int64_t> layers;        ///< --layers
   std::optional<std::string> dtype;          ///< --dtype
