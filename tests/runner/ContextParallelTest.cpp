@@ -15,6 +15,7 @@
 #include "foundry/vk/Device.h"
 #include "foundry/vk/VulkanDispatcher.h"
 #include "foundry/runner/ContextParallelDecode.h"
+#include "foundry/runner/RingPrefill.h"
 #include "runner/MpiTestMain.h"
 #include "foundry/steps/CpuReference.h"
 #include "foundry/steps/Options.h"
@@ -69,6 +70,28 @@ TEST(ContextParallelRefusals, ARanksDeviceSaysWhereItCameFrom) {
   RuntimeOptions named;
   named.device = "0";
   EXPECT_EQ(optionsForRank(named, comm).sourceOf("FOUNDRY_DEVICE"), "default");
+}
+
+// Ranks given other shards are refused on every rank, naming the shards (they waited on each other or
+// merged other ranges); so is a count that is not the ranks', on every rank alike.
+TEST(ContextParallelRefusals, RanksGivenOtherShardsAreRefusedOnEveryRank) {
+  Runtime& rt = *gRuntime;
+  MpiCommunicator& comm = *gComm;
+  const std::uint32_t last = comm.size() - 1;
+  std::vector<std::uint32_t> sizes(comm.size(), 8);
+  if (comm.rank() == last) sizes[last] = 9;  // the last rank alone holds one more position
+  try {
+    ContextParallelDecode cp(rt, comm, KvShards::ofSizes(sizes), AttentionOptions{});
+    ADD_FAILURE() << "ranks with other shards made a decode";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "shards") << e.what();
+  }
+  try {
+    RingPrefill ring(rt, comm, KvShards::even(64, comm.size() + 1), AttentionOptions{});
+    ADD_FAILURE() << "shards for more ranks made a prefill";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.field(), "ranks") << e.what();
+  }
 }
 
 // A decode of no key at all is refused on every rank naming kv_len (it named position 2^32 - 1).

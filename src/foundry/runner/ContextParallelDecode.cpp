@@ -61,6 +61,7 @@ ContextParallelDecode::ContextParallelDecode(Runtime& runtime, Communicator& com
       append_(runtime.info(), runtime.snippets()),
       dispatcher_(runtime.dispatcher()),
       workspace_(runtime) {
+  shards_.requireAgreement(comm_);
   shards_.requireRanks(comm_.size());
 }
 

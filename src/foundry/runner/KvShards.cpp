@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "foundry/Error.h"
+#include "foundry/runner/Communicator.h"
 
 namespace foundry {
 
@@ -62,6 +63,24 @@ void KvShards::requireRanks(std::uint32_t ranks) const {
   if (this->ranks() != ranks) {
     throw UserError("ranks", fmt::format("{} shards ({}) for {} ranks; one shard per rank", this->ranks(), describe(),
                                          ranks));
+  }
+}
+
+void KvShards::requireAgreement(Communicator& comm) const {
+  // A digest of one length on every rank, exact in doubles: the count, then a 32-bit FNV-1a of the ranges.
+  std::uint32_t hash = 2166136261u;
+  for (const auto& s : shards_) {
+    for (const std::uint32_t v : {s.begin, s.end}) {
+      for (int byte = 0; byte < 4; ++byte) hash = (hash ^ ((v >> (8 * byte)) & 0xffu)) * 16777619u;
+    }
+  }
+  const std::vector<double> mine = {static_cast<double>(shards_.size()), static_cast<double>(hash)};
+  const std::vector<double> all = comm.allGather(mine);
+  for (std::uint32_t rank = 0; rank < comm.size(); ++rank) {
+    if (all[2 * rank] != mine[0] || all[2 * rank + 1] != mine[1]) {
+      throw UserError("shards", fmt::format("rank {} holds other shards than rank {} ({}): every rank takes the same "
+                                            "shards", rank, comm.rank(), describe()));
+    }
   }
 }
 

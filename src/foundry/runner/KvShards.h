@@ -8,6 +8,8 @@
 
 namespace foundry {
 
+class Communicator;
+
 struct KvShard {
   std::uint32_t begin = 0, end = 0;  ///< positions [begin, end)
   std::uint32_t size() const { return end - begin; }
@@ -33,6 +35,9 @@ class KvShards {
   std::uint32_t keysHeld(std::uint32_t rank, std::uint32_t kvLen) const;
   /// UserError unless there is one shard per rank.
   void requireRanks(std::uint32_t ranks) const;
+  /// UserError on every rank unless every rank of `comm` holds these same shards (a collective: every
+  /// rank calls it at once). Ranks given other shards would wait on each other or merge other ranges.
+  void requireAgreement(Communicator& comm) const;
   /// "[0, 34) [34, 67) [67, 100)".
   std::string describe() const;
 

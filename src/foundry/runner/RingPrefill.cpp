@@ -69,6 +69,7 @@ RingPrefill::RingPrefill(Runtime& runtime, Communicator& comm, KvShards shards, 
       merge_(runtime.info(), runtime.snippets()),
       dispatcher_(runtime.dispatcher()),
       workspace_(runtime) {
+  shards_.requireAgreement(comm_);
   shards_.requireRanks(comm_.size());
 }
 
